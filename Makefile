@@ -1,0 +1,50 @@
+# The README's commands. Each target sets up what it needs first (.venv and node_modules).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+ROWS ?= 200000
+ENV ?= dev
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: setup demo test lint typecheck unit synth deploy clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt runtime/requirements.txt constraints.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip==26.3
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: setup
+	mkdir -p demo-out
+	$(BIN)/mapload sample demo-out/ukpostcodes.csv --rows $(ROWS)
+	$(BIN)/mapload run-local demo-out/ukpostcodes.csv --spec examples/postcodes.spec.json --report demo-out/report.json
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy app.py stacks mapload
+	cd runtime && ../$(BIN)/mypy --config-file ../pyproject.toml logic adapters handlers
+
+unit: setup
+	$(BIN)/pytest -n 2 --dist loadgroup
+
+test: lint typecheck unit
+
+synth: setup
+	$(if $(CDK_BUNDLE),CDK_BUNDLE=1) node_modules/.bin/cdk synth --all -c env=$(ENV) -o cdk.out
+
+deploy: setup
+	CDK_BUNDLE=1 node_modules/.bin/cdk deploy --all -c env=$(ENV)
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .cache demo-out

@@ -1,0 +1,380 @@
+"""Run the synthesized state machine on this machine: moto as the AWS emulator, the runtime
+handlers as the Lambda functions, the resources created from the CDK templates."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+from moto import mock_aws
+from moto.awslambda_simple.models import LambdaSimpleBackend
+
+from mapload.cfn import Resolver
+from mapload.synth import StackTemplate
+
+ACCOUNT = "123456789012"
+MOTO_CONFIG = {
+    "lambda": {"use_docker": False},
+    "stepfunctions": {"execute_state_machine": True},
+}
+# Step Functions and Lambda always stay inside the emulator; only these may point elsewhere.
+DATA_ENDPOINTS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB")
+EMULATOR_ONLY = ("AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_SFN", "AWS_ENDPOINT_URL_STEPFUNCTIONS", "AWS_ENDPOINT_URL_IAM")
+
+
+@dataclass
+class FunctionDef:
+    logical_id: str
+    name: str
+    arn: str
+    handler: str
+    env: dict[str, str]
+
+    @property
+    def module(self) -> str:
+        return self.handler.rsplit(".", 1)[0].replace("/", ".")
+
+    @property
+    def role(self) -> str:
+        """Plan, Worker or Finalize, from the handler module's name."""
+        return self.module.rsplit(".", 1)[-1]
+
+
+@dataclass
+class Deployment:
+    outputs: dict[str, str] = field(default_factory=dict)
+    buckets: dict[str, str] = field(default_factory=dict)  # logical id -> name
+    tables: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, FunctionDef] = field(default_factory=dict)
+    state_machines: dict[str, str] = field(default_factory=dict)  # logical id -> arn
+
+    def output(self, suffix: str) -> str:
+        for name, value in self.outputs.items():
+            if name == suffix or name.endswith(suffix):
+                return value
+        raise KeyError(f"no stack output named {suffix} (have {sorted(self.outputs)})")
+
+
+class Invocations:
+    """What the Lambda seam saw: lets the runner show progress without polling AWS."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.shard_total: int | None = None
+        self.shards_done = 0
+        self.records_read = 0
+        self.final: dict[str, Any] | None = None
+        self.errors: list[dict[str, str]] = []
+
+    def saw(self, fn: FunctionDef, result: Any) -> None:
+        with self.lock:
+            if fn.role == "plan" and isinstance(result, dict):
+                self.shard_total = int(result.get("shardCount", 0))
+            elif fn.role == "worker" and isinstance(result, dict):
+                self.shards_done += 1
+                self.records_read += int(result.get("read", 0))
+            elif fn.role == "finalize" and isinstance(result, dict):
+                self.final = result
+
+
+_SEAM_LOCK = threading.Lock()
+_FUNCTIONS: dict[str, FunctionDef] = {}
+_OBSERVER: list[Invocations] = []
+_ORIGINAL_INVOKE = LambdaSimpleBackend.invoke
+
+
+def _seam(self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any) -> Any:
+    """moto's one place where a Lambda invocation lands: call the runtime handler instead."""
+    fn = _FUNCTIONS.get(function_name) or _FUNCTIONS.get(function_name.rsplit(":", 1)[-1])
+    if fn is None:
+        return _ORIGINAL_INVOKE(self, function_name, qualifier, body, headers, response_headers)
+    event = json.loads(body or b"{}")
+    try:
+        module = importlib.import_module(fn.module)
+        # The function's own environment, as the template defines it: many functions share
+        # this process, so nothing may come from process-wide variables.
+        result = module.handle(event, fn.env)
+    except Exception as error:  # noqa: BLE001 - every failure goes back to the state machine
+        response_headers["x-amz-function-error"] = "Unhandled"
+        for observer in _OBSERVER:
+            with observer.lock:
+                observer.errors.append({"function": fn.role, "type": type(error).__name__, "message": str(error)})
+        return json.dumps(
+            {
+                "errorType": type(error).__name__,
+                "errorMessage": str(error),
+                "stackTrace": traceback.format_exception(error)[-5:],
+            }
+        ).encode()
+    for observer in _OBSERVER:
+        observer.saw(fn, result)
+    return json.dumps(result, default=str).encode()
+
+
+def _bucket_name(env_name: str, logical_id: str) -> str:
+    return f"mapload-{env_name}-{logical_id}".lower()[:63]
+
+
+class Emulator:
+    """An in-process AWS (moto) holding one deployed environment of the CDK app."""
+
+    def __init__(self, env_name: str, region: str = "us-east-1") -> None:
+        self.env_name = env_name
+        self.region = region
+        self._mock = mock_aws(config=MOTO_CONFIG)
+        self._saved_env: dict[str, str | None] = {}
+        self.deployment = Deployment()
+
+    def __enter__(self) -> Emulator:
+        overrides = {"AWS_DEFAULT_REGION": self.region, "AWS_REGION": self.region}
+        general = os.environ.get("AWS_ENDPOINT_URL")
+        for name in DATA_ENDPOINTS:  # a general endpoint serves the data services only
+            if general and not os.environ.get(name):
+                overrides[name] = general
+        for name, value in overrides.items():
+            self._saved_env[name] = os.environ.get(name)
+            os.environ[name] = value
+        for name in ("AWS_ENDPOINT_URL", *EMULATOR_ONLY):
+            self._saved_env[name] = os.environ.pop(name, None)
+        logging.getLogger("moto").setLevel(logging.CRITICAL)  # its interpreter logs every caught error
+        self._mock.start()
+        LambdaSimpleBackend.invoke = _seam  # type: ignore[method-assign]
+        _clear_runtime_clients()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._mock.stop()
+        with _SEAM_LOCK:
+            for fn in self.deployment.functions.values():
+                _FUNCTIONS.pop(fn.name, None)
+                _FUNCTIONS.pop(fn.arn, None)
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _clear_runtime_clients()
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=self.region)
+
+    # -- provisioning ---------------------------------------------------------------------
+    def provision(self, stacks: list[StackTemplate]) -> Deployment:
+        """Create what the templates define: buckets, tables, functions, state machines."""
+        resolver = Resolver(self.region, ACCOUNT)
+        iam = self.client("iam")
+        try:
+            role_arn = iam.create_role(RoleName="mapload-embedded", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        except ClientError:
+            role_arn = iam.get_role(RoleName="mapload-embedded")["Role"]["Arn"]
+        pending = list(stacks)
+        while pending:
+            progressed = False
+            for stack in list(pending):
+                if not self._imports_ready(stack.template, resolver):
+                    continue
+                self._provision_stack(stack, resolver, role_arn)
+                pending.remove(stack)
+                progressed = True
+            if not progressed:
+                raise RuntimeError(f"stacks import values nobody exports: {[s.name for s in pending]}")
+        return self.deployment
+
+    @staticmethod
+    def _imports_ready(template: Mapping[str, Any], resolver: Resolver) -> bool:
+        needed: list[str] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, Mapping):
+                if "Fn::ImportValue" in value and isinstance(value["Fn::ImportValue"], str):
+                    needed.append(value["Fn::ImportValue"])
+                for v in value.values():
+                    walk(v)
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v)
+
+        walk(template.get("Resources", {}))
+        return all(name in resolver.exports for name in needed)
+
+    def _provision_stack(self, stack: StackTemplate, resolver: Resolver, role_arn: str) -> None:
+        resources: dict[str, Any] = stack.template.get("Resources", {})
+        # Names first, so every Ref and GetAtt resolves whatever order resources come in.
+        for logical, res in resources.items():
+            kind = res["Type"]
+            if kind == "AWS::S3::Bucket":
+                name = _bucket_name(self.env_name, logical)
+                resolver.refs[logical] = name
+                resolver.attrs[(logical, "Arn")] = f"arn:aws:s3:::{name}"
+                resolver.attrs[(logical, "DomainName")] = f"{name}.s3.amazonaws.com"
+                resolver.attrs[(logical, "RegionalDomainName")] = f"{name}.s3.{self.region}.amazonaws.com"
+            elif kind == "AWS::DynamoDB::Table":
+                name = f"mapload-{self.env_name}-{logical}"
+                resolver.refs[logical] = name
+                resolver.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}"
+                resolver.attrs[(logical, "StreamArn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}/stream/x"
+            elif kind == "AWS::Lambda::Function":
+                name = f"mapload-{self.env_name}-{logical}"[:64]
+                resolver.refs[logical] = name
+                resolver.attrs[(logical, "Arn")] = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
+            elif kind == "AWS::StepFunctions::StateMachine":
+                name = f"mapload-{self.env_name}-{logical}"[:80]
+                arn = f"arn:aws:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
+                resolver.refs[logical] = arn
+                resolver.attrs[(logical, "Arn")] = arn
+                resolver.attrs[(logical, "Name")] = name
+            elif kind == "AWS::IAM::Role":
+                resolver.refs[logical] = f"{logical}"
+                resolver.attrs[(logical, "Arn")] = role_arn
+            elif kind == "AWS::Logs::LogGroup":
+                resolver.refs[logical] = f"/mapload/{self.env_name}/{logical}"
+                resolver.attrs[(logical, "Arn")] = (
+                    f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:/mapload/{self.env_name}/{logical}:*"
+                )
+            elif kind == "AWS::KMS::Key":
+                resolver.refs[logical] = f"key-{logical}"
+                resolver.attrs[(logical, "Arn")] = f"arn:aws:kms:{self.region}:{ACCOUNT}:key/{logical}"
+            else:
+                resolver.refs.setdefault(logical, logical)
+        for logical, res in resources.items():
+            kind, props = res["Type"], res.get("Properties", {})
+            if kind == "AWS::S3::Bucket":
+                self._create_bucket(resolver.refs[logical])
+                self.deployment.buckets[logical] = resolver.refs[logical]
+            elif kind == "AWS::DynamoDB::Table":
+                self._create_table(resolver.refs[logical], props)
+                self.deployment.tables[logical] = resolver.refs[logical]
+        for logical, res in resources.items():
+            kind, props = res["Type"], res.get("Properties", {})
+            if kind == "AWS::Lambda::Function":
+                self._create_function(logical, resolver, props, role_arn)
+        for logical, res in resources.items():
+            kind, props = res["Type"], res.get("Properties", {})
+            if kind == "AWS::StepFunctions::StateMachine":
+                definition = props.get("DefinitionString")
+                if definition is None:
+                    definition = json.dumps(props["Definition"])
+                definition = resolver.resolve(definition)
+                self.client("stepfunctions").create_state_machine(
+                    name=resolver.attrs[(logical, "Name")], definition=definition, roleArn=role_arn
+                )
+                self.deployment.state_machines[logical] = resolver.refs[logical]
+        for name, output in stack.template.get("Outputs", {}).items():
+            value = resolver.resolve(output["Value"])
+            self.deployment.outputs[f"{stack.name}.{name}"] = value
+            export = output.get("Export", {}).get("Name")
+            if export:
+                resolver.exports[resolver.resolve(export)] = value
+
+    def _create_bucket(self, name: str) -> None:
+        s3 = self.client("s3")
+        try:
+            if self.region == "us-east-1":
+                s3.create_bucket(Bucket=name)
+            else:
+                s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": self.region})
+        except ClientError as error:  # a re-run against a kept endpoint reuses its buckets
+            if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise
+
+    def _create_table(self, name: str, props: Mapping[str, Any]) -> None:
+        db = self.client("dynamodb")
+        args: dict[str, Any] = {
+            "TableName": name,
+            "KeySchema": props["KeySchema"],
+            "AttributeDefinitions": props["AttributeDefinitions"],
+            "BillingMode": props.get("BillingMode", "PROVISIONED"),
+        }
+        if args["BillingMode"] == "PROVISIONED":
+            args["ProvisionedThroughput"] = props.get(
+                "ProvisionedThroughput", {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+            )
+        try:
+            db.create_table(**args)
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ResourceInUseException":
+                raise
+            existing = db.describe_table(TableName=name)["Table"]["KeySchema"]
+            if existing != props["KeySchema"]:
+                raise RuntimeError(
+                    f"table {name} exists with key {existing}, but the template defines {props['KeySchema']}"
+                ) from error
+        ttl = props.get("TimeToLiveSpecification")
+        if ttl and ttl.get("Enabled"):
+            try:
+                db.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
+            except ClientError:
+                pass  # already set on a reused table
+
+    def _create_function(self, logical: str, resolver: Resolver, props: Mapping[str, Any], role_arn: str) -> None:
+        name = resolver.refs[logical]
+        env = {
+            k: str(v) for k, v in resolver.resolve(props.get("Environment", {}).get("Variables", {})).items()
+        }
+        fn = FunctionDef(logical, name, resolver.attrs[(logical, "Arn")], str(props["Handler"]), env)
+        self.client("lambda").create_function(
+            FunctionName=name,
+            Runtime=str(props.get("Runtime", "python3.12")),
+            Role=role_arn,
+            Handler=fn.handler,
+            Code={"ZipFile": b"embedded: handled in-process"},
+            Environment={"Variables": env},
+        )
+        self.deployment.functions[logical] = fn
+        with _SEAM_LOCK:
+            _FUNCTIONS[fn.name] = fn
+            _FUNCTIONS[fn.arn] = fn
+
+    # -- running --------------------------------------------------------------------------
+    def start(self, state_machine_arn: str, name: str, payload: Mapping[str, Any]) -> str:
+        return str(
+            self.client("stepfunctions").start_execution(
+                stateMachineArn=state_machine_arn, name=name, input=json.dumps(payload)
+            )["executionArn"]
+        )
+
+    def wait(
+        self,
+        execution_arn: str,
+        on_tick: Callable[[], None] | None = None,
+        interval: float = 0.25,
+    ) -> dict[str, Any]:
+        sfn = self.client("stepfunctions")
+        while True:
+            described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
+            if described["status"] != "RUNNING":
+                return described
+            if on_tick:
+                on_tick()
+            time.sleep(interval)
+
+
+@contextmanager
+def observing() -> Iterator[Invocations]:
+    seen = Invocations()
+    _OBSERVER.append(seen)
+    try:
+        yield seen
+    finally:
+        _OBSERVER.remove(seen)
+
+
+def _clear_runtime_clients() -> None:
+    """The handlers cache boto3 clients; a new emulator (or endpoint) needs new ones."""
+    try:
+        from adapters import clients
+    except ImportError:
+        return
+    for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
+        factory.cache_clear()

@@ -1,0 +1,140 @@
+"""`mapload run-local`: one file, through the synthesized state machine, in the embedded emulator."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mapload.embedded import Emulator, observing
+from mapload.synth import synthesize
+
+# Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
+# local run that retries a shard quick without changing the state machine's shape.
+LOCAL_CONTEXT = {"retry_interval_seconds": 1}
+
+
+class LocalRunError(Exception):
+    """The embedded run could not start (bad arguments, synth failure)."""
+
+
+def _copy_rejects(emu: Emulator, report: dict[str, Any], report_path: Path) -> None:
+    location = (report.get("rejects") or {}).get("location")
+    if not location or not str(location).startswith("s3://"):
+        return
+    bucket, key = str(location)[5:].split("/", 1)
+    local = report_path.with_name(report_path.stem + ".rejects.jsonl")
+    emu.client("s3").download_file(bucket, key, str(local))
+    report["rejects"]["s3Location"] = location
+    report["rejects"]["location"] = str(local)
+
+
+def _fallback_report(described: dict[str, Any], job_id: str, run_id: str) -> dict[str, Any]:
+    """Finalize never ran (it failed itself): say what the execution said."""
+    return {
+        "version": 1,
+        "jobId": job_id,
+        "runId": run_id,
+        "status": "FAILED",
+        "error": {
+            "type": described.get("error") or "ExecutionFailed",
+            "message": described.get("cause") or "the execution ended without a report",
+            "where": "StateMachine",
+        },
+        "records": {"read": 0, "written": 0, "rejected": 0, "duplicates": 0},
+        "shards": {"total": 0, "done": 0, "failed": 0, "missing": []},
+        "seconds": None,
+        "dynamodb": {"table": None},
+        "rejects": {"count": 0, "byReason": {}, "sample": [], "location": None},
+    }
+
+
+class Progress:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.tty = sys.stderr.isatty()
+
+    def show(self, done: int, total: int | None, records: int, final: bool = False) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < (0.5 if self.tty else 5.0):
+            return
+        self.last = now
+        elapsed = max(now - self.started, 1e-6)
+        text = f"shards {done}/{total if total is not None else '?'} · {records:,} records · {records / elapsed:,.0f} records/s"
+        end = "\n" if final or not self.tty else ""
+        print(("\r" if self.tty else "") + text, end=end, file=sys.stderr, flush=True)
+
+
+def run_local(
+    file: Path,
+    spec: dict[str, Any],
+    *,
+    report_path: Path,
+    env_name: str = "dev",
+    quiet: bool = False,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    if not file.is_file():
+        raise LocalRunError(f"{file}: no such file")
+    if "source" in spec:
+        raise LocalRunError("the spec must not name 'source': run-local uploads FILE and fills it in")
+    try:
+        stacks = synthesize({"env": env_name, **LOCAL_CONTEXT, **(context or {})})
+    except RuntimeError as error:
+        raise LocalRunError(str(error)) from error
+    run_id = datetime.now(timezone.utc).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
+    job_id = str(spec.get("jobId") or run_id)
+    progress = Progress(quiet)
+    with Emulator(env_name) as emu:
+        deployment = emu.provision(stacks)
+        bucket = deployment.output("SourceBucketName")
+        emu.client("s3").upload_file(str(file), bucket, file.name)
+        payload = {**spec, "source": f"s3://{bucket}/{file.name}"}
+        state_machine = next(iter(deployment.state_machines.values()))
+        with observing() as seen:
+            execution = emu.start(state_machine, run_id, payload)
+            described = emu.wait(
+                execution, on_tick=lambda: progress.show(seen.shards_done, seen.shard_total, seen.records_read)
+            )
+            progress.show(seen.shards_done, seen.shard_total, seen.records_read, final=True)
+            final = seen.final
+        report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)
+        if report.get("seconds") is None and described.get("stopDate"):
+            report["seconds"] = round((described["stopDate"] - described["startDate"]).total_seconds(), 3)
+        report["execution"] = {"name": run_id, "status": described["status"]}
+        if report["status"] == "SUCCEEDED" and described["status"] != "SUCCEEDED":
+            report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
+        _copy_rejects(emu, report, report_path)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    if not quiet:
+        print(summary(report, report_path))
+    return report
+
+
+def summary(report: dict[str, Any], report_path: Path) -> str:
+    rec = report["records"]
+    lines = [
+        f"mapload run {report.get('runId', '')}: {report['status']}",
+        f"  records   read {rec['read']:,} = written {rec['written']:,} + rejected {rec['rejected']:,}"
+        f"  (duplicates in a batch: {rec['duplicates']:,})",
+        f"  shards    {report['shards']['done']}/{report['shards']['total']} done",
+        f"  seconds   {report.get('seconds')}",
+        f"  table     {(report.get('dynamodb') or {}).get('table')}",
+    ]
+    rejects = report.get("rejects") or {}
+    if rejects.get("count"):
+        lines.append(f"  rejects   {rejects['count']:,} {rejects.get('byReason')} -> {rejects.get('location')}")
+    if report.get("error"):
+        err = report["error"]
+        lines.append(f"  error     {err['type']} in {err['where']}: {err['message']}")
+    lines.append(f"  report    {report_path}")
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""Synthesize the CDK app (no Docker, no bundling) and cache the templates between runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mapload import ROOT
+
+CACHE_DIR = ROOT / ".cache" / "synth"
+_INPUTS = ("app.py", "cdk.json")
+_TREES = ("stacks", "runtime")
+
+
+@dataclass(frozen=True)
+class StackTemplate:
+    name: str  # the deployed stack name, e.g. "dev-Data"
+    path: Path
+    template: dict[str, Any]
+
+
+def _fingerprint(context: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
+    files = [ROOT / name for name in _INPUTS]
+    for tree in _TREES:
+        files.extend(sorted(p for p in (ROOT / tree).rglob("*") if p.is_file() and "__pycache__" not in p.parts))
+    for path in files:
+        if path.exists():
+            digest.update(str(path.relative_to(ROOT)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
+    """Templates of every stack the app synthesizes for `context`, from the cache when unchanged."""
+    outdir = CACHE_DIR / _fingerprint(context)
+    if not (outdir / "manifest.json").exists():
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        script = (
+            "import json, sys; sys.path.insert(0, sys.argv[1]); import app; "
+            "app.build_app(json.loads(sys.argv[2]), outdir=sys.argv[3]).synth()"
+        )
+        env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+        env.pop("CDK_BUNDLE", None)
+        # A separate process keeps the jsii/node runtime out of the embedded run.
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(ROOT), json.dumps(context), str(outdir)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"cdk synth failed:\n{done.stdout}\n{done.stderr}")
+    return load_assembly(outdir)
+
+
+def load_assembly(outdir: Path) -> list[StackTemplate]:
+    stacks: list[StackTemplate] = []
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    for artifact in manifest.get("artifacts", {}).values():
+        props = artifact.get("properties", {})
+        if artifact.get("type") == "aws:cloudformation:stack":
+            path = outdir / props["templateFile"]
+            name = props.get("stackName") or artifact.get("displayName") or path.stem
+            stacks.append(StackTemplate(name, path, json.loads(path.read_text())))
+        elif artifact.get("type") == "cdk:cloud-assembly":  # a Stage's nested assembly
+            stacks.extend(load_assembly(outdir / props["directoryName"]))
+    return stacks

@@ -1,0 +1,1 @@
+"""Adapters: the only runtime code that talks to AWS (boto3)."""

@@ -1,0 +1,37 @@
+"""One place that builds boto3 clients for the handlers, cached per process."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+# Endpoint URLs are not passed here on purpose: boto3 reads the standard AWS_ENDPOINT_URL,
+# AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_DYNAMODB settings itself, so the same code runs
+# on AWS, in the embedded emulator and against any S3/DynamoDB-compatible server.
+
+
+@functools.lru_cache(maxsize=None)
+def s3() -> Any:
+    return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+
+
+@functools.lru_cache(maxsize=None)
+def dynamodb(pool: int = 10) -> Any:
+    # The batch writer retries throttling and UnprocessedItems itself (and counts them), so
+    # botocore makes one attempt per call; the pool holds one connection per request in flight.
+    return boto3.client(
+        "dynamodb",
+        config=Config(
+            retries={"mode": "standard", "total_max_attempts": 1},
+            max_pool_connections=pool,
+            tcp_keepalive=True,
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def ledger_dynamodb() -> Any:
+    return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))

@@ -1,0 +1,129 @@
+"""The ledger table: one item per job and one per finished shard, written with conditions."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from logic.errors import JobAlreadyRunningError
+
+DAY = 86_400
+
+
+def _job_pk(job_id: str) -> dict[str, str]:
+    return {"S": f"JOB#{job_id}"}
+
+
+def shard_sk(run_id: str, index: int) -> str:
+    return f"RUN#{run_id}#SHARD#{index:06d}"
+
+
+class Ledger:
+    def __init__(self, client: Any, table: str, ttl_days: int) -> None:
+        self._db = client
+        self._table = table
+        self._ttl_days = ttl_days
+
+    def _expires(self) -> dict[str, str]:
+        return {"N": str(int(time.time()) + self._ttl_days * DAY)}
+
+    def start_job(self, job_id: str, run_id: str, execution_id: str, shard_count: int) -> None:
+        """Record the job as RUNNING under this run; refuse when another run holds it."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": _job_pk(job_id),
+                    "sk": {"S": "JOB"},
+                    "status": {"S": "RUNNING"},
+                    "runId": {"S": run_id},
+                    "executionId": {"S": execution_id},
+                    "shardCount": {"N": str(shard_count)},
+                    "startedAt": {"N": str(int(time.time()))},
+                    "expiresAt": self._expires(),
+                },
+                # A Lambda retry of the same Plan is the same run, and may proceed.
+                ConditionExpression="attribute_not_exists(pk) OR #s <> :running OR runId = :run",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":running": {"S": "RUNNING"}, ":run": {"S": run_id}},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            current = self.get_job(job_id) or {}
+            raise JobAlreadyRunningError(
+                f"jobId {job_id!r} is already running as execution {current.get('runId', '?')}; "
+                "wait for it to finish or choose another jobId"
+            ) from error
+
+    def get_job(self, job_id: str) -> dict[str, Any] | None:
+        item = self._db.get_item(
+            TableName=self._table, Key={"pk": _job_pk(job_id), "sk": {"S": "JOB"}}, ConsistentRead=True
+        ).get("Item")
+        if not item:
+            return None
+        return {k: next(iter(v.values())) for k, v in item.items()}
+
+    def finish_job(self, job_id: str, run_id: str, status: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": _job_pk(job_id), "sk": {"S": "JOB"}},
+                UpdateExpression="SET #s = :status, finishedAt = :now",
+                ConditionExpression="runId = :run",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":status": {"S": status},
+                    ":now": {"N": str(int(time.time()))},
+                    ":run": {"S": run_id},
+                },
+            )
+        except ClientError as error:
+            # Plan failed before it recorded the job, or another run owns it: nothing of ours to close.
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def record_shard(self, job_id: str, run_id: str, index: int, counts: dict[str, Any]) -> bool:
+        """Store a finished shard's counts once; False when a previous attempt already did."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": _job_pk(job_id),
+                    "sk": {"S": shard_sk(run_id, index)},
+                    "index": {"N": str(index)},
+                    "counts": {"S": json.dumps(counts, separators=(",", ":"))},
+                    "expiresAt": self._expires(),
+                },
+                ConditionExpression="attribute_not_exists(sk)",
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def shard_done(self, job_id: str, run_id: str, index: int) -> bool:
+        item = self._db.get_item(
+            TableName=self._table,
+            Key={"pk": _job_pk(job_id), "sk": {"S": shard_sk(run_id, index)}},
+            ConsistentRead=True,
+            ProjectionExpression="sk",
+        ).get("Item")
+        return item is not None
+
+    def shards(self, job_id: str, run_id: str) -> dict[int, dict[str, Any]]:
+        found: dict[int, dict[str, Any]] = {}
+        paginator = self._db.get_paginator("query")
+        for page in paginator.paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={":pk": _job_pk(job_id), ":prefix": {"S": f"RUN#{run_id}#SHARD#"}},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                found[int(item["index"]["N"])] = json.loads(item["counts"]["S"])
+        return found

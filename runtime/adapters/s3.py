@@ -1,0 +1,108 @@
+"""S3 access for the handlers: object listing, ranged streaming reads, small JSON objects."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from botocore.exceptions import ClientError
+
+from logic.errors import SourceChangedError, SourceNotFoundError
+
+CHUNK_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    bucket: str
+    key: str
+    size: int
+    etag: str
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+class S3Store:
+    def __init__(self, client: Any) -> None:
+        self._s3 = client
+
+    def head(self, bucket: str, key: str) -> ObjectInfo:
+        try:
+            meta = self._s3.head_object(Bucket=bucket, Key=key)
+        except ClientError as error:
+            if _code(error) in ("404", "NoSuchKey", "NotFound"):
+                raise SourceNotFoundError(f"source object s3://{bucket}/{key} does not exist") from error
+            if _code(error) in ("NoSuchBucket",):
+                raise SourceNotFoundError(f"source bucket {bucket} does not exist") from error
+            raise
+        return ObjectInfo(bucket, key, int(meta["ContentLength"]), str(meta["ETag"]))
+
+    def list(self, bucket: str, prefix: str) -> list[ObjectInfo]:
+        found: list[ObjectInfo] = []
+        try:
+            for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+                for obj in page.get("Contents", []):
+                    if obj["Key"].endswith("/"):  # console "folder" markers hold no data
+                        continue
+                    found.append(ObjectInfo(bucket, obj["Key"], int(obj["Size"]), str(obj["ETag"])))
+        except ClientError as error:
+            if _code(error) == "NoSuchBucket":
+                raise SourceNotFoundError(f"source bucket {bucket} does not exist") from error
+            raise
+        if not found:
+            raise SourceNotFoundError(f"no objects under s3://{bucket}/{prefix}")
+        return found
+
+    def read_range(self, obj: ObjectInfo, first: int, last: int) -> bytes:
+        """Bytes first..last (inclusive) of an object that must still be the version planned."""
+        body = self._get(obj, first, last)
+        try:
+            return bytes(body.read())
+        finally:
+            body.close()
+
+    def stream(self, obj: ObjectInfo, first: int) -> Iterator[bytes]:
+        """Chunks from byte `first` to the object's end; the caller may stop early."""
+        if first >= obj.size:
+            return
+        body = self._get(obj, first, obj.size - 1)
+        try:
+            yield from body.iter_chunks(CHUNK_BYTES)
+        finally:
+            body.close()  # stopping early drops the connection instead of reading the rest
+
+    def _get(self, obj: ObjectInfo, first: int, last: int) -> Any:
+        try:
+            return self._s3.get_object(
+                Bucket=obj.bucket, Key=obj.key, Range=f"bytes={first}-{last}", IfMatch=obj.etag
+            )["Body"]
+        except ClientError as error:
+            if _code(error) in ("PreconditionFailed", "412"):
+                raise SourceChangedError(
+                    f"s3://{obj.bucket}/{obj.key} changed after it was planned (ETag is no longer {obj.etag})"
+                ) from error
+            if _code(error) in ("NoSuchKey", "404"):
+                raise SourceNotFoundError(f"source object s3://{obj.bucket}/{obj.key} does not exist") from error
+            raise
+
+    def put_json(self, bucket: str, key: str, value: Any) -> None:
+        body = json.dumps(value, separators=(",", ":"), default=str).encode()
+        self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
+
+    def get_json(self, bucket: str, key: str) -> Any:
+        return json.loads(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+    def upload(self, bucket: str, key: str, fileobj: IO[bytes], content_type: str) -> None:
+        # upload_fileobj switches to multipart for large files, so memory stays bounded.
+        self._s3.upload_fileobj(fileobj, bucket, key, ExtraArgs={"ContentType": content_type})
+
+    def open_lines(self, bucket: str, key: str) -> Iterator[bytes]:
+        body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+        try:
+            yield from body.iter_lines()
+        finally:
+            body.close()

@@ -1,0 +1,131 @@
+"""Finalize: reconcile the ledger against the manifest, merge rejects, write the job report."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from adapters import clients
+from adapters.ledger import Ledger
+from adapters.s3 import S3Store
+from handlers.settings import FinalizeSettings
+from logic import layout, report
+
+SETTINGS_CLASS = FinalizeSettings
+SPOOL_BYTES = 8 * 1024 * 1024
+
+
+def _seconds(started: str | None) -> float | None:
+    if not started:
+        return None
+    try:
+        return round(time.time() - datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp(), 3)
+    except ValueError:
+        return None
+
+
+def _merge_rejects(
+    store: S3Store,
+    bucket: str,
+    job_id: str,
+    run_id: str,
+    manifest: list[dict[str, Any]],
+    shards: Mapping[int, Mapping[str, Any]],
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """One rejects file in file order with absolute line numbers; None when nothing was rejected."""
+    bases = report.line_numbers(manifest, shards)
+    sample: list[dict[str, Any]] = []
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as merged:
+        wrote = False
+        for index in sorted(shards):
+            key = shards[index].get("rejectsKey")
+            if not key:
+                continue
+            base = bases.get(index)
+            for raw in store.open_lines(bucket, str(key)):
+                record = json.loads(raw)
+                shard_line = record.pop("shardLine")
+                record = {"line": None if base is None else base + shard_line, "shardLine": shard_line, **record}
+                if base is not None:
+                    del record["shardLine"]
+                merged.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+                wrote = True
+                if len(sample) < report.SAMPLE_SIZE:
+                    sample.append(record)
+        if not wrote:
+            return None, sample
+        merged.seek(0)
+        key = layout.rejects_key(job_id, run_id)
+        store.upload(bucket, key, merged, "application/x-ndjson")
+    return f"s3://{bucket}/{key}", sample
+
+
+def finalize(
+    event: Mapping[str, Any], settings: FinalizeSettings, store: S3Store, ledger: Ledger
+) -> dict[str, Any]:
+    state = event.get("state") or {}
+    execution = event.get("execution") or {}
+    run_id = str(execution.get("name") or "local")
+    plan = state.get("plan")
+    job = (plan or {}).get("job") or {}
+    spec = job.get("spec") or {}
+    job_id = str(job.get("jobId") or state.get("jobId") or run_id)
+    error = report.describe_error(state.get("error"), planned=plan is not None)
+    manifest: list[dict[str, Any]] | None = None
+    shards: dict[int, dict[str, Any]] = {}
+    rejects_location, sample = None, []
+    if plan is not None:
+        manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
+        shards = ledger.shards(job_id, run_id)
+        rejects_location, sample = _merge_rejects(
+            store, settings.staging_bucket, job_id, run_id, manifest or [], shards
+        )
+    if not spec:  # Plan failed: say what was asked for as far as it can be read
+        raw = {k: v for k, v in state.items() if k not in ("error", "plan")}
+        spec = {"source": raw.get("source"), "format": raw.get("format")}
+        if isinstance(raw.get("maxRejectedPercent"), (int, float)):
+            spec["maxRejectedPercent"] = raw["maxRejectedPercent"]
+    result = report.build(
+        job_id=job_id,
+        run_id=run_id,
+        spec=spec,
+        manifest=manifest,
+        shards=shards,
+        error=error,
+        table=settings.table_name,
+        seconds=_seconds(execution.get("startTime")),
+        rejects_location=rejects_location,
+        sample=sample,
+    )
+    key = layout.report_key(job_id, run_id)
+    store.put_json(settings.staging_bucket, key, result)
+    if plan is not None:
+        ledger.finish_job(job_id, run_id, result["status"])
+    err = result["error"]
+    return {
+        "status": result["status"],
+        "jobId": job_id,
+        "reportUri": f"s3://{settings.staging_bucket}/{key}",
+        "report": result,
+        "error": err["type"] if err else None,
+        "cause": f"{err['type']} in {err['where']}: {err['message']}" if err else "",
+    }
+
+
+def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    settings = FinalizeSettings.from_env(env)
+    return finalize(
+        event,
+        settings,
+        S3Store(clients.s3()),
+        Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+    )
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event, os.environ)

@@ -1,0 +1,101 @@
+"""Plan: validate the input, size the source objects, cut byte-range shards, write the manifest."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from adapters import clients
+from adapters.ledger import Ledger
+from adapters.s3 import ObjectInfo, S3Store
+from handlers.settings import PlanSettings
+from logic import layout, planning
+from logic.errors import SourceNotAllowedError
+from logic.spec import JobSpec, parse_s3_uri, parse_spec, spec_to_json
+
+SETTINGS_CLASS = PlanSettings
+HEADER_PROBE_BYTES = 64 * 1024
+HEADER_MAX_BYTES = 1024 * 1024
+
+
+def _header(store: S3Store, obj: ObjectInfo, spec: JobSpec) -> tuple[list[str] | None, int, int]:
+    """The object's CSV header, the byte where its data starts and how many lines precede it."""
+    if obj.size == 0:
+        return None, 0, 0
+    probe = HEADER_PROBE_BYTES
+    while True:
+        prefix = store.read_range(obj, 0, min(probe, obj.size) - 1)
+        try:
+            fields, data_start = planning.read_header(prefix, spec, obj.size)
+            return fields, data_start, prefix[:data_start].count(b"\n")
+        except Exception:
+            # A header longer than the probe: read more, up to a limit that stays cheap.
+            if probe >= HEADER_MAX_BYTES or probe >= obj.size:
+                raise
+            probe *= 4
+
+
+def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledger: Ledger) -> dict[str, Any]:
+    execution = event.get("execution") or {}
+    run_id = str(execution.get("name") or "local")
+    spec = parse_spec(event.get("input") or {}, table_key=settings.table_key, execution_name=run_id)
+    bucket, key = parse_s3_uri(spec.source)
+    if bucket not in settings.source_buckets:
+        allowed = ", ".join(sorted(settings.source_buckets))
+        raise SourceNotAllowedError(
+            f"source: bucket {bucket!r} is not one this loader may read (allowed: {allowed}); "
+            "add it to extra_source_buckets in cdk.json to allow it"
+        )
+    objects = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
+    planned = []
+    line_bases: dict[str, int] = {}
+    for obj in objects:
+        header, data_start, lines_before = _header(store, obj, spec)
+        line_bases[obj.key] = lines_before
+        planned.append(
+            {
+                "bucket": obj.bucket,
+                "key": obj.key,
+                "size": obj.size,
+                "etag": obj.etag,
+                "header": header,
+                "data_start": data_start,
+            }
+        )
+    shards = planning.cut_shards(planned, int(spec.shard_size_mib * 1024 * 1024))
+    seen: set[str] = set()
+    for shard in shards:  # the first shard of each object knows its first line number
+        shard["lineBase"] = line_bases[shard["key"]] if shard["key"] not in seen else None
+        seen.add(shard["key"])
+    job_id = spec.job_id
+    ledger.start_job(job_id, run_id, str(execution.get("id") or run_id), len(shards))
+    manifest = layout.manifest_key(job_id, run_id)
+    store.put_json(settings.staging_bucket, manifest, shards)
+    return {
+        "job": {
+            "jobId": job_id,
+            "runId": run_id,
+            "spec": spec_to_json(spec),
+            "tableKey": settings.table_key,
+            "objects": len(objects),
+            "bytes": sum(o.size for o in objects),
+        },
+        "manifestKey": manifest,
+        "maxConcurrency": min(spec.max_concurrency, settings.max_concurrency_cap),
+        "shardCount": len(shards),
+    }
+
+
+def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    settings = PlanSettings.from_env(env)
+    return plan(
+        event,
+        settings,
+        S3Store(clients.s3()),
+        Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+    )
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event, os.environ)

@@ -1,0 +1,133 @@
+"""Reconcile a run's shard counts against its manifest and build the job report (version 1)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+REPORT_VERSION = 1
+SAMPLE_SIZE = 10
+MISSING_LISTED = 20
+
+
+def describe_error(error: Mapping[str, Any] | None, planned: bool) -> dict[str, str] | None:
+    """Turn a Step Functions Catch result into {type, message, where}."""
+    if not error:
+        return None
+    kind = str(error.get("Error") or "Error")
+    message = str(error.get("Cause") or "")
+    try:  # a Lambda failure's cause is the function's JSON error document
+        cause = json.loads(message)
+        if isinstance(cause, dict) and "errorMessage" in cause:
+            kind = str(cause.get("errorType") or kind)
+            message = str(cause["errorMessage"])
+    except ValueError:
+        pass
+    return {"type": kind, "message": message, "where": "Shards" if planned else "Plan"}
+
+
+def line_numbers(manifest: Sequence[Mapping[str, Any]], shards: Mapping[int, Mapping[str, Any]]) -> dict[int, int | None]:
+    """Absolute line number of the line before each shard's first, when every earlier shard
+    of the same object reported its line count (a missing shard leaves the rest unknown)."""
+    bases: dict[int, int | None] = {}
+    running: int | None = None
+    current_key: tuple[str, str] | None = None
+    for shard in manifest:
+        key = (str(shard["bucket"]), str(shard["key"]))
+        if key != current_key:
+            current_key = key
+            running = int(shard.get("lineBase") or 0)
+        index = int(shard["index"])
+        bases[index] = running
+        done = shards.get(index)
+        running = None if running is None or done is None else running + int(done["lines"])
+    return bases
+
+
+def build(
+    *,
+    job_id: str,
+    run_id: str,
+    spec: Mapping[str, Any] | None,
+    manifest: Sequence[Mapping[str, Any]] | None,
+    shards: Mapping[int, Mapping[str, Any]],
+    error: dict[str, str] | None,
+    table: str,
+    seconds: float | None,
+    rejects_location: str | None,
+    sample: list[dict[str, Any]],
+) -> dict[str, Any]:
+    total = len(manifest) if manifest is not None else 0
+    expected = {int(s["index"]) for s in manifest or []}
+    missing = sorted(expected - set(shards))
+    totals: Counter[str] = Counter()
+    by_reason: Counter[str] = Counter()
+    unbalanced = []
+    for index, counts in sorted(shards.items()):
+        for name in ("read", "written", "rejected", "duplicates", "retries", "throttles", "requests", "bytes", "lines"):
+            totals[name] += int(counts.get(name) or 0)
+        by_reason.update({k: int(v) for k, v in (counts.get("byReason") or {}).items()})
+        if int(counts["read"]) != int(counts["written"]) + int(counts["rejected"]):
+            unbalanced.append(index)
+    max_rejected = float((spec or {}).get("maxRejectedPercent", 1))
+    rejected_percent = 100.0 * totals["rejected"] / totals["read"] if totals["read"] else 0.0
+    status = "SUCCEEDED"
+    if error is None and missing:
+        listed = ", ".join(str(i) for i in missing[:MISSING_LISTED])
+        error = {
+            "type": "ReconciliationError",
+            "message": f"{len(missing)} of {total} shards have no recorded counts (shard {listed})",
+            "where": "Finalize",
+        }
+    if error is None and unbalanced:
+        error = {
+            "type": "ReconciliationError",
+            "message": f"read != written + rejected in shards {unbalanced[:MISSING_LISTED]}",
+            "where": "Finalize",
+        }
+    if error is None and rejected_percent > max_rejected:
+        error = {
+            "type": "TooManyRejectsError",
+            "message": (
+                f"{totals['rejected']} of {totals['read']} records rejected ({rejected_percent:.2f}%), "
+                f"above maxRejectedPercent {max_rejected:g}; what was written stays written"
+            ),
+            "where": "Finalize",
+        }
+    if error is not None:
+        status = "FAILED"
+    return {
+        "version": REPORT_VERSION,
+        "jobId": job_id,
+        "runId": run_id,
+        "status": status,
+        "error": error,
+        "source": (spec or {}).get("source"),
+        "format": (spec or {}).get("format"),
+        "dryRun": bool((spec or {}).get("dryRun", False)),
+        "records": {
+            "read": totals["read"],
+            "written": totals["written"],
+            "rejected": totals["rejected"],
+            "duplicates": totals["duplicates"],
+        },
+        "shards": {"total": total, "done": len(shards), "failed": len(missing), "missing": missing[:MISSING_LISTED]},
+        "bytes": totals["bytes"],
+        "seconds": seconds,
+        "dynamodb": {
+            "table": table,
+            "requests": totals["requests"],
+            "retries": totals["retries"],
+            "throttles": totals["throttles"],
+        },
+        "rejects": {
+            "count": totals["rejected"],
+            "percent": round(rejected_percent, 4),
+            "maxPercent": max_rejected,
+            "byReason": dict(sorted(by_reason.items())),
+            "sample": sample[:SAMPLE_SIZE],
+            "location": rejects_location,
+        },
+    }
