@@ -7,10 +7,11 @@ import sys
 import time
 import uuid
 from datetime import datetime, timezone
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mapload.embedded import Emulator, observing
+from mapload.embedded import Deployment, Emulator, observing
 from mapload.synth import synthesize
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
@@ -81,7 +82,9 @@ def run_local(
     env_name: str = "dev",
     quiet: bool = False,
     context: dict[str, Any] | None = None,
+    inspect: Callable[[Emulator, Deployment], None] | None = None,
 ) -> dict[str, Any]:
+    """Run FILE through the state machine; `inspect` sees the emulator before it is torn down."""
     if not file.is_file():
         raise LocalRunError(f"{file}: no such file")
     if "source" in spec:
@@ -113,6 +116,8 @@ def run_local(
         if report["status"] == "SUCCEEDED" and described["status"] != "SUCCEEDED":
             report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
         _copy_rejects(emu, report, report_path)
+        if inspect is not None:
+            inspect(emu, deployment)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     if not quiet:

@@ -1,0 +1,54 @@
+"""Helpers for end-to-end runs: build files with known good and bad rows, run, read the table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mapload.embedded import Deployment, Emulator
+from mapload.local import run_local
+
+
+@dataclass
+class Run:
+    report: dict[str, Any]
+    items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    report_path: Path | None = None
+
+    def rejects(self) -> list[dict[str, Any]]:
+        location = self.report["rejects"]["location"]
+        if not location:
+            return []
+        return [json.loads(line) for line in Path(location).read_text().splitlines()]
+
+
+def scan(emu: Emulator, deployment: Deployment) -> dict[tuple[str, str], dict[str, Any]]:
+    table = deployment.output("TableName")
+    db = emu.client("dynamodb")
+    items: dict[tuple[str, str], dict[str, Any]] = {}
+    for page in db.get_paginator("scan").paginate(TableName=table):
+        for item in page["Items"]:
+            items[(item["pk"]["S"], item["sk"]["S"])] = item
+    return items
+
+
+@pytest.fixture
+def run_file(tmp_path: Path) -> Callable[..., Run]:
+    def _run(file: Path, spec: dict[str, Any], **kwargs: Any) -> Run:
+        seen: dict[str, Any] = {}
+
+        def inspect(emu: Emulator, deployment: Deployment) -> None:
+            seen["items"] = scan(emu, deployment)
+
+        report_path = tmp_path / "report.json"
+        report = run_local(file, spec, report_path=report_path, quiet=True, inspect=inspect, **kwargs)
+        on_disk = json.loads(report_path.read_text())
+        assert on_disk == report
+        return Run(report, seen.get("items", {}), report_path)
+
+    return _run

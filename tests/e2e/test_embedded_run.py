@@ -1,0 +1,175 @@
+"""The embedded run: the synthesized state machine, the runtime handlers, moto as AWS."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mapload.sample import postcodes
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+POSTCODE_SPEC: dict[str, Any] = {
+    "format": "csv",
+    "csv": {"header": True},
+    "dynamodb": {
+        "key": {"pk": "POSTCODE#{postcode}", "sk": "LOCATION"},
+        "attributes": {
+            "latitude": {"field": "latitude", "type": "N"},
+            "longitude": {"field": "longitude", "type": "N"},
+        },
+    },
+    "shardSizeMiB": 0.01,  # ~10 KB shards: a few thousand rows make many shards
+    "maxConcurrency": 4,
+    "maxRejectedPercent": 10,
+}
+
+# (raw line, reject code) mixed into a CSV file; each must be rejected, nothing else.
+BAD_CSV_ROWS = [
+    (b"AB1 2CD,51.5", "column_count"),
+    (b"AB1 2CE,51.5,-0.1,extra", "column_count"),
+    (b"AB1 2CF,north,-0.1", "bad_number"),
+    (b",51.5,-0.1", "empty_key"),
+    (b'"AB1 2CG,51.5,-0.1', "unbalanced_quote"),
+    (b"AB1 2\xff\xfeCH,51.5,-0.1", "invalid_utf8"),
+]
+
+
+def _csv_with_bad_rows(path: Path, rows: int, seed: int = 3) -> tuple[dict[str, tuple[str, str]], list[int]]:
+    """Write good rows with bad rows spread through the file; return the good rows by
+    postcode and the 1-based line numbers of the bad ones."""
+    rng = random.Random(seed)
+    good: dict[str, tuple[str, str]] = {}
+    bad_lines: list[int] = []
+    lines: list[bytes] = [b"postcode,latitude,longitude"]
+    bad_at = set(rng.sample(range(rows), len(BAD_CSV_ROWS)))
+    bad = iter(BAD_CSV_ROWS)
+    for i, (code, lat, lon) in enumerate(postcodes(rows, seed)):
+        if i in bad_at:
+            lines.append(next(bad)[0])
+            bad_lines.append(len(lines))
+        lines.append(f"{code},{lat},{lon}".encode())
+        good[code] = (lat, lon)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return good, bad_lines
+
+
+def test_csv_with_bad_rows_loads_every_good_row_and_rejects_every_bad_one(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    source = tmp_path / "postcodes.csv"
+    good, bad_lines = _csv_with_bad_rows(source, 3_000)
+
+    run = run_file(source, POSTCODE_SPEC)
+
+    report = run.report
+    assert report["status"] == "SUCCEEDED", report["error"]
+    records = report["records"]
+    assert records["read"] == len(good) + len(BAD_CSV_ROWS)
+    assert records["read"] == records["written"] + records["rejected"]
+    assert records["rejected"] == len(BAD_CSV_ROWS)
+    assert report["shards"]["total"] > 5
+    assert report["shards"]["done"] == report["shards"]["total"]
+    assert report["rejects"]["byReason"] == {
+        "bad_number": 1, "column_count": 2, "empty_key": 1, "invalid_utf8": 1, "unbalanced_quote": 1
+    }
+    # The table holds exactly the good rows, with their values.
+    assert set(run.items) == {(f"POSTCODE#{code}", "LOCATION") for code in good}
+    for code, (lat, lon) in good.items():
+        item = run.items[(f"POSTCODE#{code}", "LOCATION")]
+        assert float(item["latitude"]["N"]) == pytest.approx(float(lat))
+        assert float(item["longitude"]["N"]) == pytest.approx(float(lon))
+    # Each reject names its line in the file, its byte offset and keeps the raw line.
+    rejects = run.rejects()
+    assert sorted(r["line"] for r in rejects) == sorted(bad_lines)
+    raw = source.read_bytes()
+    for reject in rejects:
+        line_start = reject["offset"]
+        assert line_start == 0 or raw[line_start - 1 : line_start] == b"\n"
+        assert raw.count(b"\n", 0, line_start) + 1 == reject["line"]
+        assert reject["source"].endswith("/postcodes.csv")
+        assert reject["reason"]
+
+
+def test_jsonl_with_star_attributes_keeps_json_types(tmp_path: Path, run_file: Callable[..., Any]) -> None:
+    source = tmp_path / "people.jsonl"
+    rows = [
+        {"id": f"u{i}", "name": f"name {i}", "age": i % 90, "active": i % 2 == 0, "tags": ["a", str(i)],
+         "address": {"city": "Leeds", "zip": None}}
+        for i in range(1_500)
+    ]
+    lines = [json.dumps(r).encode() for r in rows]
+    lines.insert(100, b"{not json")
+    lines.insert(700, b"[1, 2, 3]")
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    spec = {
+        "format": "jsonl",
+        "dynamodb": {"key": {"pk": "USER#{id}", "sk": "PROFILE"}, "attributes": "*"},
+        "shardSizeMiB": 0.02,
+        "maxConcurrency": 3,
+        "maxRejectedPercent": 1,
+    }
+
+    run = run_file(source, spec)
+
+    assert run.report["status"] == "SUCCEEDED", run.report["error"]
+    assert run.report["records"] == {"read": 1_502, "written": 1_500, "rejected": 2, "duplicates": 0}
+    assert len(run.items) == 1_500
+    item = run.items[("USER#u7", "PROFILE")]
+    assert item["age"] == {"N": "7"}
+    assert item["active"] == {"BOOL": False}
+    assert item["tags"] == {"L": [{"S": "a"}, {"S": "7"}]}
+    assert item["address"] == {"M": {"city": {"S": "Leeds"}, "zip": {"NULL": True}}}
+    assert item["id"] == {"S": "u7"}
+
+
+def test_too_many_rejects_fails_the_execution_after_writing_the_report(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    source = tmp_path / "bad.csv"
+    good, _ = _csv_with_bad_rows(source, 200)
+    spec = {**POSTCODE_SPEC, "maxRejectedPercent": 1}
+
+    run = run_file(source, spec)
+
+    report = run.report
+    assert report["status"] == "FAILED"
+    assert report["error"]["type"] == "TooManyRejectsError"
+    assert report["records"]["written"] == len(good)  # what was written stays written
+    assert report["records"]["read"] == report["records"]["written"] + report["records"]["rejected"]
+    assert len(run.items) == len(good)
+
+
+def test_invalid_input_fails_with_the_field_named_and_still_reports(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    source = tmp_path / "p.csv"
+    source.write_text("postcode,latitude,longitude\nAB1 2CD,1,2\n")
+    spec = {**POSTCODE_SPEC, "dynamodb": {"key": {"pk": "{postcode}"}, "attributes": {}}}
+
+    run = run_file(source, spec)
+
+    assert run.report["status"] == "FAILED"
+    assert run.report["error"]["type"] == "InputValidationError"
+    assert "dynamodb.key" in run.report["error"]["message"]
+    assert "sk" in run.report["error"]["message"]
+    assert run.report["error"]["where"] == "Plan"
+    assert run.items == {}
+
+
+def test_dry_run_writes_nothing_but_counts_and_rejects(tmp_path: Path, run_file: Callable[..., Any]) -> None:
+    source = tmp_path / "postcodes.csv"
+    good, _ = _csv_with_bad_rows(source, 500)
+
+    run = run_file(source, {**POSTCODE_SPEC, "dryRun": True})
+
+    assert run.report["status"] == "SUCCEEDED"
+    assert run.report["dryRun"] is True
+    assert run.report["records"]["rejected"] == len(BAD_CSV_ROWS)
+    assert run.report["records"]["written"] == len(good)
+    assert run.items == {}
