@@ -16,7 +16,7 @@ from mapload.synth import synthesize
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
 # local run that retries a shard quick without changing the state machine's shape.
-LOCAL_CONTEXT = {"retry_interval_seconds": 1}
+LOCAL_CONTEXT = {"mapload:retry_interval_seconds": 1}
 
 
 class LocalRunError(Exception):

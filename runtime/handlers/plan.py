@@ -11,8 +11,8 @@ from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.settings import PlanSettings
 from logic import layout, planning
-from logic.errors import SourceNotAllowedError
-from logic.spec import JobSpec, parse_s3_uri, parse_spec, spec_to_json
+from logic.errors import InputValidationError, SourceNotAllowedError
+from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, spec_to_json
 
 SETTINGS_CLASS = PlanSettings
 HEADER_PROBE_BYTES = 64 * 1024
@@ -52,6 +52,13 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     line_bases: dict[str, int] = {}
     for obj in objects:
         header, data_start, lines_before = _header(store, obj, spec)
+        if header is not None:
+            try:  # a field name typo fails the job now instead of rejecting every record
+                check_fields(spec, header)
+            except InputValidationError as error:
+                raise InputValidationError(
+                    error.field, f"{error.message} (header of s3://{obj.bucket}/{obj.key})"
+                ) from None
         line_bases[obj.key] = lines_before
         planned.append(
             {

@@ -1,0 +1,147 @@
+"""Handlers against moto's S3 and DynamoDB (no state machine): Plan's refusals, Worker's idempotence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from adapters import clients
+from handlers import finalize, plan, worker
+from logic.errors import (
+    InputValidationError,
+    JobAlreadyRunningError,
+    SourceNotAllowedError,
+    SourceNotFoundError,
+)
+from moto import mock_aws
+
+pytestmark = pytest.mark.runtime
+
+REGION = "us-east-1"
+ENV = {
+    "SOURCE_BUCKETS": "src",
+    "STAGING_BUCKET": "stg",
+    "LEDGER_TABLE": "ledger",
+    "TABLE_NAME": "target",
+    "TABLE_KEY": json.dumps({"pk": "S", "sk": "S"}),
+    "MAX_CONCURRENCY_CAP": "10",
+    "LEDGER_TTL_DAYS": "7",
+    "WRITE_CONCURRENCY": "4",
+}
+SPEC = {
+    "format": "csv",
+    "dynamodb": {"key": {"pk": "P#{postcode}", "sk": "LOC"}, "attributes": {"lat": {"field": "lat", "type": "N"}}},
+    "shardSizeMiB": 0.001,
+    "maxConcurrency": 50,
+}
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
+            factory.cache_clear()
+        s3 = boto3.client("s3", region_name=REGION)
+        for bucket in ("src", "stg", "elsewhere"):
+            s3.create_bucket(Bucket=bucket)
+        db = boto3.client("dynamodb", region_name=REGION)
+        for table in ("ledger", "target"):
+            db.create_table(
+                TableName=table,
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                AttributeDefinitions=[
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        yield s3
+    for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
+        factory.cache_clear()
+
+
+def _plan(source: str, run: str = "run-1", **extra: Any) -> dict[str, Any]:
+    event = {"input": {**SPEC, "source": source, **extra}, "execution": {"name": run, "id": f"arn:{run}"}}
+    return plan.handle(event, ENV)
+
+
+def _csv(rows: int) -> bytes:
+    return b"postcode,lat\n" + b"".join(f"AB{i} 1CD,{i}.5\n".encode() for i in range(rows))
+
+
+def test_plan_names_a_missing_source_object(aws: Any) -> None:
+    with pytest.raises(SourceNotFoundError, match=r"s3://src/nothing\.csv does not exist"):
+        _plan("s3://src/nothing.csv")
+
+
+def test_plan_names_an_empty_prefix(aws: Any) -> None:
+    with pytest.raises(SourceNotFoundError, match=r"no objects under s3://src/empty/"):
+        _plan("s3://src/empty/")
+
+
+def test_plan_refuses_a_bucket_that_is_not_allowed(aws: Any) -> None:
+    aws.put_object(Bucket="elsewhere", Key="a.csv", Body=_csv(3))
+    with pytest.raises(SourceNotAllowedError, match="'elsewhere' is not one this loader may read"):
+        _plan("s3://elsewhere/a.csv")
+
+
+def test_plan_names_a_template_field_missing_from_the_header(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="a.csv", Body=b"postcode,latitude\nAB1,1\n")
+    with pytest.raises(InputValidationError) as failure:
+        _plan("s3://src/a.csv")
+    assert failure.value.field == "dynamodb.attributes.lat.field"
+    assert "s3://src/a.csv" in str(failure.value)
+
+
+def test_plan_cuts_shards_caps_concurrency_and_refuses_a_running_job_id(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="in/a.csv", Body=_csv(200))
+    aws.put_object(Bucket="src", Key="in/b.csv", Body=_csv(100))
+
+    planned = _plan("s3://src/in/", jobId="job-1")
+
+    assert planned["maxConcurrency"] == 10  # MAX_CONCURRENCY_CAP
+    manifest = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
+    assert len(manifest) == planned["shardCount"] > 2
+    assert {s["key"] for s in manifest} == {"in/a.csv", "in/b.csv"}
+    assert all(s["header"] == ["postcode", "lat"] for s in manifest)
+    with pytest.raises(JobAlreadyRunningError, match="job-1"):
+        _plan("s3://src/in/", run="run-2", jobId="job-1")
+    _plan("s3://src/in/", run="run-1", jobId="job-1")  # a Lambda retry of the same run may proceed
+
+
+def test_a_retried_shard_writes_its_items_and_is_counted_once(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(300))
+    planned = _plan("s3://src/a.csv", jobId="job-2")
+    manifest = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
+
+    for shard in manifest:
+        worker.handle({"shard": shard, "job": planned["job"]}, ENV)
+    again = worker.handle({"shard": manifest[0], "job": planned["job"]}, ENV)
+
+    assert again == {"index": 0, "skipped": True}
+    result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
+    assert result["status"] == "SUCCEEDED", result["cause"]
+    assert result["report"]["records"] == {"read": 300, "written": 300, "rejected": 0, "duplicates": 0}
+    items = boto3.client("dynamodb", region_name=REGION).scan(TableName="target", Select="COUNT")["Count"]
+    assert items == 300
+
+
+def test_finalize_fails_a_run_with_a_missing_shard(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(300))
+    planned = _plan("s3://src/a.csv", jobId="job-3")
+    manifest = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
+    for shard in manifest[1:]:  # shard 0's worker never finished
+        worker.handle({"shard": shard, "job": planned["job"]}, ENV)
+
+    result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
+
+    assert result["status"] == "FAILED"
+    assert result["report"]["shards"]["missing"] == [0]
+    assert "ReconciliationError" in result["cause"]
+    assert "shard 0" in result["cause"]
