@@ -8,10 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from mapload.embedded import Deployment, Emulator
+from mapload import ROOT
 from mapload.local import run_local
+
+REPORT_SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
 
 
 @dataclass
@@ -49,6 +53,14 @@ def run_file(tmp_path: Path) -> Callable[..., Run]:
         report = run_local(file, spec, report_path=report_path, quiet=True, inspect=inspect, **kwargs)
         on_disk = json.loads(report_path.read_text())
         assert on_disk == report
-        return Run(report, seen.get("items", {}), report_path)
+        jsonschema.validate(report, REPORT_SCHEMA)
+        result = Run(report, seen.get("items", {}), report_path)
+        reject_schema = {**REPORT_SCHEMA["$defs"]["reject"], "$defs": REPORT_SCHEMA["$defs"]}
+        for reject in result.rejects():
+            jsonschema.validate(reject, reject_schema)
+        # Nothing lost, in every report.
+        assert report["records"]["read"] == report["records"]["written"] + report["records"]["rejected"]
+        assert report["rejects"]["count"] == len(result.rejects()) == report["records"]["rejected"]
+        return result
 
     return _run
