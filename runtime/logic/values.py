@@ -1,0 +1,44 @@
+"""Value types of the per-record pipeline (Line, Reject, Item, Fields), shared by its stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+
+class Line(NamedTuple):
+    """One newline-delimited line of a shard.
+
+    `number` is 1-based within the shard; `offset` is the absolute byte offset in the object of
+    `raw[0]` (so `offset + i` locates byte i exactly); `raw` excludes the "\\n", a trailing "\\r",
+    and a UTF-8 BOM at object offset 0 (then `offset` is 3).
+    """
+
+    number: int
+    offset: int
+    raw: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Why a record was not loaded: `code` is a short snake_case category, `reason` is for people."""
+
+    code: str
+    reason: str
+
+
+class Item(NamedTuple):
+    """A DynamoDB item ready for a PutRequest.
+
+    `key` holds the key attributes' values in table-key order (str, Decimal for N, bytes for B),
+    for de-duplication; `attributes` is the whole item (key attributes included) in DynamoDB's
+    low-level form; `size` is an upper estimate of DynamoDB's item size in bytes.
+    """
+
+    key: tuple[Any, ...]
+    attributes: dict[str, dict[str, Any]]
+    size: int
+
+
+Fields = dict[str, Any]
+"""A parsed record: column (or JSON member) name -> value (str for CSV; JSON types for JSON Lines)."""
