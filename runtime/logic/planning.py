@@ -1,0 +1,140 @@
+"""Plan a job: find where each object's data starts (after a CSV header) and cut it into byte-range shards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from logic.errors import InputValidationError
+from logic.parsing import is_skipped, split_csv_line
+from logic.records import BOM
+from logic.spec import JobSpec
+from logic.values import Reject
+
+__all__ = ["DEFAULT_MAX_SHARDS", "SourceObject", "cut_shards", "read_header"]
+
+# A Distributed Map reads its items from one manifest; far more shards than this means the shard
+# size is a mistake (1 byte shards of a big file), and building the list would exhaust memory.
+DEFAULT_MAX_SHARDS = 100_000
+
+
+@dataclass(frozen=True)
+class SourceObject:
+    """One object to load, as cut_shards needs it (a Mapping with these keys works too)."""
+
+    bucket: str
+    key: str
+    size: int
+    etag: str
+    header: list[str] | None = None
+    data_start: int = 0
+
+
+def read_header(prefix: bytes, spec: JobSpec, object_size: int) -> tuple[list[str] | None, int]:
+    """The CSV header's fields and `data_start`, the offset of the byte after the header line.
+
+    `prefix` is the object's first bytes (all of it, or enough to hold the header line). Blank
+    and comment lines before the header are skipped; a UTF-8 BOM and a "\\r\\n" ending are
+    handled; the fields are split by the same rules as records. An object without a header line
+    (empty, or only blank and comment lines) gives `([], object_size)`: it has no data to shard.
+    Without a header line (`csv.header` false, or JSON Lines) the result is `(None, 0)`.
+    """
+    if spec.csv is None or not spec.csv.header:
+        return None, 0
+    complete = len(prefix) >= object_size
+    pos = 3 if prefix.startswith(BOM) else 0
+    while True:
+        newline = prefix.find(b"\n", pos)
+        if newline < 0:
+            if not complete:
+                raise InputValidationError(
+                    "csv.header",
+                    f"no complete header line in the first {len(prefix)} bytes of the object "
+                    '(is it a newline-delimited CSV file, or does it need "header": false?)',
+                )
+            newline = end = data_start = object_size
+        else:
+            end, data_start = newline, newline + 1
+        raw = prefix[pos:end]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not is_skipped(raw, spec):
+            return _header_fields(raw, pos, spec.csv.delimiter), data_start
+        if newline >= len(prefix) or data_start >= object_size:
+            return [], object_size
+        pos = data_start
+
+
+def _header_fields(raw: bytes, offset: int, delimiter: str) -> list[str]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputValidationError(
+            "csv.header", f"the header line is not UTF-8 (byte {offset + error.start})"
+        ) from None
+    fields = split_csv_line(text, delimiter)
+    if isinstance(fields, Reject):
+        raise InputValidationError("csv.header", f"the header line cannot be split: {fields.reason}")
+    seen: set[str] = set()
+    for i, name in enumerate(fields):
+        if not name.strip():
+            raise InputValidationError("csv.header", f"column {i + 1} of the header line has no name")
+        if name in seen:
+            raise InputValidationError("csv.header", f"the header line names column {name!r} twice")
+        seen.add(name)
+    return fields
+
+
+def cut_shards(
+    objects: Iterable[SourceObject | Mapping[str, Any]],
+    shard_size: int,
+    *,
+    max_shards: int = DEFAULT_MAX_SHARDS,
+) -> list[dict[str, Any]]:
+    """Shard items (docs/CONTRACTS.md "Shard item") covering each object's `[data_start, size)`.
+
+    Each object's data is split into the fewest shards of at most `shard_size` bytes, of nearly
+    equal sizes (no sliver at the end); an object with no data gives none. Indices run 0..n-1
+    across all objects in the order given. Raises InputValidationError (field shardSizeMiB) when
+    more than `max_shards` shards would be cut.
+    """
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be at least 1 byte, got {shard_size}")
+    sources = [_source(o) for o in objects]
+    counts = [-(-(o.size - o.data_start) // shard_size) if o.size > o.data_start else 0 for o in sources]
+    if sum(counts) > max_shards:
+        raise InputValidationError(
+            "shardSizeMiB",
+            f"{shard_size}-byte shards would cut the source into {sum(counts)} shards, "
+            f"more than {max_shards}; use a larger shard size",
+        )
+    shards: list[dict[str, Any]] = []
+    for source, count in zip(sources, counts, strict=True):
+        span = source.size - source.data_start
+        header = None if source.header is None else list(source.header)
+        for i in range(count):
+            shards.append(
+                {
+                    "index": len(shards),
+                    "bucket": source.bucket,
+                    "key": source.key,
+                    "etag": source.etag,
+                    "start": source.data_start + span * i // count,
+                    "end": source.data_start + span * (i + 1) // count,
+                    "objectSize": source.size,
+                    "header": header,
+                    "firstLineNumber": None,
+                }
+            )
+    return shards
+
+
+def _source(obj: SourceObject | Mapping[str, Any]) -> SourceObject:
+    if isinstance(obj, SourceObject):
+        return obj
+    size = int(obj["size"])
+    data_start = int(obj.get("data_start") or 0)
+    if not 0 <= data_start <= size:
+        raise ValueError(f"{obj['key']}: data_start {data_start} is outside the object (size {size})")
+    return SourceObject(obj["bucket"], obj["key"], size, obj["etag"], obj.get("header"), data_start)
