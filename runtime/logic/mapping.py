@@ -1,0 +1,370 @@
+"""Map a record's fields to a DynamoDB item in low-level form, or a Reject that says why it cannot be.
+
+Everything that depends only on the spec (templates, attribute converters, limits) is prepared
+once in make_mapper; the per-record function only looks fields up and builds the item.
+
+Item size is estimated the way DynamoDB counts it, rounded up where DynamoDB is vague, so an item
+we accept is never refused for size: each attribute is its name's UTF-8 length plus its value's
+size; S and B are their byte length; N is (significant digits + 1) // 2 + 2 (DynamoDB documents
+"about one byte per two significant digits plus one"); BOOL and NULL are 1; M and L are 3 plus,
+per element, 1 + (for M) the member name's length + the element's size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from logic.spec import Attribute, JobSpec, Template
+from logic.values import Fields, Item, Reject
+
+__all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]
+
+MAX_ITEM_BYTES = 400 * 1024
+MAX_KEY_BYTES = (2048, 1024)  # partition key, sort key
+MAX_DIGITS = 38
+MIN_EXPONENT, MAX_EXPONENT = -130, 125  # adjusted exponent: 1E-130 .. 9.99...E+125 in magnitude
+MAX_DEPTH = 32
+
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+# Plain decimals that are non-zero and have no leading zeros: at most 38 characters of them are
+# within every DynamoDB limit, so they are sent as written, without a Decimal round trip.
+_PLAIN_NUMBER = re.compile(r"-?(?:[1-9][0-9]*(?:\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)")
+_TRUE = frozenset(("true", "1", "yes"))
+_FALSE = frozenset(("false", "0", "no"))
+_MISSING = object()
+
+_Producer = Callable[[Fields, dict[str, dict[str, Any]]], int]
+
+
+class _Rejected(Exception):
+    """Unwinds a record's mapping at the first problem; the mapper turns it into a Reject."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(code, reason)
+        self.code = code
+        self.reason = reason
+
+
+def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
+    """A per-record function: fields -> Item (key attributes included in `attributes`) or Reject."""
+    jsonl = spec.format == "jsonl"
+    target = spec.dynamodb
+    keys = tuple(
+        (
+            key.name,
+            key.type,
+            _renderer(key.template, jsonl, key=key.name),
+            MAX_KEY_BYTES[i],
+            _utf8_len(key.name),
+        )
+        for i, key in enumerate(target.key)
+    )
+    producers: tuple[_Producer, ...]
+    if target.copy_all:
+        producers = (_copy_all(frozenset(k.name for k in target.key), jsonl),)
+    else:
+        producers = tuple(_producer(attribute, jsonl) for attribute in target.attributes)
+
+    def to_item(fields: Fields) -> Item | Reject:
+        attributes: dict[str, dict[str, Any]] = {}
+        key: list[Any] = []
+        size = 0
+        try:
+            for name, kind, render, limit, name_len in keys:
+                text = render(fields)
+                if not text:
+                    return Reject("empty_key", f"key attribute {name} is empty")
+                if kind == "S":
+                    length = len(text) if text.isascii() else len(text.encode())
+                    value: Any = text
+                    attributes[name] = {"S": text}
+                elif kind == "N":
+                    number, length = _number(text.strip(), name, text)
+                    value = Decimal(number)  # so 1 and 1.0 are the same key, as in DynamoDB
+                    attributes[name] = {"N": number}
+                else:
+                    value = text.encode()
+                    length = len(value)
+                    attributes[name] = {"B": value}
+                if length > limit:
+                    return Reject(
+                        "key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}"
+                    )
+                key.append(value)
+                size += name_len + length
+            for produce in producers:
+                size += produce(fields, attributes)
+        except _Rejected as problem:
+            return Reject(problem.code, problem.reason)
+        if size > MAX_ITEM_BYTES:
+            return Reject(
+                "item_too_large", f"item is about {size} bytes; DynamoDB allows {MAX_ITEM_BYTES} (400 KB)"
+            )
+        return Item(tuple(key), attributes, size)
+
+    return to_item
+
+
+def _renderer(template: Template, jsonl: bool, *, key: str | None = None) -> Callable[[Fields], str]:
+    """Prepare a template: constants and single-field templates avoid any joining per record.
+
+    For a key attribute (`key` names it) every substituted field must be non-empty: "POSTCODE#"
+    from an empty postcode is a broken record, not a key to write.
+    """
+    literals, names = template.literals, template.fields
+    if not names:
+        constant = literals[0]
+        return lambda fields: constant
+    text: Callable[[Fields, str], str] = _json_text if jsonl else _csv_text
+    if key is not None:
+        text = _non_empty(text, key)
+    if len(names) == 1:
+        before, only, after = literals[0], names[0], literals[1]
+        if not before and not after:
+            return lambda fields: text(fields, only)
+        return lambda fields: before + text(fields, only) + after
+    head = literals[0]
+    pairs = tuple(zip(names, literals[1:], strict=True))
+
+    def render(fields: Fields) -> str:
+        parts = [head]
+        for name, literal in pairs:
+            parts.append(text(fields, name))
+            parts.append(literal)
+        return "".join(parts)
+
+    return render
+
+
+def _non_empty(text: Callable[[Fields, str], str], key: str) -> Callable[[Fields, str], str]:
+    def key_part(fields: Fields, name: str) -> str:
+        value = text(fields, name)
+        if not value:
+            raise _Rejected("empty_key", f"key attribute {key} is empty: field {name!r} has no value")
+        return value
+
+    return key_part
+
+
+def _csv_text(fields: Fields, name: str) -> str:
+    value = fields.get(name)
+    if value is None:
+        raise _Rejected("missing_field", f"missing field {name!r}")
+    return str(value)
+
+
+def _json_text(fields: Fields, name: str) -> str:
+    value = fields.get(name, _MISSING)
+    if type(value) is str:
+        return value
+    if value is _MISSING or value is None:
+        raise _Rejected(
+            "missing_field", f"missing field {name!r}" if value is _MISSING else f"field {name!r} is null"
+        )
+    return _scalar_text(value, name)
+
+
+def _scalar_text(value: Any, name: str) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    kind = "an object" if isinstance(value, Mapping) else "a list"
+    raise _Rejected("not_scalar", f"field {name!r} is {kind}; only strings, numbers and booleans fit here")
+
+
+def _producer(attribute: Attribute, jsonl: bool) -> _Producer:
+    name = attribute.name
+    name_len = _utf8_len(name)
+    if attribute.template is not None:
+        render = _renderer(attribute.template, jsonl)
+
+        def template_attribute(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
+            text = render(fields)
+            out[name] = {"S": text}
+            return name_len + _utf8_len(text)
+
+        return template_attribute
+
+    field = attribute.field
+    optional = attribute.optional
+    assert field is not None
+    convert = {"S": _to_string, "N": _to_number, "BOOL": _to_bool}[attribute.type]
+
+    def field_attribute(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
+        value = fields.get(field, _MISSING)
+        if value is _MISSING or value is None:
+            if optional:
+                return 0
+            raise _Rejected(
+                "missing_field",
+                f"missing field {field!r}" if value is _MISSING else f"field {field!r} is null",
+            )
+        converted = convert(value, name)
+        if converted is None:  # empty
+            if optional:
+                return 0
+            if attribute.type == "S":
+                out[name] = {"S": ""}  # empty strings are fine in non-key attributes
+                return name_len
+            raise _Rejected(
+                "empty_value", f'{name}: empty value (make the attribute "optional" to leave it out)'
+            )
+        out[name] = converted[0]
+        return name_len + converted[1]
+
+    return field_attribute
+
+
+def _to_string(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
+    text = value if type(value) is str else _scalar_text(value, name)
+    if not text:
+        return None
+    return {"S": text}, _utf8_len(text)
+
+
+def _to_number(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
+    if type(value) is str:
+        text = value.strip()
+        if not text:
+            return None
+        number, size = _number(text, name, value)
+    elif isinstance(value, Decimal):
+        number, size = _decimal(value, name)
+    else:
+        raise _Rejected("bad_number", f"{name}: {_shown(value)} is not a number")
+    return {"N": number}, size
+
+
+def _to_bool(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
+    if isinstance(value, bool):
+        return {"BOOL": value}, 1
+    text = value.strip().lower() if type(value) is str else str(value) if isinstance(value, Decimal) else None
+    if text == "":
+        return None
+    if text in _TRUE:
+        return {"BOOL": True}, 1
+    if text in _FALSE:
+        return {"BOOL": False}, 1
+    raise _Rejected("bad_bool", f"{name}: {_shown(value)} is not a boolean (true/false, 1/0, yes/no)")
+
+
+def _number(text: str, name: str, shown: str) -> tuple[str, int]:
+    """Validate a number's text for DynamoDB's N type -> (text to send, size estimate)."""
+    if len(text) <= MAX_DIGITS and _PLAIN_NUMBER.fullmatch(text) is not None:
+        return text, (len(text) + 1) // 2 + 2
+    if _NUMBER.fullmatch(text) is None:
+        raise _Rejected("bad_number", f"{name}: {shown!r} is not a number")
+    return _decimal(Decimal(text), name)
+
+
+def _decimal(number: Decimal, name: str) -> tuple[str, int]:
+    if not number.is_finite():
+        raise _Rejected("bad_number", f"{name}: {number} is not a number")
+    _, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    count = len(digits)
+    if count == 1 and digits[0] == 0:
+        return "0", 2  # "0E+999" and "-0" are zero; send plain 0
+    if count > MAX_DIGITS:
+        # DynamoDB trims leading and trailing zeros before counting (as_tuple has no leading ones).
+        while count > 1 and digits[count - 1] == 0:
+            count -= 1
+        if count > MAX_DIGITS:
+            raise _Rejected(
+                "bad_number", f"{name}: {number} has {count} significant digits; DynamoDB allows {MAX_DIGITS}"
+            )
+    magnitude = exponent + len(digits) - 1
+    if not MIN_EXPONENT <= magnitude <= MAX_EXPONENT:
+        raise _Rejected(
+            "bad_number",
+            f"{name}: {number} is outside DynamoDB's number range (magnitude 1E-130 to 9.99E+125)",
+        )
+    return str(number), (count + 1) // 2 + 2
+
+
+def _copy_all(key_names: frozenset[str], jsonl: bool) -> _Producer:
+    """`"attributes": "*"`: every field becomes an attribute; a field named like a key attribute is
+    left out because the key template already filled that attribute."""
+    if not jsonl:
+
+        def copy_text(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
+            size = 0
+            for name, value in fields.items():
+                if name in key_names:
+                    continue
+                out[name] = {"S": value}
+                size += _utf8_len(name) + _utf8_len(value)
+            return size
+
+        return copy_text
+
+    def copy_json(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
+        size = 0
+        for name, value in fields.items():
+            if name in key_names:
+                continue
+            if not name:
+                raise _Rejected(
+                    "empty_name", "a member name is empty; DynamoDB attribute names need a character"
+                )
+            out[name], value_size = _json_value(value, name, 1)
+            size += _utf8_len(name) + value_size
+        return size
+
+    return copy_json
+
+
+def _json_value(value: Any, name: str, depth: int) -> tuple[dict[str, Any], int]:
+    """A JSON value in DynamoDB's low-level form, with its size."""
+    kind = type(value)
+    if kind is str:
+        return {"S": value}, _utf8_len(value)
+    if kind is Decimal:
+        number, size = _decimal(value, name)
+        return {"N": number}, size
+    if kind is bool:
+        return {"BOOL": value}, 1
+    if value is None:
+        return {"NULL": True}, 1
+    if depth >= MAX_DEPTH:
+        raise _Rejected(
+            "too_deep", f"{name}: nested more than {MAX_DEPTH} levels deep; DynamoDB allows {MAX_DEPTH}"
+        )
+    size = 3
+    if kind is dict:
+        members: dict[str, Any] = {}
+        for member, element in value.items():
+            if not member:
+                raise _Rejected(
+                    "empty_name", f"{name}: a member name is empty; DynamoDB map keys need a character"
+                )
+            members[member], element_size = _json_value(element, name, depth + 1)
+            size += 1 + _utf8_len(member) + element_size
+        return {"M": members}, size
+    elements = []
+    for element in value:
+        converted, element_size = _json_value(element, name, depth + 1)
+        elements.append(converted)
+        size += 1 + element_size
+    return {"L": elements}, size
+
+
+def _utf8_len(text: str) -> int:
+    # ASCII is the common case: its length is its UTF-8 length, with no encoding copy.
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, Decimal)):
+        return repr(str(value))
+    return "an object" if isinstance(value, Mapping) else "a list"
