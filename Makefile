@@ -32,8 +32,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 typecheck: setup
-	$(BIN)/mypy app.py stacks mapload
-	cd runtime && ../$(BIN)/mypy --config-file ../pyproject.toml logic adapters handlers
+	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/handlers
 
 unit: setup
 	$(BIN)/pytest -n 2 --dist loadgroup

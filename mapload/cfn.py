@@ -32,7 +32,7 @@ class Resolver:
         if not isinstance(value, Mapping):
             return value
         if len(value) == 1:
-            (fn, arg), = value.items()
+            ((fn, arg),) = value.items()
             if fn == "Ref":
                 if arg in self._pseudo:
                     return self._pseudo[arg]

@@ -3,6 +3,7 @@ handlers as the Lambda functions, the resources created from the CDK templates."
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -19,18 +20,24 @@ import boto3
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
+from moto.core.config import DefaultConfig
 
 from mapload.cfn import Resolver
 from mapload.synth import StackTemplate
 
 ACCOUNT = "123456789012"
-MOTO_CONFIG = {
+MOTO_CONFIG: DefaultConfig = {
     "lambda": {"use_docker": False},
     "stepfunctions": {"execute_state_machine": True},
 }
 # Step Functions and Lambda always stay inside the emulator; only these may point elsewhere.
 DATA_ENDPOINTS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB")
-EMULATOR_ONLY = ("AWS_ENDPOINT_URL_LAMBDA", "AWS_ENDPOINT_URL_SFN", "AWS_ENDPOINT_URL_STEPFUNCTIONS", "AWS_ENDPOINT_URL_IAM")
+EMULATOR_ONLY = (
+    "AWS_ENDPOINT_URL_LAMBDA",
+    "AWS_ENDPOINT_URL_SFN",
+    "AWS_ENDPOINT_URL_STEPFUNCTIONS",
+    "AWS_ENDPOINT_URL_IAM",
+)
 
 
 @dataclass
@@ -94,7 +101,9 @@ _OBSERVER: list[Invocations] = []
 _ORIGINAL_INVOKE = LambdaSimpleBackend.invoke
 
 
-def _seam(self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any) -> Any:
+def _seam(
+    self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
+) -> Any:
     """moto's one place where a Lambda invocation lands: call the runtime handler instead."""
     fn = _FUNCTIONS.get(function_name) or _FUNCTIONS.get(function_name.rsplit(":", 1)[-1])
     if fn is None:
@@ -105,11 +114,13 @@ def _seam(self: Any, function_name: str, qualifier: Any, body: Any, headers: Any
         # The function's own environment, as the template defines it: many functions share
         # this process, so nothing may come from process-wide variables.
         result = module.handle(event, fn.env)
-    except Exception as error:  # noqa: BLE001 - every failure goes back to the state machine
+    except Exception as error:
         response_headers["x-amz-function-error"] = "Unhandled"
         for observer in _OBSERVER:
             with observer.lock:
-                observer.errors.append({"function": fn.role, "type": type(error).__name__, "message": str(error)})
+                observer.errors.append(
+                    {"function": fn.role, "type": type(error).__name__, "message": str(error)}
+                )
         return json.dumps(
             {
                 "errorType": type(error).__name__,
@@ -175,7 +186,9 @@ class Emulator:
         resolver = Resolver(self.region, ACCOUNT)
         iam = self.client("iam")
         try:
-            role_arn = iam.create_role(RoleName="mapload-embedded", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+            role_arn = iam.create_role(RoleName="mapload-embedded", AssumeRolePolicyDocument="{}")["Role"][
+                "Arn"
+            ]
         except ClientError:
             role_arn = iam.get_role(RoleName="mapload-embedded")["Role"]["Arn"]
         pending = list(stacks)
@@ -223,7 +236,9 @@ class Emulator:
                 name = f"mapload-{self.env_name}-{logical}"
                 resolver.refs[logical] = name
                 resolver.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}"
-                resolver.attrs[(logical, "StreamArn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}/stream/x"
+                resolver.attrs[(logical, "StreamArn")] = (
+                    f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}/stream/x"
+                )
             elif kind == "AWS::Lambda::Function":
                 name = f"mapload-{self.env_name}-{logical}"[:64]
                 resolver.refs[logical] = name
@@ -312,12 +327,12 @@ class Emulator:
                 ) from error
         ttl = props.get("TimeToLiveSpecification")
         if ttl and ttl.get("Enabled"):
-            try:
+            with contextlib.suppress(ClientError):  # already set on a reused table
                 db.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
-            except ClientError:
-                pass  # already set on a reused table
 
-    def _create_function(self, logical: str, resolver: Resolver, props: Mapping[str, Any], role_arn: str) -> None:
+    def _create_function(
+        self, logical: str, resolver: Resolver, props: Mapping[str, Any], role_arn: str
+    ) -> None:
         name = resolver.refs[logical]
         env = {
             k: str(v) for k, v in resolver.resolve(props.get("Environment", {}).get("Variables", {})).items()

@@ -6,8 +6,8 @@ import json
 import sys
 import time
 import uuid
-from datetime import datetime, timezone
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,8 @@ class Progress:
             return
         self.last = now
         elapsed = max(now - self.started, 1e-6)
-        text = f"shards {done}/{total if total is not None else '?'} · {records:,} records · {records / elapsed:,.0f} records/s"
+        shown_total = total if total is not None else "?"
+        text = f"shards {done}/{shown_total} · {records:,} records · {records / elapsed:,.0f} records/s"
         end = "\n" if final or not self.tty else ""
         print(("\r" if self.tty else "") + text, end=end, file=sys.stderr, flush=True)
 
@@ -93,7 +94,7 @@ def run_local(
         stacks = synthesize({"env": env_name, **LOCAL_CONTEXT, **(context or {})})
     except RuntimeError as error:
         raise LocalRunError(str(error)) from error
-    run_id = datetime.now(timezone.utc).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
+    run_id = datetime.now(UTC).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     job_id = str(spec.get("jobId") or run_id)
     progress = Progress(quiet)
     with Emulator(env_name) as emu:
@@ -105,7 +106,8 @@ def run_local(
         with observing() as seen:
             execution = emu.start(state_machine, run_id, payload)
             described = emu.wait(
-                execution, on_tick=lambda: progress.show(seen.shards_done, seen.shard_total, seen.records_read)
+                execution,
+                on_tick=lambda: progress.show(seen.shards_done, seen.shard_total, seen.records_read),
             )
             progress.show(seen.shards_done, seen.shard_total, seen.records_read, final=True)
             final = seen.final
@@ -137,7 +139,9 @@ def summary(report: dict[str, Any], report_path: Path) -> str:
     ]
     rejects = report.get("rejects") or {}
     if rejects.get("count"):
-        lines.append(f"  rejects   {rejects['count']:,} {rejects.get('byReason')} -> {rejects.get('location')}")
+        lines.append(
+            f"  rejects   {rejects['count']:,} {rejects.get('byReason')} -> {rejects.get('location')}"
+        )
     if report.get("error"):
         err = report["error"]
         lines.append(f"  error     {err['type']} in {err['where']}: {err['message']}")

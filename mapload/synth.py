@@ -29,7 +29,9 @@ def _fingerprint(context: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
     files = [ROOT / name for name in _INPUTS]
     for tree in _TREES:
-        files.extend(sorted(p for p in (ROOT / tree).rglob("*") if p.is_file() and "__pycache__" not in p.parts))
+        files.extend(
+            sorted(p for p in (ROOT / tree).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        )
     for path in files:
         if path.exists():
             digest.update(str(path.relative_to(ROOT)).encode())

@@ -13,12 +13,12 @@ from botocore.config import Config
 # on AWS, in the embedded emulator and against any S3/DynamoDB-compatible server.
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def s3() -> Any:
     return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dynamodb(pool: int = 10) -> Any:
     # The batch writer retries throttling and UnprocessedItems itself (and counts them), so
     # botocore makes one attempt per call; the pool holds one connection per request in flight.
@@ -32,6 +32,6 @@ def dynamodb(pool: int = 10) -> Any:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ledger_dynamodb() -> Any:
     return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))

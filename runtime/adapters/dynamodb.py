@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-
 from logic.errors import ShardWriteError
 from logic.retry import backoff_delays
 
@@ -88,7 +87,8 @@ class BatchWriter:
             future.result()
         if self._not_written:
             raise ShardWriteError(
-                f"{self._not_written} records were not written to {self._table} after retries: {self._first_error}",
+                f"{self._not_written} records were not written to {self._table} after retries: "
+                f"{self._first_error}",
                 not_written=self._not_written,
             )
         return self.stats

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from botocore.exceptions import ClientError
-
 from logic.errors import SourceChangedError, SourceNotFoundError
 
 CHUNK_BYTES = 1024 * 1024
@@ -86,7 +85,9 @@ class S3Store:
                     f"s3://{obj.bucket}/{obj.key} changed after it was planned (ETag is no longer {obj.etag})"
                 ) from error
             if _code(error) in ("NoSuchKey", "404"):
-                raise SourceNotFoundError(f"source object s3://{obj.bucket}/{obj.key} does not exist") from error
+                raise SourceNotFoundError(
+                    f"source object s3://{obj.bucket}/{obj.key} does not exist"
+                ) from error
             raise
 
     def put_json(self, bucket: str, key: str, value: Any) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
-from handlers.settings import FinalizeSettings
 from logic import layout, report
+
+from handlers.settings import FinalizeSettings
 
 SETTINGS_CLASS = FinalizeSettings
 SPOOL_BYTES = 8 * 1024 * 1024
@@ -50,7 +51,11 @@ def _merge_rejects(
             for raw in store.open_lines(bucket, str(key)):
                 record = json.loads(raw)
                 shard_line = record.pop("shardLine")
-                record = {"line": None if base is None else base + shard_line, "shardLine": shard_line, **record}
+                record = {
+                    "line": None if base is None else base + shard_line,
+                    "shardLine": shard_line,
+                    **record,
+                }
                 if base is not None:
                     del record["shardLine"]
                 merged.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
@@ -78,7 +83,8 @@ def finalize(
     error = report.describe_error(state.get("error"), planned=plan is not None)
     manifest: list[dict[str, Any]] | None = None
     shards: dict[int, dict[str, Any]] = {}
-    rejects_location, sample = None, []
+    rejects_location: str | None = None
+    sample: list[dict[str, Any]] = []
     if plan is not None:
         manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
         shards = ledger.shards(job_id, run_id)

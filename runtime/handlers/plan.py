@@ -9,10 +9,11 @@ from typing import Any
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from handlers.settings import PlanSettings
 from logic import layout, planning
 from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, spec_to_json
+
+from handlers.settings import PlanSettings
 
 SETTINGS_CLASS = PlanSettings
 HEADER_PROBE_BYTES = 64 * 1024
@@ -70,7 +71,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
                 "data_start": data_start,
             }
         )
-    shards = planning.cut_shards(planned, int(spec.shard_size_mib * 1024 * 1024))
+    shards = planning.cut_shards(planned, spec.shard_size_bytes)
     seen: set[str] = set()
     for shard in shards:  # the first shard of each object knows its first line number
         shard["lineBase"] = line_bases[shard["key"]] if shard["key"] not in seen else None

@@ -14,14 +14,16 @@ from adapters import clients
 from adapters.dynamodb import BatchWriter
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from handlers.settings import WorkerSettings
 from logic import layout
 from logic.batching import Batcher
 from logic.errors import SourceNotAllowedError
 from logic.mapping import make_mapper
 from logic.parsing import is_skipped, make_parser
 from logic.records import Line, iter_shard_lines
+from logic.values import Reject
 from logic.spec import JobSpec, parse_spec
+
+from handlers.settings import WorkerSettings
 
 SETTINGS_CLASS = WorkerSettings
 SAMPLE_SIZE = 5
@@ -33,7 +35,7 @@ class RejectSink:
 
     def __init__(self, source: str) -> None:
         self._source = source
-        self._file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+        self._file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed by upload
         self.count = 0
         self.by_reason: Counter[str] = Counter()
         self.sample: list[dict[str, Any]] = []
@@ -83,15 +85,15 @@ def process(
             continue
         read += 1
         fields = parse(line)
-        if not isinstance(fields, dict):
+        if isinstance(fields, Reject):
             rejects.add(line, fields.code, fields.reason)
             continue
         item = to_item(fields)
-        if not hasattr(item, "attributes"):
-            rejects.add(line, item.code, item.reason)  # type: ignore[union-attr]
+        if isinstance(item, Reject):
+            rejects.add(line, item.code, item.reason)
             continue
         written += 1
-        batch = batcher.add(item)  # type: ignore[arg-type]
+        batch = batcher.add(item)
         if batch and writer is not None:
             writer.submit([i.attributes for i in batch])
     last = batcher.flush()
@@ -100,7 +102,9 @@ def process(
     return {"lines": owned, "read": read, "written": written, "duplicates": batcher.duplicates}
 
 
-def work(event: Mapping[str, Any], settings: WorkerSettings, store: S3Store, ledger: Ledger, db: Any) -> dict[str, Any]:
+def work(
+    event: Mapping[str, Any], settings: WorkerSettings, store: S3Store, ledger: Ledger, db: Any
+) -> dict[str, Any]:
     shard = event["shard"]
     job = event["job"]
     job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])

@@ -28,7 +28,9 @@ def describe_error(error: Mapping[str, Any] | None, planned: bool) -> dict[str, 
     return {"type": kind, "message": message, "where": "Shards" if planned else "Plan"}
 
 
-def line_numbers(manifest: Sequence[Mapping[str, Any]], shards: Mapping[int, Mapping[str, Any]]) -> dict[int, int | None]:
+def line_numbers(
+    manifest: Sequence[Mapping[str, Any]], shards: Mapping[int, Mapping[str, Any]]
+) -> dict[int, int | None]:
     """Absolute line number of the line before each shard's first, when every earlier shard
     of the same object reported its line count (a missing shard leaves the rest unknown)."""
     bases: dict[int, int | None] = {}
@@ -66,7 +68,17 @@ def build(
     by_reason: Counter[str] = Counter()
     unbalanced = []
     for index, counts in sorted(shards.items()):
-        for name in ("read", "written", "rejected", "duplicates", "retries", "throttles", "requests", "bytes", "lines"):
+        for name in (
+            "read",
+            "written",
+            "rejected",
+            "duplicates",
+            "retries",
+            "throttles",
+            "requests",
+            "bytes",
+            "lines",
+        ):
             totals[name] += int(counts.get(name) or 0)
         by_reason.update({k: int(v) for k, v in (counts.get("byReason") or {}).items()})
         if int(counts["read"]) != int(counts["written"]) + int(counts["rejected"]):
@@ -113,7 +125,12 @@ def build(
             "rejected": totals["rejected"],
             "duplicates": totals["duplicates"],
         },
-        "shards": {"total": total, "done": len(shards), "failed": len(missing), "missing": missing[:MISSING_LISTED]},
+        "shards": {
+            "total": total,
+            "done": len(shards),
+            "failed": len(missing),
+            "missing": missing[:MISSING_LISTED],
+        },
         "bytes": totals["bytes"],
         "seconds": seconds,
         "dynamodb": {

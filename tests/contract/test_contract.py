@@ -42,7 +42,9 @@ def test_every_function_handler_resolves_and_reads_exactly_its_template_environm
         assert callable(module.lambda_handler), fn.handler
         assert callable(module.handle), fn.handler
         variables = set(props.get("Environment", {}).get("Variables", {}))
-        assert variables == set(module.SETTINGS_CLASS.ENV_NAMES), f"{logical}: {variables ^ set(module.SETTINGS_CLASS.ENV_NAMES)}"
+        assert variables == set(module.SETTINGS_CLASS.ENV_NAMES), (
+            f"{logical}: {variables ^ set(module.SETTINGS_CLASS.ENV_NAMES)}"
+        )
         roles.add(fn.role)
     assert roles == {"plan", "worker", "finalize"}
 
@@ -78,7 +80,9 @@ def test_error_names_in_retry_and_catch_exist_in_the_runtime(stacks: list[StackT
     custom = {n for n in names if not n.startswith(("States.", "Lambda."))}
     assert custom, "the state machine retries no runtime error by name"
     for name in custom:
-        assert isinstance(getattr(errors, name, None), type), f"Retry/Catch names {name}, which the runtime never raises"
+        assert isinstance(getattr(errors, name, None), type), (
+            f"Retry/Catch names {name}, which the runtime never raises"
+        )
 
 
 def test_the_embedded_run_creates_exactly_the_buckets_and_tables_the_templates_define(

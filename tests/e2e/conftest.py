@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from mapload.embedded import Deployment, Emulator
 from mapload import ROOT
+from mapload.embedded import Deployment, Emulator
 from mapload.local import run_local
 
 REPORT_SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())

@@ -76,7 +76,11 @@ def test_csv_with_bad_rows_loads_every_good_row_and_rejects_every_bad_one(
     assert report["shards"]["total"] > 5
     assert report["shards"]["done"] == report["shards"]["total"]
     assert report["rejects"]["byReason"] == {
-        "bad_number": 1, "column_count": 2, "empty_key": 1, "invalid_utf8": 1, "unbalanced_quote": 1
+        "bad_number": 1,
+        "column_count": 2,
+        "empty_key": 1,
+        "invalid_utf8": 1,
+        "unbalanced_quote": 1,
     }
     # The table holds exactly the good rows, with their values.
     assert set(run.items) == {(f"POSTCODE#{code}", "LOCATION") for code in good}
@@ -99,8 +103,14 @@ def test_csv_with_bad_rows_loads_every_good_row_and_rejects_every_bad_one(
 def test_jsonl_with_star_attributes_keeps_json_types(tmp_path: Path, run_file: Callable[..., Any]) -> None:
     source = tmp_path / "people.jsonl"
     rows = [
-        {"id": f"u{i}", "name": f"name {i}", "age": i % 90, "active": i % 2 == 0, "tags": ["a", str(i)],
-         "address": {"city": "Leeds", "zip": None}}
+        {
+            "id": f"u{i}",
+            "name": f"name {i}",
+            "age": i % 90,
+            "active": i % 2 == 0,
+            "tags": ["a", str(i)],
+            "address": {"city": "Leeds", "zip": None},
+        }
         for i in range(1_500)
     ]
     lines = [json.dumps(r).encode() for r in rows]
@@ -200,8 +210,11 @@ def test_data_lands_in_the_dynamodb_endpoint_the_standard_setting_names(
     try:
         endpoint = f"http://127.0.0.1:{port}"
         db = boto3.client(
-            "dynamodb", endpoint_url=endpoint, region_name="us-east-1",
-            aws_access_key_id="x", aws_secret_access_key="x",
+            "dynamodb",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
         )
         for _ in range(100):
             try:
@@ -211,7 +224,9 @@ def test_data_lands_in_the_dynamodb_endpoint_the_standard_setting_names(
                 time.sleep(0.1)
         monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
         source = tmp_path / "p.csv"
-        source.write_text("postcode,latitude,longitude\n" + "".join(f"AB{i} 1CD,51.{i},-0.{i}\n" for i in range(300)))
+        source.write_text(
+            "postcode,latitude,longitude\n" + "".join(f"AB{i} 1CD,51.{i},-0.{i}\n" for i in range(300))
+        )
 
         first = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r1.json", quiet=True)
         second = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r2.json", quiet=True)

@@ -23,8 +23,14 @@ def _items(n: int) -> list[dict[str, Any]]:
 class FakeDynamoDB:
     """In-memory BatchWriteItem with scripted misbehaviour, keyed by call number."""
 
-    def __init__(self, *, unprocessed_every: int = 0, throttle_every: int = 0, drop_always: bool = False,
-                 disconnect_every: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        unprocessed_every: int = 0,
+        throttle_every: int = 0,
+        drop_always: bool = False,
+        disconnect_every: int = 0,
+    ) -> None:
         self.table: dict[str, dict[str, Any]] = {}
         self.calls = 0
         self.max_request = 0
@@ -34,7 +40,7 @@ class FakeDynamoDB:
         self._disconnect_every = disconnect_every
         self._drop_always = drop_always
 
-    def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:  # noqa: N803
+    def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         with self._lock:
             self.calls += 1
             call = self.calls
@@ -62,8 +68,10 @@ class FakeDynamoDB:
         return {"UnprocessedItems": {TABLE: left} if left else {}}
 
 
-def _write(db: FakeDynamoDB, items: list[dict[str, Any]], policy: RetryPolicy = RetryPolicy()) -> BatchWriter:
-    writer = BatchWriter(db, TABLE, in_flight=4, policy=policy, sleep=lambda _s: None, rng=random.Random(7))
+def _write(db: FakeDynamoDB, items: list[dict[str, Any]], policy: RetryPolicy | None = None) -> BatchWriter:
+    writer = BatchWriter(
+        db, TABLE, in_flight=4, policy=policy or RetryPolicy(), sleep=lambda _s: None, rng=random.Random(7)
+    )
     for start in range(0, len(items), 25):
         writer.submit(items[start : start + 25])
     writer.close()
@@ -95,7 +103,7 @@ def test_given_a_table_that_never_accepts_when_writing_then_it_fails_with_the_co
 
 def test_given_a_validation_error_when_writing_then_it_is_not_retried() -> None:
     class Refusing(FakeDynamoDB):
-        def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:  # noqa: N803
+        def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
             self.calls += 1
             raise ClientError({"Error": {"Code": "ValidationException", "Message": "bad"}}, "BatchWriteItem")
 

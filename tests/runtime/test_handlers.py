@@ -33,7 +33,10 @@ ENV = {
 }
 SPEC = {
     "format": "csv",
-    "dynamodb": {"key": {"pk": "P#{postcode}", "sk": "LOC"}, "attributes": {"lat": {"field": "lat", "type": "N"}}},
+    "dynamodb": {
+        "key": {"pk": "P#{postcode}", "sk": "LOC"},
+        "attributes": {"lat": {"field": "lat", "type": "N"}},
+    },
     "shardSizeMiB": 0.001,
     "maxConcurrency": 50,
 }
@@ -54,7 +57,10 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         for table in ("ledger", "target"):
             db.create_table(
                 TableName=table,
-                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                KeySchema=[
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
                 AttributeDefinitions=[
                     {"AttributeName": "pk", "AttributeType": "S"},
                     {"AttributeName": "sk", "AttributeType": "S"},
