@@ -1,0 +1,368 @@
+"""Typed, validated per-environment settings parsed from the cdk.json context `mapload` block."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+# Days CloudWatch Logs accepts as a retention period (anything else is rejected at deploy).
+LOG_RETENTION_DAYS: Final[frozenset[int]] = frozenset(
+    {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192}
+    | {2557, 2922, 3288, 3653}
+)
+KEY_TYPES: Final[frozenset[str]] = frozenset({"S", "N", "B"})
+# A Distributed Map runs at most 10,000 child executions at once.
+MAX_MAP_CONCURRENCY: Final[int] = 10_000
+# Context keys of the form `mapload:<field>` override one field of the selected environment
+# (`cdk synth -c mapload:max_concurrency_cap=10`); CLI values arrive as strings.
+OVERRIDE_PREFIX: Final[str] = "mapload:"
+
+_ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+_TABLE_ARN = re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/(?P<name>[A-Za-z0-9_.-]{3,255})$")
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+T = TypeVar("T")
+
+
+class MaploadConfigError(ValueError):
+    """A cdk.json `mapload` setting is missing or wrong; the message names the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class KeyAttribute:
+    """One DynamoDB key attribute (name and scalar type S, N or B)."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """What the Data stack needs: the target table's shape, lifecycles, retention."""
+
+    table_partition_key: KeyAttribute
+    table_sort_key: KeyAttribute | None
+    # Name or ARN of a table the loader writes to instead of creating one.
+    table_existing: str | None
+    staging_expiry_days: int
+    source_noncurrent_expiry_days: int
+    multipart_abort_days: int
+    access_log_expiry_days: int
+    retain_data: bool
+
+    @property
+    def table_key(self) -> dict[str, str]:
+        """Key schema as the runtime reads it: partition key first."""
+        key = {self.table_partition_key.name: self.table_partition_key.type}
+        if self.table_sort_key is not None:
+            key[self.table_sort_key.name] = self.table_sort_key.type
+        return key
+
+    @property
+    def table_existing_name(self) -> str | None:
+        """The configured existing table's name (parsed from the ARN when one was given)."""
+        if self.table_existing is None:
+            return None
+        match = _TABLE_ARN.match(self.table_existing)
+        return match.group("name") if match else self.table_existing
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    """What the Loader stack needs: function sizing, concurrency, retries, log retention."""
+
+    source_extra_buckets: tuple[str, ...]
+    max_concurrency_cap: int
+    worker_memory_mib: int
+    worker_timeout_seconds: int
+    control_memory_mib: int
+    control_timeout_seconds: int
+    write_concurrency: int
+    retry_interval_seconds: int
+    retry_max_attempts: int
+    retry_backoff_rate: float
+    ledger_ttl_days: int
+    log_retention_days: int
+    retain_logs: bool
+
+
+@dataclass(frozen=True)
+class EnvironmentConfig:
+    """One deployment environment (dev, staging, prod)."""
+
+    name: str
+    account: str | None
+    region: str | None
+    data: DataConfig
+    loader: LoaderConfig
+
+
+# Per-environment defaults; cdk.json only states what differs. Prod keeps data and allows
+# the large fan-out the design is for; dev and staging are disposable and smaller.
+_COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
+    "account": None,
+    "region": None,
+    "partition_key": {"name": "pk", "type": "S"},
+    "sort_key": {"name": "sk", "type": "S"},
+    "existing_table": None,
+    "extra_source_buckets": [],
+    "max_concurrency_cap": 100,
+    "worker_memory_mib": 1024,
+    "worker_timeout_seconds": 900,
+    "control_memory_mib": 512,
+    "control_timeout_seconds": 300,
+    "write_concurrency": 8,
+    "retry_interval_seconds": 2,
+    "retry_max_attempts": 6,
+    "retry_backoff_rate": 2.0,
+    "ledger_ttl_days": 30,
+    "staging_expiry_days": 14,
+    "source_noncurrent_expiry_days": 7,
+    "multipart_abort_days": 1,
+    "access_log_expiry_days": 90,
+    "log_retention_days": 30,
+    "retain_data": False,
+}
+_ENV_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
+    "dev": {},
+    "staging": {"max_concurrency_cap": 1000},
+    "prod": {
+        "max_concurrency_cap": 1000,
+        "ledger_ttl_days": 90,
+        "staging_expiry_days": 30,
+        "log_retention_days": 365,
+        "retain_data": True,
+    },
+}
+
+
+class _Reader:
+    """Reads one environment's raw mapping, naming `mapload.environments.<env>.<field>` on error."""
+
+    def __init__(self, env: str, raw: Mapping[str, Any], overridden: frozenset[str]) -> None:
+        self.env = env
+        self.raw = raw
+        self.overridden = overridden
+
+    def path(self, field: str) -> str:
+        where = f"mapload.environments.{self.env}.{field}"
+        if field.split(".")[0] in self.overridden:
+            return f"{where} (context {OVERRIDE_PREFIX}{field.split('.')[0]})"
+        return where
+
+    def fail(self, field: str, message: str) -> MaploadConfigError:
+        return MaploadConfigError(self.path(field), message)
+
+    def int_(self, field: str, low: int, high: int) -> int:
+        value = _coerce_int(self.raw[field])
+        if value is None or not low <= value <= high:
+            hint = "a positive integer" if low == 1 else "an integer"
+            raise self.fail(field, f"must be {hint} between {low} and {high}, got {self.raw[field]!r}")
+        return value
+
+    def float_(self, field: str, low: float, high: float) -> float:
+        value = self.raw[field]
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                value = float(value)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise self.fail(field, f"must be a number between {low} and {high}, got {self.raw[field]!r}")
+        return float(value)
+
+    def bool_(self, field: str) -> bool:
+        value = self.raw[field]
+        if isinstance(value, str) and value.lower() in {"true", "false"}:
+            return value.lower() == "true"
+        if not isinstance(value, bool):
+            raise self.fail(field, f"must be true or false, got {value!r}")
+        return value
+
+    def optional(self, field: str, pattern: re.Pattern[str], what: str) -> str | None:
+        value = self.raw[field]
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or not pattern.match(value):
+            raise self.fail(field, f"must be {what} or null, got {value!r}")
+        return value
+
+    def key(self, field: str, *, nullable: bool) -> KeyAttribute | None:
+        value = self.raw[field]
+        if isinstance(value, str):
+            value = _parse_json_or(value, value)
+        if value is None and nullable:
+            return None
+        if not isinstance(value, Mapping) or set(value) != {"name", "type"}:
+            raise self.fail(field, f'must be {{"name": ..., "type": "S"|"N"|"B"}}, got {value!r}')
+        name, type_ = value["name"], value["type"]
+        if not isinstance(name, str) or not 1 <= len(name) <= 255:
+            raise self.fail(f"{field}.name", f"must be 1 to 255 characters, got {name!r}")
+        if type_ not in KEY_TYPES:
+            raise self.fail(f"{field}.type", f"must be one of S, N, B, got {type_!r}")
+        return KeyAttribute(name=name, type=type_)
+
+    def bucket_names(self, field: str) -> tuple[str, ...]:
+        value = self.raw[field]
+        if isinstance(value, str):
+            value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
+        if not isinstance(value, list | tuple):
+            raise self.fail(field, f"must be a list of bucket names, got {value!r}")
+        for index, name in enumerate(value):
+            if not isinstance(name, str) or not _BUCKET_NAME.match(name) or ".." in name:
+                raise self.fail(f"{field}[{index}]", f"must be an S3 bucket name, got {name!r}")
+        if len(set(value)) != len(value):
+            raise self.fail(field, "must not name a bucket twice")
+        return tuple(value)
+
+
+def _coerce_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    return None
+
+
+def _parse_json_or(text: str, fallback: T) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return fallback
+
+
+def environment_names(context_block: Any) -> tuple[str, ...]:
+    """Names of the environments the `mapload` context block defines."""
+    return tuple(_environments(context_block))
+
+
+def _environments(context_block: Any) -> Mapping[str, Any]:
+    if not isinstance(context_block, Mapping):
+        raise MaploadConfigError("mapload", "must be an object with an `environments` object")
+    environments = context_block.get("environments")
+    if not isinstance(environments, Mapping) or not environments:
+        raise MaploadConfigError("mapload.environments", "must be a non-empty object")
+    return environments
+
+
+def load_environment(
+    context_block: Any,
+    env: str,
+    overrides: Mapping[str, Any] | None = None,
+) -> EnvironmentConfig:
+    """Parse and validate one environment from the `mapload` block.
+
+    `overrides` maps field names to single values (from `-c mapload:<field>=...`); they win over
+    the cdk.json block, which wins over the built-in defaults for that environment name.
+    """
+    environments = _environments(context_block)
+    if env not in environments:
+        known = ", ".join(sorted(environments))
+        raise MaploadConfigError("env", f"unknown environment {env!r}; cdk.json defines {known}")
+    if not _ENV_NAME.match(env):
+        raise MaploadConfigError(
+            f"mapload.environments.{env}", "environment names are 1-16 lowercase letters/digits"
+        )
+    block = environments[env]
+    if block is None:
+        block = {}
+    if not isinstance(block, Mapping):
+        raise MaploadConfigError(f"mapload.environments.{env}", "must be an object")
+    overrides = dict(overrides or {})
+    for field in [*block, *overrides]:
+        if field not in _COMMON_DEFAULTS:
+            where = (
+                f"{OVERRIDE_PREFIX}{field}" if field in overrides else f"mapload.environments.{env}.{field}"
+            )
+            raise MaploadConfigError(where, f"unknown setting; known: {', '.join(sorted(_COMMON_DEFAULTS))}")
+    raw = {**_COMMON_DEFAULTS, **_ENV_DEFAULTS.get(env, {}), **block, **overrides}
+    read = _Reader(env, raw, frozenset(overrides))
+
+    worker_timeout = read.int_("worker_timeout_seconds", 1, 900)
+    data = DataConfig(
+        table_partition_key=_required(read.key("partition_key", nullable=False)),
+        table_sort_key=read.key("sort_key", nullable=True),
+        table_existing=_existing_table(read),
+        staging_expiry_days=read.int_("staging_expiry_days", 1, 3650),
+        source_noncurrent_expiry_days=read.int_("source_noncurrent_expiry_days", 1, 3650),
+        multipart_abort_days=read.int_("multipart_abort_days", 1, 365),
+        access_log_expiry_days=read.int_("access_log_expiry_days", 1, 3650),
+        retain_data=read.bool_("retain_data"),
+    )
+    if data.table_sort_key and data.table_sort_key.name == data.table_partition_key.name:
+        raise read.fail("sort_key.name", "must differ from partition_key.name")
+    log_retention = read.int_("log_retention_days", 1, 3653)
+    if log_retention not in LOG_RETENTION_DAYS:
+        allowed = ", ".join(str(day) for day in sorted(LOG_RETENTION_DAYS))
+        raise read.fail("log_retention_days", f"must be one of {allowed}, got {log_retention}")
+    loader = LoaderConfig(
+        source_extra_buckets=read.bucket_names("extra_source_buckets"),
+        max_concurrency_cap=read.int_("max_concurrency_cap", 1, MAX_MAP_CONCURRENCY),
+        worker_memory_mib=read.int_("worker_memory_mib", 128, 10240),
+        worker_timeout_seconds=worker_timeout,
+        control_memory_mib=read.int_("control_memory_mib", 128, 10240),
+        control_timeout_seconds=read.int_("control_timeout_seconds", 1, 900),
+        write_concurrency=read.int_("write_concurrency", 1, 256),
+        # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
+        retry_interval_seconds=read.int_("retry_interval_seconds", 1, 3600),
+        retry_max_attempts=read.int_("retry_max_attempts", 0, 20),
+        retry_backoff_rate=read.float_("retry_backoff_rate", 1.0, 10.0),
+        ledger_ttl_days=read.int_("ledger_ttl_days", 1, 3650),
+        log_retention_days=log_retention,
+        retain_logs=data.retain_data,
+    )
+    return EnvironmentConfig(
+        name=env,
+        account=read.optional("account", _ACCOUNT, "a 12-digit AWS account id"),
+        region=read.optional("region", _REGION, "an AWS region such as eu-west-2"),
+        data=data,
+        loader=loader,
+    )
+
+
+def _existing_table(read: _Reader) -> str | None:
+    value = read.raw["existing_table"]
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and (_TABLE_ARN.match(value) or _TABLE_NAME.match(value)):
+        return value
+    raise read.fail(
+        "existing_table",
+        "must be a DynamoDB table name or table ARN "
+        f"(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME), got {value!r}",
+    )
+
+
+def _required(value: KeyAttribute | None) -> KeyAttribute:
+    # key(..., nullable=False) never returns None; this narrows the type for mypy.
+    assert value is not None
+    return value
+
+
+def overrides_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    """Collect the `mapload:<field>` keys of a full context mapping as field overrides.
+
+    Unknown fields are kept so that `load_environment` rejects the typo instead of ignoring it;
+    a bare field name (`retry_interval_seconds` without the prefix) is refused for the same reason.
+    """
+    for key in context:
+        if key in _COMMON_DEFAULTS:
+            raise MaploadConfigError(key, f"a setting is overridden as {OVERRIDE_PREFIX}{key}, not {key}")
+    return {
+        key[len(OVERRIDE_PREFIX) :]: value
+        for key, value in context.items()
+        if key.startswith(OVERRIDE_PREFIX) and value is not None
+    }
