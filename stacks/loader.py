@@ -1,0 +1,472 @@
+"""The loading machinery: Plan/Worker/Finalize functions and the Distributed Map state machine."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from aws_cdk.aws_lambda_python_alpha import PythonFunction
+from constructs import Construct
+
+from stacks.config import LoaderConfig
+from stacks.data import STAGING_JOBS_PREFIX, DataStack
+from stacks.nag import (
+    acknowledge,
+    acknowledge_wildcards,
+    default_policy,
+    flatten_reference,
+    resource_finding,
+    wildcard_findings,
+)
+
+# The Lambda code root, bundled by PythonFunction; found from this file so synth works from any cwd.
+RUNTIME_ROOT: Final[Path] = Path(__file__).resolve().parent.parent / "runtime"
+HANDLER_INDEX: Final[Mapping[str, str]] = {
+    "Plan": "handlers/plan.py",
+    "Worker": "handlers/worker.py",
+    "Finalize": "handlers/finalize.py",
+}
+HANDLER_FUNCTION: Final[str] = "lambda_handler"
+
+# Transient Lambda service errors every Task retries (docs/CONTRACTS.md "State machine").
+LAMBDA_SERVICE_ERRORS: Final[Sequence[str]] = (
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+)
+# Worker-only retries: the runtime's ShardWriteError and a Task that outlived its timeout.
+WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "States.Timeout")
+WORKER_RETRY_ATTEMPTS: Final[int] = 2
+FAILED_ERROR: Final[str] = "MaploadJobFailed"
+
+_RETENTION: Final[Mapping[int, logs.RetentionDays]] = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1096: logs.RetentionDays.THREE_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    2192: logs.RetentionDays.SIX_YEARS,
+    2557: logs.RetentionDays.SEVEN_YEARS,
+    2922: logs.RetentionDays.EIGHT_YEARS,
+    3288: logs.RetentionDays.NINE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+class ManifestItemReader(sfn.S3JsonItemReader):
+    """S3JsonItemReader whose IAM grant covers only the staging `jobs/` prefix.
+
+    The stock reader grants s3:GetObject on the whole bucket; manifests only ever live under
+    `jobs/`, so the state machine role gets exactly that prefix.
+    """
+
+    def __init__(self, *, bucket: s3.IBucket, key: str) -> None:
+        super().__init__(bucket=bucket, key=key)
+        self._manifest_bucket = bucket
+
+    def provide_policy_statements(self) -> list[iam.PolicyStatement]:
+        return [
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[self._manifest_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*")],
+            )
+        ]
+
+
+class ShardedLoader(Construct):
+    """Plan → Distributed Map of Workers → Finalize → Done, with narrowly granted functions."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        loader_config: LoaderConfig,
+        source_bucket: s3.IBucket,
+        staging_bucket: s3.IBucket,
+        table: dynamodb.ITable,
+        table_key: Mapping[str, str],
+        ledger_table: dynamodb.ITable,
+        runtime_root: Path = RUNTIME_ROOT,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = loader_config
+        self._runtime_root = runtime_root
+        self._log_removal = (
+            cdk.RemovalPolicy.RETAIN if loader_config.retain_logs else cdk.RemovalPolicy.DESTROY
+        )
+        stack = cdk.Stack.of(self)
+        extra_bucket_arns = [
+            stack.format_arn(service="s3", region="", account="", resource=name)
+            for name in loader_config.source_extra_buckets
+        ]
+        source_bucket_arns = [source_bucket.bucket_arn, *extra_bucket_arns]
+        source_object_arns = [f"{arn}/*" for arn in source_bucket_arns]
+        staging_jobs_arn = staging_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*")
+
+        common_env = {
+            "STAGING_BUCKET": staging_bucket.bucket_name,
+            "LEDGER_TABLE": ledger_table.table_name,
+            "TABLE_NAME": table.table_name,
+            "LEDGER_TTL_DAYS": str(loader_config.ledger_ttl_days),
+        }
+        source_buckets = ",".join([source_bucket.bucket_name, *loader_config.source_extra_buckets])
+
+        self.plan_function = self._function(
+            "Plan",
+            memory_mib=loader_config.control_memory_mib,
+            timeout_seconds=loader_config.control_timeout_seconds,
+            environment={
+                "SOURCE_BUCKETS": source_buckets,
+                **common_env,
+                # Partition key first, as the runtime's spec parser expects.
+                "TABLE_KEY": json.dumps(dict(table_key)),
+                "MAX_CONCURRENCY_CAP": str(loader_config.max_concurrency_cap),
+            },
+        )
+        self.worker_function = self._function(
+            "Worker",
+            memory_mib=loader_config.worker_memory_mib,
+            timeout_seconds=loader_config.worker_timeout_seconds,
+            environment={
+                "SOURCE_BUCKETS": source_buckets,
+                **common_env,
+                "WRITE_CONCURRENCY": str(loader_config.write_concurrency),
+            },
+        )
+        self.finalize_function = self._function(
+            "Finalize",
+            memory_mib=loader_config.control_memory_mib,
+            timeout_seconds=loader_config.control_timeout_seconds,
+            environment=dict(common_env),
+        )
+
+        # Least privilege, statement by statement; no grantRead/grantReadWriteData helpers,
+        # which would add List*/GetBucket*/Scan/Query/DeleteItem the functions never call.
+        self._allow(self.plan_function, ["s3:ListBucket"], source_bucket_arns)
+        self._allow(self.plan_function, ["s3:GetObject"], source_object_arns)
+        self._allow(self.plan_function, ["s3:PutObject"], [staging_jobs_arn])
+        ledger_table.grant(self.plan_function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+
+        self._allow(self.worker_function, ["s3:GetObject"], source_object_arns)
+        self._allow(self.worker_function, ["s3:PutObject"], [staging_jobs_arn])
+        table.grant(self.worker_function, "dynamodb:BatchWriteItem")
+        ledger_table.grant(self.worker_function, "dynamodb:GetItem", "dynamodb:PutItem")
+
+        self._allow(self.finalize_function, ["s3:GetObject", "s3:PutObject"], [staging_jobs_arn])
+        ledger_table.grant(
+            self.finalize_function,
+            "dynamodb:Query",
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:PutItem",
+        )
+
+        self.state_machine_log_group = logs.LogGroup(
+            self,
+            "StateMachineLogs",
+            retention=_RETENTION[loader_config.log_retention_days],
+            removal_policy=self._log_removal,
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            definition_body=sfn.DefinitionBody.from_chainable(self._definition(staging_bucket)),
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=self.state_machine_log_group,
+                level=sfn.LogLevel.ALL,
+                # Execution data holds user input and report excerpts; keep it out of logs.
+                include_execution_data=False,
+            ),
+        )
+        self._acknowledge_findings(staging_jobs_arn, source_object_arns)
+
+    # -- functions ---------------------------------------------------------------------------
+
+    def _function(
+        self,
+        name: str,
+        *,
+        memory_mib: int,
+        timeout_seconds: int,
+        environment: Mapping[str, str],
+    ) -> PythonFunction:
+        log_group = logs.LogGroup(
+            self,
+            f"{name}Logs",
+            retention=_RETENTION[self._config.log_retention_days],
+            removal_policy=self._log_removal,
+        )
+        # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy, which
+        # would allow writing to every log group in the account.
+        role = iam.Role(
+            self,
+            f"{name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"mapload {name} function",
+        )
+        log_group.grant_write(role)
+        function = PythonFunction(
+            self,
+            name,
+            entry=str(self._runtime_root),
+            index=HANDLER_INDEX[name],
+            handler=HANDLER_FUNCTION,
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            architecture=lambda_.Architecture.ARM_64,
+            memory_size=memory_mib,
+            timeout=cdk.Duration.seconds(timeout_seconds),
+            environment=dict(environment),
+            role=role,
+            log_group=log_group,
+            description=f"mapload {name.lower()} (runtime/{HANDLER_INDEX[name]})",
+        )
+        # The log group must exist before the function first runs, or Lambda creates its own.
+        function.node.add_dependency(log_group)
+        return function
+
+    @staticmethod
+    def _allow(function: lambda_.IFunction, actions: list[str], resources: list[str]) -> None:
+        function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
+
+    # -- state machine -----------------------------------------------------------------------
+
+    def _retry(self, task: tasks.LambdaInvoke, errors: Sequence[str], attempts: int) -> None:
+        task.add_retry(
+            errors=list(errors),
+            interval=cdk.Duration.seconds(self._config.retry_interval_seconds),
+            max_attempts=attempts,
+            backoff_rate=self._config.retry_backoff_rate,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+
+    def _definition(self, staging_bucket: s3.IBucket) -> sfn.IChainable:
+        execution = {
+            "name": sfn.JsonPath.string_at("$$.Execution.Name"),
+            "id": sfn.JsonPath.string_at("$$.Execution.Id"),
+        }
+        attempts = self._config.retry_max_attempts
+
+        plan = tasks.LambdaInvoke(
+            self,
+            "PlanTask",
+            state_name="Plan",
+            lambda_function=self.plan_function,
+            payload=sfn.TaskInput.from_object({"input": sfn.JsonPath.object_at("$"), "execution": execution}),
+            result_selector={
+                "job": sfn.JsonPath.object_at("$.Payload.job"),
+                "manifestKey": sfn.JsonPath.string_at("$.Payload.manifestKey"),
+                "maxConcurrency": sfn.JsonPath.number_at("$.Payload.maxConcurrency"),
+                "shardCount": sfn.JsonPath.number_at("$.Payload.shardCount"),
+            },
+            result_path="$.plan",
+            # Our own Retry below (with jitter) replaces CDK's default service-error retrier.
+            retry_on_service_exceptions=False,
+        )
+        self._retry(plan, LAMBDA_SERVICE_ERRORS, attempts)
+
+        worker = tasks.LambdaInvoke(
+            self,
+            "WorkerTask",
+            state_name="Worker",
+            lambda_function=self.worker_function,
+            payload=sfn.TaskInput.from_json_path_at("$"),
+            result_selector={"index": sfn.JsonPath.number_at("$.Payload.index")},
+            # A little beyond the function's own timeout: States.Timeout then means the
+            # invocation itself hung, and the shard is retried.
+            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(self._config.worker_timeout_seconds + 60)),
+            retry_on_service_exceptions=False,
+        )
+        self._retry(worker, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry(worker, WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS)
+
+        shards = sfn.DistributedMap(
+            self,
+            "ShardsMap",
+            state_name="Shards",
+            item_reader=ManifestItemReader(
+                bucket=staging_bucket, key=sfn.JsonPath.string_at("$.plan.manifestKey")
+            ),
+            max_concurrency_path=sfn.JsonPath.string_at("$.plan.maxConcurrency"),
+            item_selector={
+                "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
+                "job": sfn.JsonPath.object_at("$.plan.job"),
+            },
+            result_path=sfn.JsonPath.DISCARD,
+            map_execution_type=sfn.StateMachineType.STANDARD,
+        )
+        shards.item_processor(worker)
+
+        finalize = tasks.LambdaInvoke(
+            self,
+            "FinalizeTask",
+            state_name="Finalize",
+            lambda_function=self.finalize_function,
+            payload=sfn.TaskInput.from_object(
+                {
+                    "state": sfn.JsonPath.object_at("$"),
+                    # The start time lets the report say how long the whole job took.
+                    "execution": {**execution, "startTime": sfn.JsonPath.string_at("$$.Execution.StartTime")},
+                }
+            ),
+            result_selector={
+                "status": sfn.JsonPath.string_at("$.Payload.status"),
+                "jobId": sfn.JsonPath.string_at("$.Payload.jobId"),
+                "report": sfn.JsonPath.object_at("$.Payload.report"),
+                "reportUri": sfn.JsonPath.string_at("$.Payload.reportUri"),
+                "error": sfn.JsonPath.string_at("$.Payload.error"),
+                "cause": sfn.JsonPath.string_at("$.Payload.cause"),
+            },
+            result_path="$.result",
+            retry_on_service_exceptions=False,
+        )
+        self._retry(finalize, LAMBDA_SERVICE_ERRORS, attempts)
+
+        # Finalize runs after a failed Plan or Map too, so every execution writes a report.
+        plan.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
+        shards.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
+
+        succeeded = sfn.Succeed(self, "SucceededState", state_name="Succeeded", output_path="$.result")
+        failed = sfn.Fail(
+            self,
+            "FailedState",
+            state_name="Failed",
+            error=FAILED_ERROR,
+            cause_path=sfn.JsonPath.string_at("$.result.cause"),
+        )
+        done = (
+            sfn.Choice(self, "DoneChoice", state_name="Done")
+            .when(sfn.Condition.string_equals("$.result.status", "SUCCEEDED"), succeeded)
+            .otherwise(failed)
+        )
+        return plan.next(shards).next(finalize).next(done)
+
+    # -- cdk-nag -----------------------------------------------------------------------------
+
+    def _acknowledge_findings(self, staging_jobs_arn: str, source_object_arns: list[str]) -> None:
+        """Acknowledge, finding by finding, the wildcards this design needs (see the reasons)."""
+        for function in self.functions:
+            cfn_function = function.node.default_child
+            assert isinstance(cfn_function, cdk.CfnResource)
+            acknowledge(
+                cfn_function,
+                "AwsSolutions-L1",
+                "Pinned to python3.12 (docs/CONTRACTS.md): the runtime, its pinned dependencies and "
+                "the embedded runner are tested on 3.12; moving the runtime is a deliberate change.",
+            )
+
+        staging = {
+            resource_finding(self, staging_jobs_arn): (
+                "Objects under the staging bucket's jobs/ prefix only: keys are "
+                "jobs/<jobId>/<runId>/... and created per run, so the prefix is the narrowest grant."
+            )
+        }
+        sources = {
+            resource_finding(self, arn): (
+                "Any object of an allowed source bucket: each execution names its own source "
+                "key or prefix; the grant is read-only (s3:GetObject)."
+            )
+            for arn in source_object_arns
+        }
+        for function in (self.plan_function, self.worker_function):
+            acknowledge_wildcards(default_policy(function.role), {**staging, **sources})
+        acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
+
+        invoke_versions = {
+            resource_finding(self, f"{function.function_arn}:*"): (
+                "LambdaInvoke grants the function's versions and aliases (ARN:*) with its ARN; the "
+                "state machine invokes the unqualified ARN of its own three functions only."
+            )
+            for function in self.functions
+        }
+        unscoped = {
+            "Resource::*": (
+                "CloudWatch Logs vended-log delivery (logs:*LogDelivery, PutResourcePolicy, "
+                "Describe*) and X-Ray (xray:PutTraceSegments etc.) do not support resource-level "
+                "permissions; CDK adds them for the state machine's logging and tracing."
+            )
+        }
+        acknowledge_wildcards(
+            default_policy(self.state_machine.role), {**staging, **invoke_versions, **unscoped}
+        )
+
+        # CDK's DistributedMap lets the state machine manage its own child executions.
+        map_policy = self.state_machine.node.try_find_child("DistributedMapPolicy")
+        assert isinstance(map_policy, iam.Policy)
+        machine_ref = flatten_reference(cdk.Stack.of(self).resolve(self.state_machine.state_machine_arn))
+        acknowledge_wildcards(
+            map_policy,
+            {
+                finding: (
+                    "Distributed Map child executions: Describe/Stop/RedriveExecution on this state "
+                    "machine's own executions (execution:<name>:* and its map runs), as CDK grants them."
+                )
+                for finding in wildcard_findings(map_policy)
+                if finding.startswith("Resource::arn:<AWS::Partition>:states:")
+                and ":execution:" in finding
+                and machine_ref.strip("<>") in finding
+            },
+        )
+
+    @property
+    def functions(self) -> tuple[PythonFunction, PythonFunction, PythonFunction]:
+        return (self.plan_function, self.worker_function, self.finalize_function)
+
+
+class LoaderStack(cdk.Stack):
+    """The stateless half of an environment: functions and the state machine."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        loader_config: LoaderConfig,
+        data: DataStack,
+        table_key: Mapping[str, str],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        shared = data.share_with(self)
+        # Explicit imports are invisible to CDK's dependency tracking; deploy Data first.
+        self.add_stack_dependency(data, "imports the Data stack's exports")
+        self.loader = ShardedLoader(
+            self,
+            "ShardedLoader",
+            loader_config=loader_config,
+            source_bucket=shared.source_bucket,
+            staging_bucket=shared.staging_bucket,
+            table=shared.table,
+            table_key=table_key,
+            ledger_table=shared.ledger_table,
+        )
+        cdk.CfnOutput(self, "StateMachineArn", value=self.loader.state_machine.state_machine_arn)
+        cdk.CfnOutput(self, "StateMachineName", value=self.loader.state_machine.state_machine_name)
+        cdk.CfnOutput(self, "PlanFunctionName", value=self.loader.plan_function.function_name)
+        cdk.CfnOutput(self, "WorkerFunctionName", value=self.loader.worker_function.function_name)
+        cdk.CfnOutput(self, "FinalizeFunctionName", value=self.loader.finalize_function.function_name)

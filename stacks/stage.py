@@ -1,0 +1,56 @@
+"""One environment's deployable unit: the Data and Loader stacks wired together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from stacks.config import EnvironmentConfig
+from stacks.data import DataStack
+from stacks.loader import LoaderStack
+
+DATA_STACK_ID = "Data"
+LOADER_STACK_ID = "Loader"
+
+
+def stage_id(env_name: str) -> str:
+    """Construct id (and CloudFormation stack-name prefix) of an environment's stage."""
+    return f"Mapload-{env_name}"
+
+
+class MaploadStage(cdk.Stage):
+    """Data (stateful, retained in prod) and Loader (stateless) for one environment."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: EnvironmentConfig,
+        **kwargs: Any,
+    ) -> None:
+        env = (
+            cdk.Environment(account=config.account, region=config.region)
+            if config.account or config.region
+            else None
+        )
+        super().__init__(scope, construct_id, env=env, **kwargs)
+        self.config = config
+        self.data = DataStack(
+            self,
+            DATA_STACK_ID,
+            data_config=config.data,
+            description=f"mapload {config.name}: source/staging buckets, target table, ledger",
+            # Retained data deserves a second confirmation before its stack can be deleted.
+            termination_protection=config.data.retain_data,
+        )
+        self.loader = LoaderStack(
+            self,
+            LOADER_STACK_ID,
+            loader_config=config.loader,
+            data=self.data,
+            table_key=config.data.table_key,
+            description=f"mapload {config.name}: Plan/Worker/Finalize functions, state machine",
+        )
