@@ -1,0 +1,92 @@
+"""Composition root: the only place that reads context and os.environ; builds one MaploadStage."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from stacks.config import load_environment, overrides_from_context
+from stacks.stage import MaploadStage, stage_id
+
+ROOT = Path(__file__).resolve().parent
+DEFAULT_ENV = "dev"
+# PythonFunction bundles with Docker at synth; an empty pattern list bundles no stack. The CLI
+# refuses user context keys starting with `aws:`, so this goes in post-CLI context.
+SKIP_BUNDLING: dict[str, Any] = {"aws:cdk:bundling-stacks": []}
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """The `context` block of cdk.json (what the CLI would pass), for in-process builds."""
+    document = json.loads((ROOT / "cdk.json").read_text(encoding="utf-8"))
+    context = document.get("context", {})
+    assert isinstance(context, dict)
+    return context
+
+
+def build_app(
+    context: dict[str, Any] | None = None,
+    *,
+    bundle: bool = False,
+    outdir: str | None = None,
+) -> cdk.App:
+    """Build the app for one environment.
+
+    `context=None` means "as the CDK CLI runs me": the CLI supplies cdk.json plus `-c` values.
+    A dict (tests, the embedded runner) is laid over cdk.json's context: `{"env": "dev"}` picks
+    the environment and `{"mapload:<field>": value}` overrides one setting of it.
+    """
+    app = cdk.App(
+        context=None if context is None else {**cdk_json_context(), **context},
+        outdir=outdir,
+        post_cli_context=None if bundle else SKIP_BUNDLING,
+    )
+    settings = app.node.get_all_context()
+    config = load_environment(
+        settings.get("mapload"),
+        str(settings.get("env", DEFAULT_ENV)),
+        overrides_from_context(settings),
+    )
+    MaploadStage(app, stage_id(config.name), config=config)
+    # cdk-nag 3.x is a policy-validation plugin: it runs on every synth and fails it on any
+    # unacknowledged finding.
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
+
+
+def validation_failures(assembly_directory: str) -> list[str]:
+    """Violations a failed validation plugin (cdk-nag) wrote to the cloud assembly's report."""
+    report_path = Path(assembly_directory) / "validation-report.json"
+    if not report_path.exists():
+        return []
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    return [
+        f"{plugin.get('pluginName')}: {violation.get('ruleName')} at "
+        + ", ".join(c.get("constructPath", "?") for c in violation.get("violatingConstructs", []))
+        for plugin in report.get("pluginReports", [])
+        if plugin.get("conclusion") == "failure"
+        for violation in plugin.get("violations", [])
+    ]
+
+
+def main() -> int:
+    running_under_cli = "CDK_OUTDIR" in os.environ or "CDK_CONTEXT_JSON" in os.environ
+    assembly = build_app(
+        None if running_under_cli else {},
+        bundle=os.environ.get("CDK_BUNDLE") == "1",
+    ).synth()
+    # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
+    # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.
+    failures = validation_failures(assembly.directory)
+    for failure in failures:
+        print(f"[validation] {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
