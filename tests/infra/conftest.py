@@ -1,0 +1,39 @@
+"""One synthesized app per environment variant per session (jsii start-up is slow); no Docker."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.pop("CDK_BUNDLE", None)
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.infra.support import VARIANT_CONTEXT, Synth, synthesize  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize({"env": "dev"}, tmp_path_factory.mktemp("dev"))
+
+
+@pytest.fixture(scope="session")
+def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize({"env": "prod"}, tmp_path_factory.mktemp("prod"))
+
+
+@pytest.fixture(scope="session")
+def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(VARIANT_CONTEXT, tmp_path_factory.mktemp("variant"))
+
+
+@pytest.fixture(scope="session")
+def cdk_json() -> dict[str, Any]:
+    return dict(json.loads((ROOT / "cdk.json").read_text()))

@@ -1,0 +1,129 @@
+"""Synthesized apps and template helpers shared by the infra tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk.assertions import Template
+
+import app as app_module
+from stacks.stage import MaploadStage, stage_id
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The variant synthesized besides plain dev and prod: a table the app does not own, extra
+# source buckets, and single-value overrides the way `-c mapload:<field>=...` passes them.
+EXISTING_TABLE_ARN = "arn:aws:dynamodb:eu-west-2:123456789012:table/People"
+EXTRA_BUCKETS = ("alpha-source", "beta.source.example")
+VARIANT_CONTEXT: dict[str, Any] = {
+    "env": "dev",
+    "mapload:existing_table": EXISTING_TABLE_ARN,
+    "mapload:extra_source_buckets": ",".join(EXTRA_BUCKETS),
+    "mapload:retry_interval_seconds": "1",
+    "mapload:max_concurrency_cap": 42,
+}
+
+
+@dataclass(frozen=True)
+class Synth:
+    """A synthesized app and what the tests read from it."""
+
+    app: Any  # aws_cdk.App
+    stage: MaploadStage
+    data: Template
+    loader: Template
+    outdir: Path
+
+    @property
+    def data_json(self) -> dict[str, Any]:
+        return dict(self.data.to_json())
+
+    @property
+    def loader_json(self) -> dict[str, Any]:
+        return dict(self.loader.to_json())
+
+
+def synthesize(context: Mapping[str, Any], outdir: Path) -> Synth:
+    app = app_module.build_app(dict(context), outdir=str(outdir))
+    app.synth()  # runs cdk-nag as a validation plugin; raises on any unacknowledged finding
+    stage = app.node.find_child(stage_id(str(context["env"])))
+    assert isinstance(stage, MaploadStage)
+    return Synth(
+        app=app,
+        stage=stage,
+        data=Template.from_stack(stage.data),
+        loader=Template.from_stack(stage.loader),
+        outdir=outdir,
+    )
+
+
+# -- template helpers -------------------------------------------------------------------------
+
+
+def resources(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def only(mapping: Mapping[str, Any]) -> Any:
+    assert len(mapping) == 1, f"expected exactly one, got {sorted(mapping)}"
+    return next(iter(mapping.values()))
+
+
+def output_target(template: Mapping[str, Any], output: str) -> str:
+    """Logical id of the resource a stack output names (`Ref` or `Fn::GetAtt`)."""
+    value = template["Outputs"][output]["Value"]
+    if "Ref" in value:
+        return str(value["Ref"])
+    return str(value["Fn::GetAtt"][0])
+
+
+def flat(value: Any) -> str:
+    """A CloudFormation value as one string with readable placeholders for intrinsics."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "[" + ",".join(flat(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        if "Fn::Join" in value:
+            sep, parts = value["Fn::Join"]
+            return str(sep).join(flat(p) for p in parts)
+        if "Ref" in value:
+            return "${Ref:" + str(value["Ref"]) + "}"
+        if "Fn::GetAtt" in value:
+            return "${GetAtt:" + ".".join(value["Fn::GetAtt"]) + "}"
+        if "Fn::ImportValue" in value:
+            return "${Import:" + flat(value["Fn::ImportValue"]) + "}"
+    return json.dumps(value, sort_keys=True)
+
+
+def policy_statements(template: Mapping[str, Any], role_logical_id: str) -> list[dict[str, Any]]:
+    """Every Allow statement of the IAM::Policy resources attached to one role."""
+    statements: list[dict[str, Any]] = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        roles = policy["Properties"].get("Roles", [])
+        if {"Ref": role_logical_id} in roles:
+            statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return statements
+
+
+def grants(statements: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(action, flattened resource) pairs of a list of Allow statements."""
+    pairs: set[tuple[str, str]] = set()
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        actions = _as_list(statement["Action"])
+        targets = _as_list(statement["Resource"])
+        pairs.update((action, flat(target)) for action in actions for target in targets)
+    return pairs
+
+
+def iter_functions(template: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    yield from resources(template, "AWS::Lambda::Function").items()
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]

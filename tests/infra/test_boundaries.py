@@ -1,0 +1,53 @@
+"""stacks/ never imports runtime code or boto3; runtime/ never imports the CDK (ast scan)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.infra.support import ROOT
+
+pytestmark = pytest.mark.infra
+
+RUNTIME_PACKAGES = {"runtime", "handlers", "logic", "adapters", "mapload"}
+AWS_SDK = {"boto3", "botocore", "aioboto3", "s3transfer"}
+CDK = {"aws_cdk", "constructs", "cdk_nag", "stacks", "jsii"}
+
+
+def imported_roots(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    roots: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def python_files(directory: str) -> list[Path]:
+    return sorted(p for p in (ROOT / directory).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_stacks_import_neither_runtime_code_nor_the_aws_sdk() -> None:
+    files = [*python_files("stacks"), ROOT / "app.py"]
+    assert len(files) > 3
+    for path in files:
+        bad = imported_roots(path) & (RUNTIME_PACKAGES | AWS_SDK)
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_runtime_does_not_import_the_cdk() -> None:
+    files = python_files("runtime")
+    assert files, "runtime/ has no Python files"
+    for path in files:
+        bad = imported_roots(path) & CDK
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_scan_sees_imports(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import boto3.session\nfrom aws_cdk import aws_s3\nfrom . import local\n")
+    assert imported_roots(sample) == {"boto3", "aws_cdk"}

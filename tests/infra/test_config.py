@@ -1,0 +1,143 @@
+"""Per-environment settings: defaults, overrides, and errors that name the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stacks.config import (
+    EnvironmentConfig,
+    KeyAttribute,
+    MaploadConfigError,
+    load_environment,
+    overrides_from_context,
+)
+
+pytestmark = pytest.mark.infra
+
+
+def load(env: str = "dev", overrides: dict[str, Any] | None = None, **settings: Any) -> EnvironmentConfig:
+    return load_environment({"environments": {env: settings}}, env, overrides)
+
+
+def error(env: str = "dev", overrides: dict[str, Any] | None = None, **settings: Any) -> str:
+    with pytest.raises(MaploadConfigError) as raised:
+        load(env, overrides, **settings)
+    return str(raised.value)
+
+
+def test_cdk_json_defines_dev_staging_prod_and_each_loads(cdk_json: dict[str, Any]) -> None:
+    block = cdk_json["context"]["mapload"]
+    assert set(block["environments"]) == {"dev", "staging", "prod"}
+    for env in ("dev", "staging", "prod"):
+        assert load_environment(block, env).name == env
+
+
+def test_defaults_per_environment() -> None:
+    dev, prod = load("dev"), load("prod")
+    assert dev.data.table_partition_key == KeyAttribute("pk", "S")
+    assert dev.data.table_sort_key == KeyAttribute("sk", "S")
+    assert dev.data.table_key == {"pk": "S", "sk": "S"}
+    assert dev.data.table_existing is None
+    assert dev.loader.source_extra_buckets == ()
+    assert (dev.loader.max_concurrency_cap, prod.loader.max_concurrency_cap) == (100, 1000)
+    assert (dev.data.retain_data, prod.data.retain_data) == (False, True)
+    assert prod.loader.retain_logs is True
+    assert dev.loader.write_concurrency == 8
+    assert dev.loader.retry_interval_seconds == 2
+    assert dev.account is None and dev.region is None
+
+
+def test_key_schema_without_sort_key_and_numeric_partition_key() -> None:
+    config = load(partition_key={"name": "postcode", "type": "N"}, sort_key=None)
+    assert config.data.table_sort_key is None
+    assert config.data.table_key == {"postcode": "N"}
+
+
+def test_overrides_win_and_arrive_as_strings_from_the_cli() -> None:
+    config = load(
+        "prod",
+        overrides_from_context(
+            {
+                "mapload:retry_interval_seconds": "1",
+                "mapload:retain_data": "false",
+                "mapload:extra_source_buckets": "a-bucket, b-bucket",
+                "mapload:existing_table": "arn:aws:dynamodb:eu-west-2:123456789012:table/T01",
+                "@aws-cdk/core:target-partitions": ["aws"],
+            }
+        ),
+    )
+    assert config.loader.retry_interval_seconds == 1
+    assert config.data.retain_data is False
+    assert config.loader.source_extra_buckets == ("a-bucket", "b-bucket")
+    assert config.data.table_existing_name == "T01"
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (
+            {"max_concurrency_cap": 0},
+            "mapload.environments.dev.max_concurrency_cap: must be a positive integer",
+        ),
+        ({"max_concurrency_cap": "lots"}, "mapload.environments.dev.max_concurrency_cap: must be"),
+        ({"max_concurrency_cap": 10_001}, "mapload.environments.dev.max_concurrency_cap: must be"),
+        ({"worker_timeout_seconds": 901}, "mapload.environments.dev.worker_timeout_seconds: must be"),
+        ({"worker_memory_mib": 64}, "mapload.environments.dev.worker_memory_mib: must be"),
+        ({"retry_interval_seconds": 0}, "mapload.environments.dev.retry_interval_seconds: must be"),
+        ({"retry_backoff_rate": 0.5}, "mapload.environments.dev.retry_backoff_rate: must be"),
+        ({"retain_data": "yes"}, "mapload.environments.dev.retain_data: must be true or false"),
+        ({"log_retention_days": 10}, "mapload.environments.dev.log_retention_days: must be one of"),
+        ({"partition_key": {"name": "pk", "type": "X"}}, "mapload.environments.dev.partition_key.type:"),
+        ({"partition_key": None}, "mapload.environments.dev.partition_key: must be"),
+        ({"sort_key": {"name": "pk", "type": "S"}}, "mapload.environments.dev.sort_key.name: must differ"),
+        ({"existing_table": "no spaces allowed"}, "mapload.environments.dev.existing_table: must be"),
+        (
+            {"existing_table": "arn:aws:s3:::not-a-table"},
+            "mapload.environments.dev.existing_table: must be",
+        ),
+        ({"extra_source_buckets": ["Bad_Name"]}, "mapload.environments.dev.extra_source_buckets[0]:"),
+        ({"extra_source_buckets": ["a-b", "a-b"]}, "mapload.environments.dev.extra_source_buckets: must"),
+        ({"extra_source_buckets": 3}, "mapload.environments.dev.extra_source_buckets: must be a list"),
+        ({"account": "12345"}, "mapload.environments.dev.account: must be a 12-digit"),
+        ({"region": "mars"}, "mapload.environments.dev.region: must be an AWS region"),
+        ({"max_concurency_cap": 5}, "mapload.environments.dev.max_concurency_cap: unknown setting"),
+    ],
+)
+def test_errors_name_the_environment_and_field(settings: dict[str, Any], expected: str) -> None:
+    assert error(**settings).startswith(expected)
+
+
+def test_error_for_prod_names_prod() -> None:
+    assert error("prod", write_concurrency=0).startswith(
+        "mapload.environments.prod.write_concurrency: must be a positive integer"
+    )
+
+
+def test_error_in_an_override_names_the_context_key() -> None:
+    message = error(overrides={"max_concurrency_cap": "-3"})
+    assert message.startswith(
+        "mapload.environments.dev.max_concurrency_cap (context mapload:max_concurrency_cap): must be"
+    )
+    assert error(overrides={"nope": 1}).startswith("mapload:nope: unknown setting")
+
+
+def test_a_bare_setting_name_in_context_is_refused() -> None:
+    with pytest.raises(MaploadConfigError, match=r"overridden as mapload:retry_interval_seconds"):
+        overrides_from_context({"retry_interval_seconds": 1})
+
+
+def test_unknown_environment_and_missing_block() -> None:
+    with pytest.raises(MaploadConfigError, match=r"^env: unknown environment 'qa'; cdk.json defines dev$"):
+        load_environment({"environments": {"dev": {}}}, "qa")
+    with pytest.raises(MaploadConfigError, match=r"^mapload: must be an object"):
+        load_environment(None, "dev")
+    with pytest.raises(MaploadConfigError, match=r"^mapload.environments: must be a non-empty object"):
+        load_environment({"environments": {}}, "dev")
+
+
+def test_config_is_frozen() -> None:
+    config = load()
+    with pytest.raises(AttributeError):
+        config.name = "prod"  # type: ignore[misc]

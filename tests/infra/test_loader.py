@@ -1,0 +1,246 @@
+"""The Loader stack's functions: runtime, handler, environment and least-privilege IAM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.infra.support import Synth, grants, output_target, policy_statements, resources
+
+pytestmark = pytest.mark.infra
+
+# docs/CONTRACTS.md "Environment variables" — exact names, per function.
+CONTRACT_ENV = {
+    "Plan": {
+        "SOURCE_BUCKETS",
+        "STAGING_BUCKET",
+        "LEDGER_TABLE",
+        "TABLE_NAME",
+        "TABLE_KEY",
+        "MAX_CONCURRENCY_CAP",
+        "LEDGER_TTL_DAYS",
+    },
+    "Worker": {
+        "SOURCE_BUCKETS",
+        "STAGING_BUCKET",
+        "LEDGER_TABLE",
+        "TABLE_NAME",
+        "LEDGER_TTL_DAYS",
+        "WRITE_CONCURRENCY",
+    },
+    "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "LEDGER_TTL_DAYS"},
+}
+HANDLERS = {
+    "Plan": "handlers.plan.lambda_handler",
+    "Worker": "handlers.worker.lambda_handler",
+    "Finalize": "handlers.finalize.lambda_handler",
+}
+DATA = "Mapload-dev-Data"
+STAGING_JOBS = "${Import:" + DATA + ":StagingBucketArn}/jobs/*"
+SOURCE_BUCKET = "${Import:" + DATA + ":SourceBucketArn}"
+TABLE_ARN = "arn:${Ref:AWS::Partition}:dynamodb:${Ref:AWS::Region}:${Ref:AWS::AccountId}:table/"
+LEDGER = TABLE_ARN + "${Import:" + DATA + ":LedgerTableName}"
+TARGET = TABLE_ARN + "${Import:" + DATA + ":TableName}"
+
+
+def function(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
+    logical = output_target(synth.loader_json, f"{name}FunctionName")
+    return logical, synth.loader_json["Resources"][logical]
+
+
+def role_of(synth: Synth, name: str) -> str:
+    return str(function(synth, name)[1]["Properties"]["Role"]["Fn::GetAtt"][0])
+
+
+def log_writes(synth: Synth, name: str) -> set[tuple[str, str]]:
+    log_group = function(synth, name)[1]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    arn = "${GetAtt:" + log_group + ".Arn}"
+    return {("logs:CreateLogStream", arn), ("logs:PutLogEvents", arn)}
+
+
+def test_three_python_312_arm64_functions_with_contract_handlers(dev: Synth) -> None:
+    dev.loader.resource_count_is("AWS::Lambda::Function", 3)
+    for name, handler in HANDLERS.items():
+        props = function(dev, name)[1]["Properties"]
+        assert props["Runtime"] == "python3.12"
+        assert props["Architectures"] == ["arm64"]
+        assert props["Handler"] == handler
+
+
+def test_function_sizes_come_from_config(dev: Synth) -> None:
+    sizes = {name: function(dev, name)[1]["Properties"] for name in HANDLERS}
+    assert (sizes["Worker"]["MemorySize"], sizes["Worker"]["Timeout"]) == (1024, 900)
+    for name in ("Plan", "Finalize"):
+        assert (sizes[name]["MemorySize"], sizes[name]["Timeout"]) == (512, 300)
+
+
+def test_environment_variable_names_are_exactly_the_contract(dev: Synth) -> None:
+    for name, expected in CONTRACT_ENV.items():
+        variables = function(dev, name)[1]["Properties"]["Environment"]["Variables"]
+        assert set(variables) == expected, name
+
+
+def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> None:
+    plan = function(dev, "Plan")[1]["Properties"]["Environment"]["Variables"]
+    assert plan["SOURCE_BUCKETS"] == {"Fn::ImportValue": f"{DATA}:SourceBucketName"}
+    assert plan["STAGING_BUCKET"] == {"Fn::ImportValue": f"{DATA}:StagingBucketName"}
+    assert plan["LEDGER_TABLE"] == {"Fn::ImportValue": f"{DATA}:LedgerTableName"}
+    assert plan["TABLE_NAME"] == {"Fn::ImportValue": f"{DATA}:TableName"}
+    assert plan["TABLE_KEY"] == '{"pk": "S", "sk": "S"}'
+    assert plan["MAX_CONCURRENCY_CAP"] == "100"
+    assert plan["LEDGER_TTL_DAYS"] == "30"
+    worker = function(dev, "Worker")[1]["Properties"]["Environment"]["Variables"]
+    assert worker["WRITE_CONCURRENCY"] == "8"
+    # Every exported name the Loader imports is one the Data stack exports.
+    exports = {o["Export"]["Name"] for o in dev.data_json["Outputs"].values() if "Export" in o}
+    imports = {
+        value["Fn::ImportValue"]
+        for name in HANDLERS
+        for value in function(dev, name)[1]["Properties"]["Environment"]["Variables"].values()
+        if isinstance(value, dict) and "Fn::ImportValue" in value
+    }
+    assert imports <= exports
+
+
+def test_each_function_logs_to_its_own_retained_log_group(dev: Synth) -> None:
+    groups = resources(dev.loader_json, "AWS::Logs::LogGroup")
+    seen = set()
+    for name in HANDLERS:
+        _, fn = function(dev, name)
+        group = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert groups[group]["Properties"]["RetentionInDays"] == 30
+        assert group in fn["DependsOn"]
+        seen.add(group)
+    assert len(seen) == 3
+
+
+def test_plan_grants_are_exactly_its_needs(dev: Synth) -> None:
+    assert grants(policy_statements(dev.loader_json, role_of(dev, "Plan"))) == log_writes(dev, "Plan") | {
+        ("s3:ListBucket", SOURCE_BUCKET),
+        ("s3:GetObject", SOURCE_BUCKET + "/*"),
+        ("s3:PutObject", STAGING_JOBS),
+        ("dynamodb:GetItem", LEDGER),
+        ("dynamodb:PutItem", LEDGER),
+        ("dynamodb:UpdateItem", LEDGER),
+    }
+
+
+def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
+    assert grants(policy_statements(dev.loader_json, role_of(dev, "Worker"))) == log_writes(dev, "Worker") | {
+        ("s3:GetObject", SOURCE_BUCKET + "/*"),
+        ("s3:PutObject", STAGING_JOBS),
+        ("dynamodb:BatchWriteItem", TARGET),
+        ("dynamodb:GetItem", LEDGER),
+        ("dynamodb:PutItem", LEDGER),
+    }
+
+
+def test_worker_may_only_batch_write_the_target_table(dev: Synth) -> None:
+    on_target = {
+        action
+        for action, resource in grants(policy_statements(dev.loader_json, role_of(dev, "Worker")))
+        if resource.startswith(TARGET)
+    }
+    assert on_target == {"dynamodb:BatchWriteItem"}
+
+
+def test_finalize_grants_are_exactly_its_needs(dev: Synth) -> None:
+    assert grants(policy_statements(dev.loader_json, role_of(dev, "Finalize"))) == log_writes(
+        dev, "Finalize"
+    ) | {
+        ("s3:GetObject", STAGING_JOBS),
+        ("s3:PutObject", STAGING_JOBS),
+        ("dynamodb:Query", LEDGER),
+        ("dynamodb:GetItem", LEDGER),
+        ("dynamodb:UpdateItem", LEDGER),
+        ("dynamodb:PutItem", LEDGER),
+    }
+
+
+def test_function_roles_are_lambda_roles_without_managed_policies(dev: Synth) -> None:
+    for name in HANDLERS:
+        role = dev.loader_json["Resources"][role_of(dev, name)]["Properties"]
+        assert "ManagedPolicyArns" not in role
+        assert role["AssumeRolePolicyDocument"]["Statement"] == [
+            {
+                "Action": "sts:AssumeRole",
+                "Effect": "Allow",
+                "Principal": {"Service": "lambda.amazonaws.com"},
+            }
+        ]
+
+
+def test_no_wildcard_actions_and_unscoped_resources_only_where_aws_requires(dev: Synth) -> None:
+    unscoped_allowed = {
+        "logs:CreateLogDelivery",
+        "logs:DeleteLogDelivery",
+        "logs:DescribeLogGroups",
+        "logs:DescribeResourcePolicies",
+        "logs:GetLogDelivery",
+        "logs:ListLogDeliveries",
+        "logs:PutResourcePolicy",
+        "logs:UpdateLogDelivery",
+        "xray:GetSamplingRules",
+        "xray:GetSamplingTargets",
+        "xray:PutTelemetryRecords",
+        "xray:PutTraceSegments",
+    }
+    for template in (dev.loader_json, dev.data_json):
+        for policy in resources(template, "AWS::IAM::Policy").values():
+            for action, resource in grants(policy["Properties"]["PolicyDocument"]["Statement"]):
+                assert "*" not in action, action
+                if resource == "*":
+                    assert action in unscoped_allowed, action
+
+
+def test_state_machine_role_grants(dev: Synth) -> None:
+    machine = next(iter(resources(dev.loader_json, "AWS::StepFunctions::StateMachine").values()))
+    role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    pairs = grants(policy_statements(dev.loader_json, role))
+    functions = ["${GetAtt:" + function(dev, name)[0] + ".Arn}" for name in HANDLERS]
+    invoke = {("lambda:InvokeFunction", arn) for arn in functions} | {
+        ("lambda:InvokeFunction", arn + ":*") for arn in functions
+    }
+    assert {p for p in pairs if p[0].startswith("lambda:")} == invoke
+    # The ItemReader reads manifests from the staging jobs/ prefix, nothing wider.
+    assert {p for p in pairs if p[0].startswith("s3:")} == {("s3:GetObject", STAGING_JOBS)}
+    logical = next(iter(resources(dev.loader_json, "AWS::StepFunctions::StateMachine")))
+    executions = {p for p in pairs if p[0].startswith("states:")}
+    assert ("states:StartExecution", "${Ref:" + logical + "}") in executions
+    assert {action for action, _ in executions} == {
+        "states:StartExecution",
+        "states:DescribeExecution",
+        "states:StopExecution",
+        "states:RedriveExecution",
+    }
+    for action, resource in executions - {("states:StartExecution", "${Ref:" + logical + "}")}:
+        assert ":execution:" in resource and logical in resource, (action, resource)
+    assert {p[0].split(":")[0] for p in pairs} == {"lambda", "s3", "states", "logs", "xray"}
+
+
+def test_loader_outputs(dev: Synth) -> None:
+    assert set(dev.loader_json["Outputs"]) == {
+        "StateMachineArn",
+        "StateMachineName",
+        "PlanFunctionName",
+        "WorkerFunctionName",
+        "FinalizeFunctionName",
+    }
+
+
+def test_no_physical_names(dev: Synth) -> None:
+    named = {
+        "AWS::S3::Bucket": "BucketName",
+        "AWS::DynamoDB::Table": "TableName",
+        "AWS::Lambda::Function": "FunctionName",
+        "AWS::IAM::Role": "RoleName",
+        "AWS::IAM::Policy": None,
+        "AWS::Logs::LogGroup": "LogGroupName",
+        "AWS::StepFunctions::StateMachine": "StateMachineName",
+    }
+    for template in (dev.data_json, dev.loader_json):
+        for logical, resource in template["Resources"].items():
+            prop = named.get(resource["Type"])
+            if prop:
+                assert prop not in resource.get("Properties", {}), f"{logical} sets {prop}"

@@ -1,0 +1,102 @@
+"""Environment-dependent synth: an existing table, extra source buckets, prod retention."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.infra.support import (
+    EXISTING_TABLE_ARN,
+    EXTRA_BUCKETS,
+    Synth,
+    grants,
+    output_target,
+    policy_statements,
+    resources,
+)
+
+pytestmark = pytest.mark.infra
+
+
+def variables(synth: Synth, name: str) -> dict[str, object]:
+    logical = output_target(synth.loader_json, f"{name}FunctionName")
+    return dict(synth.loader_json["Resources"][logical]["Properties"]["Environment"]["Variables"])
+
+
+def role_grants(synth: Synth, name: str) -> set[tuple[str, str]]:
+    logical = output_target(synth.loader_json, f"{name}FunctionName")
+    role = synth.loader_json["Resources"][logical]["Properties"]["Role"]["Fn::GetAtt"][0]
+    return grants(policy_statements(synth.loader_json, role))
+
+
+def test_existing_table_is_not_created_and_is_what_the_worker_writes(variant: Synth) -> None:
+    tables = resources(variant.data_json, "AWS::DynamoDB::Table")
+    assert len(tables) == 1  # the ledger only
+    assert output_target(variant.data_json, "LedgerTableName") in tables
+    assert variant.data_json["Outputs"]["TableName"]["Value"] == "People"
+    assert variant.data_json["Outputs"]["TableArn"]["Value"] == EXISTING_TABLE_ARN
+    for name in ("Plan", "Worker", "Finalize"):
+        assert variables(variant, name)["TABLE_NAME"] == "People"
+    worker = role_grants(variant, "Worker")
+    on_target = {action for action, resource in worker if resource == EXISTING_TABLE_ARN}
+    assert on_target == {"dynamodb:BatchWriteItem"}
+    for name in ("Plan", "Finalize"):
+        assert not any(resource == EXISTING_TABLE_ARN for _, resource in role_grants(variant, name))
+
+
+def test_existing_table_by_name_gets_an_arn_in_the_stack_account() -> None:
+    from stacks.config import load_environment
+
+    config = load_environment({"environments": {"dev": {"existing_table": "People"}}}, "dev")
+    assert config.data.table_existing == "People"
+    assert config.data.table_existing_name == "People"
+
+
+def test_extra_source_buckets_are_allowed_and_granted(variant: Synth) -> None:
+    for name in ("Plan", "Worker"):
+        source = variables(variant, name)["SOURCE_BUCKETS"]
+        assert source == {
+            "Fn::Join": [
+                "",
+                [{"Fn::ImportValue": "Mapload-dev-Data:SourceBucketName"}, "," + ",".join(EXTRA_BUCKETS)],
+            ]
+        }
+    for bucket in EXTRA_BUCKETS:
+        arn = "arn:${Ref:AWS::Partition}:s3:::" + bucket
+        assert ("s3:ListBucket", arn) in role_grants(variant, "Plan")
+        assert ("s3:GetObject", arn + "/*") in role_grants(variant, "Plan")
+        assert ("s3:GetObject", arn + "/*") in role_grants(variant, "Worker")
+        assert not any(bucket in resource for _, resource in role_grants(variant, "Finalize"))
+
+
+def test_single_value_overrides_reach_the_template(variant: Synth) -> None:
+    assert variables(variant, "Plan")["MAX_CONCURRENCY_CAP"] == "42"
+
+
+def test_prod_retains_every_stateful_resource(prod: Synth) -> None:
+    for kind in ("AWS::S3::Bucket", "AWS::DynamoDB::Table"):
+        found = resources(prod.data_json, kind)
+        assert found
+        for logical, resource in found.items():
+            assert resource["DeletionPolicy"] == "Retain", logical
+            assert resource["UpdateReplacePolicy"] == "Retain", logical
+    for table in resources(prod.data_json, "AWS::DynamoDB::Table").values():
+        assert table["Properties"]["DeletionProtectionEnabled"] is True
+    assert prod.stage.data.termination_protection is True
+    for group in resources(prod.loader_json, "AWS::Logs::LogGroup").values():
+        assert group["DeletionPolicy"] == "Retain"
+        assert group["Properties"]["RetentionInDays"] == 365
+
+
+def test_dev_stacks_can_be_deleted(dev: Synth) -> None:
+    assert dev.stage.data.termination_protection is False
+    for group in resources(dev.loader_json, "AWS::Logs::LogGroup").values():
+        assert group["DeletionPolicy"] == "Delete"
+
+
+def test_prod_concurrency_cap_and_ledger_ttl(prod: Synth) -> None:
+    plan = variables(prod, "Plan")
+    assert plan["MAX_CONCURRENCY_CAP"] == "1000"
+    assert plan["LEDGER_TTL_DAYS"] == "90"
+    assert json.loads(str(plan["TABLE_KEY"])) == {"pk": "S", "sk": "S"}
