@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,10 @@ def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
     """Templates of every stack the app synthesizes for `context`, from the cache when unchanged."""
     outdir = CACHE_DIR / _fingerprint(context)
     if not (outdir / "manifest.json").exists():
-        outdir.parent.mkdir(parents=True, exist_ok=True)
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        # Synthesize beside the cache entry and rename it into place, so runs in parallel
+        # (test workers, two terminals) never read a half-written assembly.
+        scratch = Path(tempfile.mkdtemp(prefix="synth-", dir=CACHE_DIR))
         script = (
             "import json, sys; sys.path.insert(0, sys.argv[1]); import app; "
             "app.build_app(json.loads(sys.argv[2]), outdir=sys.argv[3]).synth()"
@@ -52,14 +57,19 @@ def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
         env.pop("CDK_BUNDLE", None)
         # A separate process keeps the jsii/node runtime out of the embedded run.
         done = subprocess.run(
-            [sys.executable, "-c", script, str(ROOT), json.dumps(context), str(outdir)],
+            [sys.executable, "-c", script, str(ROOT), json.dumps(context), str(scratch)],
             cwd=ROOT,
             env=env,
             capture_output=True,
             text=True,
         )
         if done.returncode != 0:
+            shutil.rmtree(scratch, ignore_errors=True)
             raise RuntimeError(f"cdk synth failed:\n{done.stdout}\n{done.stderr}")
+        try:
+            scratch.rename(outdir)
+        except OSError:  # another process got there first with the same templates
+            shutil.rmtree(scratch, ignore_errors=True)
     return load_assembly(outdir)
 
 

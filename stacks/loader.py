@@ -45,8 +45,9 @@ LAMBDA_SERVICE_ERRORS: Final[Sequence[str]] = (
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
 )
-# Worker-only retries: the runtime's ShardWriteError and a Task that outlived its timeout.
-WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "States.Timeout")
+# Worker-only retries: the runtime's ShardWriteError, a function that hit its own timeout
+# (Lambda reports Sandbox.Timedout) and a Task that outlived its timeout.
+WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "Sandbox.Timedout", "States.Timeout")
 WORKER_RETRY_ATTEMPTS: Final[int] = 2
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
 

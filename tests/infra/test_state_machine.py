@@ -127,7 +127,7 @@ def test_worker_task_inside_the_map(dev: Synth) -> None:
     assert worker["ResultSelector"] == {"index.$": "$.Payload.index"}
     assert worker["Retry"] == [
         retrier(LAMBDA_ERRORS, 6),
-        retrier(["ShardWriteError", "States.Timeout"], 2),
+        retrier(["ShardWriteError", "Sandbox.Timedout", "States.Timeout"], 2),
     ]
     # States.Timeout needs a Task timeout; it sits beyond the function's own 900 s.
     assert worker["TimeoutSeconds"] == 960
