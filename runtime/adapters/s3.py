@@ -88,6 +88,12 @@ class S3Store:
                 raise SourceNotFoundError(
                     f"source object s3://{obj.bucket}/{obj.key} does not exist"
                 ) from error
+            if _code(error) in ("AccessDenied", "403"):
+                # Without s3:ListBucket, S3 answers a missing key with 403 rather than 404.
+                raise SourceNotFoundError(
+                    f"cannot read s3://{obj.bucket}/{obj.key}: it was deleted after planning, "
+                    "or this function may not read it (AccessDenied)"
+                ) from error
             raise
 
     def put_json(self, bucket: str, key: str, value: Any) -> None:

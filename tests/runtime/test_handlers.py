@@ -151,3 +151,15 @@ def test_finalize_fails_a_run_with_a_missing_shard(aws: Any) -> None:
     assert result["report"]["shards"]["missing"] == [0]
     assert "ReconciliationError" in result["cause"]
     assert "shard 0" in result["cause"]
+
+
+def test_a_source_replaced_after_planning_fails_the_shard_instead_of_mixing_versions(aws: Any) -> None:
+    from logic.errors import SourceChangedError
+
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(50))
+    planned = _plan("s3://src/a.csv", jobId="job-4")
+    manifest = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(60))
+
+    with pytest.raises(SourceChangedError, match="changed after it was planned"):
+        worker.handle({"shard": manifest[0], "job": planned["job"]}, ENV)
