@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+
 from logic.errors import ShardWriteError
 from logic.retry import backoff_delays
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from botocore.exceptions import ClientError
+
 from logic.errors import JobAlreadyRunningError
 
 DAY = 86_400

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from botocore.exceptions import ClientError
+
 from logic.errors import SourceChangedError, SourceNotFoundError
 
 CHUNK_BYTES = 1024 * 1024

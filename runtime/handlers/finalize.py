@@ -13,9 +13,8 @@ from typing import Any
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
-from logic import layout, report
-
 from handlers.settings import FinalizeSettings
+from logic import layout, report
 
 SETTINGS_CLASS = FinalizeSettings
 SPOOL_BYTES = 8 * 1024 * 1024

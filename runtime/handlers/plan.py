@@ -9,11 +9,10 @@ from typing import Any
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
+from handlers.settings import PlanSettings
 from logic import layout, planning
 from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, spec_to_json
-
-from handlers.settings import PlanSettings
 
 SETTINGS_CLASS = PlanSettings
 HEADER_PROBE_BYTES = 64 * 1024

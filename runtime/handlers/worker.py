@@ -14,16 +14,15 @@ from adapters import clients
 from adapters.dynamodb import BatchWriter
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
+from handlers.settings import WorkerSettings
 from logic import layout
 from logic.batching import Batcher
 from logic.errors import SourceNotAllowedError
 from logic.mapping import make_mapper
 from logic.parsing import is_skipped, make_parser
 from logic.records import Line, iter_shard_lines
-from logic.values import Reject
 from logic.spec import JobSpec, parse_spec
-
-from handlers.settings import WorkerSettings
+from logic.values import Reject
 
 SETTINGS_CLASS = WorkerSettings
 SAMPLE_SIZE = 5

@@ -7,8 +7,9 @@ import threading
 from typing import Any
 
 import pytest
-from adapters.dynamodb import BatchWriter, RetryPolicy
 from botocore.exceptions import ClientError, EndpointConnectionError
+
+from adapters.dynamodb import BatchWriter, RetryPolicy
 from logic.errors import ShardWriteError
 
 pytestmark = pytest.mark.runtime

@@ -8,6 +8,8 @@ from typing import Any
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from adapters import clients
 from handlers import finalize, plan, worker
 from logic.errors import (
@@ -16,7 +18,6 @@ from logic.errors import (
     SourceNotAllowedError,
     SourceNotFoundError,
 )
-from moto import mock_aws
 
 pytestmark = pytest.mark.runtime
 

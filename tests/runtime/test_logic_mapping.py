@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from logic.mapping import MAX_ITEM_BYTES, Item, Reject, make_mapper
 from logic.spec import parse_spec
 

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+
 from logic.errors import InputValidationError
 from logic.parsing import Reject, is_skipped, make_parser
 from logic.planning import read_header

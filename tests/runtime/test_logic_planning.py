@@ -8,6 +8,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from logic.batching import Batcher
 from logic.errors import InputValidationError
 from logic.mapping import Item

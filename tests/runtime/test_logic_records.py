@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from logic.planning import cut_shards
 from logic.records import BOM, Line, iter_shard_lines
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+
 from logic.errors import InputValidationError
 from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, parse_template, spec_to_json
 
