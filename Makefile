@@ -26,6 +26,7 @@ demo: setup
 	mkdir -p demo-out
 	$(BIN)/mapload sample demo-out/ukpostcodes.csv --rows $(ROWS)
 	$(BIN)/mapload run-local demo-out/ukpostcodes.csv --spec examples/postcodes.spec.json --report demo-out/report.json
+	@echo "--- demo-out/report.json"; cat demo-out/report.json
 
 lint: setup
 	$(BIN)/ruff check .
@@ -40,10 +41,10 @@ unit: setup
 test: lint typecheck unit
 
 synth: setup
-	$(if $(CDK_BUNDLE),CDK_BUNDLE=1) node_modules/.bin/cdk synth --all -c env=$(ENV) -o cdk.out
+	$(if $(CDK_BUNDLE),CDK_BUNDLE=1) node_modules/.bin/cdk synth -c env=$(ENV) -o cdk.out
 
 deploy: setup
-	CDK_BUNDLE=1 node_modules/.bin/cdk deploy --all -c env=$(ENV)
+	CDK_BUNDLE=1 node_modules/.bin/cdk deploy -c env=$(ENV) 'Mapload-$(ENV)/*'
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out .cache demo-out

@@ -96,13 +96,13 @@ def run_local(
         raise LocalRunError(str(error)) from error
     run_id = datetime.now(UTC).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     job_id = str(spec.get("jobId") or run_id)
-    progress = Progress(quiet)
     with Emulator(env_name) as emu:
         deployment = emu.provision(stacks)
         bucket = deployment.output("SourceBucketName")
         emu.client("s3").upload_file(str(file), bucket, file.name)
         payload = {**spec, "source": f"s3://{bucket}/{file.name}"}
         state_machine = next(iter(deployment.state_machines.values()))
+        progress = Progress(quiet)
         with observing() as seen:
             execution = emu.start(state_machine, run_id, payload)
             described = emu.wait(

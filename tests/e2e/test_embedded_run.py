@@ -239,3 +239,30 @@ def test_data_lands_in_the_dynamodb_endpoint_the_standard_setting_names(
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_duplicate_keys_in_a_batch_send_the_later_record_and_are_counted(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    source = tmp_path / "dupes.jsonl"
+    rows = [
+        {"id": "a", "v": 1},
+        {"id": "b", "v": 1},
+        {"id": "a", "v": 2},
+        {"id": "c", "v": 1},
+        {"id": "a", "v": 3},
+    ]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = {
+        "format": "jsonl",
+        "dynamodb": {"key": {"pk": "{id}", "sk": "X"}, "attributes": {"v": {"field": "v", "type": "N"}}},
+    }
+
+    run = run_file(source, spec)
+
+    assert run.report["records"] == {"read": 5, "written": 5, "rejected": 0, "duplicates": 2}
+    assert {k: v["v"]["N"] for k, v in run.items.items()} == {
+        ("a", "X"): "3",
+        ("b", "X"): "1",
+        ("c", "X"): "1",
+    }
