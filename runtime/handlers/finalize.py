@@ -60,7 +60,7 @@ def _merge_rejects(
                 merged.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
                 wrote = True
                 if len(sample) < report.SAMPLE_SIZE:
-                    sample.append(record)
+                    sample.append(report.clip_sample(record))
         if not wrote:
             return None, sample
         merged.seek(0)

@@ -21,6 +21,7 @@ from logic.errors import SourceNotAllowedError
 from logic.mapping import make_mapper
 from logic.parsing import is_skipped, make_parser
 from logic.records import Line, iter_shard_lines
+from logic.report import clip_sample
 from logic.spec import JobSpec, parse_spec
 from logic.values import Reject
 
@@ -59,7 +60,9 @@ class RejectSink:
         self.count += 1
         self.by_reason[code] += 1
         if len(self.sample) < SAMPLE_SIZE:
-            self.sample.append(record)
+            # The sample travels in the ledger item and the report: keep it small; the rejects
+            # file holds the whole line.
+            self.sample.append(clip_sample(record))
 
     def file(self) -> IO[bytes]:
         self._file.seek(0)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
+import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import NoReturn
@@ -43,11 +45,25 @@ def make_parser(spec: JobSpec, header: Sequence[str] | None) -> Callable[[Line],
     return _csv_parser(tuple(columns), spec.csv.delimiter)
 
 
+@functools.lru_cache(maxsize=8)
+def _well_quoted(delimiter: str) -> re.Pattern[str]:
+    """A whole line of fields, each unquoted (no quote in it) or quoted with "" as the escape."""
+    d = re.escape(delimiter)
+    field = f'(?:"(?:[^"]|"")*"|[^"{d}]*)'
+    return re.compile(f"{field}(?:{d}{field})*")
+
+
 def split_csv_line(text: str, delimiter: str) -> list[str] | Reject:
     """Split one CSV line; quoted fields follow RFC 4180 but may not span lines."""
     if '"' not in text:
         # The common case: no quoting, so a plain split is exactly what csv would return.
         return text.split(delimiter)
+    if not _well_quoted(delimiter).fullmatch(text):
+        # csv would accept a stray quote inside an unquoted field (`1AA",51.5`): that is the
+        # tail of a quoted field whose newline split it, so it must not become an item.
+        if text.count('"') % 2:
+            return Reject("unbalanced_quote", _UNBALANCED)
+        return Reject("bad_quote", "malformed quoting: a quote inside an unquoted field")
     try:
         return next(csv.reader((text,), delimiter=delimiter, strict=True))
     except csv.Error as error:

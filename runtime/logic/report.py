@@ -10,6 +10,18 @@ from typing import Any
 REPORT_VERSION = 1
 SAMPLE_SIZE = 10
 MISSING_LISTED = 20
+SAMPLE_TEXT_CHARS = 1000
+
+
+def clip_sample(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A reject as shown in samples (ledger item, report): long text clipped, so a 400 KB line
+    cannot push a ledger item or the execution output over its size limit."""
+    return {
+        k: v[:SAMPLE_TEXT_CHARS] + f"... ({len(v):,} characters)"
+        if isinstance(v, str) and len(v) > SAMPLE_TEXT_CHARS
+        else v
+        for k, v in record.items()
+    }
 
 
 def describe_error(error: Mapping[str, Any] | None, planned: bool) -> dict[str, str] | None:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
+from pipeline_support import ENV, REGION
 
-from adapters import clients
 from handlers import finalize, plan, worker
 from logic.errors import (
     InputValidationError,
@@ -21,17 +19,6 @@ from logic.errors import (
 
 pytestmark = pytest.mark.runtime
 
-REGION = "us-east-1"
-ENV = {
-    "SOURCE_BUCKETS": "src",
-    "STAGING_BUCKET": "stg",
-    "LEDGER_TABLE": "ledger",
-    "TABLE_NAME": "target",
-    "TABLE_KEY": json.dumps({"pk": "S", "sk": "S"}),
-    "MAX_CONCURRENCY_CAP": "10",
-    "LEDGER_TTL_DAYS": "7",
-    "WRITE_CONCURRENCY": "4",
-}
 SPEC = {
     "format": "csv",
     "dynamodb": {
@@ -41,36 +28,6 @@ SPEC = {
     "shardSizeMiB": 0.001,
     "maxConcurrency": 50,
 }
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
-        monkeypatch.delenv(name, raising=False)
-    with mock_aws():
-        for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
-            factory.cache_clear()
-        s3 = boto3.client("s3", region_name=REGION)
-        for bucket in ("src", "stg", "elsewhere"):
-            s3.create_bucket(Bucket=bucket)
-        db = boto3.client("dynamodb", region_name=REGION)
-        for table in ("ledger", "target"):
-            db.create_table(
-                TableName=table,
-                KeySchema=[
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-                AttributeDefinitions=[
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                ],
-                BillingMode="PAY_PER_REQUEST",
-            )
-        yield s3
-    for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
-        factory.cache_clear()
 
 
 def _plan(source: str, run: str = "run-1", **extra: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from logic import parsing
 from logic.errors import InputValidationError
 from logic.parsing import Reject, is_skipped, make_parser
 from logic.planning import read_header
@@ -85,9 +86,12 @@ def test_quoted_fields_follow_csv_rules() -> None:
     assert parse(line(b'"x, y","say ""hi""",\xc3\xa9')) == {"a": "x, y", "b": 'say "hi"', "c": "é"}
 
 
-def test_a_quote_inside_an_unquoted_field_is_data() -> None:
+def test_a_quote_inside_an_unquoted_field_is_refused_as_a_possible_split_fragment() -> None:
+    # `1AA",51.5` is the tail of `"AB1\n1AA",51.5` split at its newline: never an item.
     parse = make_parser(csv_spec(), ["a", "b"])
-    assert parse(line(b'5" disk,x')) == {"a": '5" disk', "b": "x"}
+    assert parse(line(b'5" disk,x')) == Reject("unbalanced_quote", parsing._UNBALANCED)
+    assert isinstance(parse(line(b'5"" disk,x')), Reject)
+    assert parse(line(b'"5"" disk",x')) == {"a": '5" disk', "b": "x"}  # quoted, it loads
 
 
 def test_other_delimiters() -> None:

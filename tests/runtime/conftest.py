@@ -1,0 +1,47 @@
+"""moto-backed S3 and DynamoDB for the handler tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from pipeline_support import REGION
+
+from adapters import clients
+
+
+def _clear_clients() -> None:
+    for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
+        factory.cache_clear()
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An S3 client on a fresh moto with buckets src, stg, elsewhere and tables ledger, target."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        _clear_clients()
+        s3 = boto3.client("s3", region_name=REGION)
+        for bucket in ("src", "stg", "elsewhere"):
+            s3.create_bucket(Bucket=bucket)
+        db = boto3.client("dynamodb", region_name=REGION)
+        for table in ("ledger", "target"):
+            db.create_table(
+                TableName=table,
+                KeySchema=[
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                AttributeDefinitions=[
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        yield s3
+    _clear_clients()

@@ -1,0 +1,210 @@
+"""Every kind of bad input in README's catalogue, through Plan → Workers → Finalize on moto.
+
+In every case: read == written + rejected, each reject names its source, line, byte offset,
+reason and raw line, and the status is what maxRejectedPercent says.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from pipeline_support import rejects, run_pipeline, scan
+
+pytestmark = pytest.mark.runtime
+
+CSV_SPEC: dict[str, Any] = {
+    "format": "csv",
+    "dynamodb": {
+        "key": {"pk": "P#{postcode}", "sk": "LOC"},
+        "attributes": {"lat": {"field": "lat", "type": "N"}},
+    },
+    "maxRejectedPercent": 100,
+}
+JSONL_SPEC: dict[str, Any] = {
+    "format": "jsonl",
+    "dynamodb": {"key": {"pk": "P#{id}", "sk": "LOC"}, "attributes": "*"},
+    "maxRejectedPercent": 100,
+}
+HEADER = b"postcode,lat\n"
+
+
+def _load(
+    aws: Any, body: bytes, spec: dict[str, Any], key: str = "in.csv"
+) -> tuple[dict[str, Any], list[Any]]:
+    aws.put_object(Bucket="src", Key=key, Body=body)
+    result = run_pipeline(aws, {**spec, "source": f"s3://src/{key}"})
+    report = result["report"]
+    records = report["records"]
+    assert records["read"] == records["written"] + records["rejected"], report
+    found = rejects(aws, report)
+    assert len(found) == records["rejected"]
+    for reject in found:
+        assert reject["source"] == f"s3://src/{key}"
+        assert reject["reason"] and reject["code"]
+        # line and offset point at the rejected line in the file
+        assert body.count(b"\n", 0, reject["offset"]) + 1 == reject["line"]
+        line_end = body.find(b"\n", reject["offset"])
+        raw = body[reject["offset"] : line_end if line_end >= 0 else len(body)].rstrip(b"\r")
+        shown = base64.b64decode(reject["rawBase64"]) if "rawBase64" in reject else reject["raw"].encode()
+        assert shown == raw
+    return report, found
+
+
+@pytest.mark.parametrize(
+    ("case", "bad_line", "code"),
+    [
+        ("wrong column count", b"AB1 1AA,51.5,extra", "column_count"),
+        ("too few columns", b"AB1 1AB", "column_count"),
+        ("unbalanced quotes", b'"AB1 1AC,51.5', "unbalanced_quote"),
+        ("invalid UTF-8", b"AB1 \xff\xfe,51.5", "invalid_utf8"),
+        ("empty key field", b",51.5", "empty_key"),
+        ("non-numeric value for N", b"AB1 1AD,north", "bad_number"),
+        ("number beyond DynamoDB's range", b"AB1 1AE,1e200", "bad_number"),
+        ("empty value for N", b"AB1 1AF,", "empty_value"),
+    ],
+)
+def test_a_bad_csv_row_is_rejected_with_its_reason_and_nothing_else_is_lost(
+    aws: Any, case: str, bad_line: bytes, code: str
+) -> None:
+    body = HEADER + b"AB1 0AA,50.1\n" + bad_line + b"\nAB1 0AB,50.2\n"
+
+    report, found = _load(aws, body, CSV_SPEC)
+
+    assert report["status"] == "SUCCEEDED"
+    assert report["records"] == {"read": 3, "written": 2, "rejected": 1, "duplicates": 0}, case
+    assert [r["code"] for r in found] == [code]
+    assert found[0]["line"] == 3
+    assert set(scan()) == {("P#AB1 0AA", "LOC"), ("P#AB1 0AB", "LOC")}
+
+
+def test_a_quoted_newline_is_refused_fragment_by_fragment_never_split_into_items(aws: Any) -> None:
+    body = HEADER + b'"AB1\n1AA",51.5\nAB1 0AB,50.2\n'
+
+    report, found = _load(aws, body, CSV_SPEC)
+
+    assert report["records"] == {"read": 3, "written": 1, "rejected": 2, "duplicates": 0}
+    assert [r["line"] for r in found] == [2, 3]
+    assert all("newline" in r["reason"] or "quote" in r["reason"] for r in found)
+    assert set(scan()) == {("P#AB1 0AB", "LOC")}
+
+
+def test_a_bom_crlf_endings_and_a_last_line_without_newline_load_cleanly(aws: Any) -> None:
+    body = b"\xef\xbb\xbfpostcode,lat\r\nAB1 0AA,50.1\r\nAB1 0AB,50.2"
+
+    report, _ = _load(aws, body, CSV_SPEC)
+
+    assert report["records"] == {"read": 2, "written": 2, "rejected": 0, "duplicates": 0}
+    items = scan()
+    assert set(items) == {("P#AB1 0AA", "LOC"), ("P#AB1 0AB", "LOC")}
+    assert items[("P#AB1 0AB", "LOC")]["lat"] == {"N": "50.2"}
+
+
+def test_an_item_over_400_kb_is_rejected(aws: Any) -> None:
+    spec = {
+        **CSV_SPEC,
+        "dynamodb": {"key": {"pk": "P#{postcode}", "sk": "LOC"}, "attributes": {"blob": "{lat}"}},
+    }
+    body = HEADER + b"AB1 0AA," + b"x" * 410_000 + b"\nAB1 0AB,small\n"
+
+    report, found = _load(aws, body, spec)
+
+    assert [r["code"] for r in found] == ["item_too_large"], report["error"]
+    assert len(found[0]["raw"]) == 410_008  # the rejects file keeps the whole line
+    assert len(report["rejects"]["sample"][0]["raw"]) < 1_100  # the report's sample is clipped
+    assert report["records"]["written"] == 1
+
+
+def test_duplicate_keys_inside_a_shard_and_across_shards_leave_one_item_each(aws: Any) -> None:
+    rows = [f"AB1 {i % 7}AA,{i}.5".encode() for i in range(300)]  # 7 keys, many times each
+    body = HEADER + b"\n".join(rows) + b"\n"
+
+    report, _ = _load(aws, body, {**CSV_SPEC, "shardSizeMiB": 0.001})
+
+    assert report["shards"]["total"] > 2
+    assert report["records"]["written"] == 300
+    assert report["records"]["duplicates"] > 0
+    assert len(scan()) == 7
+
+
+def test_malformed_json_lines_are_rejected(aws: Any) -> None:
+    body = b'{"id": "a"}\n{not json}\n[1, 2]\n"text"\n{"id": "b"}\n'
+
+    report, found = _load(aws, body, JSONL_SPEC, key="in.jsonl")
+
+    assert report["records"] == {"read": 5, "written": 2, "rejected": 3, "duplicates": 0}
+    assert sorted(r["code"] for r in found) == ["invalid_json", "not_an_object", "not_an_object"]
+
+
+def test_an_empty_file_and_a_header_only_file_load_nothing_and_succeed(aws: Any) -> None:
+    for body in (b"", HEADER):
+        report, _ = _load(aws, body, CSV_SPEC)
+        assert report["status"] == "SUCCEEDED"
+        assert report["records"]["read"] == 0
+        assert report["shards"]["total"] == 0
+
+
+def test_shards_that_own_no_line_are_accounted_for(aws: Any) -> None:
+    body = HEADER + b"AB1 0AA," + b"1" * 3000 + b"\nAB1 0AB,2\n"  # one line longer than several shards
+    spec = {
+        **CSV_SPEC,
+        "dynamodb": {"key": {"pk": "P#{postcode}", "sk": "LOC"}, "attributes": {"v": "{lat}"}},
+    }
+
+    report, _ = _load(aws, body, {**spec, "shardSizeMiB": 0.0005})
+
+    assert report["shards"]["total"] >= 5
+    assert report["shards"]["done"] == report["shards"]["total"]
+    assert report["records"] == {"read": 2, "written": 2, "rejected": 0, "duplicates": 0}
+
+
+def test_a_missing_source_fails_naming_bucket_and_key(aws: Any) -> None:
+    result = run_pipeline(aws, {**CSV_SPEC, "source": "s3://src/absent.csv"})
+
+    assert result["status"] == "FAILED"
+    assert result["report"]["error"]["type"] == "SourceNotFoundError"
+    assert "s3://src/absent.csv" in result["report"]["error"]["message"]
+    assert result["report"]["error"]["where"] == "Plan"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"shardSize": 64}, "shardSize"),
+        ({"format": "xml"}, "format"),
+        ({"maxRejectedPercent": 120}, "maxRejectedPercent"),
+        ({"dynamodb": {"key": {"pk": "{postcode}"}}}, "dynamodb.key"),
+    ],
+)
+def test_an_input_with_an_unknown_or_wrong_field_fails_naming_it(
+    aws: Any, change: dict[str, Any], field: str
+) -> None:
+    aws.put_object(Bucket="src", Key="in.csv", Body=HEADER + b"AB1 0AA,1\n")
+
+    result = run_pipeline(aws, {**CSV_SPEC, "source": "s3://src/in.csv", **change})
+
+    assert result["status"] == "FAILED"
+    assert result["report"]["error"]["type"] == "InputValidationError"
+    assert field in result["report"]["error"]["message"]
+    assert scan() == {}
+
+
+def test_an_input_without_a_required_field_fails_naming_it(aws: Any) -> None:
+    spec = {k: v for k, v in CSV_SPEC.items() if k != "format"}
+
+    result = run_pipeline(aws, {**spec, "source": "s3://src/in.csv"})
+
+    assert result["report"]["error"]["type"] == "InputValidationError"
+    assert "format" in result["report"]["error"]["message"]
+
+
+@pytest.mark.parametrize(("limit", "status"), [(25, "SUCCEEDED"), (24.9, "FAILED")])
+def test_the_status_follows_max_rejected_percent(aws: Any, limit: float, status: str) -> None:
+    body = HEADER + b"AB1 0AA,1\nAB1 0AB,2\nAB1 0AC,3\nAB1 0AD,x\n"  # 1 of 4 rejected = 25 %
+
+    report, _ = _load(aws, body, {**CSV_SPEC, "maxRejectedPercent": limit})
+
+    assert report["status"] == status
+    assert report["records"]["written"] == 3  # written either way: what was written stays written
+    assert len(scan()) == 3
