@@ -27,6 +27,7 @@ _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _TABLE_ARN = re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/(?P<name>[A-Za-z0-9_.-]{3,255})$")
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 T = TypeVar("T")
 
@@ -98,6 +99,18 @@ class LoaderConfig:
 
 
 @dataclass(frozen=True)
+class MonitoringConfig:
+    """What the dashboard and alarms need: where alarms go and when they fire."""
+
+    # Address subscribed to the alarm topic (None: alarms go to the topic only).
+    alarm_email: str | None = None
+    # Rejected records as a percentage of records read, per 5 minutes, above which to alarm.
+    alarm_rejected_percent: float = 1.0
+    # Throttled DynamoDB writes per 5 minutes that, three periods in a row, count as sustained.
+    alarm_throttle_events: int = 1000
+
+
+@dataclass(frozen=True)
 class EnvironmentConfig:
     """One deployment environment (dev, staging, prod)."""
 
@@ -106,6 +119,7 @@ class EnvironmentConfig:
     region: str | None
     data: DataConfig
     loader: LoaderConfig
+    monitoring: MonitoringConfig = MonitoringConfig()
 
 
 # Per-environment defaults; cdk.json only states what differs. Prod keeps data and allows
@@ -133,6 +147,9 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
     "access_log_expiry_days": 90,
     "log_retention_days": 30,
     "retain_data": False,
+    "alarm_email": None,
+    "alarm_rejected_percent": 1.0,
+    "alarm_throttle_events": 1000,
 }
 _ENV_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
     "dev": {},
@@ -330,6 +347,11 @@ def load_environment(
         region=read.optional("region", _REGION, "an AWS region such as eu-west-2"),
         data=data,
         loader=loader,
+        monitoring=MonitoringConfig(
+            alarm_email=read.optional("alarm_email", _EMAIL, "an e-mail address"),
+            alarm_rejected_percent=read.float_("alarm_rejected_percent", 0.0, 100.0),
+            alarm_throttle_events=read.int_("alarm_throttle_events", 1, 10_000_000),
+        ),
     )
 
 

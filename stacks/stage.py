@@ -10,6 +10,7 @@ from constructs import Construct
 from stacks.config import EnvironmentConfig
 from stacks.data import DataStack
 from stacks.loader import LoaderStack
+from stacks.monitoring import LoaderMonitoring
 
 DATA_STACK_ID = "Data"
 LOADER_STACK_ID = "Loader"
@@ -53,4 +54,17 @@ class MaploadStage(cdk.Stage):
             data=self.data,
             table_key=config.data.table_key,
             description=f"mapload {config.name}: Plan/Worker/Finalize functions, state machine",
+            termination_protection=config.data.retain_data,
+        )
+        # In the Loader stack, beside what it watches: no cross-stack exports for alarm metrics.
+        loader = self.loader.loader
+        self.monitoring = LoaderMonitoring(
+            self.loader,
+            "Monitoring",
+            env_name=config.name,
+            state_machine=loader.state_machine,
+            functions=loader.functions,
+            worker=loader.worker_function,
+            monitoring_config=config.monitoring,
+            retain=config.data.retain_data,
         )

@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+# Read by Powertools (Logger/Metrics) in lambda_handler, not by the settings classes; every
+# function's template sets exactly these besides its SETTINGS_CLASS.ENV_NAMES (contract test).
+POWERTOOLS_ENV_NAMES: tuple[str, ...] = ("POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE")
+
 
 class SettingsError(Exception):
     """A function's environment is not what its stack promised (a deployment bug)."""

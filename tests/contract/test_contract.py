@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from handlers.settings import POWERTOOLS_ENV_NAMES
 from mapload.embedded import Emulator, FunctionDef
 from mapload.synth import StackTemplate, synthesize
 
@@ -42,9 +43,8 @@ def test_every_function_handler_resolves_and_reads_exactly_its_template_environm
         assert callable(module.lambda_handler), fn.handler
         assert callable(module.handle), fn.handler
         variables = set(props.get("Environment", {}).get("Variables", {}))
-        assert variables == set(module.SETTINGS_CLASS.ENV_NAMES), (
-            f"{logical}: {variables ^ set(module.SETTINGS_CLASS.ENV_NAMES)}"
-        )
+        expected = set(module.SETTINGS_CLASS.ENV_NAMES) | set(POWERTOOLS_ENV_NAMES)
+        assert variables == expected, f"{logical}: {variables ^ expected}"
         roles.add(fn.role)
     assert roles == {"plan", "worker", "finalize"}
 

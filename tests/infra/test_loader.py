@@ -78,7 +78,8 @@ def test_function_sizes_come_from_config(dev: Synth) -> None:
 def test_environment_variable_names_are_exactly_the_contract(dev: Synth) -> None:
     for name, expected in CONTRACT_ENV.items():
         variables = function(dev, name)[1]["Properties"]["Environment"]["Variables"]
-        assert set(variables) == expected, name
+        # Plus the Powertools settings every function gets (docs/CONTRACTS.md, stacks/monitoring.py).
+        assert set(variables) == expected | {"POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE"}, name
 
 
 def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> None:
