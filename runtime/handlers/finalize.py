@@ -13,6 +13,7 @@ from typing import Any
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
+from handlers.observability import entry_point
 from handlers.settings import FinalizeSettings
 from logic import layout, report
 
@@ -132,5 +133,6 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     )
 
 
+@entry_point("Finalize")
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event, os.environ)

@@ -9,6 +9,7 @@ from typing import Any
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
+from handlers.observability import entry_point
 from handlers.settings import PlanSettings
 from logic import layout, planning
 from logic.errors import InputValidationError, SourceNotAllowedError
@@ -104,5 +105,6 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     )
 
 
+@entry_point("Plan")
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event, os.environ)

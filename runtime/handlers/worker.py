@@ -14,6 +14,7 @@ from adapters import clients
 from adapters.dynamodb import BatchWriter
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
+from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
 from logic import layout
 from logic.batching import Batcher
@@ -145,7 +146,9 @@ def work(
         "rejectsKey": rejects_key,
     }
     ledger.record_shard(job_id, run_id, index, result)
-    return {"index": index, "read": result["read"], "rejected": result["rejected"]}
+    # The state machine keeps only `index`; the rest feeds the EMF metrics (handlers/observability.py).
+    metric_fields = ("read", "written", "rejected", "retries", "throttles", "bytes")
+    return {"index": index, **{name: result[name] for name in metric_fields}}
 
 
 def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
@@ -159,5 +162,6 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     )
 
 
+@entry_point("Worker", emit_metrics=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event, os.environ)
