@@ -35,6 +35,42 @@ def _run_local(args: argparse.Namespace) -> int:
     return 0 if report["status"] == "SUCCEEDED" else 1
 
 
+def _upload(args: argparse.Namespace) -> int:
+    from logic.errors import MaploadError
+    from mapload import upload
+
+    try:
+        if args.abort:
+            if args.source_or_uri is None or args.destination is not None:
+                print("mapload: --abort takes only s3://BUCKET/KEY", file=sys.stderr)
+                return 2
+            aborted, cleared = upload.abort(args.source_or_uri, env=args.env, ledger_table=args.ledger_table)
+            ids = f" ({', '.join(aborted)})" if aborted else ""
+            print(
+                f"{args.source_or_uri}: aborted {len(aborted)} multipart upload(s){ids}, "
+                f"removed {cleared} coordination record(s)"
+            )
+            return 0
+        if args.destination is None:
+            print("mapload: upload needs SOURCE and s3://BUCKET/KEY", file=sys.stderr)
+            return 2
+        result, seconds, size = upload.upload(
+            Path(args.source_or_uri),
+            args.destination,
+            env=args.env,
+            in_flight=args.in_flight,
+            part_size=int(args.part_size_mib * 2**20),
+            partial=args.partial,
+            quiet=args.quiet,
+            ledger_table=args.ledger_table,
+        )
+    except (upload.UploadError, MaploadError) as error:
+        print(f"mapload: {error}", file=sys.stderr)
+        return 1
+    print(upload.final_line(result, seconds, size))
+    return 0
+
+
 def _sample(args: argparse.Namespace) -> int:
     path = sample.write_csv(Path(args.output), args.rows, seed=args.seed)
     print(f"wrote {args.rows} rows to {path}")
@@ -60,6 +96,37 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--env", default="dev", help="which environment's settings to use (default: dev)")
     run.add_argument("--quiet", action="store_true", help="no progress line")
     run.set_defaults(func=_run_local)
+
+    up = sub.add_parser(
+        "upload",
+        help="upload a file, or a folder of part files, into one S3 object (multipart, multi-host)",
+        description=(
+            "Upload SOURCE (a file, cut into parts; or a folder of part files named <name>_<i>_<N>, one "
+            "file one part) to s3://BUCKET/KEY with several parts in flight. Any number of processes on "
+            "any number of hosts may run it on their own parts of the same object at once: they "
+            "coordinate through the ledger table, and the one that uploads the last part completes the "
+            "object. A re-run resumes. --env local uses the AWS_ENDPOINT_URL* settings and creates "
+            "the bucket and ledger table if missing; --env dev (etc.) uses the deployed stack's ledger."
+        ),
+    )
+    up.add_argument(
+        "source_or_uri", metavar="SOURCE", help="file or folder of part files (with --abort: s3://BUCKET/KEY)"
+    )
+    up.add_argument("destination", nargs="?", metavar="s3://BUCKET/KEY", help="the object to build")
+    up.add_argument("--env", required=True, help="local, or a deployed environment (dev, staging, prod)")
+    up.add_argument("--in-flight", type=int, default=8, help="parts uploaded at once (default: 8)")
+    up.add_argument("--part-size-mib", type=float, default=16, help="part size for a file (default: 16)")
+    up.add_argument(
+        "--partial",
+        action="store_true",
+        help="the folder holds only some of the parts; other processes or hosts upload the rest",
+    )
+    up.add_argument("--abort", action="store_true", help="abort the object's upload and remove its records")
+    up.add_argument(
+        "--ledger-table", help="ledger table name (default: the stack's, or mapload-local-ledger)"
+    )
+    up.add_argument("--quiet", action="store_true", help="no progress bar")
+    up.set_defaults(func=_upload)
 
     gen = sub.add_parser("sample", help="write a deterministic UK-postcode-like CSV")
     gen.add_argument("output")

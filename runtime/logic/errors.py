@@ -50,3 +50,48 @@ class ShardWriteError(MaploadError):
 
 class ReconciliationError(MaploadError):
     """The ledger does not account for every planned shard, or its counts do not add up."""
+
+
+class PartMismatchError(MaploadError):
+    """A part's checksum or size differs from the one already recorded for the same part number."""
+
+
+class UploadConflictError(MaploadError):
+    """The multipart upload in progress for a key was started for another part set (other N)."""
+
+
+class UploadGoneError(MaploadError):
+    """The ledger names a multipart upload that S3 no longer has (aborted or expired)."""
+
+
+class CorruptSourceError(MaploadError):
+    """A compressed source (gzip or zip) is corrupt, truncated or uses an unsupported method."""
+
+
+class PartSetError(MaploadError):
+    """A part set cannot become one S3 object (names, numbering, S3's part limits); says which part."""
+
+
+class GraphLoaderError(MaploadError):
+    """The Neptune loader refused a request or could not be reached; `status`/`code` say how."""
+
+    def __init__(self, message: str, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message, status, code)
+        self.message = message
+        self.status = status
+        self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class GraphLoaderBusyError(GraphLoaderError):
+    """The loader stayed throttled, unavailable or at its concurrent-load limit through every retry."""
+
+
+class GraphLoadFailedError(MaploadError):
+    """The Neptune bulk load ended in a status other than LOAD_COMPLETED."""
+
+
+class GraphLoadTimeoutError(MaploadError):
+    """The graph load was still pending at the input's `graph.timeoutMinutes` deadline."""

@@ -1,0 +1,222 @@
+"""`mapload upload`: a file (cut into parts) or a folder of part files into one S3 object, with
+several parts in flight, coordinated through the ledger table with any other process doing the same."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from adapters.multipart import CoordinatedUpload, S3Multipart, UploadLedger, UploadResult
+from logic import parts as partlib
+from logic.spec import parse_s3_uri
+
+LOCAL_LEDGER_TABLE = "mapload-local-ledger"
+# Only for --env local: S3-compatible servers configured to accept smaller parts (moto's
+# S3_UPLOAD_PART_MIN_SIZE) let tests use small files. AWS always enforces 5 MiB.
+MIN_PART_ENV = "MAPLOAD_MIN_PART_BYTES"
+DEFAULT_TTL_DAYS = 7
+
+
+class UploadError(Exception):
+    """The upload cannot start (bad arguments, missing stack, unreadable source)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    bucket: str
+    key: str
+    ledger_table: str
+    session: Any
+    min_part: int
+
+
+def _session(env: str) -> Any:
+    session = boto3.Session()
+    region = session.region_name or "us-east-1"
+    if env == "local" and session.get_credentials() is None:
+        # Local S3/DynamoDB-compatible servers accept any credentials.
+        return boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name=region)
+    return session if session.region_name else boto3.Session(region_name=region)
+
+
+def _create_local(session: Any, bucket: str, table: str) -> None:
+    """Create the bucket and ledger table if missing; safe when several processes race to do it."""
+    s3 = session.client("s3")
+    try:
+        s3.create_bucket(Bucket=bucket)
+    except ClientError as error:
+        if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+            raise
+    db = session.client("dynamodb")
+    try:
+        db.create_table(
+            TableName=table,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ResourceInUseException":
+            raise
+    db.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+
+
+def _stack_output(session: Any, env: str, name: str) -> str:
+    stack = f"Mapload-{env}-Data"
+    try:
+        stacks = session.client("cloudformation").describe_stacks(StackName=stack)["Stacks"]
+    except ClientError as error:
+        raise UploadError(
+            f"cannot read stack {stack} ({error.response['Error'].get('Message', error)}): "
+            f"deploy it (make deploy ENV={env}) or use --env local"
+        ) from error
+    for output in stacks[0].get("Outputs", []):
+        if output["OutputKey"] == name:
+            return str(output["OutputValue"])
+    raise UploadError(f"stack {stack} has no output {name}")
+
+
+def target(uri: str, env: str, ledger_table: str | None = None) -> Target:
+    try:
+        bucket, key = parse_s3_uri(uri, field="destination")
+    except Exception as error:
+        raise UploadError(str(error)) from error
+    if not key or key.endswith("/"):
+        raise UploadError(f"{uri}: name the object, s3://BUCKET/KEY (not a prefix)")
+    session = _session(env)
+    if env == "local":
+        table = ledger_table or LOCAL_LEDGER_TABLE
+        _create_local(session, bucket, table)
+        min_part = int(os.environ.get(MIN_PART_ENV) or partlib.MIN_PART_BYTES)
+    else:
+        table = ledger_table or _stack_output(session, env, "LedgerTableName")
+        min_part = partlib.MIN_PART_BYTES
+    return Target(bucket, key, table, session, min_part)
+
+
+def plan_source(source: Path, *, part_size: int, partial: bool, min_part: int) -> partlib.PartPlan:
+    if source.is_dir():
+        files = [(str(p), p.stat().st_size) for p in sorted(source.iterdir()) if p.is_file()]
+        return partlib.plan_part_files(files, require_all=not partial, min_part=min_part)
+    if source.is_file():
+        if partial:
+            raise UploadError("--partial is for a folder of part files, not a single file")
+        return partlib.plan_file(str(source), source.stat().st_size, part_size=part_size, min_part=min_part)
+    raise UploadError(f"{source}: no such file or folder")
+
+
+class ProgressBar:
+    """Bytes sent and MB/s on stderr: redrawn in place on a terminal, a line every 5 s otherwise."""
+
+    def __init__(self, total: int, parts: int, quiet: bool) -> None:
+        self.total = max(total, 1)
+        self.parts = parts
+        self.quiet = quiet
+        self.sent = 0
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.lock = threading.Lock()
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, amount: int) -> None:
+        with self.lock:
+            self.sent = max(0, min(self.total, self.sent + amount))
+            self._draw(final=False)
+
+    def _draw(self, final: bool) -> None:
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < (0.25 if self.tty else 5.0):
+            return
+        self.last = now
+        rate = self.sent / max(now - self.started, 1e-6) / 1e6
+        width = 30
+        filled = int(width * self.sent / self.total)
+        text = (
+            f"[{'#' * filled}{'.' * (width - filled)}] {self.sent / 1e6:,.1f}/{self.total / 1e6:,.1f} MB"
+            f"  {rate:,.1f} MB/s  {self.parts} parts"
+        )
+        end = "\n" if final or not self.tty else ""
+        print(("\r" if self.tty else "") + text, end=end, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        with self.lock:
+            self._draw(final=True)
+
+
+def upload(
+    source: Path,
+    uri: str,
+    *,
+    env: str,
+    in_flight: int = 4,
+    part_size: int = partlib.DEFAULT_PART_BYTES,
+    partial: bool = False,
+    quiet: bool = False,
+    ledger_table: str | None = None,
+) -> tuple[UploadResult, float, int]:
+    """Upload this process's parts; returns the result, seconds taken and bytes of its part set."""
+    place = target(uri, env, ledger_table)
+    plan = plan_source(source, part_size=part_size, partial=partial, min_part=place.min_part)
+    s3 = place.session.client(
+        "s3",
+        config=Config(
+            retries={"mode": "standard", "max_attempts": 5},
+            max_pool_connections=in_flight + 4,
+            tcp_keepalive=True,
+        ),
+    )
+    db = place.session.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))
+    coordinated = CoordinatedUpload(
+        S3Multipart(s3, place.bucket, place.key),
+        UploadLedger(db, place.ledger_table, place.bucket, place.key, DEFAULT_TTL_DAYS),
+        in_flight=in_flight,
+    )
+    bar = ProgressBar(plan.size, len(plan.parts), quiet)
+    started = time.monotonic()
+    try:
+        result = coordinated.run(plan, progress=bar)
+    finally:
+        bar.close()
+    return result, time.monotonic() - started, plan.size
+
+
+def abort(uri: str, *, env: str, ledger_table: str | None = None) -> tuple[list[str], int]:
+    place = target(uri, env, ledger_table)
+    coordinated = CoordinatedUpload(
+        S3Multipart(place.session.client("s3"), place.bucket, place.key),
+        UploadLedger(place.session.client("dynamodb"), place.ledger_table, place.bucket, place.key),
+    )
+    return coordinated.abort()
+
+
+def final_line(result: UploadResult, seconds: float, size: int) -> str:
+    rate = size / max(seconds, 1e-6) / 1e6
+    head = (
+        f"{result.uri}: {size / 1e6:,.1f} MB ({size:,} bytes), {result.uploaded + result.skipped} parts "
+        f"({result.uploaded} uploaded, {result.skipped} already there), {seconds:.1f} s, {rate:,.1f} MB/s"
+    )
+    if result.completed:
+        return f"{head} — completed the object ({result.total} parts)"
+    if not result.missing:
+        return f"{head} — the object is complete ({result.total} parts; completed by another process)"
+    return (
+        f"{head} — {result.recorded} of {result.total} parts recorded; waiting for parts "
+        f"{result.missing} from other processes"
+    )

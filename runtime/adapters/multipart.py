@@ -1,0 +1,622 @@
+"""S3 multipart uploads: parts in flight from files or a stream, coordinated through the ledger
+so that many processes on many hosts build one object (docs/CONTRACTS.md "Ledger items")."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+from s3transfer.utils import ReadFileChunk  # type: ignore[import-untyped]
+
+from logic.errors import PartMismatchError, UploadConflictError, UploadGoneError
+from logic.parts import Part, PartPlan, describe_missing
+
+DAY = 86_400
+HASH_CHUNK = 1024 * 1024
+# How long a process waits for the elected creator to record the UploadId before taking over.
+CLAIM_TIMEOUT_SECONDS = 60.0
+
+Progress = Callable[[int], None]
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+@dataclass(frozen=True)
+class UploadedPart:
+    number: int
+    etag: str
+    size: int
+    sha256: str  # base64 of the part's SHA-256, as S3's ChecksumSHA256
+
+
+def file_part_sha256(part: Part) -> str:
+    digest = hashlib.sha256()
+    with open(part.path, "rb") as f:
+        f.seek(part.offset)
+        left = part.size
+        while left:
+            chunk = f.read(min(HASH_CHUNK, left))
+            if not chunk:
+                raise PartMismatchError(f"{part.path} is shorter than planned (part {part.number})")
+            digest.update(chunk)
+            left -= len(chunk)
+    return base64.b64encode(digest.digest()).decode()
+
+
+def bytes_sha256(data: bytes) -> str:
+    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+class S3Multipart:
+    """The S3 calls of one multipart upload of `s3://bucket/key`, parts checked by SHA-256."""
+
+    def __init__(self, client: Any, bucket: str, key: str) -> None:
+        self._s3 = client
+        self.bucket = bucket
+        self.key = key
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
+    def create(self, content_type: str | None = None) -> str:
+        extra = {"ContentType": content_type} if content_type else {}
+        response = self._s3.create_multipart_upload(
+            Bucket=self.bucket, Key=self.key, ChecksumAlgorithm="SHA256", **extra
+        )
+        return str(response["UploadId"])
+
+    def upload_part(self, upload_id: str, number: int, body: Any, sha256: str) -> str:
+        try:
+            response = self._s3.upload_part(
+                Bucket=self.bucket,
+                Key=self.key,
+                UploadId=upload_id,
+                PartNumber=number,
+                Body=body,
+                ChecksumSHA256=sha256,  # S3 refuses the part if the bytes it got differ
+            )
+        except ClientError as error:
+            if _code(error) == "NoSuchUpload":
+                raise UploadGoneError(self._gone(upload_id)) from error
+            raise
+        return str(response["ETag"])
+
+    def list_parts(self, upload_id: str) -> dict[int, tuple[str, int]]:
+        """Part number -> (ETag, size) of the parts S3 holds for this upload."""
+        found: dict[int, tuple[str, int]] = {}
+        try:
+            for page in self._s3.get_paginator("list_parts").paginate(
+                Bucket=self.bucket, Key=self.key, UploadId=upload_id
+            ):
+                for part in page.get("Parts", []):
+                    found[int(part["PartNumber"])] = (str(part["ETag"]), int(part["Size"]))
+        except ClientError as error:
+            if _code(error) == "NoSuchUpload":
+                raise UploadGoneError(self._gone(upload_id)) from error
+            raise
+        return found
+
+    def complete(self, upload_id: str, parts: Iterable[UploadedPart]) -> str:
+        ordered = sorted(parts, key=lambda p: p.number)
+        response = self._s3.complete_multipart_upload(
+            Bucket=self.bucket,
+            Key=self.key,
+            UploadId=upload_id,
+            MultipartUpload={
+                "Parts": [
+                    {"PartNumber": p.number, "ETag": p.etag, "ChecksumSHA256": p.sha256} for p in ordered
+                ]
+            },
+        )
+        return str(response.get("ETag", ""))
+
+    def abort(self, upload_id: str) -> bool:
+        try:
+            self._s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=upload_id)
+        except ClientError as error:
+            if _code(error) == "NoSuchUpload":
+                return False
+            raise
+        return True
+
+    def in_progress(self) -> list[str]:
+        """UploadIds of every unfinished multipart upload of exactly this key."""
+        ids: list[str] = []
+        for page in self._s3.get_paginator("list_multipart_uploads").paginate(
+            Bucket=self.bucket, Prefix=self.key
+        ):
+            ids.extend(str(u["UploadId"]) for u in page.get("Uploads", []) if u["Key"] == self.key)
+        return ids
+
+    def put(self, data: bytes, content_type: str | None = None) -> str:
+        extra = {"ContentType": content_type} if content_type else {}
+        response = self._s3.put_object(
+            Bucket=self.bucket, Key=self.key, Body=data, ChecksumSHA256=bytes_sha256(data), **extra
+        )
+        return str(response.get("ETag", ""))
+
+    def _gone(self, upload_id: str) -> str:
+        return (
+            f"{self.uri}: multipart upload {upload_id} no longer exists in S3 (aborted, or expired by "
+            "the bucket's lifecycle rule); run `mapload upload --abort` to clear its records, "
+            "then upload again"
+        )
+
+
+class UploadLedger:
+    """The coordination records of one target object in the ledger table (generic pk/sk, TTL).
+
+    upload: pk=UPLOAD#s3://bucket/key, sk=UPLOAD — owner, total, name, uploadId, partsDone,
+            doneParts (NS), createdAt, expiresAt
+    part:   pk=UPLOAD#s3://bucket/key, sk=PART#<number:05d> — number, etag, size, sha256, uploadId
+    """
+
+    def __init__(self, client: Any, table: str, bucket: str, key: str, ttl_days: int = 7) -> None:
+        self._db = client
+        self._table = table
+        self._pk = {"S": f"UPLOAD#s3://{bucket}/{key}"}
+        self._ttl_days = ttl_days
+        self.uri = f"s3://{bucket}/{key}"
+
+    def _expires(self) -> dict[str, str]:
+        return {"N": str(int(time.time()) + self._ttl_days * DAY)}
+
+    def get(self) -> dict[str, Any] | None:
+        item = self._db.get_item(
+            TableName=self._table, Key={"pk": self._pk, "sk": {"S": "UPLOAD"}}, ConsistentRead=True
+        ).get("Item")
+        if not item:
+            return None
+        out: dict[str, Any] = {}
+        for name, value in item.items():
+            kind, raw = next(iter(value.items()))
+            out[name] = int(raw) if kind == "N" else ({int(v) for v in raw} if kind == "NS" else raw)
+        return out
+
+    def claim(self, owner: str, total: int, name: str) -> bool:
+        """The election: the one process whose conditional put succeeds creates the upload."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": self._pk,
+                    "sk": {"S": "UPLOAD"},
+                    "owner": {"S": owner},
+                    "total": {"N": str(total)},
+                    "name": {"S": name},
+                    "partsDone": {"N": "0"},
+                    "createdAt": {"N": str(int(time.time()))},
+                    "expiresAt": self._expires(),
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as error:
+            if _code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def take_over(self, old_owner: str, owner: str) -> bool:
+        """Replace a creator that claimed the upload but never recorded its UploadId."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
+                UpdateExpression="SET #o = :me, createdAt = :now",
+                ConditionExpression="#o = :old AND attribute_not_exists(uploadId)",
+                ExpressionAttributeNames={"#o": "owner"},
+                ExpressionAttributeValues={
+                    ":me": {"S": owner},
+                    ":old": {"S": old_owner},
+                    ":now": {"N": str(int(time.time()))},
+                },
+            )
+        except ClientError as error:
+            if _code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def set_upload_id(self, owner: str, upload_id: str) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
+                UpdateExpression="SET uploadId = :id",
+                ConditionExpression="#o = :me AND attribute_not_exists(uploadId)",
+                ExpressionAttributeNames={"#o": "owner"},
+                ExpressionAttributeValues={":id": {"S": upload_id}, ":me": {"S": owner}},
+            )
+        except ClientError as error:
+            if _code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def parts(self) -> dict[int, UploadedPart]:
+        found: dict[int, UploadedPart] = {}
+        for page in self._db.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :part)",
+            ExpressionAttributeValues={":pk": self._pk, ":part": {"S": "PART#"}},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                number = int(item["number"]["N"])
+                found[number] = UploadedPart(
+                    number, item["etag"]["S"], int(item["size"]["N"]), item["sha256"]["S"]
+                )
+        return found
+
+    def record_part(self, upload_id: str, part: UploadedPart) -> None:
+        """Record a part once; the same part again is fine, a different one for the same i is not."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": self._pk,
+                    "sk": {"S": f"PART#{part.number:05d}"},
+                    "number": {"N": str(part.number)},
+                    "etag": {"S": part.etag},
+                    "size": {"N": str(part.size)},
+                    "sha256": {"S": part.sha256},
+                    "uploadId": {"S": upload_id},
+                    "expiresAt": self._expires(),
+                },
+                ConditionExpression="attribute_not_exists(sk) OR (sha256 = :sha AND #s = :size)",
+                ExpressionAttributeNames={"#s": "size"},
+                ExpressionAttributeValues={
+                    ":sha": {"S": part.sha256},
+                    ":size": {"N": str(part.size)},
+                },
+            )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+            recorded = self.parts().get(part.number)
+            raise PartMismatchError(_mismatch(self.uri, part, recorded)) from error
+
+    def count_part(self, upload_id: str, number: int) -> int | None:
+        """Atomically count part `number` as done; the new count, or None if it was counted before."""
+        try:
+            response = self._db.update_item(
+                TableName=self._table,
+                Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
+                UpdateExpression="ADD partsDone :one, doneParts :set",
+                ConditionExpression="uploadId = :id AND NOT contains(doneParts, :n)",
+                ExpressionAttributeValues={
+                    ":one": {"N": "1"},
+                    ":set": {"NS": [str(number)]},
+                    ":n": {"N": str(number)},
+                    ":id": {"S": upload_id},
+                },
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+            current = self.get()
+            if current is None or current.get("uploadId") != upload_id:
+                raise UploadConflictError(
+                    f"{self.uri}: the upload's records were removed or replaced while this process ran "
+                    "(completed or aborted by another process)"
+                ) from error
+            return None
+        return int(response["Attributes"]["partsDone"]["N"])
+
+    def clear(self) -> int:
+        """Delete every part record, then the upload record; returns how many items went."""
+        keys = [{"pk": self._pk, "sk": {"S": f"PART#{n:05d}"}} for n in sorted(self.parts())]
+        keys.append({"pk": self._pk, "sk": {"S": "UPLOAD"}})
+        for start in range(0, len(keys), 25):
+            requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
+            pending: dict[str, Any] = {self._table: requests}
+            for attempt in range(10):
+                left = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if not left:
+                    break
+                pending = left
+                time.sleep(min(2.0, 0.05 * 2**attempt))
+            else:
+                raise RuntimeError(f"{self.uri}: could not delete the upload's coordination records")
+        return len(keys)
+
+
+def _mismatch(uri: str, part: UploadedPart, recorded: UploadedPart | None) -> str:
+    was = f"sha256 {recorded.sha256}, {recorded.size:,} bytes" if recorded is not None else "another part"
+    return (
+        f"{uri}: part {part.number} differs from the part {part.number} already recorded "
+        f"(recorded: {was}; this one: sha256 {part.sha256}, {part.size:,} bytes). The records belong to "
+        "another part set or the file changed; run `mapload upload --abort` to start over"
+    )
+
+
+@dataclass
+class UploadResult:
+    uri: str
+    total: int
+    uploaded: int  # parts this process sent
+    skipped: int  # parts already recorded and present in S3
+    bytes_sent: int
+    completed: bool  # this process completed the object
+    recorded: int  # parts recorded by all processes when this one finished
+    missing: str  # part numbers not yet recorded ("" when none)
+    upload_id: str
+    etag: str = ""
+
+
+class CoordinatedUpload:
+    """One process's share of an object built by any number of processes (see UploadLedger)."""
+
+    def __init__(
+        self,
+        s3: S3Multipart,
+        ledger: UploadLedger,
+        *,
+        in_flight: int = 4,
+        claim_timeout: float = CLAIM_TIMEOUT_SECONDS,
+        poll_seconds: float = 0.2,
+        content_type: str | None = None,
+    ) -> None:
+        self.s3 = s3
+        self.ledger = ledger
+        self.in_flight = max(1, in_flight)
+        self.claim_timeout = claim_timeout
+        self.poll_seconds = poll_seconds
+        self.content_type = content_type
+        self.owner = f"{uuid.uuid4().hex}"
+
+    def upload_id(self, plan: PartPlan) -> str:
+        """Join the upload in progress, or be elected to create it (exactly one process does)."""
+        waited_since = time.monotonic()
+        while True:
+            record = self.ledger.get()
+            if record is None:
+                if self.ledger.claim(self.owner, plan.total, plan.name):
+                    return self._create()
+                continue
+            if int(record["total"]) != plan.total:
+                raise UploadConflictError(
+                    f"{self.s3.uri}: the upload in progress has {record['total']} parts "
+                    f"(N={record['total']}), this part set has N={plan.total}; finish that upload or "
+                    "run `mapload upload --abort` first"
+                )
+            if record.get("uploadId"):
+                return str(record["uploadId"])
+            if time.monotonic() - waited_since > self.claim_timeout and self.ledger.take_over(
+                str(record["owner"]), self.owner
+            ):
+                return self._create()
+            time.sleep(self.poll_seconds)
+
+    def _create(self) -> str:
+        upload_id = self.s3.create(self.content_type)
+        if not self.ledger.set_upload_id(self.owner, upload_id):  # taken over meanwhile: use theirs
+            self.s3.abort(upload_id)
+            record = self.ledger.get() or {}
+            if not record.get("uploadId"):
+                raise UploadConflictError(f"{self.s3.uri}: lost the upload's record while creating it")
+            return str(record["uploadId"])
+        return upload_id
+
+    def run(self, plan: PartPlan, progress: Progress | None = None) -> UploadResult:
+        upload_id = self.upload_id(plan)
+        start = self.ledger.get() or {}
+        # Every part already counted at the start: the process that counted the last one died
+        # before completing (or is completing now; a second complete is harmless).
+        stuck = start.get("uploadId") == upload_id and int(start.get("partsDone", 0)) == plan.total
+        recorded = self.ledger.parts()
+        listed = self.s3.list_parts(upload_id)
+        lock = threading.Lock()
+        stats = {"uploaded": 0, "skipped": 0, "bytes": 0}
+        completer: list[str] = []
+
+        def one(part: Part) -> None:
+            sha = file_part_sha256(part)
+            mine = UploadedPart(part.number, "", part.size, sha)
+            before = recorded.get(part.number)
+            if before is not None and (before.sha256 != sha or before.size != part.size):
+                raise PartMismatchError(_mismatch(self.s3.uri, mine, before))
+            if before is not None and listed.get(part.number, ("", -1))[0] == before.etag:
+                with lock:
+                    stats["skipped"] += 1
+                if progress:
+                    progress(part.size)
+                done = self.ledger.count_part(upload_id, part.number)  # a crash may have left it uncounted
+            else:
+                with ReadFileChunk.from_filename(
+                    part.path, part.offset, part.size, callbacks=[_HighWater(progress)] if progress else None
+                ) as body:
+                    etag = self.s3.upload_part(upload_id, part.number, body, sha)
+                self.ledger.record_part(upload_id, UploadedPart(part.number, etag, part.size, sha))
+                with lock:
+                    stats["uploaded"] += 1
+                    stats["bytes"] += part.size
+                done = self.ledger.count_part(upload_id, part.number)
+            if done == plan.total:
+                completer.append(upload_id)
+
+        # Parts already recorded first: a part set that differs from the records fails before
+        # it has sent a single new part.
+        _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight)
+        _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight)
+        record = self.ledger.get()
+        etag = ""
+        completed = False
+        if completer or (stuck and record is not None and record.get("uploadId") == upload_id):
+            # This process counted the last part: it alone completes the object.
+            etag = self.complete(upload_id, plan.total)
+            completed = True
+            record = None
+        done_parts: set[int] = (
+            set(record.get("doneParts", set())) if record else set(range(1, plan.total + 1))
+        )
+        return UploadResult(
+            uri=self.s3.uri,
+            total=plan.total,
+            uploaded=stats["uploaded"],
+            skipped=stats["skipped"],
+            bytes_sent=stats["bytes"],
+            completed=completed,
+            recorded=len(done_parts),
+            missing=describe_missing(plan.total, done_parts),
+            upload_id=upload_id,
+            etag=etag,
+        )
+
+    def complete(self, upload_id: str, total: int) -> str:
+        """Complete with every recorded part in order, after checking S3 holds exactly those."""
+        parts = self.ledger.parts()
+        missing = [n for n in range(1, total + 1) if n not in parts]
+        if missing:
+            raise UploadConflictError(
+                f"{self.s3.uri}: cannot complete, parts {missing[:20]} are not recorded"
+            )
+        listed = self.s3.list_parts(upload_id)
+        wrong = [n for n, p in parts.items() if listed.get(n, ("", -1))[0] != p.etag]
+        if wrong:
+            raise PartMismatchError(
+                f"{self.s3.uri}: S3 holds other bytes than recorded for parts {wrong[:20]} "
+                "(two processes uploaded different files for the same part); run `mapload upload --abort`"
+            )
+        try:
+            etag = self.s3.complete(upload_id, (parts[n] for n in range(1, total + 1)))
+        except ClientError as error:
+            if _code(error) == "NoSuchUpload" and self.ledger.get() is None:
+                return ""  # another process completed it and removed the records meanwhile
+            raise
+        self.ledger.clear()
+        return etag
+
+    def abort(self) -> tuple[list[str], int]:
+        """Abort the recorded upload and every other unfinished upload of the key; clear the records."""
+        record = self.ledger.get()
+        aborted: list[str] = []
+        ids = set(self.s3.in_progress())
+        if record and record.get("uploadId"):
+            ids.add(str(record["uploadId"]))
+        for upload_id in sorted(ids):
+            if self.s3.abort(upload_id):
+                aborted.append(upload_id)
+        cleared = self.ledger.clear() if record is not None or self.ledger.parts() else 0
+        return aborted, cleared
+
+
+class _HighWater:
+    """Reports each byte of a part once, although botocore may read a body twice (payload
+    signing over http, retries): ReadFileChunk reports reads and seeks back as +/- amounts."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._position = 0
+        self._reported = 0
+
+    def __call__(self, bytes_transferred: int) -> None:
+        self._position += bytes_transferred
+        if self._position > self._reported:
+            self._progress(self._position - self._reported)
+            self._reported = self._position
+
+
+def _run_all(fn: Callable[[Part], None], parts: Iterable[Part], in_flight: int) -> None:
+    """fn over every part, `in_flight` at a time; the first error stops new parts and is raised."""
+    pending = iter(parts)
+    with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="part") as pool:
+        running: set[Future[None]] = set()
+        for part in _take(pending, in_flight):
+            running.add(pool.submit(fn, part))
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                future.result()  # raises the first error; the pool finishes what is in flight
+                for part in _take(pending, 1):
+                    running.add(pool.submit(fn, part))
+
+
+def _take(parts: Iterator[Part], n: int) -> list[Part]:
+    taken: list[Part] = []
+    for part in parts:
+        taken.append(part)
+        if len(taken) == n:
+            break
+    return taken
+
+
+class StreamUpload:
+    """One process writes a stream of unknown length to one object: parts of `part_size` bytes
+    buffered and sent `in_flight` at a time (memory ~ part_size x (in_flight + 1)); an object
+    smaller than one part is one PutObject. Aborts its upload on any error."""
+
+    def __init__(
+        self, s3: S3Multipart, *, part_size: int, in_flight: int = 4, content_type: str | None = None
+    ):
+        self.s3 = s3
+        self.part_size = part_size
+        self.in_flight = max(1, in_flight)
+        self.content_type = content_type
+        self.size = 0
+        self.parts = 0
+
+    def write_all(self, chunks: Iterable[bytes]) -> int:
+        buffer = bytearray()
+        upload_id: str | None = None
+        number = 0
+        running: dict[Future[str], tuple[int, int, str]] = {}
+        done: list[UploadedPart] = []
+        pool = ThreadPoolExecutor(max_workers=self.in_flight, thread_name_prefix="part")
+
+        def collect(block: bool) -> None:
+            while running and (block or len(running) >= self.in_flight):
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in finished:
+                    n, size, sha = running.pop(future)
+                    done.append(UploadedPart(n, future.result(), size, sha))
+                if not block:
+                    break
+
+        def send(data: bytes) -> None:
+            nonlocal upload_id, number
+            if upload_id is None:
+                upload_id = self.s3.create(self.content_type)
+            number += 1
+            collect(block=False)
+            sha = bytes_sha256(data)
+            running[pool.submit(self.s3.upload_part, upload_id, number, data, sha)] = (number, len(data), sha)
+
+        try:
+            for chunk in chunks:
+                buffer += chunk
+                self.size += len(chunk)
+                while len(buffer) >= self.part_size:
+                    send(bytes(buffer[: self.part_size]))
+                    del buffer[: self.part_size]
+            if upload_id is None:
+                self.s3.put(bytes(buffer), self.content_type)
+                self.parts = 1
+                return self.size
+            if buffer or number == 0:
+                send(bytes(buffer))
+            collect(block=True)
+            self.s3.complete(upload_id, done)
+            self.parts = number
+            return self.size
+        except BaseException:
+            for future in running:
+                future.cancel()
+            pool.shutdown(wait=True)
+            if upload_id is not None:
+                self.s3.abort(upload_id)
+            raise
+        finally:
+            pool.shutdown(wait=True)

@@ -1,0 +1,296 @@
+"""`mapload upload`: part-set rules, and processes coordinating one multipart upload through the
+ledger against a real (moto) S3/DynamoDB server: one CreateMultipartUpload, exact bytes, resume."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+
+from logic import parts as partlib
+from logic.errors import PartMismatchError, PartSetError, UploadConflictError
+from mapload import ROOT, upload
+
+pytestmark = [pytest.mark.runtime]
+
+MIN_PART = 1024  # the test server accepts parts this small (S3 itself: 5 MiB)
+
+
+# -- part sets (pure) ----------------------------------------------------------------------
+
+
+def test_part_names_are_parsed_from_the_right() -> None:
+    assert partlib.parse_part_name("uk_post_codes.csv_3_10") == partlib.PartName("uk_post_codes.csv", 3, 10)
+    assert partlib.parse_part_name("a_1_2_3") == partlib.PartName("a_1", 2, 3)
+    assert partlib.parse_part_name("data.csv") is None
+    assert partlib.parse_part_name("data_x_3") is None
+
+
+def _files(*names: str, size: int = MIN_PART) -> list[tuple[str, int]]:
+    return [(f"/parts/{name}", size) for name in names]
+
+
+def test_a_complete_part_set_is_planned_in_part_order() -> None:
+    plan = partlib.plan_part_files(_files("d_3_3", "d_1_3", "d_2_3"), min_part=MIN_PART)
+    assert [p.number for p in plan.parts] == [1, 2, 3]
+    assert plan.total == 3 and plan.complete and plan.name == "d"
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (("d_1_4", "d_2_4", "d_4_4"), "missing part 3 of 4"),
+        (("d_1_5", "d_4_5"), "missing parts 2-3, 5 of 5"),
+        (("d_1_3", "d_01_3", "d_2_3", "d_3_3"), "two files claim part 1: d_01_3 and d_1_3"),
+        (("d_1_3", "d_2_4"), "disagree on the number of parts N: [3, 4]"),
+        (("d_1_2", "e_2_2"), "different objects in one set: d, e"),
+        (("d_0_2", "d_1_2"), "part 0 is outside 1..2"),
+        (("d_1_2", "notes.txt"), "notes.txt: not a part file"),
+    ],
+)
+def test_bad_part_sets_name_what_is_wrong(names: tuple[str, ...], message: str) -> None:
+    with pytest.raises(PartSetError) as caught:
+        partlib.plan_part_files(_files(*names), min_part=MIN_PART)
+    assert message in str(caught.value)
+
+
+def test_partial_sets_may_miss_parts_that_other_hosts_hold() -> None:
+    plan = partlib.plan_part_files(_files("d_2_4", "d_4_4"), require_all=False, min_part=MIN_PART)
+    assert [p.number for p in plan.parts] == [2, 4] and not plan.complete
+
+
+def test_s3_part_limits() -> None:
+    small = [("/p/d_1_2", 5 * partlib.MIB - 1), ("/p/d_2_2", 10)]
+    with pytest.raises(PartSetError, match="part 1 of 2 is 5,242,879 bytes: every part but the last"):
+        partlib.plan_part_files(small)
+    # the last part may be small
+    partlib.plan_part_files([("/p/d_1_2", 5 * partlib.MIB), ("/p/d_2_2", 10)])
+    with pytest.raises(PartSetError, match="at most 5,368,709,120 bytes a part"):
+        partlib.plan_part_files([("/p/d_1_1", 5 * 1024 * partlib.MIB + 1)])
+    with pytest.raises(PartSetError, match="at most 10,000 parts"):
+        partlib.plan_part_files(_files("d_1_10001"), require_all=False)
+    with pytest.raises(PartSetError, match="below S3's minimum"):
+        partlib.plan_file("/f", 100, part_size=partlib.MIB)
+
+
+def test_a_large_file_gets_larger_parts_to_stay_within_10000() -> None:
+    size = 2 * 1024**4  # 2 TiB
+    plan = partlib.plan_file("/f", size, part_size=16 * partlib.MIB)
+    assert plan.total <= partlib.MAX_PARTS
+    assert sum(p.size for p in plan.parts) == size
+    assert all(p.size % partlib.MIB == 0 for p in plan.parts[:-1])
+    assert partlib.plan_file("/f", 0).total == 1
+
+
+# -- against a server ----------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    endpoint: str
+    log: Path
+
+    def requests(self, pattern: str) -> list[str]:
+        return [line for line in self.log.read_text().splitlines() if re.search(pattern, line)]
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "S3_UPLOAD_PART_MIN_SIZE": str(MIN_PART)},
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        upload.MIN_PART_ENV: str(MIN_PART),
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        for _ in range(100):
+            try:
+                boto3.client("s3").list_buckets()
+                break
+            except Exception:
+                time.sleep(0.1)
+        yield Server(endpoint, log)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _write_parts(folder: Path, name: str, sizes: list[int], seed: int = 1) -> list[bytes]:
+    folder.mkdir(parents=True, exist_ok=True)
+    blobs = []
+    for i, size in enumerate(sizes, 1):
+        data = hashlib.sha256(f"{seed}-{i}".encode()).digest() * (size // 32 + 1)
+        (folder / f"{name}_{i}_{len(sizes)}").write_bytes(data[:size])
+        blobs.append(data[:size])
+    return blobs
+
+
+def _object(bucket: str, key: str) -> bytes:
+    return bytes(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def _ledger_items() -> list[dict[str, object]]:
+    items: list[dict[str, object]] = boto3.client("dynamodb").scan(TableName=upload.LOCAL_LEDGER_TABLE)[
+        "Items"
+    ]
+    return items
+
+
+# Each process imports first, then starts at the same wall-clock instant.
+_AT = (
+    "import sys, time\nfrom mapload.cli import main\nat = float(sys.argv[1])\n"
+    "time.sleep(max(0.0, at - time.time()))\nsys.exit(main(sys.argv[2:]))\n"
+)
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-c", _AT, *args]
+
+
+def test_three_processes_on_disjoint_parts_build_one_object(server: Server, tmp_path: Path) -> None:
+    sizes = [MIN_PART + 100 * i for i in range(9)]
+    sizes[-1] = 300  # the last part may be small
+    blobs = _write_parts(tmp_path / "all", "postcodes.csv", sizes)
+    hosts = []
+    for h in range(3):  # host h holds parts h+1, h+4, h+7
+        folder = tmp_path / f"host{h}"
+        folder.mkdir()
+        for i in range(h + 1, 10, 3):
+            name = f"postcodes.csv_{i}_9"
+            (folder / name).write_bytes((tmp_path / "all" / name).read_bytes())
+        hosts.append(folder)
+    at = str(time.time() + 3.0)
+
+    runs = [
+        subprocess.Popen(
+            _command(
+                at, "upload", str(folder), "s3://coord-bkt/in/postcodes.csv", "--env", "local", "--partial"
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        for folder in hosts
+    ]
+    outputs = [run.communicate(timeout=120) for run in runs]
+
+    assert [run.returncode for run in runs] == [0, 0, 0], [err.decode()[-2000:] for _, err in outputs]
+    creates = server.requests(r'"POST /coord-bkt/in/postcodes.csv\?uploads ')
+    assert len(creates) == 1, creates
+    finals = [out.decode() for out, _ in outputs]
+    assert sum("completed the object (9 parts)" in text for text in finals) == 1, finals
+    body = _object("coord-bkt", "in/postcodes.csv")
+    assert hashlib.sha256(body).hexdigest() == hashlib.sha256(b"".join(blobs)).hexdigest()
+    assert _ledger_items() == []  # the coordination records are gone
+
+
+def test_a_killed_upload_resumes_with_only_the_missing_parts(server: Server, tmp_path: Path) -> None:
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(300 * MIN_PART))
+    part_mib = str(MIN_PART / 2**20)
+    args = ["upload", str(source), "s3://resume-bkt/big.bin", "--env", "local", "--part-size-mib", part_mib]
+    first = subprocess.Popen(
+        _command("0", *args, "--in-flight", "1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    db = boto3.client("dynamodb")
+    recorded = 0
+    deadline = time.monotonic() + 60
+    while recorded < 20 and time.monotonic() < deadline and first.poll() is None:
+        with contextlib.suppress(Exception):  # the table may not exist yet
+            recorded = db.scan(TableName=upload.LOCAL_LEDGER_TABLE, Select="COUNT")["Count"] - 1
+        time.sleep(0.01)
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)
+    assert first.returncode == -signal.SIGKILL, "the first upload finished before it could be killed"
+    parts_before = {item["sk"]["S"] for item in _ledger_items() if str(item["sk"]["S"]).startswith("PART#")}  # type: ignore[index]
+    assert 20 <= len(parts_before) < 300
+    log_lines_before = len(server.log.read_text().splitlines())
+
+    rerun = subprocess.run(
+        _command("0", *args, "--in-flight", "4"), capture_output=True, cwd=ROOT, timeout=120
+    )
+
+    assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
+    line = rerun.stdout.decode()
+    match = re.search(r"300 parts \((\d+) uploaded, (\d+) already there\)", line)
+    assert match, line
+    uploaded, skipped = int(match[1]), int(match[2])
+    assert skipped == len(parts_before) and uploaded == 300 - len(parts_before)
+    rerun_puts = [
+        entry
+        for entry in server.log.read_text().splitlines()[log_lines_before:]
+        if re.search(r'"PUT /resume-bkt/big.bin\?.*partNumber=', entry)
+    ]
+    assert len(rerun_puts) == uploaded
+    assert len(server.requests(r'"POST /resume-bkt/big.bin\?uploads ')) == 1
+    assert _object("resume-bkt", "big.bin") == source.read_bytes()
+    assert _ledger_items() == []
+
+
+def test_records_of_another_part_set_are_never_completed(server: Server, tmp_path: Path) -> None:
+    _write_parts(tmp_path / "a", "d", [MIN_PART, MIN_PART, 10], seed=1)
+    (tmp_path / "a" / "d_3_3").unlink()
+    first, _, _ = upload.upload(tmp_path / "a", "s3://mix-bkt/d", env="local", partial=True, quiet=True)
+    assert not first.completed and first.missing == "3"
+
+    _write_parts(tmp_path / "b", "d", [MIN_PART, MIN_PART, 10], seed=2)  # same names, other bytes
+    with pytest.raises(PartMismatchError, match=r"part ([12]) differs from the part \1 already recorded"):
+        upload.upload(tmp_path / "b", "s3://mix-bkt/d", env="local", quiet=True)
+    _write_parts(tmp_path / "c", "d", [MIN_PART] * 3 + [10], seed=1)
+    with pytest.raises(UploadConflictError, match=r"has 3 parts .*this part set has N=4"):
+        upload.upload(tmp_path / "c", "s3://mix-bkt/d", env="local", quiet=True)
+
+    aborted, cleared = upload.abort("s3://mix-bkt/d", env="local")
+
+    assert len(aborted) == 1 and cleared == 3  # the upload record and two part records
+    assert _ledger_items() == []
+    assert boto3.client("s3").list_multipart_uploads(Bucket="mix-bkt").get("Uploads", []) == []
+    # Now the other set goes through, and nothing of the first one is in it.
+    second, _, _ = upload.upload(tmp_path / "b", "s3://mix-bkt/d", env="local", quiet=True)
+    assert second.completed and second.uploaded == 3
+    assert _object("mix-bkt", "d") == b"".join((tmp_path / "b" / f"d_{i}_3").read_bytes() for i in (1, 2, 3))
+
+
+def test_cli_errors_name_the_problem(
+    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mapload.cli import main
+
+    _write_parts(tmp_path / "gap", "d", [MIN_PART, MIN_PART, 10])
+    (tmp_path / "gap" / "d_2_3").unlink()
+
+    assert main(["upload", str(tmp_path / "gap"), "s3://err-bkt/d", "--env", "local"]) == 1
+    assert "missing part 2 of 3" in capsys.readouterr().err
+    assert main(["upload", str(tmp_path / "nope"), "s3://err-bkt/d", "--env", "local"]) == 1
+    assert "no such file or folder" in capsys.readouterr().err
+    assert main(["upload", str(tmp_path / "gap"), "s3://err-bkt/", "--env", "local"]) == 1
+    assert "name the object" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["upload", str(tmp_path / "gap"), "s3://err-bkt/d"])  # --env is required
