@@ -1,0 +1,139 @@
+"""`mapload start` / `mapload status` against the embedded emulator, through the standard AWS APIs.
+
+The emulator gets CloudFormation stack records holding the deployment's outputs, so the
+commands find their names exactly as they do on AWS (DescribeStacks), then upload, start the
+synthesized state machine, follow its Map run and read its report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mapload import cli
+from mapload.embedded import Deployment, Emulator
+from mapload.local import LOCAL_CONTEXT
+from mapload.ops import record_stack_outputs, stack_name
+from mapload.sample import write_csv
+from mapload.synth import StackTemplate, synthesize
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+ROWS = 1200
+SPEC: dict[str, Any] = {
+    "format": "csv",
+    "csv": {"header": True},
+    "dynamodb": {
+        "key": {"pk": "POSTCODE#{postcode}", "sk": "LOCATION"},
+        "attributes": {"latitude": {"field": "latitude", "type": "N"}},
+    },
+    "shardSizeMiB": 0.01,
+    "maxConcurrency": 4,
+    "maxRejectedPercent": 0,
+}
+
+
+@pytest.fixture(scope="module")
+def stacks() -> list[StackTemplate]:
+    return synthesize({"env": "dev", **LOCAL_CONTEXT})
+
+
+@pytest.fixture
+def deployed(stacks: list[StackTemplate]) -> Iterator[tuple[Emulator, Deployment]]:
+    with Emulator("dev") as emu:
+        deployment = emu.provision(stacks)
+        record_stack_outputs(emu.client("cloudformation"), deployment.outputs)
+        yield emu, deployment
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path) -> Path:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(SPEC))
+    return path
+
+
+def test_stack_names_are_the_stages(stacks: list[StackTemplate]) -> None:
+    assert {stack_name("dev", "Data"), stack_name("dev", "Loader")} <= {s.name for s in stacks}
+
+
+def test_start_uploads_runs_shows_progress_and_reports_a_reconciled_job(
+    deployed: tuple[Emulator, Deployment], tmp_path: Path, spec_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emu, deployment = deployed
+    source = write_csv(tmp_path / "postcodes.csv", ROWS, seed=7)
+    report_path = tmp_path / "out" / "report.json"
+
+    code = cli.main(
+        ["start", "--env", "dev", str(source), "--spec", str(spec_file), "--report", str(report_path)]
+        + ["--interval", "0.2"]
+    )
+
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert f"uploaded {source} to s3://{deployment.output('SourceBucketName')}/uploads/postcodes.csv" in err
+    report = json.loads(report_path.read_text())
+    assert report["status"] == "SUCCEEDED"
+    assert report["records"] == {"read": ROWS, "written": ROWS, "rejected": 0, "duplicates": 0}
+    total = report["shards"]["total"]
+    assert total > 1 and report["shards"]["done"] == total
+    # The last progress line is the Map run's own count of finished shards.
+    assert f"SUCCEEDED [{'#' * 30}] shards {total}/{total} (100%)" in err
+    assert f"records   read {ROWS:,} = written {ROWS:,} + rejected 0" in out
+    table = deployment.output("TableName")
+    assert emu.client("dynamodb").scan(TableName=table, Select="COUNT")["Count"] == ROWS
+
+    execution = out.split("execution ", 1)[1].split(":", 1)[0]
+    assert cli.main(["status", "--env", "dev"]) == 0
+    listing = capsys.readouterr().out
+    assert listing.splitlines()[0].startswith("SUCCEEDED") and execution in listing.splitlines()[0]
+    assert f"records   read {ROWS:,}" in listing
+    assert cli.main(["status", "--env", "dev", execution]) == 0
+    assert f"execution {execution}: SUCCEEDED" in capsys.readouterr().out
+
+
+def test_a_failed_job_exits_non_zero_and_shows_finalizes_report(
+    deployed: tuple[Emulator, Deployment], tmp_path: Path, spec_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emu, deployment = deployed
+    source = write_csv(tmp_path / "bad.csv", 300, seed=3)
+    with source.open("ab") as handle:
+        handle.write(b"AB1 2CF,north,-0.1\n")  # bad_number; maxRejectedPercent is 0
+    bucket = deployment.output("SourceBucketName")
+    emu.client("s3").upload_file(str(source), bucket, "in/bad.csv")
+
+    code = cli.main(["start", "--env", "dev", f"s3://{bucket}/in/bad.csv", "--spec", str(spec_file)])
+
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert ": FAILED" in out.splitlines()[0]
+    assert "records   read 301 = written 300 + rejected 1" in out  # from report.json in S3
+    assert "rejects   1 {'bad_number': 1}" in out
+    assert "mapload: NOT OK: execution FAILED" in err
+    execution = out.split("execution ", 1)[1].split(":", 1)[0]
+    assert cli.main(["status", "--env", "dev", execution]) == 1
+    assert "read 301 = written 300 + rejected 1" in capsys.readouterr().out
+
+
+def test_start_names_the_missing_stack_and_the_bad_spec(
+    deployed: tuple[Emulator, Deployment], tmp_path: Path, spec_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write_csv(tmp_path / "p.csv", 10, seed=1)
+    assert cli.main(["start", "--env", "staging", str(source), "--spec", str(spec_file)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read stack Mapload-staging-Data" in err
+    assert "cdk deploy -c env=staging 'Mapload-staging/*'" in err
+
+    with_source = tmp_path / "with-source.json"
+    with_source.write_text(json.dumps({**SPEC, "source": "s3://x/y"}))
+    assert cli.main(["start", "--env", "dev", str(source), "--spec", str(with_source)]) == 2
+    assert "must not name 'source'" in capsys.readouterr().err
+
+    assert cli.main(["start", "--env", "dev", str(tmp_path / "nope.csv"), "--spec", str(spec_file)]) == 2
+    assert "nope.csv: no such file" in capsys.readouterr().err
+    assert cli.main(["status", "--env", "dev", "no-such-run"]) == 2
+    assert "no execution no-such-run" in capsys.readouterr().err
