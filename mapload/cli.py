@@ -134,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--seed", type=int, default=1)
     gen.set_defaults(func=_sample)
 
+    from mapload import ops  # start / status on a deployed environment
+
+    ops.add_commands(sub)
+
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -68,10 +68,8 @@ def test_start_uploads_runs_shows_progress_and_reports_a_reconciled_job(
     source = write_csv(tmp_path / "postcodes.csv", ROWS, seed=7)
     report_path = tmp_path / "out" / "report.json"
 
-    code = cli.main(
-        ["start", "--env", "dev", str(source), "--spec", str(spec_file), "--report", str(report_path)]
-        + ["--interval", "0.2"]
-    )
+    args = ["--spec", str(spec_file), "--report", str(report_path), "--interval", "0.2"]
+    code = cli.main(["start", "--env", "dev", str(source), *args])
 
     out, err = capsys.readouterr()
     assert code == 0, out + err
