@@ -11,7 +11,8 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from stacks.config import load_environment, overrides_from_context
+from stacks.config import environment_names, load_environment, overrides_from_context
+from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
 from stacks.stage import MaploadStage, stage_id
 
 ROOT = Path(__file__).resolve().parent
@@ -47,16 +48,33 @@ def build_app(
         post_cli_context=None if bundle else SKIP_BUNDLING,
     )
     settings = app.node.get_all_context()
-    config = load_environment(
-        settings.get("mapload"),
-        str(settings.get("env", DEFAULT_ENV)),
-        overrides_from_context(settings),
-    )
-    MaploadStage(app, stage_id(config.name), config=config)
+    if _flag(settings.get("pipeline")):
+        # `-c pipeline=true`: the promotion pipeline, holding every environment's stage.
+        block = settings.get("mapload")
+        overrides = overrides_from_context(settings)
+        environments = [load_environment(block, name, overrides) for name in environment_names(block)]
+        PipelineStack(
+            app,
+            PIPELINE_STACK_ID,
+            pipeline_config=load_pipeline(block, [env.name for env in environments]),
+            environments=environments,
+        )
+    else:
+        config = load_environment(
+            settings.get("mapload"),
+            str(settings.get("env", DEFAULT_ENV)),
+            overrides_from_context(settings),
+        )
+        MaploadStage(app, stage_id(config.name), config=config)
     # cdk-nag 3.x is a policy-validation plugin: it runs on every synth and fails it on any
     # unacknowledged finding.
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
+
+
+def _flag(value: Any) -> bool:
+    """A context switch: `-c pipeline=true` arrives as the string "true"."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in {"true", "1", "yes"})
 
 
 def validation_failures(assembly_directory: str) -> list[str]:

@@ -428,7 +428,9 @@ class ShardedLoader(Construct):
                     "machine's own executions (execution:<name>:* and its map runs), as CDK grants them."
                 )
                 for finding in wildcard_findings(map_policy)
-                if finding.startswith("Resource::arn:<AWS::Partition>:states:")
+                # The partition is a token unless the environment names its region.
+                if finding.startswith("Resource::arn:")
+                and ":states:" in finding
                 and ":execution:" in finding
                 and machine_ref.strip("<>") in finding
             },

@@ -1,0 +1,379 @@
+"""Promotion: a CDK Pipeline deploying the same MaploadStage to each environment in order.
+
+dev → staging → smoke test (a real execution on a small sample) → manual approval → prod.
+Built only when the app is synthesized with `-c pipeline=true`; without it app.py builds one
+environment's stage as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aws_cdk as cdk
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_iam as iam
+from aws_cdk import pipelines
+from constructs import Construct
+
+from stacks.config import EnvironmentConfig, MaploadConfigError
+from stacks.nag import acknowledge, acknowledge_wildcards, wildcard_findings
+from stacks.stage import DATA_STACK_ID, LOADER_STACK_ID, MaploadStage, stage_id
+
+PIPELINE_STACK_ID: Final[str] = "Mapload-Pipeline"
+# Where the smoke test uploads its sample in the source bucket (its S3 grant is this prefix).
+SMOKE_PREFIX: Final[str] = "smoke/"
+# CloudFormation names a stack's bucket `<stack name>-<logical id>-<suffix>` (lowercased) and
+# its state machine `<logical id>-<suffix>`: the smoke test's grants match those prefixes.
+STATE_MACHINE_LOGICAL_PREFIX: Final[str] = "ShardedLoaderStateMachine"
+BUILD_IMAGE: Final[codebuild.IBuildImage] = codebuild.LinuxBuildImage.STANDARD_7_0
+
+_CONNECTION_ARN = re.compile(
+    r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection/[A-Za-z0-9-]+$"
+)
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_BRANCH = re.compile(r"^[A-Za-z0-9._/-]{1,255}$")
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+
+PIPELINE_DEFAULTS: Final[Mapping[str, Any]] = {
+    "account": None,
+    "region": None,
+    "connection_arn": None,
+    "repository": None,
+    "branch": "main",
+    "stages": ["dev", "staging", "prod"],
+    "smoke_test_after": ["staging"],
+    "approval_before": ["prod"],
+    "smoke_test_rows": 2000,
+}
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The `mapload.pipeline` block of cdk.json: where the pipeline lives and what it promotes."""
+
+    account: str
+    region: str
+    connection_arn: str
+    repository: str
+    branch: str
+    stages: tuple[str, ...]
+    smoke_test_after: frozenset[str]
+    approval_before: frozenset[str]
+    smoke_test_rows: int
+
+
+def load_pipeline(context_block: Any, environment_names: Sequence[str]) -> PipelineConfig:
+    """Parse `mapload.pipeline`; every error names the missing or wrong field."""
+    where = "mapload.pipeline"
+    block = context_block.get("pipeline") if isinstance(context_block, Mapping) else None
+    if not isinstance(block, Mapping):
+        raise MaploadConfigError(
+            where,
+            "is required with -c pipeline=true: an object with account, region, connection_arn "
+            "(a CodeStar/CodeConnections connection), repository (owner/name) and branch",
+        )
+    unknown = sorted(set(block) - set(PIPELINE_DEFAULTS))
+    if unknown:
+        raise MaploadConfigError(
+            f"{where}.{unknown[0]}", f"unknown setting; known: {', '.join(sorted(PIPELINE_DEFAULTS))}"
+        )
+    raw = {**PIPELINE_DEFAULTS, **block}
+
+    def text(field: str, pattern: re.Pattern[str], what: str) -> str:
+        value = raw[field]
+        if value is None or value == "":
+            raise MaploadConfigError(f"{where}.{field}", f"is required for the pipeline: {what}")
+        if not isinstance(value, str) or not pattern.match(value):
+            raise MaploadConfigError(f"{where}.{field}", f"must be {what}, got {value!r}")
+        return value
+
+    def names(field: str) -> tuple[str, ...]:
+        value = raw[field]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise MaploadConfigError(
+                f"{where}.{field}", f"must be a list of environment names, got {value!r}"
+            )
+        for name in value:
+            if name not in environment_names:
+                raise MaploadConfigError(
+                    f"{where}.{field}",
+                    f"names {name!r}, which mapload.environments does not define "
+                    f"({', '.join(environment_names)})",
+                )
+        return tuple(value)
+
+    stages = names("stages")
+    if not stages or len(set(stages)) != len(stages):
+        raise MaploadConfigError(f"{where}.stages", "must name at least one environment, each once")
+    smoke = names("smoke_test_after")
+    approval = names("approval_before")
+    for field, listed in (("smoke_test_after", smoke), ("approval_before", approval)):
+        outside = [name for name in listed if name not in stages]
+        if outside:
+            raise MaploadConfigError(f"{where}.{field}", f"names {outside[0]!r}, which is not in stages")
+    rows = raw["smoke_test_rows"]
+    if isinstance(rows, bool) or not isinstance(rows, int) or not 1 <= rows <= 1_000_000:
+        raise MaploadConfigError(f"{where}.smoke_test_rows", f"must be an integer 1..1000000, got {rows!r}")
+    return PipelineConfig(
+        account=text("account", _ACCOUNT, "the 12-digit AWS account the pipeline runs in"),
+        region=text("region", _REGION, "the AWS region the pipeline runs in, such as eu-west-2"),
+        connection_arn=text(
+            "connection_arn",
+            _CONNECTION_ARN,
+            "the ARN of a CodeStar/CodeConnections connection to the repository host",
+        ),
+        repository=text("repository", _REPOSITORY, "the repository as owner/name"),
+        branch=text("branch", _BRANCH, "the branch to deploy"),
+        stages=stages,
+        smoke_test_after=frozenset(smoke),
+        approval_before=frozenset(approval),
+        smoke_test_rows=rows,
+    )
+
+
+def require_target(config: EnvironmentConfig) -> tuple[str, str]:
+    """A promoted environment must say where it goes: the pipeline deploys across accounts."""
+    for field, value in (("account", config.account), ("region", config.region)):
+        if not value:
+            raise MaploadConfigError(
+                f"mapload.environments.{config.name}.{field}",
+                f"is required when the pipeline deploys {config.name!r} (-c pipeline=true)",
+            )
+    assert config.account and config.region
+    return config.account, config.region
+
+
+class PipelineStack(cdk.Stack):
+    """The promotion pipeline (self-mutating CDK Pipelines, CodePipeline V2)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        pipeline_config: PipelineConfig,
+        environments: Sequence[EnvironmentConfig],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            env=cdk.Environment(account=pipeline_config.account, region=pipeline_config.region),
+            termination_protection=True,
+            description="mapload: promotion pipeline (dev -> staging -> smoke test -> approval -> prod)",
+            **kwargs,
+        )
+        self.config = pipeline_config
+        by_name = {env.name: env for env in environments}
+        targets = {name: require_target(by_name[name]) for name in pipeline_config.stages}
+        cross_account = any(account != pipeline_config.account for account, _ in targets.values())
+
+        source = pipelines.CodePipelineSource.connection(
+            pipeline_config.repository,
+            pipeline_config.branch,
+            connection_arn=pipeline_config.connection_arn,
+        )
+        self.synth_step = pipelines.ShellStep(
+            "Synth",
+            input=source,
+            install_commands=[
+                "npm ci --no-audit --no-fund --loglevel=error",
+                "python3 -m venv .venv",
+                ".venv/bin/pip install --quiet -r requirements.txt -c constraints.txt",
+            ],
+            # CDK_BUNDLE=1: PythonFunction bundles the runtime with Docker, as a manual deploy does.
+            commands=["CDK_BUNDLE=1 node_modules/.bin/cdk synth -c pipeline=true"],
+            primary_output_directory="cdk.out",
+        )
+        self.pipeline = pipelines.CodePipeline(
+            self,
+            "Pipeline",
+            synth=self.synth_step,
+            cross_account_keys=cross_account,
+            enable_key_rotation=cross_account,
+            docker_enabled_for_synth=True,
+            code_build_defaults=pipelines.CodeBuildOptions(
+                build_environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE)
+            ),
+        )
+        self.stages: dict[str, MaploadStage] = {}
+        self.smoke_tests: dict[str, pipelines.CodeBuildStep] = {}
+        self.approvals: dict[str, pipelines.ManualApprovalStep] = {}
+        for name in pipeline_config.stages:
+            config = by_name[name]
+            stage = MaploadStage(self, stage_id(name), config=config)
+            self.stages[name] = stage
+            pre: list[pipelines.Step] = []
+            post: list[pipelines.Step] = []
+            if name in pipeline_config.approval_before:
+                approval = pipelines.ManualApprovalStep(
+                    f"PromoteTo{name.capitalize()}",
+                    comment=f"Deploy mapload to {name} ({config.account}/{config.region})?",
+                )
+                self.approvals[name] = approval
+                pre.append(approval)
+            if name in pipeline_config.smoke_test_after:
+                smoke = self._smoke_test(name, *targets[name], source=source)
+                self.smoke_tests[name] = smoke
+                post.append(smoke)
+            self.pipeline.add_stage(stage, pre=pre, post=post)
+        # Build the pipeline now so its constructs exist for the acknowledgements below.
+        self.pipeline.build_pipeline()
+        self._acknowledge_findings()
+
+    def _smoke_test(
+        self, env_name: str, account: str, region: str, *, source: pipelines.IFileSetProducer
+    ) -> pipelines.CodeBuildStep:
+        """Upload a small sample, run it with `mapload start`, fail unless SUCCEEDED and reconciled."""
+        arn = f"arn:{self.partition}"
+        stack_prefix = stage_id(env_name)
+        bucket_prefix = f"{stack_prefix}-{DATA_STACK_ID}-".lower()
+        machine = f"{STATE_MACHINE_LOGICAL_PREFIX}*"
+        statements = [
+            iam.PolicyStatement(
+                sid="ReadStackOutputs",
+                actions=["cloudformation:DescribeStacks"],
+                resources=[
+                    f"{arn}:cloudformation:{region}:{account}:stack/{stack_prefix}-{stack_id}/*"
+                    for stack_id in (DATA_STACK_ID, LOADER_STACK_ID)
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="UploadSample",
+                actions=["s3:PutObject"],
+                resources=[f"{arn}:s3:::{bucket_prefix}*/{SMOKE_PREFIX}*"],
+            ),
+            iam.PolicyStatement(
+                sid="ReadReport",
+                actions=["s3:GetObject"],
+                resources=[f"{arn}:s3:::{bucket_prefix}*/jobs/*"],
+            ),
+            iam.PolicyStatement(
+                sid="StartExecution",
+                actions=["states:StartExecution"],
+                resources=[f"{arn}:states:{region}:{account}:stateMachine:{machine}"],
+            ),
+            iam.PolicyStatement(
+                sid="WatchExecution",
+                actions=["states:DescribeExecution", "states:ListMapRuns"],
+                resources=[f"{arn}:states:{region}:{account}:execution:{machine}:*"],
+            ),
+            iam.PolicyStatement(
+                sid="WatchMapRun",
+                actions=["states:DescribeMapRun"],
+                resources=[f"{arn}:states:{region}:{account}:mapRun:{machine}/*"],
+            ),
+        ]
+        return pipelines.CodeBuildStep(
+            f"SmokeTest{env_name.capitalize()}",
+            # The repository at the deployed commit: the mapload command and the example spec.
+            input=source,
+            install_commands=[
+                "python3 -m venv .venv",
+                ".venv/bin/pip install --quiet -r runtime/requirements.txt -c constraints.txt",
+                ".venv/bin/pip install --quiet --no-deps -e .",
+            ],
+            commands=[
+                f".venv/bin/mapload sample smoke.csv --rows {self.config.smoke_test_rows}",
+                # Exits non-zero unless the execution SUCCEEDED and read == written + rejected.
+                f".venv/bin/mapload start --env {env_name} --region {region} smoke.csv "
+                f"--key-prefix {SMOKE_PREFIX} --spec examples/postcodes.spec.json "
+                "--report smoke-report.json --no-progress",
+            ],
+            role_policy_statements=statements,
+            build_environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE),
+            timeout=cdk.Duration.minutes(30),
+        )
+
+    # -- cdk-nag -----------------------------------------------------------------------------
+
+    def _acknowledge_findings(self) -> None:
+        """Each finding on the construct that has it, with the reason it is by design.
+
+        IAM5 findings are matched one by one against the patterns in `_WILDCARD_REASONS`; a
+        wildcard nobody explained stays unacknowledged and fails the synth.
+        """
+        pipeline = self.pipeline.pipeline
+        bucket = pipeline.artifact_bucket.node.default_child
+        assert isinstance(bucket, cdk.CfnResource)
+        acknowledge(
+            bucket,
+            "AwsSolutions-S1",
+            "Pipeline artifact bucket, written and read only by this pipeline's roles; CloudTrail "
+            "records its API calls. Server access logs would duplicate that for build artifacts.",
+        )
+        for construct in self.pipeline.node.find_all():
+            if isinstance(construct, codebuild.CfnProject):
+                acknowledge(
+                    construct,
+                    "AwsSolutions-CB4",
+                    "Build artifacts go to the pipeline's artifact bucket (encrypted, with the "
+                    "pipeline's KMS key when it deploys across accounts); a per-project key adds "
+                    "nothing for synthesized templates and a generated sample file.",
+                )
+            elif isinstance(construct, iam.Policy):
+                findings = wildcard_findings(construct)
+                reasons = {
+                    finding: reason
+                    for finding in findings
+                    for pattern, reason in _WILDCARD_REASONS
+                    if pattern.fullmatch(finding)
+                }
+                acknowledge_wildcards(construct, reasons)
+
+
+_ACCOUNT_ARN = r"Resource::arn:[a-z*-]+:{service}:[a-z0-9-]*:\d{{12}}:"
+_WILDCARD_REASONS: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
+    (re.compile(pattern), reason)
+    for pattern, reason in (
+        (
+            r"Action::(s3:(Abort|DeleteObject|GetBucket|GetObject|List)\*|kms:(GenerateDataKey|ReEncrypt)\*)",
+            "CDK Pipelines grants its roles read/write on the pipeline's own artifact bucket (and "
+            "its key when cross-account); the actions are scoped to that bucket and key.",
+        ),
+        (
+            r"Resource::<PipelineArtifactsBucket[0-9A-F]{8}\.Arn>/\*",
+            "Objects of this pipeline's artifact bucket: artifact keys are generated per execution.",
+        ),
+        (
+            _ACCOUNT_ARN.format(service="logs") + r"log-group:/aws/codebuild/(<[A-Za-z0-9]+>|\*)(:\*)?",
+            "CodeBuild log groups are /aws/codebuild/<project>; the log streams under them are "
+            "named per build (the asset role covers the asset projects CDK creates by name later).",
+        ),
+        (
+            _ACCOUNT_ARN.format(service="codebuild") + r"report-group/(<[A-Za-z0-9]+>-)?\*",
+            "CodeBuild report groups are created per build, named after the project.",
+        ),
+        (
+            _ACCOUNT_ARN.format(service="iam") + r"role/\*",
+            "Self-mutation assumes the CDK bootstrap roles only: the statement is conditioned on "
+            "iam:ResourceTag/aws-cdk:bootstrap-role (deploy, file- and image-publishing).",
+        ),
+        (
+            r"Resource::\*",
+            "cloudformation:DescribeStacks and s3:ListBucket (self-mutation) and codebuild "
+            "StartBuild/BatchGetBuilds/StopBuild (asset publishing) as CDK Pipelines grants them; "
+            "the publishing projects are created after the role, so it cannot name them.",
+        ),
+        (
+            _ACCOUNT_ARN.format(service="cloudformation") + r"stack/Mapload-[a-z0-9]+-(Data|Loader)/\*",
+            "Smoke test: DescribeStacks on the tested environment's two stacks (any stack id).",
+        ),
+        (
+            r"Resource::arn:[a-z-]+:s3:::mapload-[a-z0-9]+-data-\*/(smoke|jobs)/\*",
+            "Smoke test: PutObject of its sample under smoke/ and GetObject of its report under "
+            "jobs/, in the buckets CloudFormation names after the environment's Data stack.",
+        ),
+        (
+            _ACCOUNT_ARN.format(service="states")
+            + r"(stateMachine:ShardedLoaderStateMachine\*|execution:ShardedLoaderStateMachine\*:\*"
+            + r"|mapRun:ShardedLoaderStateMachine\*/\*)",
+            "Smoke test: start and watch executions (and their map runs) of the loader's state "
+            "machine, whose name CloudFormation generates from its logical id.",
+        ),
+    )
+)

@@ -1,0 +1,242 @@
+"""The promotion pipeline (-c pipeline=true): stage order, approval, smoke test, config errors.
+
+Synthesized without Docker (bundling skipped, as everywhere in the tests) and with cdk-nag: the
+fixture's `app.synth()` raises on any unacknowledged finding.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+import app as app_module
+from stacks.config import MaploadConfigError
+from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
+from tests.infra.support import only, resources
+
+pytestmark = pytest.mark.infra
+
+PIPELINE_ACCOUNT = "111111111111"
+PROD_ACCOUNT = "333333333333"
+REGION = "eu-west-2"
+CONNECTION = (
+    f"arn:aws:codeconnections:{REGION}:{PIPELINE_ACCOUNT}:connection/0a1b2c3d-1111-2222-3333-444455556666"
+)
+PIPELINE_BLOCK = {
+    "account": PIPELINE_ACCOUNT,
+    "region": REGION,
+    "connection_arn": CONNECTION,
+    "repository": "example-org/mapload",
+    "branch": "release",
+}
+
+
+def mapload_block(cdk_json: dict[str, Any], pipeline: dict[str, Any] | None = None) -> dict[str, Any]:
+    block = copy.deepcopy(cdk_json["context"]["mapload"])
+    block["pipeline"] = {
+        **block.get("pipeline", {}),
+        **(pipeline if pipeline is not None else PIPELINE_BLOCK),
+    }
+    for name, env in block["environments"].items():
+        env["account"] = PROD_ACCOUNT if name == "prod" else PIPELINE_ACCOUNT
+        env["region"] = REGION
+    return block
+
+
+@pytest.fixture(scope="module")
+def pipeline(cdk_json: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> PipelineStack:
+    built = app_module.build_app(
+        {"mapload": mapload_block(cdk_json), "pipeline": "true"},
+        outdir=str(tmp_path_factory.mktemp("pipeline")),
+    )
+    built.synth()  # cdk-nag runs here and raises on any unacknowledged finding
+    stack = built.node.find_child(PIPELINE_STACK_ID)
+    assert isinstance(stack, PipelineStack)
+    return stack
+
+
+@pytest.fixture(scope="module")
+def template(pipeline: PipelineStack) -> dict[str, Any]:
+    return dict(Template.from_stack(pipeline).to_json())
+
+
+def stages(template: dict[str, Any]) -> list[dict[str, Any]]:
+    codepipeline = only(resources(template, "AWS::CodePipeline::Pipeline"))["Properties"]
+    assert codepipeline["PipelineType"] == "V2"
+    return list(codepipeline["Stages"])
+
+
+def stage(template: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    found = [s for s in stages(template) if s["Name"] == name]
+    assert len(found) == 1, [s["Name"] for s in stages(template)]
+    return sorted(found[0]["Actions"], key=lambda action: action["RunOrder"])
+
+
+def test_stages_run_source_build_self_update_then_dev_staging_prod(template: dict[str, Any]) -> None:
+    names = [s["Name"] for s in stages(template)]
+    assert names[:3] == ["Source", "Build", "UpdatePipeline"]
+    deploys = [name for name in names if name.startswith("Mapload-")]
+    assert deploys == ["Mapload-dev", "Mapload-staging", "Mapload-prod"]
+    assert names.index("UpdatePipeline") < names.index("Mapload-dev")
+
+
+def test_source_is_the_configured_connection_repository_and_branch(template: dict[str, Any]) -> None:
+    (action,) = stage(template, "Source")
+    assert action["ActionTypeId"]["Provider"] == "CodeStarSourceConnection"
+    assert action["Configuration"]["ConnectionArn"] == CONNECTION
+    assert action["Configuration"]["FullRepositoryId"] == "example-org/mapload"
+    assert action["Configuration"]["BranchName"] == "release"
+
+
+def test_synth_bundles_with_docker_and_builds_the_pipeline_mode(template: dict[str, Any]) -> None:
+    projects = resources(template, "AWS::CodeBuild::Project")
+    synth = only({k: v for k, v in projects.items() if "Synth" in k})["Properties"]
+    assert synth["Environment"]["PrivilegedMode"] is True  # Docker for PythonFunction bundling
+    assert "CDK_BUNDLE=1 node_modules/.bin/cdk synth -c pipeline=true" in synth["Source"]["BuildSpec"]
+
+
+def test_prod_waits_for_a_manual_approval_before_anything_deploys(template: dict[str, Any]) -> None:
+    actions = stage(template, "Mapload-prod")
+    first, rest = actions[0], actions[1:]
+    assert first["ActionTypeId"] == {
+        "Category": "Approval",
+        "Owner": "AWS",
+        "Provider": "Manual",
+        "Version": "1",
+    }
+    assert first["Name"] == "PromoteToProd"
+    assert rest and all(a["ActionTypeId"]["Category"] == "Deploy" for a in rest)
+    assert all(a["RunOrder"] > first["RunOrder"] for a in rest)
+    for name in ("Mapload-dev", "Mapload-staging"):
+        assert all(a["ActionTypeId"]["Category"] != "Approval" for a in stage(template, name)), name
+
+
+def test_each_environment_deploys_to_its_own_account(template: dict[str, Any]) -> None:
+    for name, account in (("Mapload-dev", PIPELINE_ACCOUNT), ("Mapload-prod", PROD_ACCOUNT)):
+        deploys = [a for a in stage(template, name) if a["ActionTypeId"]["Category"] == "Deploy"]
+        stack_names = {a["Configuration"]["StackName"] for a in deploys}
+        assert {f"{name}-Data", f"{name}-Loader"} <= stack_names
+        for action in deploys:
+            assert f":{account}:role/cdk-" in json.dumps(action["RoleArn"]), (name, action["Name"])
+    # Cross-account deploys need the artifact bucket's customer key, rotated.
+    key = only(resources(template, "AWS::KMS::Key"))["Properties"]
+    assert key["EnableKeyRotation"] is True
+
+
+def test_prod_stacks_are_termination_protected_and_dev_stacks_are_not(pipeline: PipelineStack) -> None:
+    assert pipeline.termination_protection
+    for stack in (pipeline.stages["prod"].data, pipeline.stages["prod"].loader):
+        assert stack.termination_protection, stack.stack_name
+    for stack in (pipeline.stages["dev"].data, pipeline.stages["dev"].loader):
+        assert not stack.termination_protection, stack.stack_name
+    prod_data = Template.from_stack(pipeline.stages["prod"].data).to_json()
+    assert {r.get("DeletionPolicy") for r in resources(prod_data, "AWS::DynamoDB::Table").values()} == {
+        "Retain"
+    }
+    dev_data = Template.from_stack(pipeline.stages["dev"].data).to_json()
+    assert {r.get("DeletionPolicy") for r in resources(dev_data, "AWS::DynamoDB::Table").values()} == {
+        "Delete"
+    }
+
+
+def test_smoke_test_runs_after_staging_deploys_and_runs_mapload_start(template: dict[str, Any]) -> None:
+    actions = stage(template, "Mapload-staging")
+    smoke = actions[-1]
+    assert smoke["Name"] == "SmokeTestStaging"
+    assert smoke["ActionTypeId"]["Provider"] == "CodeBuild"
+    assert all(a["RunOrder"] < smoke["RunOrder"] for a in actions[:-1])
+    assert [a["Name"] for a in actions[:-1] if a["Name"].endswith("Loader.Deploy")]
+    # Its input is the source checkout (the mapload command and the example spec).
+    (source,) = stage(template, "Source")
+    assert smoke["InputArtifacts"] == [{"Name": source["OutputArtifacts"][0]["Name"]}]
+    project_id = smoke["Configuration"]["ProjectName"]["Ref"]
+    project = template["Resources"][project_id]["Properties"]
+    spec = json.loads(project["Source"]["BuildSpec"])
+    commands = " && ".join(spec["phases"]["build"]["commands"])
+    assert "mapload sample smoke.csv --rows 2000" in commands
+    assert f"mapload start --env staging --region {REGION} smoke.csv --key-prefix smoke/" in commands
+    assert "--spec examples/postcodes.spec.json" in commands
+    assert project["Environment"]["PrivilegedMode"] is False
+    assert Path(app_module.ROOT / "examples" / "postcodes.spec.json").is_file()
+    for name in ("Mapload-dev", "Mapload-prod"):
+        assert "SmokeTest" not in json.dumps(stage(template, name)), name
+
+
+def test_smoke_test_may_only_touch_the_staging_environment(template: dict[str, Any]) -> None:
+    actions = stage(template, "Mapload-staging")
+    project_id = actions[-1]["Configuration"]["ProjectName"]["Ref"]
+    role_id = template["Resources"][project_id]["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
+    statements = [
+        statement
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    ours = {s["Sid"]: s for s in statements if "Sid" in s}
+    scope = f"{REGION}:{PIPELINE_ACCOUNT}"
+    assert {sid: (s["Action"], s["Resource"]) for sid, s in ours.items()} == {
+        "ReadStackOutputs": (
+            "cloudformation:DescribeStacks",
+            [
+                f"arn:aws:cloudformation:{scope}:stack/Mapload-staging-Data/*",
+                f"arn:aws:cloudformation:{scope}:stack/Mapload-staging-Loader/*",
+            ],
+        ),
+        "UploadSample": ("s3:PutObject", "arn:aws:s3:::mapload-staging-data-*/smoke/*"),
+        "ReadReport": ("s3:GetObject", "arn:aws:s3:::mapload-staging-data-*/jobs/*"),
+        "StartExecution": (
+            "states:StartExecution",
+            f"arn:aws:states:{scope}:stateMachine:ShardedLoaderStateMachine*",
+        ),
+        "WatchExecution": (
+            ["states:DescribeExecution", "states:ListMapRuns"],
+            f"arn:aws:states:{scope}:execution:ShardedLoaderStateMachine*:*",
+        ),
+        "WatchMapRun": (
+            "states:DescribeMapRun",
+            f"arn:aws:states:{scope}:mapRun:ShardedLoaderStateMachine*/*",
+        ),
+    }
+    # Nothing else the role may do reaches the data: no DynamoDB, no deletes, no wildcards.
+    actions_granted = json.dumps([s["Action"] for s in statements])
+    for forbidden in ("dynamodb:", "s3:Delete", "states:*", '"*"'):
+        assert forbidden not in actions_granted, forbidden
+
+
+def test_the_pipeline_needs_its_source_connection_and_names_what_is_missing(cdk_json: dict[str, Any]) -> None:
+    names = ["dev", "staging", "prod"]
+    with pytest.raises(MaploadConfigError, match=r"^mapload\.pipeline: is required with -c pipeline=true"):
+        load_pipeline({"environments": {}}, names)
+    for field in ("account", "region", "connection_arn", "repository"):
+        block = {"pipeline": {**PIPELINE_BLOCK, field: None}}
+        with pytest.raises(
+            MaploadConfigError, match=rf"^mapload\.pipeline\.{field}: is required for the pipeline"
+        ):
+            load_pipeline(block, names)
+    with pytest.raises(MaploadConfigError, match=r"^mapload\.pipeline\.connection_arn: must be the ARN"):
+        load_pipeline({"pipeline": {**PIPELINE_BLOCK, "connection_arn": "my-connection"}}, names)
+    with pytest.raises(MaploadConfigError, match=r"^mapload\.pipeline\.stages: names 'qa'"):
+        load_pipeline({"pipeline": {**PIPELINE_BLOCK, "stages": ["dev", "qa"]}}, names)
+    with pytest.raises(
+        MaploadConfigError, match=r"^mapload\.pipeline\.approval_before: names 'prod', which is not"
+    ):
+        load_pipeline({"pipeline": {**PIPELINE_BLOCK, "stages": ["dev", "staging"]}}, names)
+    with pytest.raises(MaploadConfigError, match=r"^mapload\.pipeline\.branchh: unknown setting"):
+        load_pipeline({"pipeline": {**PIPELINE_BLOCK, "branchh": "x"}}, names)
+    # cdk.json as shipped: the pipeline is not configured yet, and the synth says where.
+    with pytest.raises(MaploadConfigError, match=r"^mapload\.pipeline\.account: is required"):
+        app_module.build_app({"pipeline": "true"})
+
+
+def test_a_promoted_environment_must_name_its_account_and_region(cdk_json: dict[str, Any]) -> None:
+    block = mapload_block(cdk_json)
+    block["environments"]["staging"]["region"] = None
+    with pytest.raises(
+        MaploadConfigError, match=r"^mapload\.environments\.staging\.region: is required when"
+    ):
+        app_module.build_app({"mapload": block, "pipeline": "true"})
