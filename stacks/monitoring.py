@@ -183,6 +183,11 @@ class LoaderMonitoring(Construct):
             default_interval=cdk.Duration.hours(3),
             period_override=cloudwatch.PeriodOverride.AUTO,
         )
+        # Generated names (no physical names): the outputs say which dashboard and topic are this
+        # environment's. At stack level, so the output ids are exactly these names.
+        stack = cdk.Stack.of(self)
+        cdk.CfnOutput(stack, "DashboardName", value=self.dashboard.dashboard_name)
+        cdk.CfnOutput(stack, "AlarmTopicArn", value=self.topic.topic_arn)
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown=(

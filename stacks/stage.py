@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from stacks.config import EnvironmentConfig
@@ -63,7 +64,8 @@ class MaploadStage(cdk.Stage):
             "Monitoring",
             env_name=config.name,
             state_machine=loader.state_machine,
-            functions=loader.functions,
+            # Every function of the Loader stack, whichever jobs it grows (graph load, prepare).
+            functions=[c for c in self.loader.node.find_all() if isinstance(c, lambda_.Function)],
             worker=loader.worker_function,
             monitoring_config=config.monitoring,
             retain=config.data.retain_data,

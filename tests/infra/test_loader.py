@@ -227,6 +227,9 @@ def test_loader_outputs(dev: Synth) -> None:
         "PlanFunctionName",
         "WorkerFunctionName",
         "FinalizeFunctionName",
+        # stacks/monitoring.py: which dashboard and alarm topic are this environment's.
+        "DashboardName",
+        "AlarmTopicArn",
     }
 
 

@@ -27,7 +27,8 @@ def alarm(synth: Synth, logical_prefix: str) -> dict[str, Any]:
 def test_every_function_gets_the_powertools_service_and_namespace(dev: Synth, prod: Synth) -> None:
     for synth, env in ((dev, "dev"), (prod, "prod")):
         functions = resources(synth.loader_json, "AWS::Lambda::Function")
-        assert len(functions) == 3
+        handlers = {fn["Properties"]["Handler"].split(".")[1] for fn in functions.values()}
+        assert {"prepare", "plan", "worker", "finalize"} <= handlers
         for fn in functions.values():
             variables = fn["Properties"]["Environment"]["Variables"]
             assert variables["POWERTOOLS_SERVICE_NAME"] == service_name(env) == f"mapload-{env}"
@@ -142,3 +143,11 @@ def test_an_email_subscription_is_created_when_configured(tmp_path: Any) -> None
     subscription = only(resources(template, "AWS::SNS::Subscription"))["Properties"]
     assert (subscription["Protocol"], subscription["Endpoint"]) == ("email", "ops@example.com")
     assert json.dumps(subscription["TopicArn"]).count("Ref") == 1
+
+
+def test_loader_outputs_name_the_dashboard_and_the_alarm_topic(dev: Synth) -> None:
+    outputs = dev.loader_json["Outputs"]
+    dashboard = only({k: k for k in resources(dev.loader_json, "AWS::CloudWatch::Dashboard")})
+    topic = only({k: k for k in resources(dev.loader_json, "AWS::SNS::Topic")})
+    assert outputs["DashboardName"]["Value"] == {"Ref": dashboard}
+    assert outputs["AlarmTopicArn"]["Value"] == {"Ref": topic}
