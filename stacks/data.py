@@ -19,6 +19,8 @@ LEDGER_SORT_KEY = "sk"
 LEDGER_TTL_ATTRIBUTE = "expiresAt"
 # Staged manifests, rejects and reports live under this prefix (CONTRACTS "Staging bucket layout").
 STAGING_JOBS_PREFIX = "jobs/"
+# Decompressed (gzip/zip) sources written by Prepare: prepared/<jobId>/<runId>/...
+STAGING_PREPARED_PREFIX = "prepared/"
 
 _ATTRIBUTE_TYPES = {
     "S": dynamodb.AttributeType.STRING,
@@ -129,6 +131,11 @@ class DataStore(Construct):
                 s3.LifecycleRule(
                     id="ExpireJobs",
                     prefix=STAGING_JOBS_PREFIX,
+                    expiration=cdk.Duration.days(data_config.staging_expiry_days),
+                ),
+                s3.LifecycleRule(
+                    id="ExpirePrepared",
+                    prefix=STAGING_PREPARED_PREFIX,
                     expiration=cdk.Duration.days(data_config.staging_expiry_days),
                 ),
             ],

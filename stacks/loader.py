@@ -19,7 +19,7 @@ from aws_cdk.aws_lambda_python_alpha import PythonFunction
 from constructs import Construct
 
 from stacks.config import LoaderConfig
-from stacks.data import STAGING_JOBS_PREFIX, DataStack
+from stacks.data import STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack
 from stacks.nag import (
     acknowledge,
     acknowledge_wildcards,
@@ -32,6 +32,7 @@ from stacks.nag import (
 # The Lambda code root, bundled by PythonFunction; found from this file so synth works from any cwd.
 RUNTIME_ROOT: Final[Path] = Path(__file__).resolve().parent.parent / "runtime"
 HANDLER_INDEX: Final[Mapping[str, str]] = {
+    "Prepare": "handlers/prepare.py",
     "Plan": "handlers/plan.py",
     "Worker": "handlers/worker.py",
     "Finalize": "handlers/finalize.py",
@@ -136,6 +137,18 @@ class ShardedLoader(Construct):
         }
         source_buckets = ",".join([source_bucket.bucket_name, *loader_config.source_extra_buckets])
 
+        # Prepare decompresses gzip/zip sources into staging prepared/*; it streams for as long as
+        # the worker limit allows (docs: about how many GB one run can decompress).
+        self.prepare_function = self._function(
+            "Prepare",
+            memory_mib=loader_config.worker_memory_mib,
+            timeout_seconds=loader_config.worker_timeout_seconds,
+            environment={
+                "SOURCE_BUCKETS": source_buckets,
+                "STAGING_BUCKET": staging_bucket.bucket_name,
+                "TABLE_KEY": json.dumps(dict(table_key)),
+            },
+        )
         self.plan_function = self._function(
             "Plan",
             memory_mib=loader_config.control_memory_mib,
@@ -167,6 +180,19 @@ class ShardedLoader(Construct):
 
         # Least privilege, statement by statement; no grantRead/grantReadWriteData helpers,
         # which would add List*/GetBucket*/Scan/Query/DeleteItem the functions never call.
+        staging_prepared_arn = staging_bucket.arn_for_objects(f"{STAGING_PREPARED_PREFIX}*")
+        # Prepare: list and read sources; write (multipart: PutObject, and AbortMultipartUpload on
+        # failure) and head what it wrote under prepared/*.
+        self._allow(self.prepare_function, ["s3:ListBucket"], source_bucket_arns)
+        self._allow(self.prepare_function, ["s3:GetObject"], source_object_arns)
+        self._allow(
+            self.prepare_function,
+            ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
+            [staging_prepared_arn],
+        )
+        # Plan and Worker read the plain objects Prepare wrote.
+        self._allow(self.plan_function, ["s3:GetObject"], [staging_prepared_arn])
+        self._allow(self.worker_function, ["s3:GetObject"], [staging_prepared_arn])
         self._allow(self.plan_function, ["s3:ListBucket"], source_bucket_arns)
         self._allow(self.plan_function, ["s3:GetObject"], source_object_arns)
         self._allow(self.plan_function, ["s3:PutObject"], [staging_jobs_arn])
@@ -206,6 +232,7 @@ class ShardedLoader(Construct):
             ),
         )
         self._acknowledge_findings(staging_jobs_arn, source_object_arns)
+        self._acknowledge_prepared(staging_prepared_arn, source_object_arns)
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -272,6 +299,23 @@ class ShardedLoader(Construct):
             "id": sfn.JsonPath.string_at("$$.Execution.Id"),
         }
         attempts = self._config.retry_max_attempts
+
+        prepare = tasks.LambdaInvoke(
+            self,
+            "PrepareTask",
+            state_name="Prepare",
+            lambda_function=self.prepare_function,
+            payload=sfn.TaskInput.from_object({"input": sfn.JsonPath.object_at("$"), "execution": execution}),
+            result_selector={
+                "preparedKey": sfn.JsonPath.string_at("$.Payload.preparedKey"),
+                "objects": sfn.JsonPath.number_at("$.Payload.objects"),
+                "compressed": sfn.JsonPath.number_at("$.Payload.compressed"),
+            },
+            # Plan reads $.prepare from its input (and leaves it out of the spec).
+            result_path="$.prepare",
+            retry_on_service_exceptions=False,
+        )
+        self._retry(prepare, LAMBDA_SERVICE_ERRORS, attempts)
 
         plan = tasks.LambdaInvoke(
             self,
@@ -349,6 +393,8 @@ class ShardedLoader(Construct):
         self._retry(finalize, LAMBDA_SERVICE_ERRORS, attempts)
 
         # Finalize runs after a failed Plan or Map too, so every execution writes a report.
+        # Its own path, so the report can say the error happened in Prepare.
+        prepare.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.prepareError")
         plan.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
         shards.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
 
@@ -365,7 +411,7 @@ class ShardedLoader(Construct):
             .when(sfn.Condition.string_equals("$.result.status", "SUCCEEDED"), succeeded)
             .otherwise(failed)
         )
-        return plan.next(shards).next(finalize).next(done)
+        return prepare.next(plan).next(shards).next(finalize).next(done)
 
     # -- cdk-nag -----------------------------------------------------------------------------
 
@@ -436,9 +482,27 @@ class ShardedLoader(Construct):
             },
         )
 
+    def _acknowledge_prepared(self, staging_prepared_arn: str, source_object_arns: list[str]) -> None:
+        prepared = {
+            resource_finding(self, staging_prepared_arn): (
+                "Objects under the staging bucket's prepared/ prefix only: Prepare writes "
+                "prepared/<jobId>/<runId>/... per run (decompressed sources); Plan and Worker read them."
+            )
+        }
+        sources = {
+            resource_finding(self, arn): (
+                "Any object of an allowed source bucket: each execution names its own source key or "
+                "prefix; Prepare only reads it (s3:GetObject) to detect and decompress gzip/zip."
+            )
+            for arn in source_object_arns
+        }
+        acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **sources})
+        for function in (self.plan_function, self.worker_function):
+            acknowledge_wildcards(default_policy(function.role), prepared)
+
     @property
-    def functions(self) -> tuple[PythonFunction, PythonFunction, PythonFunction]:
-        return (self.plan_function, self.worker_function, self.finalize_function)
+    def functions(self) -> tuple[PythonFunction, ...]:
+        return (self.prepare_function, self.plan_function, self.worker_function, self.finalize_function)
 
 
 class LoaderStack(cdk.Stack):
@@ -470,6 +534,7 @@ class LoaderStack(cdk.Stack):
         )
         cdk.CfnOutput(self, "StateMachineArn", value=self.loader.state_machine.state_machine_arn)
         cdk.CfnOutput(self, "StateMachineName", value=self.loader.state_machine.state_machine_name)
+        cdk.CfnOutput(self, "PrepareFunctionName", value=self.loader.prepare_function.function_name)
         cdk.CfnOutput(self, "PlanFunctionName", value=self.loader.plan_function.function_name)
         cdk.CfnOutput(self, "WorkerFunctionName", value=self.loader.worker_function.function_name)
         cdk.CfnOutput(self, "FinalizeFunctionName", value=self.loader.finalize_function.function_name)

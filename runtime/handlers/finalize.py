@@ -81,6 +81,10 @@ def finalize(
     spec = job.get("spec") or {}
     job_id = str(job.get("jobId") or state.get("jobId") or run_id)
     error = report.describe_error(state.get("error"), planned=plan is not None)
+    if error is None and state.get("prepareError"):  # Prepare's Catch (input, source, archive)
+        error = report.describe_error(state["prepareError"], planned=False)
+        if error is not None:
+            error["where"] = "Prepare"
     manifest: list[dict[str, Any]] | None = None
     shards: dict[int, dict[str, Any]] = {}
     rejects_location: str | None = None

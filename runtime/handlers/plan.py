@@ -40,7 +40,10 @@ def _header(store: S3Store, obj: ObjectInfo, spec: JobSpec) -> tuple[list[str] |
 def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledger: Ledger) -> dict[str, Any]:
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
-    spec = parse_spec(event.get("input") or {}, table_key=settings.table_key, execution_name=run_id)
+    raw_input = dict(event.get("input") or {})
+    # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
+    prepared = raw_input.pop("prepare", None) or {}
+    spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
     bucket, key = parse_s3_uri(spec.source)
     if bucket not in settings.source_buckets:
         allowed = ", ".join(sorted(settings.source_buckets))
@@ -48,7 +51,14 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
             f"source: bucket {bucket!r} is not one this loader may read (allowed: {allowed}); "
             "add it to extra_source_buckets in cdk.json to allow it"
         )
-    objects = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
+    # (bucket, key) of a prepared object -> the source (and zip member) it came from.
+    origin: dict[tuple[str, str], tuple[str, str | None]] = {}
+    if prepared.get("preparedKey"):
+        listed = store.get_json(settings.staging_bucket, str(prepared["preparedKey"]))
+        objects = [ObjectInfo(e["bucket"], e["key"], int(e["size"]), str(e["etag"])) for e in listed]
+        origin = {(e["bucket"], e["key"]): (str(e["source"]), e.get("member")) for e in listed}
+    else:
+        objects = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
     planned = []
     line_bases: dict[str, int] = {}
     for obj in objects:
@@ -57,9 +67,9 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
             try:  # a field name typo fails the job now instead of rejecting every record
                 check_fields(spec, header)
             except InputValidationError as error:
-                raise InputValidationError(
-                    error.field, f"{error.message} (header of s3://{obj.bucket}/{obj.key})"
-                ) from None
+                source, member = origin.get((obj.bucket, obj.key), (f"s3://{obj.bucket}/{obj.key}", None))
+                where = f"{source} member {member}" if member else source
+                raise InputValidationError(error.field, f"{error.message} (header of {where})") from None
         line_bases[obj.key] = lines_before
         planned.append(
             {
@@ -76,6 +86,8 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     for shard in shards:  # the first shard of each object knows its first line number
         shard["lineBase"] = line_bases[shard["key"]] if shard["key"] not in seen else None
         seen.add(shard["key"])
+        if (shard["bucket"], shard["key"]) in origin:  # rejects name the source, not the copy
+            shard["source"], shard["member"] = origin[(shard["bucket"], shard["key"])]
     job_id = spec.job_id
     ledger.start_job(job_id, run_id, str(execution.get("id") or run_id), len(shards))
     manifest = layout.manifest_key(job_id, run_id)

@@ -75,6 +75,26 @@ class PlanSettings:
 
 
 @dataclass(frozen=True)
+class PrepareSettings:
+    ENV_NAMES: ClassVar[tuple[str, ...]] = ("SOURCE_BUCKETS", "STAGING_BUCKET", "TABLE_KEY")
+    source_buckets: frozenset[str]
+    staging_bucket: str
+    table_key: dict[str, str]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PrepareSettings:
+        try:
+            table_key = json.loads(_need(env, "TABLE_KEY"))
+        except json.JSONDecodeError as error:
+            raise SettingsError(f"environment variable TABLE_KEY is not JSON: {error}") from None
+        return cls(
+            source_buckets=_buckets(env),
+            staging_bucket=_need(env, "STAGING_BUCKET"),
+            table_key=dict(table_key),
+        )
+
+
+@dataclass(frozen=True)
 class WorkerSettings:
     ENV_NAMES: ClassVar[tuple[str, ...]] = (
         "SOURCE_BUCKETS",

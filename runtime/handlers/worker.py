@@ -34,7 +34,8 @@ SPOOL_BYTES = 8 * 1024 * 1024
 class RejectSink:
     """Rejected records with everything needed to fix and reload them, spooled to disk when large."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, member: str | None = None) -> None:
+        self._member = member
         self._source = source
         self._file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed by upload
         self.count = 0
@@ -51,6 +52,7 @@ class RejectSink:
             }
         record = {
             "source": self._source,
+            **({"member": self._member} if self._member else {}),
             "shardLine": line.number,
             "offset": line.offset,
             "code": code,
@@ -111,7 +113,8 @@ def work(
     shard = event["shard"]
     job = event["job"]
     job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
-    if shard["bucket"] not in settings.source_buckets:
+    prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
+    if shard["bucket"] not in settings.source_buckets and not prepared:
         raise SourceNotAllowedError(f"shard {index}: bucket {shard['bucket']!r} is not an allowed source")
     if ledger.shard_done(job_id, run_id, index):
         # A retry after the counts were recorded: the items are written, count nothing twice.
@@ -121,7 +124,8 @@ def work(
     start, end = int(shard["start"]), int(shard["end"])
     read_from = start - 1 if start > 0 else 0
     lines = iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
-    rejects = RejectSink(f"s3://{obj.bucket}/{obj.key}")
+    # A shard of a decompressed copy (Prepare) names the original source and zip member.
+    rejects = RejectSink(shard.get("source") or f"s3://{obj.bucket}/{obj.key}", shard.get("member"))
     writer = None
     if not spec.dry_run:
         writer = BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)

@@ -168,7 +168,7 @@ def test_invalid_input_fails_with_the_field_named_and_still_reports(
     assert run.report["error"]["type"] == "InputValidationError"
     assert "dynamodb.key" in run.report["error"]["message"]
     assert "sk" in run.report["error"]["message"]
-    assert run.report["error"]["where"] == "Plan"
+    assert run.report["error"]["where"] == "Prepare"  # Prepare validates the input first
     assert run.items == {}
 
 

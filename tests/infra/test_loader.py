@@ -12,6 +12,7 @@ pytestmark = pytest.mark.infra
 
 # docs/CONTRACTS.md "Environment variables" — exact names, per function.
 CONTRACT_ENV = {
+    "Prepare": {"SOURCE_BUCKETS", "STAGING_BUCKET", "TABLE_KEY"},
     "Plan": {
         "SOURCE_BUCKETS",
         "STAGING_BUCKET",
@@ -32,12 +33,14 @@ CONTRACT_ENV = {
     "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "LEDGER_TTL_DAYS"},
 }
 HANDLERS = {
+    "Prepare": "handlers.prepare.lambda_handler",
     "Plan": "handlers.plan.lambda_handler",
     "Worker": "handlers.worker.lambda_handler",
     "Finalize": "handlers.finalize.lambda_handler",
 }
 DATA = "Mapload-dev-Data"
 STAGING_JOBS = "${Import:" + DATA + ":StagingBucketArn}/jobs/*"
+STAGING_PREPARED = "${Import:" + DATA + ":StagingBucketArn}/prepared/*"
 SOURCE_BUCKET = "${Import:" + DATA + ":SourceBucketArn}"
 TABLE_ARN = "arn:${Ref:AWS::Partition}:dynamodb:${Ref:AWS::Region}:${Ref:AWS::AccountId}:table/"
 LEDGER = TABLE_ARN + "${Import:" + DATA + ":LedgerTableName}"
@@ -60,7 +63,11 @@ def log_writes(synth: Synth, name: str) -> set[tuple[str, str]]:
 
 
 def test_three_python_312_arm64_functions_with_contract_handlers(dev: Synth) -> None:
-    dev.loader.resource_count_is("AWS::Lambda::Function", 3)
+    found = {
+        fn["Properties"]["Handler"] for fn in resources(dev.loader_json, "AWS::Lambda::Function").values()
+    }
+    # The graph-load functions are tested with the Graph stack.
+    assert {h for h in found if "graph" not in h} == set(HANDLERS.values())
     for name, handler in HANDLERS.items():
         props = function(dev, name)[1]["Properties"]
         assert props["Runtime"] == "python3.12"
@@ -71,6 +78,8 @@ def test_three_python_312_arm64_functions_with_contract_handlers(dev: Synth) -> 
 def test_function_sizes_come_from_config(dev: Synth) -> None:
     sizes = {name: function(dev, name)[1]["Properties"] for name in HANDLERS}
     assert (sizes["Worker"]["MemorySize"], sizes["Worker"]["Timeout"]) == (1024, 900)
+    # Prepare decompresses as long as a function may run, with the worker's memory.
+    assert (sizes["Prepare"]["MemorySize"], sizes["Prepare"]["Timeout"]) == (1024, 900)
     for name in ("Plan", "Finalize"):
         assert (sizes[name]["MemorySize"], sizes[name]["Timeout"]) == (512, 300)
 
@@ -113,13 +122,14 @@ def test_each_function_logs_to_its_own_retained_log_group(dev: Synth) -> None:
         assert groups[group]["Properties"]["RetentionInDays"] == 30
         assert group in fn["DependsOn"]
         seen.add(group)
-    assert len(seen) == 3
+    assert len(seen) == len(HANDLERS)
 
 
 def test_plan_grants_are_exactly_its_needs(dev: Synth) -> None:
     assert grants(policy_statements(dev.loader_json, role_of(dev, "Plan"))) == log_writes(dev, "Plan") | {
         ("s3:ListBucket", SOURCE_BUCKET),
         ("s3:GetObject", SOURCE_BUCKET + "/*"),
+        ("s3:GetObject", STAGING_PREPARED),
         ("s3:PutObject", STAGING_JOBS),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:PutItem", LEDGER),
@@ -127,9 +137,23 @@ def test_plan_grants_are_exactly_its_needs(dev: Synth) -> None:
     }
 
 
+def test_prepare_grants_are_exactly_its_needs(dev: Synth) -> None:
+    """Reads sources; writes (multipart, aborts on failure) and heads only staging prepared/*."""
+    assert grants(policy_statements(dev.loader_json, role_of(dev, "Prepare"))) == log_writes(
+        dev, "Prepare"
+    ) | {
+        ("s3:ListBucket", SOURCE_BUCKET),
+        ("s3:GetObject", SOURCE_BUCKET + "/*"),
+        ("s3:GetObject", STAGING_PREPARED),
+        ("s3:PutObject", STAGING_PREPARED),
+        ("s3:AbortMultipartUpload", STAGING_PREPARED),
+    }
+
+
 def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
     assert grants(policy_statements(dev.loader_json, role_of(dev, "Worker"))) == log_writes(dev, "Worker") | {
         ("s3:GetObject", SOURCE_BUCKET + "/*"),
+        ("s3:GetObject", STAGING_PREPARED),
         ("s3:PutObject", STAGING_JOBS),
         ("dynamodb:BatchWriteItem", TARGET),
         ("dynamodb:GetItem", LEDGER),
@@ -224,6 +248,7 @@ def test_loader_outputs(dev: Synth) -> None:
     assert set(dev.loader_json["Outputs"]) == {
         "StateMachineArn",
         "StateMachineName",
+        "PrepareFunctionName",
         "PlanFunctionName",
         "WorkerFunctionName",
         "FinalizeFunctionName",

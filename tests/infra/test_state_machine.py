@@ -61,12 +61,33 @@ def test_standard_machine_with_logging_and_tracing(dev: Synth) -> None:
 
 def test_shape_plan_shards_finalize_done(dev: Synth) -> None:
     asl = definition(dev)
-    assert asl["StartAt"] == "Plan"
+    assert asl["StartAt"] == "Prepare"
     states = asl["States"]
-    assert set(states) == {"Plan", "Shards", "Finalize", "Done", "Succeeded", "Failed"}
+    assert {"Prepare", "Plan", "Shards", "Finalize", "Done", "Succeeded", "Failed"} <= set(states)
+    assert states["Prepare"]["Next"] == "Plan"
     assert states["Plan"]["Next"] == "Shards"
     assert states["Shards"]["Next"] == "Finalize"
     assert states["Finalize"]["Next"] == "Done"
+
+
+def test_prepare_task(dev: Synth) -> None:
+    prepare = definition(dev)["States"]["Prepare"]
+    assert prepare["Type"] == "Task"
+    assert prepare["Parameters"] == {
+        "FunctionName": function_arn(dev, "Prepare"),
+        "Payload": {"input.$": "$", "execution": EXECUTION},
+    }
+    assert prepare["ResultSelector"] == {
+        "preparedKey.$": "$.Payload.preparedKey",
+        "objects.$": "$.Payload.objects",
+        "compressed.$": "$.Payload.compressed",
+    }
+    assert prepare["ResultPath"] == "$.prepare"
+    assert prepare["Retry"] == [retrier(LAMBDA_ERRORS, 6)]
+    # Its own error path, so the report can say the failure happened in Prepare.
+    assert prepare["Catch"] == [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.prepareError", "Next": "Finalize"}
+    ]
 
 
 def test_plan_task(dev: Synth) -> None:
