@@ -28,6 +28,7 @@ def _run_local(args: argparse.Namespace) -> int:
             report_path=Path(args.report),
             env_name=args.env,
             quiet=args.quiet,
+            graph_store=Path(args.graph_store) if args.graph_store else None,
         )
     except LocalRunError as error:
         print(f"mapload: {error}", file=sys.stderr)
@@ -90,11 +91,16 @@ def main(argv: list[str] | None = None) -> int:
             "AWS_ENDPOINT_URL_S3 send the data to another S3/DynamoDB-compatible server instead."
         ),
     )
-    run.add_argument("file", help="the file to load (CSV or JSON Lines)")
+    run.add_argument("file", help="the file to load (CSV, JSON Lines, N-Quads or N-Triples)")
     run.add_argument("--spec", required=True, help="execution input as JSON, without 'source'")
     run.add_argument("--report", required=True, help="where to write the run report (JSON)")
     run.add_argument("--env", default="dev", help="which environment's settings to use (default: dev)")
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument(
+        "--graph-store",
+        metavar="DIR",
+        help="keep the embedded RDF store (pyoxigraph) in DIR, to query with SPARQL after the run",
+    )
     run.set_defaults(func=_run_local)
 
     up = sub.add_parser(

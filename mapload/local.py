@@ -84,6 +84,7 @@ def run_local(
     quiet: bool = False,
     context: dict[str, Any] | None = None,
     inspect: Callable[[Emulator, Deployment], None] | None = None,
+    graph_store: Path | None = None,
 ) -> dict[str, Any]:
     """Run FILE through the state machine; `inspect` sees the emulator before it is torn down."""
     if not file.is_file():
@@ -96,7 +97,7 @@ def run_local(
         raise LocalRunError(str(error)) from error
     run_id = datetime.now(UTC).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     job_id = str(spec.get("jobId") or run_id)
-    with Emulator(env_name) as emu:
+    with Emulator(env_name, graph_store=graph_store) as emu:
         deployment = emu.provision(stacks)
         bucket = deployment.output("SourceBucketName")
         emu.client("s3").upload_file(str(file), bucket, file.name)
@@ -118,6 +119,12 @@ def run_local(
         if report["status"] == "SUCCEEDED" and described["status"] != "SUCCEEDED":
             report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
         _copy_rejects(emu, report, report_path)
+        if isinstance(report.get("graph"), dict) and emu.graph_loader is not None:
+            # What a SPARQL query over the local store sees now (the loader's counts are per load).
+            report["graph"]["store"] = {
+                "statements": len(emu.graph_loader.store),
+                "path": str(graph_store) if graph_store is not None else None,
+            }
         if inspect is not None:
             inspect(emu, deployment)
     report_path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,6 +144,12 @@ def summary(report: dict[str, Any], report_path: Path) -> str:
         f"  seconds   {report.get('seconds')}",
         f"  table     {(report.get('dynamodb') or {}).get('table')}",
     ]
+    graph = report.get("graph")
+    if isinstance(graph, dict):
+        lines.append(
+            f"  graph     staged {graph.get('staged')} · loaded {graph.get('loaded')} · {graph.get('status')}"
+            + (f" · store {graph['store']['statements']} statements" if graph.get("store") else "")
+        )
     rejects = report.get("rejects") or {}
     if rejects.get("count"):
         lines.append(

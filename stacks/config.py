@@ -26,6 +26,8 @@ _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 _TABLE_ARN = re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/(?P<name>[A-Za-z0-9_.-]{3,255})$")
+_NEPTUNE_CLASS = re.compile(r"^db\.(serverless|[a-z0-9]+\.[a-z0-9]+)$")
+_ENGINE_VERSION = re.compile(r"^1\.\d+\.\d+\.\d+$")
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -111,6 +113,30 @@ class MonitoringConfig:
 
 
 @dataclass(frozen=True)
+class GraphConfig:
+    """What the Graph stack needs: the Neptune cluster's size, engine, backups and protection."""
+
+    # "db.serverless" sizes by Neptune capacity units (min/max); any other class is provisioned.
+    instance_class: str
+    instances: int
+    serverless_min_capacity: float
+    serverless_max_capacity: float
+    engine_version: str
+    backup_retention_days: int
+    # Deletion protection on the cluster, snapshot on stack deletion (prod).
+    retain: bool
+
+    @property
+    def serverless(self) -> bool:
+        return self.instance_class == "db.serverless"
+
+    @property
+    def parameter_group_family(self) -> str:
+        major_minor = ".".join(self.engine_version.split(".")[:2])
+        return f"neptune{major_minor}"
+
+
+@dataclass(frozen=True)
 class EnvironmentConfig:
     """One deployment environment (dev, staging, prod)."""
 
@@ -120,6 +146,8 @@ class EnvironmentConfig:
     data: DataConfig
     loader: LoaderConfig
     monitoring: MonitoringConfig = MonitoringConfig()
+    # None: the environment has no Graph stack (graph_enabled false) and refuses graph inputs.
+    graph: GraphConfig | None = None
 
 
 # Per-environment defaults; cdk.json only states what differs. Prod keeps data and allows
@@ -150,6 +178,13 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
     "alarm_email": None,
     "alarm_rejected_percent": 1.0,
     "alarm_throttle_events": 1000,
+    "graph_enabled": True,
+    "graph_instance_class": "db.serverless",
+    "graph_instances": 1,
+    "graph_serverless_min_capacity": 1.0,
+    "graph_serverless_max_capacity": 8.0,
+    "graph_engine_version": "1.4.5.1",
+    "graph_backup_retention_days": 7,
 }
 _ENV_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
     "dev": {},
@@ -160,6 +195,11 @@ _ENV_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
         "staging_expiry_days": 30,
         "log_retention_days": 365,
         "retain_data": True,
+        # A second instance in the other AZ: failover without waiting for a new instance.
+        "graph_instances": 2,
+        "graph_serverless_min_capacity": 2.5,
+        "graph_serverless_max_capacity": 64.0,
+        "graph_backup_retention_days": 35,
     },
 }
 
@@ -347,11 +387,44 @@ def load_environment(
         region=read.optional("region", _REGION, "an AWS region such as eu-west-2"),
         data=data,
         loader=loader,
+        graph=_graph(read, retain=data.retain_data),
         monitoring=MonitoringConfig(
             alarm_email=read.optional("alarm_email", _EMAIL, "an e-mail address"),
             alarm_rejected_percent=read.float_("alarm_rejected_percent", 0.0, 100.0),
             alarm_throttle_events=read.int_("alarm_throttle_events", 1, 10_000_000),
         ),
+    )
+
+
+def _graph(read: _Reader, *, retain: bool) -> GraphConfig | None:
+    if not read.bool_("graph_enabled"):
+        return None
+    instance_class = read.raw["graph_instance_class"]
+    if not isinstance(instance_class, str) or not _NEPTUNE_CLASS.match(instance_class):
+        raise read.fail(
+            "graph_instance_class",
+            f'must be "db.serverless" or a Neptune instance class like db.r6g.large, got {instance_class!r}',
+        )
+    engine = read.raw["graph_engine_version"]
+    if not isinstance(engine, str) or not _ENGINE_VERSION.match(engine):
+        raise read.fail(
+            "graph_engine_version", f"must be a Neptune engine version like 1.4.5.1, got {engine!r}"
+        )
+    low = read.float_("graph_serverless_min_capacity", 1.0, 128.0)
+    high = read.float_("graph_serverless_max_capacity", 2.5, 128.0)
+    if low > high:
+        raise read.fail(
+            "graph_serverless_min_capacity", f"must not exceed graph_serverless_max_capacity ({high:g})"
+        )
+    return GraphConfig(
+        instance_class=instance_class,
+        instances=read.int_("graph_instances", 1, 16),
+        serverless_min_capacity=low,
+        serverless_max_capacity=high,
+        engine_version=engine,
+        # Neptune keeps automated backups 1 to 35 days.
+        backup_retention_days=read.int_("graph_backup_retention_days", 1, 35),
+        retain=retain,
     )
 
 

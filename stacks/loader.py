@@ -20,6 +20,7 @@ from constructs import Construct
 
 from stacks.config import LoaderConfig
 from stacks.data import STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack
+from stacks.graph import GraphStack, GraphTarget
 from stacks.nag import (
     acknowledge,
     acknowledge_wildcards,
@@ -36,6 +37,8 @@ HANDLER_INDEX: Final[Mapping[str, str]] = {
     "Plan": "handlers/plan.py",
     "Worker": "handlers/worker.py",
     "Finalize": "handlers/finalize.py",
+    "StartGraphLoad": "handlers/start_graph_load.py",
+    "PollGraphLoad": "handlers/poll_graph_load.py",
 }
 HANDLER_FUNCTION: Final[str] = "lambda_handler"
 
@@ -51,8 +54,11 @@ LAMBDA_SERVICE_ERRORS: Final[Sequence[str]] = (
 WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "Sandbox.Timedout", "States.Timeout")
 WORKER_RETRY_ATTEMPTS: Final[int] = 2
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
+# The loader client's own retries are exhausted; the state machine tries again later.
+GRAPH_RETRY_ERRORS: Final[Sequence[str]] = ("GraphLoaderBusyError",)
+GRAPH_RETRY_ATTEMPTS: Final[int] = 5
 
-_RETENTION: Final[Mapping[int, logs.RetentionDays]] = {
+RETENTION_DAYS: Final[Mapping[int, logs.RetentionDays]] = {
     1: logs.RetentionDays.ONE_DAY,
     3: logs.RetentionDays.THREE_DAYS,
     5: logs.RetentionDays.FIVE_DAYS,
@@ -113,9 +119,11 @@ class ShardedLoader(Construct):
         table_key: Mapping[str, str],
         ledger_table: dynamodb.ITable,
         runtime_root: Path = RUNTIME_ROOT,
+        graph: GraphTarget | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = loader_config
+        self._graph = graph
         self._runtime_root = runtime_root
         self._log_removal = (
             cdk.RemovalPolicy.RETAIN if loader_config.retain_logs else cdk.RemovalPolicy.DESTROY
@@ -177,6 +185,10 @@ class ShardedLoader(Construct):
             timeout_seconds=loader_config.control_timeout_seconds,
             environment=dict(common_env),
         )
+        self.start_graph_load_function: PythonFunction | None = None
+        self.poll_graph_load_function: PythonFunction | None = None
+        if graph is not None:
+            self._graph_functions(graph, staging_bucket, ledger_table, staging_jobs_arn)
 
         # Least privilege, statement by statement; no grantRead/grantReadWriteData helpers,
         # which would add List*/GetBucket*/Scan/Query/DeleteItem the functions never call.
@@ -215,7 +227,7 @@ class ShardedLoader(Construct):
         self.state_machine_log_group = logs.LogGroup(
             self,
             "StateMachineLogs",
-            retention=_RETENTION[loader_config.log_retention_days],
+            retention=RETENTION_DAYS[loader_config.log_retention_days],
             removal_policy=self._log_removal,
         )
         self.state_machine = sfn.StateMachine(
@@ -243,11 +255,12 @@ class ShardedLoader(Construct):
         memory_mib: int,
         timeout_seconds: int,
         environment: Mapping[str, str],
+        network: Mapping[str, Any] | None = None,
     ) -> PythonFunction:
         log_group = logs.LogGroup(
             self,
             f"{name}Logs",
-            retention=_RETENTION[self._config.log_retention_days],
+            retention=RETENTION_DAYS[self._config.log_retention_days],
             removal_policy=self._log_removal,
         )
         # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy, which
@@ -273,10 +286,94 @@ class ShardedLoader(Construct):
             role=role,
             log_group=log_group,
             description=f"mapload {name.lower()} (runtime/{HANDLER_INDEX[name]})",
+            **dict(network or {}),
         )
         # The log group must exist before the function first runs, or Lambda creates its own.
         function.node.add_dependency(log_group)
         return function
+
+    def _graph_functions(
+        self,
+        graph: GraphTarget,
+        staging_bucket: s3.IBucket,
+        ledger_table: dynamodb.ITable,
+        staging_jobs_arn: str,
+    ) -> None:
+        """StartGraphLoad and PollGraphLoad: in the VPC, the only callers of the Neptune loader API."""
+        neptune_env = {
+            "NEPTUNE_ENDPOINT": graph.endpoint,
+            "NEPTUNE_PORT": graph.port,
+            "NEPTUNE_REGION": cdk.Aws.REGION,
+        }
+        ledger_env = {
+            "STAGING_BUCKET": staging_bucket.bucket_name,
+            "LEDGER_TABLE": ledger_table.table_name,
+            "LEDGER_TTL_DAYS": str(self._config.ledger_ttl_days),
+        }
+        network = {"vpc": graph.vpc, "vpc_subnets": graph.subnets, "security_groups": [graph.security_group]}
+        start = self._function(
+            "StartGraphLoad",
+            memory_mib=self._config.control_memory_mib,
+            timeout_seconds=self._config.control_timeout_seconds,
+            environment={**neptune_env, "LOADER_ROLE_ARN": graph.loader_role_arn, **ledger_env},
+            network=network,
+        )
+        poll = self._function(
+            "PollGraphLoad",
+            memory_mib=self._config.control_memory_mib,
+            timeout_seconds=self._config.control_timeout_seconds,
+            environment={**neptune_env, **ledger_env},
+            network=network,
+        )
+        # neptune-db actions are scoped by the cluster's resource id (arn:...:neptune-db:region:account:id/*).
+        self._neptune_arn = cdk.Stack.of(self).format_arn(
+            service="neptune-db",
+            resource=graph.cluster_resource_id,
+            resource_name="*",
+            arn_format=cdk.ArnFormat.SLASH_RESOURCE_NAME,
+        )
+        self._allow(start, ["neptune-db:StartLoaderJob"], [self._neptune_arn])
+        ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem")
+        self._allow(
+            poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [self._neptune_arn]
+        )
+        self._allow(poll, ["s3:PutObject"], [staging_jobs_arn])
+        ledger_table.grant(poll, "dynamodb:UpdateItem")
+        for function in (start, poll):
+            role = function.role
+            assert isinstance(role, iam.Role)
+            # ENIs in the VPC: AWS's own policy for exactly that (ec2:Create/Describe/Delete
+            # NetworkInterface and IP assignment, which take no narrower resource).
+            role.add_managed_policy(
+                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole")
+            )
+            cfn_role = role.node.default_child
+            assert isinstance(cfn_role, cdk.CfnResource)
+            acknowledge(
+                cfn_role,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AWSLambdaVPCAccessExecutionRole]",
+                "A function in a VPC needs to create and delete its network interfaces; AWS maintains "
+                "this policy for exactly that and the EC2 actions take no narrower resource.",
+            )
+        neptune_reason = {
+            resource_finding(self, self._neptune_arn): (
+                "neptune-db data actions are granted per cluster as <cluster resource id>/*; these "
+                "functions call only the loader API actions listed, on this one cluster."
+            )
+        }
+        acknowledge_wildcards(default_policy(start.role), neptune_reason)
+        acknowledge_wildcards(
+            default_policy(poll.role),
+            {
+                **neptune_reason,
+                resource_finding(self, staging_jobs_arn): (
+                    "PollGraphLoad rewrites the job report under jobs/<jobId>/<runId>/ when the load ends."
+                ),
+            },
+        )
+        self.start_graph_load_function = start
+        self.poll_graph_load_function = poll
 
     @staticmethod
     def _allow(function: lambda_.IFunction, actions: list[str], resources: list[str]) -> None:
@@ -386,6 +483,11 @@ class ShardedLoader(Construct):
                 "reportUri": sfn.JsonPath.string_at("$.Payload.reportUri"),
                 "error": sfn.JsonPath.string_at("$.Payload.error"),
                 "cause": sfn.JsonPath.string_at("$.Payload.cause"),
+                **(
+                    {"graphLoad": sfn.JsonPath.string_at("$.Payload.graphLoad")}
+                    if self._graph is not None
+                    else {}
+                ),
             },
             result_path="$.result",
             retry_on_service_exceptions=False,
@@ -406,12 +508,101 @@ class ShardedLoader(Construct):
             error=FAILED_ERROR,
             cause_path=sfn.JsonPath.string_at("$.result.cause"),
         )
-        done = (
-            sfn.Choice(self, "DoneChoice", state_name="Done")
+        done = sfn.Choice(self, "DoneChoice", state_name="Done")
+        if self._graph is not None:
+            done.when(
+                sfn.Condition.and_(
+                    sfn.Condition.string_equals("$.result.status", "SUCCEEDED"),
+                    sfn.Condition.boolean_equals("$.result.graphLoad", True),
+                ),
+                self._graph_load_states(execution, succeeded, failed),
+            )
+        done.when(sfn.Condition.string_equals("$.result.status", "SUCCEEDED"), succeeded).otherwise(failed)
+        return prepare.next(plan).next(shards).next(finalize).next(done)
+
+    def _graph_load_states(
+        self, execution: Mapping[str, Any], succeeded: sfn.Succeed, failed: sfn.Fail
+    ) -> sfn.IChainable:
+        """StartGraphLoad → GraphWait → PollGraphLoad → GraphLoaded? (pending: back to GraphWait).
+
+        Polling happens in the state machine, never by sleeping in a Lambda. Poll returns
+        Finalize's result shape with the report finished, so Succeeded/Failed serve both paths.
+        """
+        assert self.start_graph_load_function is not None and self.poll_graph_load_function is not None
+        attempts = self._config.retry_max_attempts
+        result_selector: dict[str, Any] = {
+            name: sfn.JsonPath.string_at(f"$.Payload.{name}")
+            for name in ("status", "jobId", "reportUri", "error", "cause", "graphLoad", "graphStatus")
+        }
+        result_selector["report"] = sfn.JsonPath.object_at("$.Payload.report")
+        result_selector["pending"] = sfn.JsonPath.string_at("$.Payload.pending")
+
+        start = tasks.LambdaInvoke(
+            self,
+            "StartGraphLoadTask",
+            state_name="StartGraphLoad",
+            lambda_function=self.start_graph_load_function,
+            payload=sfn.TaskInput.from_object(
+                {"job": sfn.JsonPath.object_at("$.plan.job"), "execution": execution}
+            ),
+            result_selector={
+                "loadId": sfn.JsonPath.string_at("$.Payload.loadId"),
+                "source": sfn.JsonPath.string_at("$.Payload.source"),
+                "waitSeconds": sfn.JsonPath.number_at("$.Payload.waitSeconds"),
+                "deadline": sfn.JsonPath.number_at("$.Payload.deadline"),
+            },
+            result_path="$.graphLoad",
+            retry_on_service_exceptions=False,
+        )
+        self._retry(start, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry(start, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS)
+        wait = sfn.Wait(
+            self,
+            "GraphWaitState",
+            state_name="GraphWait",
+            time=sfn.WaitTime.seconds_path("$.graphLoad.waitSeconds"),
+        )
+        poll = tasks.LambdaInvoke(
+            self,
+            "PollGraphLoadTask",
+            state_name="PollGraphLoad",
+            lambda_function=self.poll_graph_load_function,
+            payload=sfn.TaskInput.from_object(
+                {"load": sfn.JsonPath.object_at("$.graphLoad"), "result": sfn.JsonPath.object_at("$.result")}
+            ),
+            result_selector=result_selector,
+            result_path="$.result",
+            retry_on_service_exceptions=False,
+        )
+        self._retry(poll, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry(poll, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS)
+        # A start or poll that failed for good still finishes the report (status FAILED, the error).
+        record_error = tasks.LambdaInvoke(
+            self,
+            "GraphLoadErrorTask",
+            state_name="GraphLoadError",
+            lambda_function=self.poll_graph_load_function,
+            payload=sfn.TaskInput.from_object(
+                {
+                    "error": sfn.JsonPath.object_at("$.graphError"),
+                    "result": sfn.JsonPath.object_at("$.result"),
+                }
+            ),
+            result_selector=result_selector,
+            result_path="$.result",
+            retry_on_service_exceptions=False,
+        )
+        self._retry(record_error, LAMBDA_SERVICE_ERRORS, attempts)
+        start.add_catch(record_error, errors=[sfn.Errors.ALL], result_path="$.graphError")
+        poll.add_catch(record_error, errors=[sfn.Errors.ALL], result_path="$.graphError")
+        loaded = (
+            sfn.Choice(self, "GraphLoadedChoice", state_name="GraphLoaded")
+            .when(sfn.Condition.boolean_equals("$.result.pending", True), wait)
             .when(sfn.Condition.string_equals("$.result.status", "SUCCEEDED"), succeeded)
             .otherwise(failed)
         )
-        return prepare.next(plan).next(shards).next(finalize).next(done)
+        record_error.next(loaded)
+        return start.next(wait).next(poll).next(loaded)
 
     # -- cdk-nag -----------------------------------------------------------------------------
 
@@ -502,7 +693,14 @@ class ShardedLoader(Construct):
 
     @property
     def functions(self) -> tuple[PythonFunction, ...]:
-        return (self.prepare_function, self.plan_function, self.worker_function, self.finalize_function)
+        graph = (self.start_graph_load_function, self.poll_graph_load_function)
+        return (
+            self.prepare_function,
+            self.plan_function,
+            self.worker_function,
+            self.finalize_function,
+            *(function for function in graph if function is not None),
+        )
 
 
 class LoaderStack(cdk.Stack):
@@ -516,6 +714,7 @@ class LoaderStack(cdk.Stack):
         loader_config: LoaderConfig,
         data: DataStack,
         table_key: Mapping[str, str],
+        graph: GraphStack | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -531,6 +730,7 @@ class LoaderStack(cdk.Stack):
             table=shared.table,
             table_key=table_key,
             ledger_table=shared.ledger_table,
+            graph=graph.share_with(self) if graph is not None else None,
         )
         cdk.CfnOutput(self, "StateMachineArn", value=self.loader.state_machine.state_machine_arn)
         cdk.CfnOutput(self, "StateMachineName", value=self.loader.state_machine.state_machine_name)

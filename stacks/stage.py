@@ -10,11 +10,13 @@ from constructs import Construct
 
 from stacks.config import EnvironmentConfig
 from stacks.data import DataStack
-from stacks.loader import LoaderStack
+from stacks.graph import GraphStack
+from stacks.loader import RETENTION_DAYS, LoaderStack
 from stacks.monitoring import LoaderMonitoring
 
 DATA_STACK_ID = "Data"
 LOADER_STACK_ID = "Loader"
+GRAPH_STACK_ID = "Graph"
 
 
 def stage_id(env_name: str) -> str:
@@ -48,9 +50,22 @@ class MaploadStage(cdk.Stage):
             # Retained data deserves a second confirmation before its stack can be deleted.
             termination_protection=config.data.retain_data,
         )
+        # Neptune and its VPC: the Loader's graph functions run in it (Graph deploys before Loader).
+        self.graph: GraphStack | None = None
+        if config.graph is not None:
+            self.graph = GraphStack(
+                self,
+                GRAPH_STACK_ID,
+                graph_config=config.graph,
+                data=self.data,
+                log_retention=RETENTION_DAYS[config.loader.log_retention_days],
+                description=f"mapload {config.name}: VPC, Neptune cluster, bulk loader role",
+                termination_protection=config.graph.retain,
+            )
         self.loader = LoaderStack(
             self,
             LOADER_STACK_ID,
+            graph=self.graph,
             loader_config=config.loader,
             data=self.data,
             table_key=config.data.table_key,

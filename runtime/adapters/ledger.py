@@ -17,8 +17,8 @@ def _job_pk(job_id: str) -> dict[str, str]:
     return {"S": f"JOB#{job_id}"}
 
 
-def shard_sk(run_id: str, index: int) -> str:
-    return f"RUN#{run_id}#SHARD#{index:06d}"
+def shard_sk(plan_id: str, index: int) -> str:
+    return f"PLAN#{plan_id}#SHARD#{index:06d}"
 
 
 class Ledger:
@@ -26,6 +26,14 @@ class Ledger:
         self._db = client
         self._table = table
         self._ttl_days = ttl_days
+
+    @property
+    def client(self) -> Any:
+        return self._db
+
+    @property
+    def table(self) -> str:
+        return self._table
 
     def _expires(self) -> dict[str, str]:
         return {"N": str(int(time.time()) + self._ttl_days * DAY)}
@@ -86,14 +94,14 @@ class Ledger:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
 
-    def record_shard(self, job_id: str, run_id: str, index: int, counts: dict[str, Any]) -> bool:
+    def record_shard(self, job_id: str, plan_id: str, index: int, counts: dict[str, Any]) -> bool:
         """Store a finished shard's counts once; False when a previous attempt already did."""
         try:
             self._db.put_item(
                 TableName=self._table,
                 Item={
                     "pk": _job_pk(job_id),
-                    "sk": {"S": shard_sk(run_id, index)},
+                    "sk": {"S": shard_sk(plan_id, index)},
                     "index": {"N": str(index)},
                     "counts": {"S": json.dumps(counts, separators=(",", ":"))},
                     "expiresAt": self._expires(),
@@ -106,24 +114,62 @@ class Ledger:
             raise
         return True
 
-    def shard_done(self, job_id: str, run_id: str, index: int) -> bool:
+    def shard_done(self, job_id: str, plan_id: str, index: int) -> bool:
         item = self._db.get_item(
             TableName=self._table,
-            Key={"pk": _job_pk(job_id), "sk": {"S": shard_sk(run_id, index)}},
+            Key={"pk": _job_pk(job_id), "sk": {"S": shard_sk(plan_id, index)}},
             ConsistentRead=True,
             ProjectionExpression="sk",
         ).get("Item")
         return item is not None
 
-    def shards(self, job_id: str, run_id: str) -> dict[int, dict[str, Any]]:
+    def shards(self, job_id: str, plan_id: str) -> dict[int, dict[str, Any]]:
         found: dict[int, dict[str, Any]] = {}
         paginator = self._db.get_paginator("query")
         for page in paginator.paginate(
             TableName=self._table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": _job_pk(job_id), ":prefix": {"S": f"RUN#{run_id}#SHARD#"}},
+            ExpressionAttributeValues={":pk": _job_pk(job_id), ":prefix": {"S": f"PLAN#{plan_id}#SHARD#"}},
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):
                 found[int(item["index"]["N"])] = json.loads(item["counts"]["S"])
         return found
+
+    # -- the graph load (one per run: a retried StartGraphLoad finds it here) -----------------
+
+    def graph_load(self, job_id: str, run_id: str) -> dict[str, Any] | None:
+        item = self._db.get_item(
+            TableName=self._table,
+            Key={"pk": _job_pk(job_id), "sk": {"S": graph_load_sk(run_id)}},
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            return None
+        return {k: next(iter(v.values())) for k, v in item.items()}
+
+    def record_graph_load(self, job_id: str, run_id: str, load_id: str, source: str) -> str:
+        """Store the run's load id once; the id already stored when another attempt got there first."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "pk": _job_pk(job_id),
+                    "sk": {"S": graph_load_sk(run_id)},
+                    "loadId": {"S": load_id},
+                    "source": {"S": source},
+                    "startedAt": {"N": str(int(time.time()))},
+                    "expiresAt": self._expires(),
+                },
+                ConditionExpression="attribute_not_exists(sk)",
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            existing = self.graph_load(job_id, run_id) or {}
+            return str(existing.get("loadId") or load_id)
+        return load_id
+
+
+def graph_load_sk(run_id: str) -> str:
+    return f"RUN#{run_id}#GRAPHLOAD"

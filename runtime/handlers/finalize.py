@@ -91,7 +91,7 @@ def finalize(
     sample: list[dict[str, Any]] = []
     if plan is not None:
         manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
-        shards = ledger.shards(job_id, run_id)
+        shards = ledger.shards(job_id, str(job.get("planId") or run_id))
         rejects_location, sample = _merge_rejects(
             store, settings.staging_bucket, job_id, run_id, manifest or [], shards
         )
@@ -112,6 +112,17 @@ def finalize(
         rejects_location=rejects_location,
         sample=sample,
     )
+    # Shards an earlier run of this job finished (same plan): not redone, still counted.
+    result["shards"]["skipped"] = sum(1 for c in shards.values() if c.get("runId", run_id) != run_id)
+    plan_id = str(job.get("planId") or run_id)
+    graph = report.graph_section(
+        spec,
+        shards,
+        source=f"s3://{settings.staging_bucket}/{layout.graph_prefix(job_id, plan_id)}",
+        status=result["status"],
+    )
+    if graph is not None:
+        result["graph"] = graph
     key = layout.report_key(job_id, run_id)
     store.put_json(settings.staging_bucket, key, result)
     if plan is not None:
@@ -124,6 +135,8 @@ def finalize(
         "report": result,
         "error": err["type"] if err else None,
         "cause": f"{err['type']} in {err['where']}: {err['message']}" if err else "",
+        # The state machine starts the graph load only when this is true.
+        "graphLoad": graph is not None and graph["status"] == "PENDING",
     }
 
 

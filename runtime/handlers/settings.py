@@ -139,3 +139,71 @@ class FinalizeSettings:
             table_name=_need(env, "TABLE_NAME"),
             ledger_ttl_days=_int(env, "LEDGER_TTL_DAYS"),
         )
+
+
+def _port(env: Mapping[str, str], name: str) -> int:
+    value = _int(env, name)
+    if value > 65535:
+        raise SettingsError(f"environment variable {name} must be a TCP port, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class StartGraphLoadSettings:
+    ENV_NAMES: ClassVar[tuple[str, ...]] = (
+        "NEPTUNE_ENDPOINT",
+        "NEPTUNE_PORT",
+        "NEPTUNE_REGION",
+        "LOADER_ROLE_ARN",
+        "STAGING_BUCKET",
+        "LEDGER_TABLE",
+        "LEDGER_TTL_DAYS",
+    )
+    neptune_endpoint: str
+    neptune_port: int
+    neptune_region: str
+    loader_role_arn: str
+    staging_bucket: str
+    ledger_table: str
+    ledger_ttl_days: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> StartGraphLoadSettings:
+        return cls(
+            neptune_endpoint=_need(env, "NEPTUNE_ENDPOINT"),
+            neptune_port=_port(env, "NEPTUNE_PORT"),
+            neptune_region=_need(env, "NEPTUNE_REGION"),
+            loader_role_arn=_need(env, "LOADER_ROLE_ARN"),
+            staging_bucket=_need(env, "STAGING_BUCKET"),
+            ledger_table=_need(env, "LEDGER_TABLE"),
+            ledger_ttl_days=_int(env, "LEDGER_TTL_DAYS"),
+        )
+
+
+@dataclass(frozen=True)
+class PollGraphLoadSettings:
+    ENV_NAMES: ClassVar[tuple[str, ...]] = (
+        "NEPTUNE_ENDPOINT",
+        "NEPTUNE_PORT",
+        "NEPTUNE_REGION",
+        "STAGING_BUCKET",
+        "LEDGER_TABLE",
+        "LEDGER_TTL_DAYS",
+    )
+    neptune_endpoint: str
+    neptune_port: int
+    neptune_region: str
+    staging_bucket: str
+    ledger_table: str
+    ledger_ttl_days: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> PollGraphLoadSettings:
+        return cls(
+            neptune_endpoint=_need(env, "NEPTUNE_ENDPOINT"),
+            neptune_port=_port(env, "NEPTUNE_PORT"),
+            neptune_region=_need(env, "NEPTUNE_REGION"),
+            staging_bucket=_need(env, "STAGING_BUCKET"),
+            ledger_table=_need(env, "LEDGER_TABLE"),
+            ledger_ttl_days=_int(env, "LEDGER_TTL_DAYS"),
+        )

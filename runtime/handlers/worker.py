@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import tempfile
@@ -11,19 +12,23 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from adapters import clients
+from adapters.budget import LeaseBoard, SharedBudget
 from adapters.dynamodb import BatchWriter
 from adapters.ledger import Ledger
+from adapters.rdf import GraphStager, line_parser, to_quad
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
 from logic import layout
 from logic.batching import Batcher
 from logic.errors import SourceNotAllowedError
+from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
 from logic.parsing import is_skipped, make_parser
+from logic.ratecontrol import write_units
 from logic.records import Line, iter_shard_lines
 from logic.report import clip_sample
-from logic.spec import JobSpec, parse_spec
+from logic.spec import RDF_FORMATS, JobSpec, parse_spec
 from logic.values import Reject
 
 SETTINGS_CLASS = WorkerSettings
@@ -72,16 +77,43 @@ class RejectSink:
         return self._file
 
 
+def process_rdf(
+    lines: Iterable[Line], spec: JobSpec, graph: GraphStager | None, rejects: RejectSink
+) -> dict[str, int]:
+    """N-Quads/N-Triples: each line is one statement, checked by the RDF parser and staged."""
+    parse = line_parser(spec.format)
+    read = written = owned = 0
+    for line in lines:
+        owned += 1
+        if is_skipped(line.raw, spec) or is_rdf_comment(line.raw):
+            continue
+        quads = parse(line)
+        if not quads:  # a comment after whitespace the parser saw first
+            continue
+        read += 1
+        if isinstance(quads, Reject):
+            rejects.add(line, quads.code, quads.reason)
+            continue
+        written += 1
+        if graph is not None:
+            graph.add(quads)
+    return {"lines": owned, "read": read, "written": written, "duplicates": 0}
+
+
 def process(
     lines: Iterable[Line],
     spec: JobSpec,
     header: list[str] | None,
     writer: BatchWriter | None,
     rejects: RejectSink,
+    graph: GraphStager | None = None,
 ) -> dict[str, int]:
-    """The per-record loop; `writer` is None in a dry run."""
+    """The per-record loop; `writer` and `graph` are None in a dry run (or without that target)."""
+    if spec.format in RDF_FORMATS:
+        return process_rdf(lines, spec, graph, rejects)
     parse = make_parser(spec, header)
-    to_item = make_mapper(spec)
+    to_item = make_mapper(spec) if spec.dynamodb is not None else None
+    to_statements = make_graph_mapper(spec) if spec.graph is not None else None
     batcher = Batcher(25)
     read = written = owned = 0
     for line in lines:
@@ -93,17 +125,31 @@ def process(
         if isinstance(fields, Reject):
             rejects.add(line, fields.code, fields.reason)
             continue
-        item = to_item(fields)
+        item = to_item(fields) if to_item is not None else None
         if isinstance(item, Reject):
             rejects.add(line, item.code, item.reason)
             continue
+        if to_statements is not None:
+            rendered = to_statements(fields)
+            if isinstance(rendered, Reject):
+                rejects.add(line, rendered.code, rendered.reason)
+                continue
+            quads = [to_quad(statement) for statement in rendered]
+            bad = next((quad for quad in quads if isinstance(quad, Reject)), None)
+            if bad is not None:
+                rejects.add(line, bad.code, bad.reason)
+                continue
+            if graph is not None:
+                graph.add([quad for quad in quads if not isinstance(quad, Reject)])
         written += 1
+        if item is None:
+            continue
         batch = batcher.add(item)
         if batch and writer is not None:
-            writer.submit([i.attributes for i in batch])
+            writer.submit([i.attributes for i in batch], write_units(i.size for i in batch))
     last = batcher.flush()
     if last and writer is not None:
-        writer.submit([i.attributes for i in last])
+        writer.submit([i.attributes for i in last], write_units(i.size for i in last))
     return {"lines": owned, "read": read, "written": written, "duplicates": batcher.duplicates}
 
 
@@ -113,11 +159,13 @@ def work(
     shard = event["shard"]
     job = event["job"]
     job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
+    plan_id = str(job.get("planId") or run_id)
     prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
     if shard["bucket"] not in settings.source_buckets and not prepared:
         raise SourceNotAllowedError(f"shard {index}: bucket {shard['bucket']!r} is not an allowed source")
-    if ledger.shard_done(job_id, run_id, index):
-        # A retry after the counts were recorded: the items are written, count nothing twice.
+    if ledger.shard_done(job_id, plan_id, index):
+        # A retry after the counts were recorded, or a re-run of the job whose earlier run
+        # finished this shard: the items are written, count nothing twice.
         return {"index": index, "skipped": True}
     spec = parse_spec(job["spec"], table_key=job["tableKey"])
     obj = ObjectInfo(shard["bucket"], shard["key"], int(shard["objectSize"]), shard["etag"])
@@ -127,12 +175,24 @@ def work(
     # A shard of a decompressed copy (Prepare) names the original source and zip member.
     rejects = RejectSink(shard.get("source") or f"s3://{obj.bucket}/{obj.key}", shard.get("member"))
     writer = None
-    if not spec.dry_run:
+    if not spec.dry_run and spec.dynamodb is not None:
         writer = BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
+    # A dry run checks every statement but stages none (there is nothing to load).
+    graph = GraphStager(compress=spec.graph.gzip) if spec.graph is not None and not spec.dry_run else None
+    budget: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+    if writer is not None and spec.write_units_per_second is not None:
+        # The job's write budget, re-shared among the running shards (adapters/budget.py).
+        board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
+        budget = SharedBudget(board, index, spec.write_units_per_second, writer)
     try:
-        counts = process(lines, spec, shard.get("header"), writer, rejects)
+        with budget:
+            counts = process(lines, spec, shard.get("header"), writer, rejects, graph)
     finally:
         stats = writer.close() if writer is not None else None
+    graph_key = None
+    if graph is not None and graph.staged:
+        graph_key = layout.graph_file_key(job_id, plan_id, index, compressed=graph.compress)
+        store.upload(settings.staging_bucket, graph_key, graph.file(), "application/n-quads")
     rejects_key = None
     if rejects.count:
         rejects_key = layout.shard_rejects_key(job_id, run_id, index)
@@ -145,11 +205,14 @@ def work(
         "requests": stats.requests if stats else 0,
         "retries": stats.retries if stats else 0,
         "throttles": stats.throttles if stats else 0,
+        "s3Retries": store.retries,
         "byReason": dict(rejects.by_reason),
         "sample": rejects.sample,
         "rejectsKey": rejects_key,
+        "graphStaged": graph.staged if graph is not None else 0,
+        "graphKey": graph_key,
     }
-    ledger.record_shard(job_id, run_id, index, result)
+    ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
     # The state machine keeps only `index`; the rest feeds the EMF metrics (handlers/observability.py).
     metric_fields = ("read", "written", "rejected", "retries", "throttles", "bytes")
     return {"index": index, **{name: result[name] for name in metric_fields}}

@@ -21,3 +21,13 @@ def rejects_key(job_id: str, run_id: str) -> str:
 
 def report_key(job_id: str, run_id: str) -> str:
     return run_prefix(job_id, run_id) + "report.json"
+
+
+def graph_prefix(job_id: str, run_id: str) -> str:
+    """Every staged N-Quads file of a run: the Neptune loader's `source`."""
+    return run_prefix(job_id, run_id) + "graph/"
+
+
+def graph_file_key(job_id: str, run_id: str, index: int, *, compressed: bool) -> str:
+    # One text file per .gz (the loader reads gzip, never an archive).
+    return graph_prefix(job_id, run_id) + f"{index:06d}.nq" + (".gz" if compressed else "")

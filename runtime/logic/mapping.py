@@ -52,6 +52,8 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
     """A per-record function: fields -> Item (key attributes included in `attributes`) or Reject."""
     jsonl = spec.format == "jsonl"
     target = spec.dynamodb
+    if target is None:
+        raise ValueError("the spec has no dynamodb section (a graph-only job maps no items)")
     keys = tuple(
         (
             key.name,

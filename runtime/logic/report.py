@@ -90,6 +90,7 @@ def build(
             "requests",
             "bytes",
             "lines",
+            "s3Retries",
         ):
             totals[name] += int(counts.get(name) or 0)
         by_reason.update({k: int(v) for k, v in (counts.get("byReason") or {}).items()})
@@ -151,6 +152,7 @@ def build(
             "retries": totals["retries"],
             "throttles": totals["throttles"],
         },
+        "s3": {"retries": totals["s3Retries"]},
         "rejects": {
             "count": totals["rejected"],
             "percent": round(rejected_percent, 4),
@@ -159,4 +161,29 @@ def build(
             "sample": sample[:SAMPLE_SIZE],
             "location": rejects_location,
         },
+    }
+
+
+def graph_section(
+    spec: Mapping[str, Any] | None, shards: Mapping[int, Mapping[str, Any]], *, source: str, status: str
+) -> dict[str, Any] | None:
+    """The report's `graph` part before the load: what was staged and where; None without a graph target."""
+    if not spec or spec.get("graph") is None:
+        return None
+    staged = sum(int(counts.get("graphStaged") or 0) for counts in shards.values())
+    if spec.get("dryRun"):
+        graph_status = "DRY_RUN"
+    elif status != "SUCCEEDED":
+        graph_status = "NOT_STARTED"
+    elif staged == 0:
+        graph_status = "NOTHING_TO_LOAD"
+    else:
+        graph_status = "PENDING"
+    return {
+        "staged": staged,
+        "loaded": None,
+        "status": graph_status,
+        "loadId": None,
+        "source": source if staged else None,
+        "errors": None,
     }

@@ -17,12 +17,20 @@ from typing import Any
 from logic.errors import InputValidationError
 
 VERSION = 1
-FORMATS = ("csv", "jsonl")
+FORMATS = ("csv", "jsonl", "nquads", "ntriples")
+# Formats whose lines are RDF statements: they go to the graph target only.
+RDF_FORMATS = ("nquads", "ntriples")
+# Neptune loader settings (POST /loader) and the poll loop; defaults are Neptune's own.
+PARALLELISM = ("LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE")
+XSD = "http://www.w3.org/2001/XMLSchema#"
 KEY_TYPES = ("S", "N", "B")
 ATTRIBUTE_TYPES = ("S", "N", "BOOL")
 COPY_ALL = "*"
 MAX_SHARD_SIZE_MIB = 10240
 MAX_CONCURRENCY = 10000
+# A job-wide write budget above DynamoDB's default per-table quota (40,000 WCU) needs a quota
+# increase first; the bound only catches a misplaced digit.
+MAX_WRITE_UNITS_PER_SECOND = 10_000_000
 JOB_ID_PATTERN = "[A-Za-z0-9._-]{1,80}"
 
 _JOB_ID = re.compile(JOB_ID_PATTERN)
@@ -41,7 +49,23 @@ _TOP_FIELDS = (
     "maxRejectedPercent",
     "jobId",
     "dryRun",
+    "graph",
+    "writeUnitsPerSecond",
 )
+_GRAPH_FIELDS = (
+    "statements",
+    "gzip",
+    "parallelism",
+    "failOnError",
+    "queueRequest",
+    "updateSingleCardinalityProperties",
+    "dependencies",
+    "pollSeconds",
+    "timeoutMinutes",
+)
+_STATEMENT_FIELDS = ("subject", "predicate", "object", "graph")
+_TERM_FIELDS = ("iri", "blank", "literal", "datatype", "language", "optional")
+_LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
 _CSV_FIELDS = ("header", "delimiter", "columns", "comment")
 _DYNAMODB_FIELDS = ("key", "attributes")
 _ATTRIBUTE_FIELDS = ("field", "type", "optional")
@@ -99,12 +123,52 @@ class DynamoDbTarget:
 
 
 @dataclass(frozen=True)
+class Term:
+    """A template for one RDF term: an IRI, a blank node label, or a literal.
+
+    Field values substituted into an IRI or blank node template are percent-encoded, so no
+    value can end the IRI or change its structure; literal text is escaped when serialized.
+    """
+
+    kind: str  # "iri" | "blank" | "literal"
+    template: Template
+    datatype: str | None = None
+    language: str | None = None
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Statement:
+    """subject, predicate, object (and optional graph name) templates: one statement per record."""
+
+    subject: Term
+    predicate: Term
+    object: Term
+    graph: Term | None = None
+
+
+@dataclass(frozen=True)
+class GraphTarget:
+    """The `graph` section: statements for CSV/JSON Lines records, staging and loader options."""
+
+    statements: tuple[Statement, ...] = ()
+    gzip: bool = False
+    parallelism: str = "HIGH"
+    fail_on_error: bool = True
+    queue_request: bool = True
+    update_single_cardinality_properties: bool = False
+    dependencies: tuple[str, ...] = ()
+    poll_seconds: int = 30
+    timeout_minutes: int = 720
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """A validated execution input with every default filled in."""
 
     source: str
     format: str
-    dynamodb: DynamoDbTarget
+    dynamodb: DynamoDbTarget | None
     job_id: str
     csv: CsvOptions | None = None
     shard_size_mib: float = 64
@@ -112,6 +176,9 @@ class JobSpec:
     max_rejected_percent: float = 1
     dry_run: bool = False
     version: int = VERSION
+    graph: GraphTarget | None = None
+    # Job-wide DynamoDB write units per second shared by the running shards; None: no budget.
+    write_units_per_second: float | None = None
 
     @property
     def bucket(self) -> str:
@@ -238,9 +305,24 @@ def parse_spec(
     elif "csv" in raw:
         raise InputValidationError("csv", f"only allowed when format is 'csv' (format is {fmt!r})")
 
-    if "dynamodb" not in raw:
-        raise InputValidationError("dynamodb", 'required: {"key": {...}, "attributes": {...} or "*"}')
-    target = _dynamodb(raw["dynamodb"], key_schema)
+    graph: GraphTarget | None = None
+    if "graph" in raw:
+        graph = _graph(raw["graph"], rdf=fmt in RDF_FORMATS)
+    elif fmt in RDF_FORMATS:
+        graph = GraphTarget()  # N-Quads/N-Triples statements go to the graph: `"graph": {}` is implied
+    target: DynamoDbTarget | None = None
+    if fmt in RDF_FORMATS:
+        if "dynamodb" in raw:
+            raise InputValidationError(
+                "dynamodb", f"not allowed with format {fmt!r}: RDF statements go to the graph target only"
+            )
+    elif "dynamodb" in raw or graph is None:
+        if "dynamodb" not in raw:
+            raise InputValidationError(
+                "dynamodb",
+                'required (unless "graph" is given): {"key": {...}, "attributes": {...} or "*"}',
+            )
+        target = _dynamodb(raw["dynamodb"], key_schema)
 
     shard_size = _number(raw, "shardSizeMiB", 64, low=0, low_inclusive=False, high=MAX_SHARD_SIZE_MIB)
     concurrency = int(_number(raw, "maxConcurrency", 100, low=1, high=MAX_CONCURRENCY, integer=True))
@@ -261,6 +343,8 @@ def parse_spec(
         max_rejected_percent=rejected,
         dry_run=dry_run,
         version=version,
+        graph=graph,
+        write_units_per_second=_write_budget(raw),
     )
     if csv_options is not None and csv_options.columns is not None:
         check_fields(spec, csv_options.columns)
@@ -274,7 +358,7 @@ def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:
     fails the job at once instead of rejecting every record.
     """
     known = set(columns)
-    for path, name in references(spec):
+    for path, name in [*references(spec), *graph_references(spec)]:
         if name not in known:
             hint = difflib.get_close_matches(name, list(columns), n=1, cutoff=0.6)
             shown = ", ".join(list(columns)[:20]) + (", ..." if len(columns) > 20 else "")
@@ -286,6 +370,8 @@ def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:
 
 def references(spec: JobSpec) -> Iterator[tuple[str, str]]:
     """Every (field path, record field name) the item mapping reads."""
+    if spec.dynamodb is None:
+        return
     for key in spec.dynamodb.key:
         for name in key.template.fields:
             yield f"dynamodb.key.{key.name}", name
@@ -295,6 +381,18 @@ def references(spec: JobSpec) -> Iterator[tuple[str, str]]:
                 yield f"dynamodb.attributes.{attribute.name}", name
         elif attribute.field is not None:
             yield f"dynamodb.attributes.{attribute.name}.field", attribute.field
+
+
+def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
+    """Every (field path, record field name) the graph statements read."""
+    if spec.graph is None:
+        return
+    for index, statement in enumerate(spec.graph.statements):
+        for part in _STATEMENT_FIELDS:
+            term = getattr(statement, part)
+            if term is not None:
+                for name in term.template.fields:
+                    yield f"graph.statements[{index}].{part}", name
 
 
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
@@ -307,12 +405,26 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
             "columns": None if spec.csv.columns is None else list(spec.csv.columns),
             "comment": spec.csv.comment,
         }
+    if spec.dynamodb is not None:
+        out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)
+    if spec.graph is not None:
+        out["graph"] = _graph_to_json(spec.graph)
+    out["shardSizeMiB"] = spec.shard_size_mib
+    out["maxConcurrency"] = spec.max_concurrency
+    out["maxRejectedPercent"] = spec.max_rejected_percent
+    out["jobId"] = spec.job_id
+    out["dryRun"] = spec.dry_run
+    out["writeUnitsPerSecond"] = spec.write_units_per_second
+    return out
+
+
+def _dynamodb_to_json(target: DynamoDbTarget) -> dict[str, Any]:
     attributes: str | dict[str, Any]
-    if spec.dynamodb.copy_all:
+    if target.copy_all:
         attributes = COPY_ALL
     else:
         attributes = {}
-        for attribute in spec.dynamodb.attributes:
+        for attribute in target.attributes:
             if attribute.template is not None:
                 attributes[attribute.name] = attribute.template.text
             else:
@@ -321,13 +433,44 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
                     "type": attribute.type,
                     "optional": attribute.optional,
                 }
-    out["dynamodb"] = {"key": {k.name: k.template.text for k in spec.dynamodb.key}, "attributes": attributes}
-    out["shardSizeMiB"] = spec.shard_size_mib
-    out["maxConcurrency"] = spec.max_concurrency
-    out["maxRejectedPercent"] = spec.max_rejected_percent
-    out["jobId"] = spec.job_id
-    out["dryRun"] = spec.dry_run
+    return {"key": {k.name: k.template.text for k in target.key}, "attributes": attributes}
+
+
+def _term_to_json(term: Term) -> str | dict[str, Any]:
+    if term.kind == "iri" and not term.optional:
+        return term.template.text
+    out: dict[str, Any] = {term.kind: term.template.text}
+    if term.datatype is not None:
+        out["datatype"] = term.datatype
+    if term.language is not None:
+        out["language"] = term.language
+    if term.optional:
+        out["optional"] = True
     return out
+
+
+def _graph_to_json(graph: GraphTarget) -> dict[str, Any]:
+    statements = []
+    for statement in graph.statements:
+        item = {
+            "subject": _term_to_json(statement.subject),
+            "predicate": _term_to_json(statement.predicate),
+            "object": _term_to_json(statement.object),
+        }
+        if statement.graph is not None:
+            item["graph"] = _term_to_json(statement.graph)
+        statements.append(item)
+    return {
+        "statements": statements,
+        "gzip": graph.gzip,
+        "parallelism": graph.parallelism,
+        "failOnError": graph.fail_on_error,
+        "queueRequest": graph.queue_request,
+        "updateSingleCardinalityProperties": graph.update_single_cardinality_properties,
+        "dependencies": list(graph.dependencies),
+        "pollSeconds": graph.poll_seconds,
+        "timeoutMinutes": graph.timeout_minutes,
+    }
 
 
 def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -465,6 +608,149 @@ def _attribute(name: str, raw: object, path: str) -> Attribute:
     return Attribute(name, kind, field=field, optional=optional)
 
 
+def _bool(raw: Mapping[str, Any], name: str, default: bool, path: str) -> bool:
+    value = raw.get(name, default)
+    if not isinstance(value, bool):
+        raise InputValidationError(f"{path}.{name}", f"must be true or false, got {_kind(value)}")
+    return value
+
+
+def _graph(raw: object, *, rdf: bool) -> GraphTarget:
+    if not isinstance(raw, Mapping):
+        raise InputValidationError(
+            "graph", f'must be an object (`"graph": {{}}` takes every default), got {_kind(raw)}'
+        )
+    _no_unknown(raw, _GRAPH_FIELDS, "graph")
+    statements: list[Statement] = []
+    if rdf:
+        if raw.get("statements"):  # `[]` is what spec_to_json writes for an RDF format
+            raise InputValidationError(
+                "graph.statements", "not allowed with an RDF format: each line already is a statement"
+            )
+    else:
+        listed = raw.get("statements")
+        if isinstance(listed, str) or not isinstance(listed, Sequence) or not listed:
+            raise InputValidationError(
+                "graph.statements",
+                "required for CSV/JSON Lines: a non-empty list of "
+                '{"subject": ..., "predicate": ..., "object": ...}',
+            )
+        for index, item in enumerate(listed):
+            statements.append(_statement(item, f"graph.statements[{index}]"))
+    parallelism = raw.get("parallelism", "HIGH")
+    if parallelism not in PARALLELISM or not isinstance(parallelism, str):
+        raise InputValidationError(
+            "graph.parallelism",
+            f"{parallelism!r} is not a loader parallelism; use one of: {', '.join(PARALLELISM)}",
+        )
+    dependencies = raw.get("dependencies", [])
+    if isinstance(dependencies, str) or not isinstance(dependencies, Sequence):
+        raise InputValidationError(
+            "graph.dependencies", f"must be a list of load ids, got {_kind(dependencies)}"
+        )
+    for index, load_id in enumerate(dependencies):
+        if not isinstance(load_id, str) or not re.fullmatch(r"[A-Za-z0-9-]{1,64}", load_id):
+            raise InputValidationError(
+                f"graph.dependencies[{index}]", f"must be a loader load id, got {load_id!r}"
+            )
+    if len(dependencies) > 64:
+        raise InputValidationError("graph.dependencies", "at most 64 load ids (the loader's queue length)")
+    poll = int(_number(raw, "pollSeconds", 30, low=1, high=3600, integer=True, path="graph."))
+    timeout = int(_number(raw, "timeoutMinutes", 720, low=1, high=525600, integer=True, path="graph."))
+    return GraphTarget(
+        statements=tuple(statements),
+        gzip=_bool(raw, "gzip", False, "graph"),
+        parallelism=parallelism,
+        fail_on_error=_bool(raw, "failOnError", True, "graph"),
+        queue_request=_bool(raw, "queueRequest", True, "graph"),
+        update_single_cardinality_properties=_bool(raw, "updateSingleCardinalityProperties", False, "graph"),
+        dependencies=tuple(dependencies),
+        poll_seconds=poll,
+        timeout_minutes=timeout,
+    )
+
+
+def _statement(raw: object, path: str) -> Statement:
+    if not isinstance(raw, Mapping):
+        raise InputValidationError(
+            path, f'must be an object {{"subject": ..., "predicate": ..., "object": ...}}, got {_kind(raw)}'
+        )
+    _no_unknown(raw, _STATEMENT_FIELDS, path)
+    for part in ("subject", "predicate", "object"):
+        if part not in raw:
+            raise InputValidationError(f"{path}.{part}", "required: an IRI template or a term object")
+    subject = _term(raw["subject"], f"{path}.subject", kinds=("iri", "blank"))
+    predicate = _term(raw["predicate"], f"{path}.predicate", kinds=("iri",))
+    obj = _term(raw["object"], f"{path}.object", kinds=("iri", "blank", "literal"))
+    graph = _term(raw["graph"], f"{path}.graph", kinds=("iri",)) if raw.get("graph") is not None else None
+    for part, term in (("subject", subject), ("predicate", predicate), ("graph", graph)):
+        if term is not None and term.optional:
+            raise InputValidationError(
+                f"{path}.{part}.optional", "only the object of a statement may be optional"
+            )
+    return Statement(subject, predicate, obj, graph)
+
+
+def _term(raw: object, path: str, *, kinds: tuple[str, ...]) -> Term:
+    if isinstance(raw, str):
+        return Term("iri", _iri_template(raw, path))
+    if not isinstance(raw, Mapping):
+        raise InputValidationError(
+            path, f"must be an IRI template or an object with one of {', '.join(kinds)}, got {_kind(raw)}"
+        )
+    _no_unknown(raw, _TERM_FIELDS, path)
+    given = [kind for kind in ("iri", "blank", "literal") if kind in raw]
+    if len(given) != 1 or given[0] not in kinds:
+        raise InputValidationError(path, f"must have exactly one of: {', '.join(kinds)}")
+    kind = given[0]
+    optional = _bool(raw, "optional", False, path)
+    if kind != "literal":
+        if "datatype" in raw or "language" in raw:
+            raise InputValidationError(path, "datatype and language belong to a literal")
+        template = (
+            _iri_template(raw[kind], f"{path}.{kind}")
+            if kind == "iri"
+            else parse_template(raw[kind], f"{path}.{kind}", allow_empty=False)
+        )
+        return Term(kind, template, optional=optional)
+    template = parse_template(raw["literal"], f"{path}.literal")
+    datatype = raw.get("datatype")
+    language = raw.get("language")
+    if datatype is not None and language is not None:
+        raise InputValidationError(path, "a literal has a datatype or a language, not both")
+    if datatype is not None:
+        if isinstance(datatype, str) and re.fullmatch(r"xsd:[A-Za-z]+", datatype):
+            datatype = XSD + datatype[4:]
+        if not isinstance(datatype, str) or not re.fullmatch(
+            r"[A-Za-z][A-Za-z0-9+.-]*:[^\s<>\"{}|\\^`]+", datatype
+        ):
+            raise InputValidationError(
+                f"{path}.datatype", f"must be an absolute IRI or xsd:NAME, got {datatype!r}"
+            )
+    if language is not None and (not isinstance(language, str) or not _LANGUAGE.fullmatch(language)):
+        raise InputValidationError(
+            f"{path}.language", f"must be a language tag like en or en-GB, got {language!r}"
+        )
+    return Term("literal", template, datatype=datatype, language=language, optional=optional)
+
+
+def _iri_template(raw: object, path: str) -> Template:
+    template = parse_template(raw, path, allow_empty=False)
+    prefix = template.literals[0]
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", prefix):
+        raise InputValidationError(
+            path,
+            f"an IRI template must start with a scheme such as http://example.org/, got {template.text!r}",
+        )
+    for literal in template.literals:
+        bad = re.search(r'[\x00-\x20<>"{}|\\^`]', literal)
+        if bad:
+            raise InputValidationError(
+                path, f"{bad.group()!r} may not appear in an IRI (in {template.text!r})"
+            )
+    return template
+
+
 def _number(
     raw: Mapping[str, Any],
     name: str,
@@ -474,19 +760,29 @@ def _number(
     high: float,
     low_inclusive: bool = True,
     integer: bool = False,
+    path: str = "",
 ) -> Any:
     value = raw.get(name, default)
     if not _is_number(value) or not math.isfinite(value):
-        raise InputValidationError(name, f"must be a number, got {_kind(value)}")
+        raise InputValidationError(path + name, f"must be a number, got {_kind(value)}")
     if integer:
         if value != int(value):
-            raise InputValidationError(name, f"must be a whole number, got {value!r}")
+            raise InputValidationError(path + name, f"must be a whole number, got {value!r}")
         value = int(value)
     too_low = value < low if low_inclusive else value <= low
     if too_low or value > high:
         bound = f"{'at least' if low_inclusive else 'more than'} {low:g} and at most {high:g}"
-        raise InputValidationError(name, f"must be {bound}, got {value!r}")
+        raise InputValidationError(path + name, f"must be {bound}, got {value!r}")
     return value
+
+
+def _write_budget(raw: Mapping[str, Any]) -> float | None:
+    if raw.get("writeUnitsPerSecond") is None:
+        return None
+    value = _number(
+        raw, "writeUnitsPerSecond", 0, low=0, low_inclusive=False, high=MAX_WRITE_UNITS_PER_SECOND
+    )
+    return float(value)
 
 
 def _job_id(raw: Mapping[str, Any], execution_name: str | None) -> str:

@@ -25,6 +25,8 @@ VARIANT_CONTEXT: dict[str, Any] = {
     "mapload:extra_source_buckets": ",".join(EXTRA_BUCKETS),
     "mapload:retry_interval_seconds": "1",
     "mapload:max_concurrency_cap": 42,
+    # No Graph stack: the state machine ends at Done, as before the graph target existed.
+    "mapload:graph_enabled": "false",
 }
 
 
@@ -37,6 +39,7 @@ class Synth:
     data: Template
     loader: Template
     outdir: Path
+    graph: Template | None = None  # None when the environment has graph_enabled false
 
     @property
     def data_json(self) -> dict[str, Any]:
@@ -58,6 +61,7 @@ def synthesize(context: Mapping[str, Any], outdir: Path) -> Synth:
         data=Template.from_stack(stage.data),
         loader=Template.from_stack(stage.loader),
         outdir=outdir,
+        graph=Template.from_stack(stage.graph) if stage.graph is not None else None,
     )
 
 

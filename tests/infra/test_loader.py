@@ -224,6 +224,12 @@ def test_state_machine_role_grants(dev: Synth) -> None:
     role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
     pairs = grants(policy_statements(dev.loader_json, role))
     functions = ["${GetAtt:" + function(dev, name)[0] + ".Arn}" for name in HANDLERS]
+    # The graph-load functions too (their own grants are in tests/infra/test_graph.py).
+    functions += [
+        "${GetAtt:" + logical + ".Arn}"
+        for logical, fn in resources(dev.loader_json, "AWS::Lambda::Function").items()
+        if "graph_load" in fn["Properties"]["Handler"]
+    ]
     invoke = {("lambda:InvokeFunction", arn) for arn in functions} | {
         ("lambda:InvokeFunction", arn + ":*") for arn in functions
     }

@@ -33,6 +33,8 @@ def acknowledgements(app: Any) -> list[tuple[IConstruct, str, str]]:
                 found.extend(
                     (node, rule.split("::", 1)[1] if rule.startswith("Annotation::") else rule, reason)
                     for rule, reason in dict(entry.data).items()
+                    # CDK's own Vpc acknowledges its template lint rule W3010 (literal AZs) on the stack.
+                    if not rule.startswith("CloudFormation-Validate::")
                 )
     return found
 
@@ -62,7 +64,14 @@ def test_acknowledgements_are_single_findings_on_single_resources(dev: Synth) ->
             ), node.node.path
         assert len(reason) > 40, (rule, reason)
     rules = sorted({rule.split("[")[0] for _, rule, _ in found})
-    assert rules == ["AwsSolutions-IAM5", "AwsSolutions-L1", "AwsSolutions-S1"]
+    # IAM4: the VPC-access managed policy of the graph-load functions; N1: a one-instance dev cluster.
+    assert rules == [
+        "AwsSolutions-IAM4",
+        "AwsSolutions-IAM5",
+        "AwsSolutions-L1",
+        "AwsSolutions-N1",
+        "AwsSolutions-S1",
+    ]
 
 
 def test_the_plugin_does_flag_what_is_not_acknowledged() -> None:

@@ -171,19 +171,30 @@ def test_finalize_task(dev: Synth) -> None:
         "reportUri.$": "$.Payload.reportUri",
         "error.$": "$.Payload.error",
         "cause.$": "$.Payload.cause",
+        # Whether to start the graph load (environments with a Graph stack only).
+        "graphLoad.$": "$.Payload.graphLoad",
     }
     assert finalize["ResultPath"] == "$.result"
     assert finalize["Retry"] == [retrier(LAMBDA_ERRORS, 6)]
     assert "Catch" not in finalize
 
 
-def test_done_choice(dev: Synth) -> None:
+def test_done_choice(dev: Synth, variant: Synth) -> None:
     states = definition(dev)["States"]
-    assert states["Done"] == {
-        "Type": "Choice",
-        "Choices": [{"Variable": "$.result.status", "StringEquals": "SUCCEEDED", "Next": "Succeeded"}],
-        "Default": "Failed",
+    succeeded = {"Variable": "$.result.status", "StringEquals": "SUCCEEDED", "Next": "Succeeded"}
+    graph_load = {
+        "And": [
+            {"Variable": "$.result.status", "StringEquals": "SUCCEEDED"},
+            {"Variable": "$.result.graphLoad", "BooleanEquals": True},
+        ],
+        "Next": "StartGraphLoad",
     }
+    assert states["Done"] == {"Type": "Choice", "Choices": [graph_load, succeeded], "Default": "Failed"}
+    # Without a Graph stack there is no graph branch (and Finalize selects no graphLoad).
+    plain = definition(variant)["States"]
+    assert plain["Done"] == {"Type": "Choice", "Choices": [succeeded], "Default": "Failed"}
+    assert "graphLoad.$" not in plain["Finalize"]["ResultSelector"]
+    assert not {"StartGraphLoad", "GraphWait", "PollGraphLoad", "GraphLoaded"} & set(plain)
     assert states["Succeeded"] == {"Type": "Succeed", "OutputPath": "$.result"}
     assert states["Failed"] == {"Type": "Fail", "Error": "MaploadJobFailed", "CausePath": "$.result.cause"}
 

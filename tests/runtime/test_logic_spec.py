@@ -147,7 +147,7 @@ BAD_INPUTS: list[tuple[Any, str, str]] = [
     (changed(POSTCODES, "source", 7), "source", "string"),
     (changed(POSTCODES, "format", DELETE), "format", "required"),
     (changed(POSTCODES, "format", "xml"), "format", "csv, jsonl"),
-    (changed(POSTCODES, "format", "nquads"), "format", "csv, jsonl"),
+    (changed(POSTCODES, "format", "turtle"), "format", "csv, jsonl, nquads, ntriples"),
     (changed(POSTCODES, "format", "jsonl"), "csv", "only allowed when format is 'csv'"),
     (changed(POSTCODES, "csv", "yes"), "csv", "object"),
     (changed(POSTCODES, "csv.headers", True), "csv.headers", "did you mean 'header'?"),

@@ -1,0 +1,150 @@
+"""The Neptune bulk loader's HTTP API (POST /loader, GET /loader/{id}), signed with SigV4 (neptune-db)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import boto3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+
+from logic.errors import GraphLoaderBusyError, GraphLoaderError
+from logic.retry import backoff_delays
+
+SERVICE = "neptune-db"
+# Answers worth another try: throttling, a busy or restarting server, the load queue being full.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRY_CODES = frozenset({"ThrottlingException", "TooManyRequestsException", "TimeLimitExceededException"})
+
+
+def base_url(endpoint: str, port: int) -> str:
+    """`https://<cluster endpoint>:<port>`; an endpoint with a scheme (the embedded run's
+    local loader, `http://127.0.0.1`) keeps it."""
+    scheme_host = endpoint if "://" in endpoint else f"https://{endpoint}"
+    return f"{scheme_host.rstrip('/')}:{port}"
+
+
+def _too_many_loads(status: int, message: str) -> bool:
+    # The loader answers 400 when its queue (64 loads) is full or queueRequest is FALSE and a
+    # load is running: "... concurrent load limit ..." / "... max number of concurrent ...".
+    text = message.lower()
+    return status == 400 and "concurrent" in text and ("limit" in text or "max" in text)
+
+
+class LoaderClient:
+    """Bounded retries with capped full-jitter backoff; every failure names the request and the answer."""
+
+    def __init__(
+        self,
+        url: str,
+        region: str,
+        *,
+        credentials: Any = None,
+        attempts: int = 6,
+        base_seconds: float = 0.5,
+        cap_seconds: float = 8.0,
+        timeout_seconds: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.region = region
+        self._credentials = credentials
+        self.attempts = attempts
+        self._base = base_seconds
+        self._cap = cap_seconds
+        self._timeout = timeout_seconds
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self.retries = 0
+
+    def start(self, body: Mapping[str, Any]) -> str:
+        """POST /loader; the new load's id."""
+        answer = self._request("POST", "/loader", body)
+        load_id = (answer.get("payload") or {}).get("loadId")
+        if not isinstance(load_id, str) or not load_id:
+            raise GraphLoaderError(f"POST /loader answered without a loadId: {json.dumps(answer)[:300]}")
+        return load_id
+
+    def status(self, load_id: str) -> dict[str, Any]:
+        """GET /loader/{id}?details=true&errors=true: the answer's payload."""
+        query = urllib.parse.urlencode({"details": "true", "errors": "true", "page": 1, "errorsPerPage": 10})
+        answer = self._request("GET", f"/loader/{urllib.parse.quote(load_id, safe='')}?{query}")
+        payload = answer.get("payload")
+        if not isinstance(payload, dict) or "overallStatus" not in payload:
+            raise GraphLoaderError(
+                f"GET /loader/{load_id} answered without overallStatus: {json.dumps(answer)[:300]}"
+            )
+        return payload
+
+    def cancel(self, load_id: str) -> None:
+        """DELETE /loader/{id}: cancel a load that outlived its deadline."""
+        self._request("DELETE", f"/loader/{urllib.parse.quote(load_id, safe='')}")
+
+    # -- transport ---------------------------------------------------------------------------
+
+    def _credentials_now(self) -> Any:
+        if self._credentials is None:
+            self._credentials = boto3.Session().get_credentials()
+            if self._credentials is None:
+                raise GraphLoaderError("no AWS credentials to sign the Neptune loader request with")
+        return (
+            self._credentials.get_frozen_credentials()
+            if hasattr(self._credentials, "get_frozen_credentials")
+            else self._credentials
+        )
+
+    def _signed(self, method: str, path: str, data: bytes | None) -> urllib.request.Request:
+        url = self.url + path
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        request = AWSRequest(method=method, url=url, data=data, headers=headers)
+        SigV4Auth(self._credentials_now(), SERVICE, self.region).add_auth(request)
+        return urllib.request.Request(url, data=data, headers=dict(request.headers.items()), method=method)
+
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        delays = backoff_delays(self._base, self._cap, self._rng)
+        what = f"{method} {path.split('?')[0]}"
+        last = ""
+        busy = False
+        for attempt in range(1, self.attempts + 1):
+            try:
+                with urllib.request.urlopen(
+                    self._signed(method, path, data), timeout=self._timeout
+                ) as response:
+                    raw = response.read()
+                return dict(json.loads(raw or b"{}"))
+            except urllib.error.HTTPError as error:
+                status = error.code
+                answer = _error_body(error)
+                code = str(answer.get("code") or "")
+                message = str(answer.get("detailedMessage") or answer.get("message") or error.reason or "")
+                last = f"HTTP {status} {code}: {message}".strip()
+                busy = _too_many_loads(status, message)
+                if not (status in RETRY_STATUSES or code in RETRY_CODES or busy):
+                    raise GraphLoaderError(f"Neptune loader {what} refused: {last}", status, code) from None
+            except (urllib.error.URLError, OSError, ValueError) as error:
+                reason = getattr(error, "reason", error)
+                last = f"{type(error).__name__}: {reason}"
+            if attempt < self.attempts:
+                self.retries += 1
+                self._sleep(next(delays))
+        kind = "at its concurrent load limit" if busy else "unavailable or throttling"
+        raise GraphLoaderBusyError(
+            f"Neptune loader {what} {kind} after {self.attempts} attempts; last answer: {last}"
+        )
+
+
+def _error_body(error: urllib.error.HTTPError) -> dict[str, Any]:
+    try:
+        value = json.loads(error.read() or b"{}")
+    except (ValueError, OSError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,103 @@
+"""PollGraphLoad: ask the Neptune loader how the job's load is going; at its end, finish the report."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from adapters import clients
+from adapters.ledger import Ledger
+from adapters.neptune import LoaderClient, base_url
+from adapters.s3 import S3Store
+from handlers.settings import PollGraphLoadSettings
+from logic import graph_load
+from logic.errors import GraphLoaderError
+
+SETTINGS_CLASS = PollGraphLoadSettings
+
+
+def poll(
+    event: Mapping[str, Any],
+    settings: PollGraphLoadSettings,
+    client: LoaderClient,
+    store: S3Store,
+    ledger: Ledger,
+    now: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """The same result shape Finalize returns (status, report, cause, ...) plus `graphStatus`
+    and `pending`; the state machine waits and polls again while `pending` is true."""
+    load = event["load"]
+    result = dict(event["result"])
+    load_id = str(load["loadId"])
+    summary = graph_load.summarize(client.status(load_id))
+    status = summary["status"]
+    error: dict[str, str] | None = None
+    if graph_load.is_pending(status):
+        if now() < float(load["deadline"]):
+            return {**result, "graphStatus": status, "pending": True}
+        try:  # past the deadline: stop the load rather than leave it running unobserved
+            client.cancel(load_id)
+            cancelled = "; the load was cancelled"
+        except GraphLoaderError as failure:
+            cancelled = f"; cancelling it failed: {failure}"
+        error = {
+            "type": "GraphLoadTimeoutError",
+            "message": (
+                f"Neptune load {load_id} was still {status} at the input's "
+                f"graph.timeoutMinutes deadline{cancelled}"
+            ),
+            "where": "GraphLoad",
+        }
+    elif status != graph_load.COMPLETED:
+        error = {
+            "type": "GraphLoadFailedError",
+            "message": graph_load.failure_message(summary, load_id),
+            "where": "GraphLoad",
+        }
+    report = dict(result["report"])
+    graph = dict(report.get("graph") or {})
+    graph.update(
+        {
+            "status": status,
+            "loadId": load_id,
+            "loaded": summary["loaded"],
+            "records": summary["records"],
+            "duplicates": summary["duplicates"],
+            "seconds": summary["seconds"],
+            "errors": summary["errors"],
+        }
+    )
+    report["graph"] = graph
+    if error is not None:
+        report["status"] = "FAILED"
+        report["error"] = error
+    bucket, key = str(result["reportUri"])[5:].split("/", 1)
+    store.put_json(bucket, key, report)
+    job_id = str(report["jobId"])
+    ledger.finish_job(job_id, str(report["runId"]), report["status"])
+    return {
+        **result,
+        "status": report["status"],
+        "report": report,
+        "error": error["type"] if error else None,
+        "cause": f"{error['type']} in {error['where']}: {error['message']}" if error else "",
+        "graphStatus": status,
+        "pending": False,
+    }
+
+
+def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    settings = PollGraphLoadSettings.from_env(env)
+    return poll(
+        event,
+        settings,
+        LoaderClient(base_url(settings.neptune_endpoint, settings.neptune_port), settings.neptune_region),
+        S3Store(clients.s3()),
+        Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+    )
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event, os.environ)

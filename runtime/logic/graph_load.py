@@ -1,0 +1,92 @@
+"""Neptune bulk loader rules: the POST /loader body, pending statuses, the report's graph part."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Statuses the poll loop waits through; LOAD_COMPLETED succeeds; every other status fails the job.
+PENDING = ("LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS")
+COMPLETED = "LOAD_COMPLETED"
+# The staged files are N-Quads whatever the input format (a triple is a quad in the default graph).
+STAGED_FORMAT = "nquads"
+FIRST_ERRORS = 10
+
+
+def load_request(graph: Mapping[str, Any], *, source: str, role_arn: str, region: str) -> dict[str, Any]:
+    """The POST /loader body for a job's normalized `graph` input section."""
+    body: dict[str, Any] = {
+        "source": source,
+        "format": STAGED_FORMAT,
+        "iamRoleArn": role_arn,
+        "region": region,
+        "failOnError": "TRUE" if graph.get("failOnError", True) else "FALSE",
+        "parallelism": str(graph.get("parallelism", "HIGH")),
+        "queueRequest": "TRUE" if graph.get("queueRequest", True) else "FALSE",
+        "updateSingleCardinalityProperties": (
+            "TRUE" if graph.get("updateSingleCardinalityProperties", False) else "FALSE"
+        ),
+    }
+    dependencies = list(graph.get("dependencies") or [])
+    if dependencies:
+        body["dependencies"] = dependencies
+    return body
+
+
+def is_pending(status: str) -> bool:
+    return status in PENDING
+
+
+def summarize(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's view of a GET /loader/{id}?details=true&errors=true payload.
+
+    `loaded` is the statements the load added: records read less duplicates (statements the
+    graph already held) and every kind of error.
+    """
+    overall = payload.get("overallStatus") or {}
+    records = int(overall.get("totalRecords") or 0)
+    duplicates = int(overall.get("totalDuplicates") or 0)
+    counts = {
+        "parsingErrors": int(overall.get("parsingErrors") or 0),
+        "datatypeMismatchErrors": int(overall.get("datatypeMismatchErrors") or 0),
+        "insertErrors": int(overall.get("insertErrors") or 0),
+    }
+    errors = (payload.get("errors") or {}).get("errorLogs") or []
+    first = [
+        {k: e.get(k) for k in ("errorCode", "errorMessage", "fileName", "recordNum") if k in e}
+        for e in errors[:FIRST_ERRORS]
+    ]
+    failed_feeds = [
+        {k: feed.get(k) for k in ("fullUri", "status") if k in feed}
+        for feed in (payload.get("failedFeeds") or [])[:FIRST_ERRORS]
+    ]
+    return {
+        "status": str(overall.get("status") or "UNKNOWN"),
+        "records": records,
+        "duplicates": duplicates,
+        "loaded": max(0, records - duplicates - sum(counts.values())),
+        "seconds": overall.get("totalTimeSpent"),
+        "errors": {**counts, "first": first, "failedFeeds": failed_feeds}
+        if any(counts.values()) or first or failed_feeds
+        else None,
+    }
+
+
+def failure_message(summary: Mapping[str, Any], load_id: str) -> str:
+    """One line for the execution's cause: the status, the error counts and the first error."""
+    parts = [f"Neptune load {load_id} ended {summary['status']}"]
+    errors = summary.get("errors") or {}
+    counted = [
+        f"{name} {errors[name]}"
+        for name in ("parsingErrors", "datatypeMismatchErrors", "insertErrors")
+        if errors.get(name)
+    ]
+    if counted:
+        parts.append(", ".join(counted))
+    first = (errors.get("first") or [None])[0]
+    if first:
+        parts.append(
+            f"first error {first.get('errorCode')}: {first.get('errorMessage')} "
+            f"({first.get('fileName')} record {first.get('recordNum')})"
+        )
+    return "; ".join(parts)

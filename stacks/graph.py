@@ -1,0 +1,267 @@
+"""The graph target: a VPC, the Neptune cluster, its bulk-loader role, and who may reach port 8182."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_neptune as neptune
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from stacks.config import GraphConfig
+from stacks.data import STAGING_JOBS_PREFIX, DataStack
+from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
+
+NEPTUNE_PORT: Final[int] = 8182
+# Workers stage N-Quads under jobs/<jobId>/<planId>/graph/ (runtime/logic/layout.py).
+GRAPH_OBJECTS: Final[str] = f"{STAGING_JOBS_PREFIX}*/graph/*"
+
+
+@dataclass(frozen=True)
+class GraphTarget:
+    """What the loader-control functions need from the Graph stack."""
+
+    vpc: ec2.IVpc
+    subnets: ec2.SubnetSelection
+    security_group: ec2.ISecurityGroup
+    endpoint: str
+    port: str
+    cluster_resource_id: str
+    loader_role_arn: str
+
+
+class GraphDatabase(Construct):
+    """Neptune in isolated subnets of two AZs, IAM-authenticated and encrypted, with its loader role.
+
+    The only way in is port 8182 from the loader-control security group; the cluster reads the
+    staging bucket through the VPC's S3 gateway endpoint with a role that can read only the
+    staged graph files.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        graph_config: GraphConfig,
+        staging_bucket: s3.IBucket,
+        log_retention: logs.RetentionDays,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        removal = cdk.RemovalPolicy.RETAIN if graph_config.retain else cdk.RemovalPolicy.DESTROY
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="Isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=24
+                )
+            ],
+            gateway_endpoints={
+                # The Neptune loader reads the staged files through it; the functions too.
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
+                # The loader-control functions record the load id in the ledger.
+                "DynamoDb": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.DYNAMODB),
+            },
+            # CDK would restrict the default security group through a custom-resource Lambda;
+            # nothing here uses the default group (every resource has its own), so no extra function.
+            restrict_default_security_group=False,
+        )
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=log_retention, removal_policy=removal)
+        self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+            traffic_type=ec2.FlowLogTrafficType.REJECT,
+        )
+        self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+
+        self.database_security_group = ec2.SecurityGroup(
+            self,
+            "DatabaseSecurityGroup",
+            vpc=self.vpc,
+            description="mapload Neptune cluster: port 8182 from the loader-control functions only",
+            allow_all_outbound=False,
+        )
+        self.loader_control_security_group = ec2.SecurityGroup(
+            self,
+            "LoaderControlSecurityGroup",
+            vpc=self.vpc,
+            description="mapload StartGraphLoad/PollGraphLoad: to Neptune 8182 and HTTPS (gateway endpoints)",
+            allow_all_outbound=False,
+        )
+        self.database_security_group.add_ingress_rule(
+            self.loader_control_security_group,
+            ec2.Port.tcp(NEPTUNE_PORT),
+            "Neptune loader API from the loader-control functions",
+        )
+        self.loader_control_security_group.add_egress_rule(
+            self.database_security_group, ec2.Port.tcp(NEPTUNE_PORT), "Neptune loader API"
+        )
+        # Isolated subnets have no route to the internet: 443 reaches only the S3 and DynamoDB
+        # gateway endpoints (their prefix lists are not exposed to CloudFormation by name).
+        self.loader_control_security_group.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "S3 and DynamoDB through the gateway endpoints"
+        )
+
+        # The role the Neptune cluster assumes to read the staged files: read-only, graph prefix only.
+        self.loader_role = iam.Role(
+            self,
+            "LoaderRole",
+            assumed_by=iam.ServicePrincipal("rds.amazonaws.com"),
+            description="mapload Neptune bulk loader: read the staged graph files",
+        )
+        self.loader_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[staging_bucket.arn_for_objects(GRAPH_OBJECTS)]
+            )
+        )
+        self.loader_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[staging_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{STAGING_JOBS_PREFIX}*"]}},
+            )
+        )
+
+        subnet_group = neptune.CfnDBSubnetGroup(
+            self,
+            "SubnetGroup",
+            db_subnet_group_description="mapload Neptune: isolated subnets in two AZs",
+            subnet_ids=self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnet_ids,
+        )
+        parameters = neptune.CfnDBClusterParameterGroup(
+            self,
+            "ClusterParameters",
+            description="mapload Neptune: audit log on",
+            family=graph_config.parameter_group_family,
+            parameters={"neptune_enable_audit_log": 1},
+        )
+        self.cluster = neptune.CfnDBCluster(
+            self,
+            "Cluster",
+            engine_version=graph_config.engine_version,
+            iam_auth_enabled=True,
+            storage_encrypted=True,
+            backup_retention_period=graph_config.backup_retention_days,
+            preferred_backup_window="02:00-03:00",
+            preferred_maintenance_window="sun:04:00-sun:05:00",
+            copy_tags_to_snapshot=True,
+            enable_cloudwatch_logs_exports=["audit"],
+            deletion_protection=graph_config.retain,
+            db_cluster_parameter_group_name=parameters.ref,
+            db_subnet_group_name=subnet_group.ref,
+            vpc_security_group_ids=[self.database_security_group.security_group_id],
+            db_port=NEPTUNE_PORT,
+            associated_roles=[neptune.CfnDBCluster.DBClusterRoleProperty(role_arn=self.loader_role.role_arn)],
+            serverless_scaling_configuration=(
+                neptune.CfnDBCluster.ServerlessScalingConfigurationProperty(
+                    min_capacity=graph_config.serverless_min_capacity,
+                    max_capacity=graph_config.serverless_max_capacity,
+                )
+                if graph_config.serverless
+                else None
+            ),
+        )
+        # Retained clusters leave a final snapshot when their stack goes; others are disposable.
+        self.cluster.apply_removal_policy(cdk.RemovalPolicy.SNAPSHOT if graph_config.retain else removal)
+        self.instances = []
+        for index in range(graph_config.instances):
+            instance = neptune.CfnDBInstance(
+                self,
+                f"Instance{index + 1}",
+                db_instance_class=graph_config.instance_class,
+                db_cluster_identifier=self.cluster.ref,
+                auto_minor_version_upgrade=True,
+                # No AZ pinned: Neptune places instances across the subnet group's two AZs.
+            )
+            instance.apply_removal_policy(removal)
+            self.instances.append(instance)
+        if graph_config.instances < 2:
+            acknowledge(
+                self.cluster,
+                "AwsSolutions-N1",
+                "Single-instance cluster by configuration (graph_instances = 1, dev/staging): storage is "
+                "replicated across three AZs anyway; prod runs a second instance in the other AZ.",
+            )
+
+        self._acknowledge(staging_bucket)
+
+    def _acknowledge(self, staging_bucket: s3.IBucket) -> None:
+        acknowledge_wildcards(
+            default_policy(self.loader_role),
+            {
+                resource_finding(self, staging_bucket.arn_for_objects(GRAPH_OBJECTS)): (
+                    "The Neptune loader reads every staged graph file of a load: keys are "
+                    "jobs/<jobId>/<planId>/graph/<shard>.nq, created per run; read-only."
+                )
+            },
+        )
+
+
+class GraphStack(cdk.Stack):
+    """The Neptune side of an environment; its cluster keeps a final snapshot in prod."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        graph_config: GraphConfig,
+        data: DataStack,
+        log_retention: logs.RetentionDays,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        staging = s3.Bucket.from_bucket_attributes(
+            self,
+            "StagingBucketRef",
+            bucket_name=cdk.Fn.import_value(data.export_name("StagingBucketName")),
+            bucket_arn=cdk.Fn.import_value(data.export_name("StagingBucketArn")),
+        )
+        self.add_stack_dependency(data, "imports the Data stack's exports")
+        self.database = GraphDatabase(
+            self,
+            "GraphDatabase",
+            graph_config=graph_config,
+            staging_bucket=staging,
+            log_retention=log_retention,
+        )
+        cluster = self.database.cluster
+        self._output("GraphClusterEndpoint", cluster.attr_endpoint)
+        self._output("GraphClusterPort", cluster.attr_port)
+        self._output("GraphClusterResourceId", cluster.attr_cluster_resource_id)
+        self._output("GraphLoaderRoleArn", self.database.loader_role.role_arn)
+        cdk.CfnOutput(self, "GraphVpcId", value=self.database.vpc.vpc_id)
+
+    def export_name(self, output_id: str) -> str:
+        return f"{self.stack_name}:{output_id}"
+
+    def _output(self, output_id: str, value: str) -> None:
+        cdk.CfnOutput(self, output_id, value=value, export_name=self.export_name(output_id))
+
+    def share_with(self, consumer: cdk.Stack) -> GraphTarget:
+        """The cluster as `consumer` sees it: named imports for the values its IAM policies and
+        environment use (readable, and cdk-nag findings name them); the VPC, subnets and
+        security group by CDK's own references."""
+        consumer.add_stack_dependency(self, "imports the Graph stack's exports")
+        database = self.database
+
+        def imported(output_id: str) -> str:
+            return cdk.Fn.import_value(self.export_name(output_id))
+
+        return GraphTarget(
+            vpc=database.vpc,
+            subnets=database.subnets,
+            security_group=database.loader_control_security_group,
+            endpoint=imported("GraphClusterEndpoint"),
+            port=imported("GraphClusterPort"),
+            cluster_resource_id=imported("GraphClusterResourceId"),
+            loader_role_arn=imported("GraphLoaderRoleArn"),
+        )
