@@ -135,3 +135,20 @@ def test_start_names_the_missing_stack_and_the_bad_spec(
     assert "nope.csv: no such file" in capsys.readouterr().err
     assert cli.main(["status", "--env", "dev", "no-such-run"]) == 2
     assert "no execution no-such-run" in capsys.readouterr().err
+
+
+def test_a_report_that_does_not_reconcile_is_not_ok_even_when_the_execution_succeeded() -> None:
+    from mapload.ops import reconciliation_problems
+
+    clean = {
+        "status": "SUCCEEDED",
+        "records": {"read": 10, "written": 9, "rejected": 1},
+        "shards": {"total": 2, "done": 2, "missing": []},
+    }
+    assert reconciliation_problems(clean, "SUCCEEDED") == []
+    lost = {**clean, "records": {"read": 10, "written": 8, "rejected": 1}}
+    assert reconciliation_problems(lost, "SUCCEEDED") == ["records read 10 != written 8 + rejected 1"]
+    missing = {**clean, "shards": {"total": 2, "done": 1, "missing": [1]}}
+    assert reconciliation_problems(missing, "SUCCEEDED") == ["shards done 1 of 2"]
+    assert reconciliation_problems(None, "ABORTED") == ["execution ABORTED without a report"]
+    assert reconciliation_problems(clean, "TIMED_OUT") == ["execution TIMED_OUT"]
