@@ -11,8 +11,10 @@ from adapters import clients
 from adapters.ledger import Ledger
 from adapters.neptune import LoaderClient, base_url
 from adapters.s3 import S3Store
+from handlers.observability import entry_point, record_graph_load
 from handlers.settings import PollGraphLoadSettings
 from logic import graph_load
+from logic import report as report_errors
 from logic.errors import GraphLoaderError
 
 SETTINGS_CLASS = PollGraphLoadSettings
@@ -27,9 +29,21 @@ def poll(
     now: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     """The same result shape Finalize returns (status, report, cause, ...) plus `graphStatus`
-    and `pending`; the state machine waits and polls again while `pending` is true."""
-    load = event["load"]
+    and `pending`; the state machine waits and polls again while `pending` is true.
+
+    With `error` instead of `load` (StartGraphLoad or PollGraphLoad failed for good), it only
+    finishes the report: status FAILED, the error named, `where` GraphLoad.
+    """
     result = dict(event["result"])
+    if event.get("error") is not None:
+        caught = report_errors.describe_error(event["error"], planned=True) or {}
+        failure = {
+            "type": caught.get("type", "Error"),
+            "message": caught.get("message", ""),
+            "where": "GraphLoad",
+        }
+        return _finish(result, store, ledger, failure, {"status": "ERROR"}, None)
+    load = event["load"]
     load_id = str(load["loadId"])
     summary = graph_load.summarize(client.status(load_id))
     status = summary["status"]
@@ -56,19 +70,32 @@ def poll(
             "message": graph_load.failure_message(summary, load_id),
             "where": "GraphLoad",
         }
+    return _finish(result, store, ledger, error, summary, load_id)
+
+
+def _finish(
+    result: dict[str, Any],
+    store: S3Store,
+    ledger: Ledger,
+    error: dict[str, str] | None,
+    summary: Mapping[str, Any],
+    load_id: str | None,
+) -> dict[str, Any]:
+    """Write the report with the load's outcome, close the job in the ledger, return the result."""
     report = dict(result["report"])
     graph = dict(report.get("graph") or {})
-    graph.update(
-        {
-            "status": status,
-            "loadId": load_id,
-            "loaded": summary["loaded"],
-            "records": summary["records"],
-            "duplicates": summary["duplicates"],
-            "seconds": summary["seconds"],
-            "errors": summary["errors"],
-        }
-    )
+    graph["status"] = summary["status"]
+    if load_id is not None:
+        graph.update(
+            {
+                "loadId": load_id,
+                "loaded": summary["loaded"],
+                "records": summary["records"],
+                "duplicates": summary["duplicates"],
+                "seconds": summary["seconds"],
+                "errors": summary["errors"],
+            }
+        )
     report["graph"] = graph
     if error is not None:
         report["status"] = "FAILED"
@@ -83,7 +110,7 @@ def poll(
         "report": report,
         "error": error["type"] if error else None,
         "cause": f"{error['type']} in {error['where']}: {error['message']}" if error else "",
-        "graphStatus": status,
+        "graphStatus": graph["status"],
         "pending": False,
     }
 
@@ -99,5 +126,6 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     )
 
 
+@entry_point("PollGraphLoad", record=record_graph_load)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event, os.environ)

@@ -1,0 +1,310 @@
+"""The Neptune loader client and the StartGraphLoad/PollGraphLoad handlers against a local HTTP
+server that answers like the Neptune loader (mapload/neptune_local.py), on moto's S3 and DynamoDB."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.credentials import Credentials
+from pipeline_support import REGION
+
+from adapters.ledger import Ledger
+from adapters.neptune import LoaderClient, base_url
+from adapters.s3 import S3Store
+from handlers import poll_graph_load, start_graph_load
+from handlers.settings import PollGraphLoadSettings, StartGraphLoadSettings
+from logic.errors import GraphLoaderBusyError, GraphLoaderError
+from mapload.neptune_local import LocalNeptuneLoader
+
+pytestmark = pytest.mark.runtime
+
+CREDENTIALS = Credentials("AKIDEXAMPLE", "secret")
+NQ = b'<http://a/s> <http://a/p> "one" .\n<http://a/s> <http://a/p> "two" <http://a/g> .\n'
+FAILED_LOGS = [
+    {
+        "errorCode": "PARSING_ERROR",
+        "errorMessage": "Expected '.'",
+        "fileName": "s3://stg/x.nq",
+        "recordNum": 3,
+    }
+]
+
+
+@pytest.fixture
+def server(aws: Any) -> Iterator[LocalNeptuneLoader]:
+    aws.put_object(Bucket="stg", Key="jobs/j/run-1/graph/000000.nq", Body=NQ)
+    aws.put_object(Bucket="stg", Key="jobs/j/run-1/graph/000001.nq", Body=NQ)  # duplicates of the first file
+    with LocalNeptuneLoader() as loader:
+        yield loader
+
+
+def client(server: LocalNeptuneLoader, **kwargs: Any) -> LoaderClient:
+    return LoaderClient(server.url, REGION, credentials=CREDENTIALS, sleep=lambda _: None, **kwargs)
+
+
+def body(**extra: Any) -> dict[str, Any]:
+    return {
+        "source": "s3://stg/jobs/j/run-1/graph/",
+        "format": "nquads",
+        "iamRoleArn": "arn:aws:iam::123456789012:role/loader",
+        "region": REGION,
+        **extra,
+    }
+
+
+def test_base_url_keeps_a_given_scheme() -> None:
+    assert base_url("cluster.abc.eu-west-2.neptune.amazonaws.com", 8182) == (
+        "https://cluster.abc.eu-west-2.neptune.amazonaws.com:8182"
+    )
+    assert base_url("http://127.0.0.1", 5000) == "http://127.0.0.1:5000"
+
+
+def test_start_and_poll_a_completed_load_with_sigv4_headers(server: LocalNeptuneLoader) -> None:
+    loader = client(server)
+    load_id = loader.start(body())
+    server.wait(load_id)
+    payload = loader.status(load_id)
+    overall = payload["overallStatus"]
+    assert overall["status"] == "LOAD_COMPLETED"
+    assert (overall["totalRecords"], overall["totalDuplicates"]) == (4, 2)
+    assert len(server.store) == 2
+    for request in server.requests:
+        auth = request["headers"]["Authorization"]
+        assert auth.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+        assert f"/{REGION}/neptune-db/aws4_request" in auth
+        assert request["headers"]["X-Amz-Date"]
+    assert [r["method"] for r in server.requests] == ["POST", "GET"]
+
+
+def test_an_unsigned_request_is_refused_like_neptune_with_iam_auth(server: LocalNeptuneLoader) -> None:
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(urllib.request.Request(server.url + "/loader/x", method="GET"), timeout=5)
+    assert caught.value.code == 403
+
+
+def test_queued_and_in_progress_answers_come_before_the_outcome(server: LocalNeptuneLoader) -> None:
+    server.script = ["LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS"]
+    loader = client(server)
+    load_id = loader.start(body())
+    server.wait(load_id)
+    seen = [loader.status(load_id)["overallStatus"]["status"] for _ in range(4)]
+    assert seen == ["LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS", "LOAD_COMPLETED"]
+
+
+def test_a_failed_load_reports_its_error_details(server: LocalNeptuneLoader) -> None:
+    server.fail_with = ("LOAD_FAILED", FAILED_LOGS)
+    loader = client(server)
+    load_id = loader.start(body())
+    server.wait(load_id)
+    payload = loader.status(load_id)
+    assert payload["overallStatus"]["status"] == "LOAD_FAILED"
+    assert payload["errors"]["errorLogs"] == FAILED_LOGS
+
+
+def test_a_4xx_is_not_retried_and_names_the_answer(server: LocalNeptuneLoader) -> None:
+    loader = client(server)
+    with pytest.raises(
+        GraphLoaderError, match=r"POST /loader refused: HTTP 400 BadRequestException: .*format"
+    ) as caught:
+        loader.start(body(format="turtle"))
+    assert caught.value.status == 400
+    assert loader.retries == 0
+    with pytest.raises(GraphLoaderError, match="HTTP 404 LoadNotFoundException"):
+        loader.status("no-such-load")
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        (500, {"code": "InternalFailureException", "detailedMessage": "boom"}),
+        (503, {}),
+        (429, {"code": "ThrottlingException", "detailedMessage": "Rate exceeded"}),
+        (
+            400,
+            {
+                "code": "BadRequestException",
+                "detailedMessage": "Failed to start new load: max concurrent load limit breached",
+            },
+        ),
+    ],
+)
+def test_5xx_throttling_and_too_many_loads_are_retried(
+    server: LocalNeptuneLoader, fault: tuple[int, dict[str, Any]]
+) -> None:
+    server.faults.extend([fault, fault])
+    loader = client(server)
+    load_id = loader.start(body())
+    assert load_id in server.loads
+    assert loader.retries == 2
+    assert len(server.loads) == 1
+
+
+def test_retries_are_bounded_and_end_in_a_clear_error(server: LocalNeptuneLoader) -> None:
+    busy = (400, {"code": "BadRequestException", "detailedMessage": "max concurrent load limit breached"})
+    server.faults.extend([busy] * 3)
+    with pytest.raises(GraphLoaderBusyError, match="at its concurrent load limit after 3 attempts"):
+        client(server, attempts=3).start(body())
+    server.faults.extend([(503, {})] * 2)
+    with pytest.raises(
+        GraphLoaderBusyError, match="unavailable or throttling after 2 attempts; last answer: HTTP 503"
+    ):
+        client(server, attempts=2).status("x")
+    assert not server.loads
+
+
+def test_a_connection_refused_is_retried_then_named() -> None:
+    loader = LoaderClient(
+        "http://127.0.0.1:9", REGION, credentials=CREDENTIALS, attempts=2, sleep=lambda _: None
+    )
+    with pytest.raises(GraphLoaderBusyError, match="URLError"):
+        loader.start(body())
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+START_ENV = {
+    "NEPTUNE_ENDPOINT": "unused",
+    "NEPTUNE_PORT": "8182",
+    "NEPTUNE_REGION": REGION,
+    "LOADER_ROLE_ARN": "arn:aws:iam::123456789012:role/loader",
+    "STAGING_BUCKET": "stg",
+    "LEDGER_TABLE": "ledger",
+    "LEDGER_TTL_DAYS": "1",
+}
+JOB = {
+    "jobId": "j",
+    "runId": "run-1",
+    "spec": {"format": "nquads", "graph": {"pollSeconds": 1, "timeoutMinutes": 5}},
+}
+
+
+def ledger() -> Ledger:
+    import boto3
+
+    return Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+
+
+def started(server: LocalNeptuneLoader) -> dict[str, Any]:
+    settings = StartGraphLoadSettings.from_env(START_ENV)
+    return start_graph_load.start({"job": JOB}, settings, client(server), ledger())
+
+
+def test_start_is_idempotent_a_retry_starts_no_second_load(server: LocalNeptuneLoader) -> None:
+    first = started(server)
+    again = started(server)
+    assert again["loadId"] == first["loadId"]
+    assert [r["method"] for r in server.requests] == ["POST"]
+    assert first["source"] == "s3://stg/jobs/j/run-1/graph/"
+    assert first["waitSeconds"] == 1
+    assert 0 < first["deadline"] - time.time() <= 300
+    request = server.loads[first["loadId"]].request
+    assert request["iamRoleArn"] == START_ENV["LOADER_ROLE_ARN"]
+    assert (request["failOnError"], request["parallelism"], request["queueRequest"]) == (
+        "TRUE",
+        "HIGH",
+        "TRUE",
+    )
+    assert request["updateSingleCardinalityProperties"] == "FALSE"
+
+
+def finalize_result(aws: Any) -> dict[str, Any]:
+    report = {"jobId": "j", "runId": "run-1", "status": "SUCCEEDED", "error": None, "graph": {"staged": 4}}
+    aws.put_object(Bucket="stg", Key="jobs/j/run-1/report.json", Body=json.dumps(report).encode())
+    return {
+        "status": "SUCCEEDED",
+        "jobId": "j",
+        "report": report,
+        "reportUri": "s3://stg/jobs/j/run-1/report.json",
+        "error": None,
+        "cause": "",
+        "graphLoad": True,
+    }
+
+
+def poll(
+    server: LocalNeptuneLoader, aws: Any, load: dict[str, Any], now: float | None = None
+) -> dict[str, Any]:
+    settings = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
+    return poll_graph_load.poll(
+        {"load": load, "result": finalize_result(aws)},
+        settings,
+        client(server),
+        S3Store(aws),
+        ledger(),
+        now=(lambda: now) if now is not None else time.time,
+    )
+
+
+def stored_report(aws: Any) -> dict[str, Any]:
+    return dict(json.loads(aws.get_object(Bucket="stg", Key="jobs/j/run-1/report.json")["Body"].read()))
+
+
+def test_poll_is_pending_then_completes_and_writes_the_report(server: LocalNeptuneLoader, aws: Any) -> None:
+    server.script = ["LOAD_IN_QUEUE"]
+    load = started(server)
+    server.wait(load["loadId"])
+    pending = poll(server, aws, load)
+    assert (pending["pending"], pending["graphStatus"], pending["status"]) == (
+        True,
+        "LOAD_IN_QUEUE",
+        "SUCCEEDED",
+    )
+    done = poll(server, aws, load)
+    assert (done["pending"], done["status"], done["graphStatus"]) == (False, "SUCCEEDED", "LOAD_COMPLETED")
+    graph = stored_report(aws)["graph"]
+    assert (graph["staged"], graph["loaded"], graph["records"], graph["duplicates"]) == (4, 2, 4, 2)
+    assert graph["loadId"] == load["loadId"] and graph["errors"] is None
+    assert done["report"] == stored_report(aws)
+
+
+def test_a_failed_load_fails_the_job_with_the_loaders_details(server: LocalNeptuneLoader, aws: Any) -> None:
+    server.fail_with = ("LOAD_FAILED", FAILED_LOGS)
+    load = started(server)
+    server.wait(load["loadId"])
+    result = poll(server, aws, load)
+    assert (result["status"], result["error"], result["pending"]) == ("FAILED", "GraphLoadFailedError", False)
+    assert "ended LOAD_FAILED; parsingErrors 1; first error PARSING_ERROR: Expected '.'" in result["cause"]
+    report = stored_report(aws)
+    assert report["status"] == "FAILED" and report["error"]["where"] == "GraphLoad"
+    assert report["graph"]["errors"]["first"] == FAILED_LOGS
+
+
+def test_past_the_deadline_the_load_is_cancelled_and_the_job_fails(
+    server: LocalNeptuneLoader, aws: Any
+) -> None:
+    server.script = ["LOAD_IN_PROGRESS"] * 5
+    load = started(server)
+    result = poll(server, aws, load, now=load["deadline"] + 1)
+    assert (result["status"], result["error"]) == ("FAILED", "GraphLoadTimeoutError")
+    assert "the load was cancelled" in result["cause"]
+    assert [r["method"] for r in server.requests][-1] == "DELETE"
+    assert server.loads[load["loadId"]].status == "LOAD_CANCELLED_BY_USER"
+
+
+def test_a_start_that_failed_for_good_still_finishes_the_report(aws: Any) -> None:
+    settings = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
+    cause = json.dumps({"errorType": "GraphLoaderBusyError", "errorMessage": "at its concurrent load limit"})
+    result = poll_graph_load.poll(
+        {"error": {"Error": "GraphLoaderBusyError", "Cause": cause}, "result": finalize_result(aws)},
+        settings,
+        LoaderClient("http://127.0.0.1:9", REGION, credentials=CREDENTIALS),
+        S3Store(aws),
+        ledger(),
+    )
+    assert (result["status"], result["error"], result["graphStatus"]) == (
+        "FAILED",
+        "GraphLoaderBusyError",
+        "ERROR",
+    )
+    assert stored_report(aws)["error"] == {
+        "type": "GraphLoaderBusyError",
+        "message": "at its concurrent load limit",
+        "where": "GraphLoad",
+    }
