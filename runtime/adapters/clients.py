@@ -15,19 +15,26 @@ from botocore.config import Config
 
 @functools.cache
 def s3() -> Any:
-    return boto3.client("s3", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+    # One client serves every thread of a process (upload_fileobj's too): room for all of them.
+    return boto3.client(
+        "s3", config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=50)
+    )
 
 
 @functools.cache
 def dynamodb(pool: int = 10) -> Any:
     # The batch writer retries throttling and UnprocessedItems itself (and counts them), so
-    # botocore makes one attempt per call; the pool holds one connection per request in flight.
+    # botocore makes one attempt per call; the pool holds one connection per request in flight
+    # (kept alive between requests). Parameter validation is off: this client only sends
+    # BatchWriteItem requests whose items the mapper built in low-level form (logic/mapping.py),
+    # so botocore's walk over every attribute value of every request would only cost CPU.
     return boto3.client(
         "dynamodb",
         config=Config(
             retries={"mode": "standard", "total_max_attempts": 1},
             max_pool_connections=pool,
             tcp_keepalive=True,
+            parameter_validation=False,
         ),
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from logic.errors import ShardWriteError
+from logic.ratecontrol import AimdWindow, TokenBucket
 from logic.retry import backoff_delays
 
 # Answers that mean "try again later", not "this request is wrong".
@@ -34,6 +35,11 @@ class WriteStats:
     retries: int = 0
     throttles: int = 0
     unprocessed: int = 0
+    # Rate control: times the AIMD window was halved, its smallest value, seconds spent waiting
+    # for write budget (summed over the sending threads).
+    window_decreases: int = 0
+    min_window: int = 0
+    budget_wait_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,13 @@ class RetryPolicy:
 
 class BatchWriter:
     """Send batches of up to 25 low-level items; retry throttling and UnprocessedItems with
-    capped full-jitter backoff until written, or fail loudly with the count not written."""
+    capped full-jitter backoff until written, or fail loudly with the count not written.
+
+    Rate control (runtime/logic/ratecontrol.py): at most `in_flight` requests, fewer while
+    DynamoDB throttles (an AIMD window), and no faster than `rate` write units per second when a
+    rate is set (`set_rate` changes it while the writer runs: the job's budget is re-shared as
+    shards start and finish).
+    """
 
     def __init__(
         self,
@@ -57,6 +69,8 @@ class BatchWriter:
         policy: RetryPolicy = RetryPolicy(),
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        rate: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
         self._table = table
@@ -71,12 +85,24 @@ class BatchWriter:
         self.stats = WriteStats()
         self._not_written = 0
         self._first_error: str | None = None
+        self._clock = clock
+        self.window = AimdWindow(in_flight)
+        self._bucket = TokenBucket(rate, now=clock())
+        self._gate = threading.Condition(self._lock)
+        self._active = 0
+        self.stats.min_window = self.window.allowed
 
-    def submit(self, items: list[dict[str, Any]]) -> None:
+    def set_rate(self, rate: float | None) -> None:
+        """Write units per second from now on (None: as fast as DynamoDB accepts)."""
+        with self._lock:
+            self._bucket.set_rate(rate, now=self._clock())
+
+    def submit(self, items: list[dict[str, Any]], units: int | None = None) -> None:
+        """Queue one batch; `units` = its write units (default one per item)."""
         if not items:
             return
         self._slots.acquire()
-        future = self._pool.submit(self._write, items)
+        future = self._pool.submit(self._write, items, len(items) if units is None else units)
         future.add_done_callback(lambda _f: self._slots.release())
         self._futures.append(future)
         if len(self._futures) > 256:  # keep the list short on long shards
@@ -94,7 +120,31 @@ class BatchWriter:
             )
         return self.stats
 
-    def _write(self, items: list[dict[str, Any]]) -> None:
+    def _pace(self, units: int) -> None:
+        """Wait for the write budget, then for a place in the AIMD window."""
+        with self._lock:
+            wait = self._bucket.reserve(units, now=self._clock())
+            self.stats.budget_wait_seconds += wait
+        if wait > 0:
+            self._sleep(wait)
+        with self._gate:
+            while self._active >= self.window.allowed:
+                self._gate.wait()
+            self._active += 1
+
+    def _answered(self, throttled: bool) -> None:
+        with self._gate:
+            self._active -= 1
+            if throttled:
+                before = self.window.decreases
+                self.window.throttled()
+                self.stats.window_decreases += self.window.decreases - before
+                self.stats.min_window = min(self.stats.min_window, self.window.allowed)
+            else:
+                self.window.accepted()
+            self._gate.notify_all()
+
+    def _write(self, items: list[dict[str, Any]], units: int) -> None:
         pending = [{"PutRequest": {"Item": item}} for item in items]
         delays = backoff_delays(self._policy.base_seconds, self._policy.cap_seconds, self._rng)
         started = time.monotonic()
@@ -102,11 +152,15 @@ class BatchWriter:
         while True:
             attempt += 1
             error: str | None = None
+            # A retry of some items costs their share of the batch's units.
+            self._pace(max(1, -(-units * len(pending) // len(items))))
+            throttled = True
             try:
                 response = self._client.batch_write_item(RequestItems={self._table: pending})
                 with self._lock:
                     self.stats.requests += 1
                 pending = response.get("UnprocessedItems", {}).get(self._table, [])
+                throttled = bool(pending)
                 if not pending:
                     return
                 error = f"{len(pending)} UnprocessedItems"
@@ -122,6 +176,8 @@ class BatchWriter:
                     self.stats.throttles += 1
             except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable
                 error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self._answered(throttled)
             elapsed = time.monotonic() - started
             if attempt >= self._policy.max_attempts or elapsed >= self._policy.deadline_seconds:
                 self._give_up(len(pending), f"gave up after {attempt} attempts / {elapsed:.0f}s: {error}")

@@ -1,0 +1,107 @@
+"""How fast a worker may write: an AIMD window of requests in flight and a write-unit token bucket.
+
+Pure logic (no clock of its own, no threads): the batch writer asks and reports, and passes the
+time in. Two controls, both needed:
+- `AimdWindow` reacts to throttling the way TCP reacts to loss: each fully accepted request
+  widens the window by 1/window (about one more request in flight per round trip), a throttled
+  one halves it — at most once per window's worth of answers, since the requests already in
+  flight saw the same congestion. The window never exceeds the configured write concurrency,
+  never drops below one request.
+- `TokenBucket` holds a worker to its share of a job-wide write budget (`writeUnitsPerSecond`
+  divided by the shards running): a request waits until its write units are covered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# DynamoDB charges one write unit per started KB of item size (a standard table, PutItem or a
+# BatchWriteItem put).
+WRITE_UNIT_BYTES = 1024
+
+
+def write_units(item_sizes: Iterable[int]) -> int:
+    """Write units a batch of items of these (estimated) sizes consumes: ceil(size / 1 KB) each."""
+    return sum(max(1, math.ceil(size / WRITE_UNIT_BYTES)) for size in item_sizes)
+
+
+class AimdWindow:
+    """Requests a worker may have in flight: additive increase, multiplicative decrease."""
+
+    def __init__(self, maximum: int, *, start: float | None = None, minimum: float = 1.0) -> None:
+        if maximum < 1:
+            raise ValueError(f"maximum must be at least 1, got {maximum}")
+        self.maximum = float(maximum)
+        self.minimum = min(minimum, self.maximum)
+        self.window = self.maximum if start is None else max(self.minimum, min(start, self.maximum))
+        self.decreases = 0
+        self._since_decrease = math.inf
+
+    @property
+    def allowed(self) -> int:
+        """Whole requests that may be in flight now."""
+        return max(1, int(self.window))
+
+    def accepted(self) -> None:
+        """A request was fully accepted: widen by 1/window."""
+        self._since_decrease += 1
+        self.window = min(self.maximum, self.window + 1.0 / self.window)
+
+    def throttled(self) -> None:
+        """A request was throttled or partly unprocessed: halve, once per window of answers."""
+        self._since_decrease += 1
+        if self._since_decrease < self.window:
+            return
+        self.window = max(self.minimum, self.window / 2)
+        self._since_decrease = 0
+        self.decreases += 1
+
+
+class TokenBucket:
+    """A rate in write units per second with a small burst; `None` rate means unlimited.
+
+    `reserve(units, now)` books the units and returns how long to wait before sending them.
+    Booking ahead (the balance may go negative) keeps concurrent senders fair and in order.
+    """
+
+    def __init__(self, rate: float | None, *, now: float, burst_seconds: float = 0.2) -> None:
+        self._burst_seconds = burst_seconds
+        self.rate: float | None = None
+        self._tokens = 0.0
+        self._stamp = now
+        self.set_rate(rate, now=now)
+
+    def set_rate(self, rate: float | None, *, now: float) -> None:
+        if rate is not None and rate <= 0:
+            raise ValueError(f"rate must be positive or None, got {rate}")
+        self._refill(now)
+        self.rate = rate
+        if rate is not None:
+            self._tokens = min(self._tokens, rate * self._burst_seconds)
+
+    def reserve(self, units: int, *, now: float) -> float:
+        if self.rate is None:
+            return 0.0
+        self._refill(now)
+        self._tokens -= units
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+    def _refill(self, now: float) -> None:
+        if self.rate is not None:
+            capacity = self.rate * self._burst_seconds
+            self._tokens = min(capacity, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+
+def budget_share(budget: float | None, running: int) -> float | None:
+    """One worker's part of the job-wide budget: budget / shards running (itself included)."""
+    if budget is None:
+        return None
+    return budget / max(1, running)
+
+
+def live_leases(leases: Iterable[Mapping[str, Any]], now: float) -> int:
+    """Leases (`{"until": epoch seconds}`) that have not expired: the shards running now."""
+    return sum(1 for lease in leases if float(lease.get("until", 0)) > now)
