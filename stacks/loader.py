@@ -213,7 +213,8 @@ class ShardedLoader(Construct):
         self._allow(self.worker_function, ["s3:GetObject"], source_object_arns)
         self._allow(self.worker_function, ["s3:PutObject"], [staging_jobs_arn])
         table.grant(self.worker_function, "dynamodb:BatchWriteItem")
-        ledger_table.grant(self.worker_function, "dynamodb:GetItem", "dynamodb:PutItem")
+        # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
+        ledger_table.grant(self.worker_function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
 
         self._allow(self.finalize_function, ["s3:GetObject", "s3:PutObject"], [staging_jobs_arn])
         ledger_table.grant(

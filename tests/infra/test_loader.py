@@ -158,6 +158,7 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("dynamodb:BatchWriteItem", TARGET),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:PutItem", LEDGER),
+        ("dynamodb:Query", LEDGER),  # counts write-budget leases (runtime/adapters/budget.py)
     }
 
 
