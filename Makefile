@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit synth deploy clean
+.PHONY: setup demo test lint typecheck unit synth deploy clean bench-upload
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -27,6 +27,11 @@ demo: setup
 	$(BIN)/mapload sample demo-out/ukpostcodes.csv --rows $(ROWS)
 	$(BIN)/mapload run-local demo-out/ukpostcodes.csv --spec examples/postcodes.spec.json --report demo-out/report.json
 	@echo "--- demo-out/report.json"; cat demo-out/report.json
+
+# mapload upload (1, 4, 8 parts in flight) vs boto3 upload_file, and Prepare's decompression
+# speed, on one local moto server; SIZE_MIB=1024 for a bigger file.
+bench-upload: setup
+	$(BIN)/python bench/upload.py $(if $(SIZE_MIB),--size-mib $(SIZE_MIB))
 
 lint: setup
 	$(BIN)/ruff check .
