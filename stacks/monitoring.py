@@ -34,6 +34,8 @@ WORKER_METRICS: Final[tuple[str, ...]] = (
     "Bytes",
     "ShardsCompleted",
 )
+# Metric names PollGraphLoad emits when a Neptune bulk load ends.
+GRAPH_METRICS: Final[tuple[str, ...]] = ("GraphLoadsSucceeded", "GraphLoadsFailed")
 PERIOD: Final[cdk.Duration] = cdk.Duration.minutes(5)
 SUSTAINED_PERIODS: Final[int] = 3
 
@@ -46,6 +48,7 @@ def service_name(env_name: str) -> str:
 class LoaderMonitoring(Construct):
     """Alarms on what a platform team is paged for, a dashboard of a running load.
 
+    With a graph target, a widget shows Neptune bulk loads that ended (succeeded / failed).
     Alarms: an execution failed, an execution timed out, DynamoDB throttling sustained for
     three 5-minute periods, rejected records above `alarm_rejected_percent` of records read.
     They notify a KMS-encrypted, TLS-only SNS topic with an optional e-mail subscription.
@@ -62,6 +65,7 @@ class LoaderMonitoring(Construct):
         worker: lambda_.Function,
         monitoring_config: MonitoringConfig,
         retain: bool,
+        graph_poll: lambda_.Function | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.service = service_name(env_name)
@@ -253,3 +257,16 @@ class LoaderMonitoring(Construct):
                 width=8,
             ),
         )
+        if graph_poll is not None:
+            # Neptune bulk loads: how many ended (PollGraphLoad's EMF metrics) and the poller's health.
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Neptune graph load status",
+                    left=[emf(name) for name in GRAPH_METRICS],
+                    right=[
+                        graph_poll.metric_invocations(statistic="Sum"),
+                        graph_poll.metric_errors(statistic="Sum"),
+                    ],
+                    width=24,
+                )
+            )

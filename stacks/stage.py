@@ -84,4 +84,5 @@ class MaploadStage(cdk.Stage):
             worker=loader.worker_function,
             monitoring_config=config.monitoring,
             retain=config.data.retain_data,
+            graph_poll=loader.poll_graph_load_function,
         )

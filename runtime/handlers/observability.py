@@ -58,8 +58,26 @@ def record_metrics(result: Mapping[str, Any]) -> None:
     metrics.add_metric(name="ShardsCompleted", unit=MetricUnit.Count, value=1)
 
 
-def entry_point(function: str, *, emit_metrics: bool = False) -> Callable[[Handler], Handler]:
-    """Wrap a lambda_handler: job keys on every log line, a start and an end line, EMF flush."""
+def record_graph_load(result: Mapping[str, Any]) -> None:
+    """A Neptune bulk load that ended (PollGraphLoad's result once `pending` is false)."""
+    if result.get("pending") is not False:
+        return
+    name = "GraphLoadsSucceeded" if result.get("status") == "SUCCEEDED" else "GraphLoadsFailed"
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+
+
+def entry_point(
+    function: str,
+    *,
+    emit_metrics: bool = False,
+    record: Callable[[Mapping[str, Any]], None] | None = None,
+) -> Callable[[Handler], Handler]:
+    """Wrap a lambda_handler: job keys on every log line, a start and an end line, EMF flush.
+
+    `emit_metrics` records a Worker's shard counts; `record` turns another result into metrics.
+    """
+    if emit_metrics and record is None:
+        record = record_metrics
 
     def decorate(handler: Handler) -> Handler:
         @wraps(handler)
@@ -71,13 +89,13 @@ def entry_point(function: str, *, emit_metrics: bool = False) -> Callable[[Handl
             except Exception as error:
                 logger.exception(f"{function} failed: {type(error).__name__}")
                 raise
-            if emit_metrics:
-                record_metrics(result)
+            if record is not None:
+                record(result)
             logger.info(f"{function} finished", extra={"result": _summary(result)})
             return result
 
         wrapped: Handler = logger.inject_lambda_context(clear_state=True)(run)
-        if emit_metrics:
+        if record is not None:
             wrapped = metrics.log_metrics(wrapped)
         return wrapped
 

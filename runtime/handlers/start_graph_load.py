@@ -10,6 +10,7 @@ from typing import Any
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.neptune import LoaderClient, base_url
+from handlers.observability import entry_point
 from handlers.settings import StartGraphLoadSettings
 from logic import graph_load, layout
 
@@ -54,5 +55,6 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     )
 
 
+@entry_point("StartGraphLoad")
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event, os.environ)

@@ -151,3 +151,16 @@ def test_loader_outputs_name_the_dashboard_and_the_alarm_topic(dev: Synth) -> No
     topic = only({k: k for k in resources(dev.loader_json, "AWS::SNS::Topic")})
     assert outputs["DashboardName"]["Value"] == {"Ref": dashboard}
     assert outputs["AlarmTopicArn"]["Value"] == {"Ref": topic}
+
+
+def test_with_a_graph_target_the_dashboard_shows_neptune_load_status(dev: Synth, variant: Synth) -> None:
+    assert dev.graph is not None and variant.graph is None
+    with_graph = flat(
+        only(resources(dev.loader_json, "AWS::CloudWatch::Dashboard"))["Properties"]["DashboardBody"]
+    )
+    assert '"title":"Neptune graph load status' in with_graph
+    assert "GraphLoadsSucceeded" in with_graph and "GraphLoadsFailed" in with_graph
+    without = flat(
+        only(resources(variant.loader_json, "AWS::CloudWatch::Dashboard"))["Properties"]["DashboardBody"]
+    )
+    assert "Neptune" not in without

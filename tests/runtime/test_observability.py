@@ -153,7 +153,24 @@ def test_job_keys_come_from_plan_worker_and_finalize_events(
     assert observability.job_keys(event) == keys
 
 
-def test_the_three_entry_points_are_wrapped() -> None:
-    for name in ("plan", "worker", "finalize"):
+def test_a_finished_graph_load_counts_once_by_outcome(
+    observability: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @observability.entry_point("PollGraphLoad", record=observability.record_graph_load)
+    def poll(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return dict(event)
+
+    poll({"pending": True, "status": "RUNNING"}, FakeContext())  # still loading: nothing
+    poll({"pending": False, "status": "FAILED"}, FakeContext())
+    poll({"pending": False, "status": "SUCCEEDED"}, FakeContext())
+    _, emf = _output(capsys)
+    assert [{k: v for k, v in blob.items() if k.startswith("GraphLoads")} for blob in emf] == [
+        {"GraphLoadsFailed": [1.0]},
+        {"GraphLoadsSucceeded": [1.0]},
+    ]
+
+
+def test_every_entry_point_is_wrapped() -> None:
+    for name in ("prepare", "plan", "worker", "finalize", "start_graph_load", "poll_graph_load"):
         module = importlib.import_module(f"handlers.{name}")
         assert hasattr(module.lambda_handler, "__wrapped__"), name
