@@ -38,6 +38,8 @@ class AimdWindow:
         self.window = self.maximum if start is None else max(self.minimum, min(start, self.maximum))
         self.decreases = 0
         self._since_decrease = math.inf
+        # Answers to wait for after a decrease: the requests that were in flight when it happened.
+        self._guard = 0.0
 
     @property
     def allowed(self) -> int:
@@ -52,8 +54,9 @@ class AimdWindow:
     def throttled(self) -> None:
         """A request was throttled or partly unprocessed: halve, once per window of answers."""
         self._since_decrease += 1
-        if self._since_decrease < self.window:
+        if self._since_decrease < self._guard:
             return
+        self._guard = self.window
         self.window = max(self.minimum, self.window / 2)
         self._since_decrease = 0
         self.decreases += 1
