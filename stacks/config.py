@@ -17,6 +17,16 @@ LOG_RETENTION_DAYS: Final[frozenset[int]] = frozenset(
 KEY_TYPES: Final[frozenset[str]] = frozenset({"S", "N", "B"})
 # A Distributed Map runs at most 10,000 child executions at once.
 MAX_MAP_CONCURRENCY: Final[int] = 10_000
+TABLE_BILLING_MODES: Final[tuple[str, ...]] = ("on_demand", "provisioned")
+LAMBDA_ARCHITECTURES: Final[tuple[str, ...]] = ("arm64", "x86_64")
+MAP_EXECUTION_TYPES: Final[tuple[str, ...]] = ("STANDARD", "EXPRESS")
+# An on-demand table starts warm at 4,000 write units/s; warm throughput can only raise that.
+MIN_WARM_WRITE_UNITS: Final[int] = 4000
+# DynamoDB's default per-table quota is 40,000 units/s; the bound only catches a misplaced digit.
+MAX_TABLE_UNITS: Final[int] = 10_000_000
+# An EXPRESS execution lasts at most 5 minutes; the Worker Task's timeout is the function's + 60 s.
+EXPRESS_MAX_SECONDS: Final[int] = 300
+WORKER_TASK_MARGIN_SECONDS: Final[int] = 60
 # Context keys of the form `mapload:<field>` override one field of the selected environment
 # (`cdk synth -c mapload:max_concurrency_cap=10`); CLI values arrive as strings.
 OVERRIDE_PREFIX: Final[str] = "mapload:"
@@ -63,6 +73,12 @@ class DataConfig:
     multipart_abort_days: int
     access_log_expiry_days: int
     retain_data: bool
+    # The target table's capacity (a created table only; an existing table keeps its own):
+    # "on_demand" (optionally pre-warmed) or "provisioned" with fixed read/write units.
+    table_billing_mode: str = "on_demand"
+    table_warm_write_units: int | None = None
+    table_write_capacity: int | None = None
+    table_read_capacity: int | None = None
 
     @property
     def table_key(self) -> dict[str, str]:
@@ -98,6 +114,11 @@ class LoaderConfig:
     ledger_ttl_days: int
     log_retention_days: int
     retain_logs: bool
+    lambda_architecture: str = "arm64"
+    # Child executions of the Distributed Map: STANDARD, or EXPRESS (cheaper; 5-minute limit).
+    map_execution_type: str = "STANDARD"
+    # Concurrent Lambda executions the account allows (its quota); bounds max_concurrency_cap.
+    lambda_concurrency_limit: int = 1000
 
 
 @dataclass(frozen=True)
@@ -165,6 +186,13 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
     "control_memory_mib": 512,
     "control_timeout_seconds": 300,
     "write_concurrency": 8,
+    "table_billing_mode": "on_demand",
+    "table_warm_write_units": None,
+    "table_write_capacity": None,
+    "table_read_capacity": None,
+    "lambda_architecture": "arm64",
+    "map_execution_type": "STANDARD",
+    "lambda_concurrency_limit": 1000,
     "retry_interval_seconds": 2,
     "retry_max_attempts": 6,
     "retry_backoff_rate": 2.0,
@@ -358,6 +386,7 @@ def load_environment(
         multipart_abort_days=read.int_("multipart_abort_days", 1, 365),
         access_log_expiry_days=read.int_("access_log_expiry_days", 1, 3650),
         retain_data=read.bool_("retain_data"),
+        **_table_capacity(read),
     )
     if data.table_sort_key and data.table_sort_key.name == data.table_partition_key.name:
         raise read.fail("sort_key.name", "must differ from partition_key.name")
@@ -380,7 +409,11 @@ def load_environment(
         ledger_ttl_days=read.int_("ledger_ttl_days", 1, 3650),
         log_retention_days=log_retention,
         retain_logs=data.retain_data,
+        lambda_architecture=_choice(read, "lambda_architecture", LAMBDA_ARCHITECTURES),
+        map_execution_type=_choice(read, "map_execution_type", MAP_EXECUTION_TYPES),
+        lambda_concurrency_limit=read.int_("lambda_concurrency_limit", 1, 10_000_000),
     )
+    _check_concurrency_and_express(read, loader)
     return EnvironmentConfig(
         name=env,
         account=read.optional("account", _ACCOUNT, "a 12-digit AWS account id"),
@@ -439,6 +472,61 @@ def _existing_table(read: _Reader) -> str | None:
         "must be a DynamoDB table name or table ARN "
         f"(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME), got {value!r}",
     )
+
+
+def _choice(read: _Reader, field: str, options: tuple[str, ...]) -> str:
+    value = read.raw[field]
+    if value not in options:
+        raise read.fail(field, f"must be one of {', '.join(options)}, got {value!r}")
+    return str(value)
+
+
+def _optional_int(read: _Reader, field: str, low: int, high: int) -> int | None:
+    if read.raw[field] is None or read.raw[field] == "":
+        return None
+    return read.int_(field, low, high)
+
+
+def _table_capacity(read: _Reader) -> dict[str, Any]:
+    mode = _choice(read, "table_billing_mode", TABLE_BILLING_MODES)
+    warm = _optional_int(read, "table_warm_write_units", MIN_WARM_WRITE_UNITS, MAX_TABLE_UNITS)
+    write = _optional_int(read, "table_write_capacity", 1, MAX_TABLE_UNITS)
+    read_units = _optional_int(read, "table_read_capacity", 1, MAX_TABLE_UNITS)
+    if mode == "provisioned" and (write is None or read_units is None):
+        missing = "table_write_capacity" if write is None else "table_read_capacity"
+        raise read.fail(missing, "required when table_billing_mode is provisioned (units per second)")
+    if mode == "on_demand":
+        for field, value in (("table_write_capacity", write), ("table_read_capacity", read_units)):
+            if value is not None:
+                raise read.fail(
+                    field,
+                    "only for table_billing_mode provisioned; an on-demand table is pre-warmed "
+                    "with table_warm_write_units instead",
+                )
+    return {
+        "table_billing_mode": mode,
+        "table_warm_write_units": warm,
+        "table_write_capacity": write,
+        "table_read_capacity": read_units,
+    }
+
+
+def _check_concurrency_and_express(read: _Reader, loader: LoaderConfig) -> None:
+    if loader.max_concurrency_cap > loader.lambda_concurrency_limit:
+        raise read.fail(
+            "max_concurrency_cap",
+            f"{loader.max_concurrency_cap} shards in flight need as many concurrent Lambda executions, "
+            f"but lambda_concurrency_limit (the account's quota) is {loader.lambda_concurrency_limit}: "
+            "lower max_concurrency_cap, or raise the quota and lambda_concurrency_limit",
+        )
+    limit = EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS
+    if loader.map_execution_type == "EXPRESS" and loader.worker_timeout_seconds > limit:
+        raise read.fail(
+            "map_execution_type",
+            f"EXPRESS child executions end after {EXPRESS_MAX_SECONDS} s, but a Worker may run "
+            f"worker_timeout_seconds={loader.worker_timeout_seconds} (+{WORKER_TASK_MARGIN_SECONDS} s); "
+            f"set worker_timeout_seconds to at most {limit} (and shardSizeMiB small enough) or use STANDARD",
+        )
 
 
 def _required(value: KeyAttribute | None) -> KeyAttribute:

@@ -151,6 +151,7 @@ class DataStore(Construct):
                 partition_type=data_config.table_partition_key.type,
                 sort_key=data_config.table_sort_key.name if data_config.table_sort_key else None,
                 sort_type=data_config.table_sort_key.type if data_config.table_sort_key else None,
+                capacity=_target_capacity(data_config),
             )
             if data_config.table_existing is None
             else existing_table(self, "ExistingTable", data_config.table_existing)
@@ -176,6 +177,7 @@ class DataStore(Construct):
         sort_key: str | None,
         sort_type: str | None,
         time_to_live_attribute: str | None = None,
+        capacity: dict[str, Any] | None = None,
     ) -> dynamodb.Table:
         return dynamodb.Table(
             self,
@@ -186,8 +188,8 @@ class DataStore(Construct):
                 if sort_key and sort_type
                 else None
             ),
-            # On-demand: a load bursts from zero to thousands of writers and back.
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            # On-demand by default: a load bursts from zero to thousands of writers and back.
+            **(capacity or {"billing_mode": dynamodb.BillingMode.PAY_PER_REQUEST}),
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -198,6 +200,23 @@ class DataStore(Construct):
                 cdk.RemovalPolicy.RETAIN if data_config.retain_data else cdk.RemovalPolicy.DESTROY
             ),
         )
+
+
+def _target_capacity(data_config: DataConfig) -> dict[str, Any]:
+    """Billing of the target table: on demand (pre-warmed when asked) or provisioned."""
+    warm = (
+        dynamodb.WarmThroughput(write_units_per_second=data_config.table_warm_write_units)
+        if data_config.table_warm_write_units is not None
+        else None
+    )
+    if data_config.table_billing_mode == "provisioned":
+        return {
+            "billing_mode": dynamodb.BillingMode.PROVISIONED,
+            "write_capacity": data_config.table_write_capacity,
+            "read_capacity": data_config.table_read_capacity,
+            "warm_throughput": warm,
+        }
+    return {"billing_mode": dynamodb.BillingMode.PAY_PER_REQUEST, "warm_throughput": warm}
 
 
 class DataStack(cdk.Stack):

@@ -84,6 +84,12 @@ RETENTION_DAYS: Final[Mapping[int, logs.RetentionDays]] = {
 }
 
 
+_ARCHITECTURES: Final[Mapping[str, lambda_.Architecture]] = {
+    "arm64": lambda_.Architecture.ARM_64,
+    "x86_64": lambda_.Architecture.X86_64,
+}
+
+
 class ManifestItemReader(sfn.S3JsonItemReader):
     """S3JsonItemReader whose IAM grant covers only the staging `jobs/` prefix.
 
@@ -280,7 +286,7 @@ class ShardedLoader(Construct):
             index=HANDLER_INDEX[name],
             handler=HANDLER_FUNCTION,
             runtime=lambda_.Runtime.PYTHON_3_12,
-            architecture=lambda_.Architecture.ARM_64,
+            architecture=_ARCHITECTURES[self._config.lambda_architecture],
             memory_size=memory_mib,
             timeout=cdk.Duration.seconds(timeout_seconds),
             environment=dict(environment),
@@ -461,7 +467,8 @@ class ShardedLoader(Construct):
                 "job": sfn.JsonPath.object_at("$.plan.job"),
             },
             result_path=sfn.JsonPath.DISCARD,
-            map_execution_type=sfn.StateMachineType.STANDARD,
+            # EXPRESS children cost less per shard but end after 5 minutes (checked in config).
+            map_execution_type=sfn.StateMachineType[self._config.map_execution_type],
         )
         shards.item_processor(worker)
 

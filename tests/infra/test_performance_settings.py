@@ -1,0 +1,113 @@
+"""Performance settings: table capacity (on demand, warm, provisioned), Lambda architecture, Map
+child execution type, and maxConcurrency against the account's Lambda concurrency."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.config import MaploadConfigError, load_environment
+from tests.infra.support import Synth, iter_functions, only, output_target, resources, synthesize
+
+pytestmark = pytest.mark.infra
+
+FAST: dict[str, Any] = {
+    "env": "dev",
+    "mapload:graph_enabled": False,
+    "mapload:table_billing_mode": "provisioned",
+    "mapload:table_write_capacity": 5000,
+    "mapload:table_read_capacity": 50,
+    "mapload:table_warm_write_units": 12000,
+    "mapload:lambda_architecture": "x86_64",
+    "mapload:map_execution_type": "EXPRESS",
+    "mapload:worker_timeout_seconds": 240,
+}
+
+
+@pytest.fixture(scope="module")
+def fast(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(FAST, tmp_path_factory.mktemp("fast"))
+
+
+def _env(**fields: Any) -> Any:
+    return load_environment({"environments": {"dev": fields}}, "dev")
+
+
+def _target(synth: Synth) -> dict[str, Any]:
+    return dict(synth.data_json["Resources"][output_target(synth.data_json, "TableName")]["Properties"])
+
+
+def test_default_target_table_is_on_demand_without_warm_throughput(dev: Synth) -> None:
+    props = _target(dev)
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert "WarmThroughput" not in props and "ProvisionedThroughput" not in props
+
+
+def test_provisioned_warm_table_x86_functions_and_express_children(fast: Synth) -> None:
+    props = _target(fast)
+    assert props["ProvisionedThroughput"] == {"ReadCapacityUnits": 50, "WriteCapacityUnits": 5000}
+    assert props["WarmThroughput"] == {"WriteUnitsPerSecond": 12000}
+    assert "BillingMode" not in props or props["BillingMode"] == "PROVISIONED"
+    ledger = fast.data_json["Resources"][output_target(fast.data_json, "LedgerTableName")]["Properties"]
+    assert ledger["BillingMode"] == "PAY_PER_REQUEST"  # the ledger keeps on-demand
+    for _, fn in iter_functions(fast.loader_json):
+        assert fn["Properties"]["Architectures"] == ["x86_64"]
+    machine = only(resources(fast.loader_json, "AWS::StepFunctions::StateMachine"))["Properties"]
+    definition = str(machine["DefinitionString"])
+    assert '\\"ExecutionType\\":\\"EXPRESS\\"' in definition or '"ExecutionType":"EXPRESS"' in definition
+
+
+def test_on_demand_table_can_be_pre_warmed() -> None:
+    config = _env(table_warm_write_units=40000)
+    assert config.data.table_billing_mode == "on_demand"
+    assert config.data.table_warm_write_units == 40000
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"table_billing_mode": "provisioned"}, "table_write_capacity", "required"),
+        (
+            {"table_billing_mode": "provisioned", "table_write_capacity": 10},
+            "table_read_capacity",
+            "required",
+        ),
+        ({"table_write_capacity": 10}, "table_write_capacity", "only for table_billing_mode provisioned"),
+        ({"table_billing_mode": "pay_per_request"}, "table_billing_mode", "on_demand, provisioned"),
+        ({"table_warm_write_units": 1000}, "table_warm_write_units", "between 4000"),
+        ({"lambda_architecture": "arm"}, "lambda_architecture", "arm64, x86_64"),
+        ({"map_execution_type": "EXPRESS"}, "map_execution_type", "worker_timeout_seconds to at most 240"),
+        ({"max_concurrency_cap": 2000}, "max_concurrency_cap", "lambda_concurrency_limit"),
+        ({"lambda_concurrency_limit": 50}, "max_concurrency_cap", "is 50"),
+    ],
+)
+def test_bad_performance_settings_name_the_field(fields: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(MaploadConfigError) as caught:
+        _env(**fields)
+    assert caught.value.field == f"mapload.environments.dev.{field}"
+    assert words in str(caught.value)
+
+
+def test_express_children_fit_when_the_worker_timeout_does() -> None:
+    config = _env(map_execution_type="EXPRESS", worker_timeout_seconds=240)
+    assert config.loader.map_execution_type == "EXPRESS"
+
+
+def test_a_raised_lambda_quota_allows_more_shards_in_flight() -> None:
+    assert _env(max_concurrency_cap=3000, lambda_concurrency_limit=5000).loader.max_concurrency_cap == 3000
+
+
+def test_settings_page_lists_every_performance_setting() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "SETTINGS.md").read_text()
+    for name in (
+        "table_billing_mode",
+        "table_warm_write_units",
+        "table_write_capacity",
+        "table_read_capacity",
+        "lambda_architecture",
+        "map_execution_type",
+        "lambda_concurrency_limit",
+    ):
+        assert f"`{name}`" in text, name
