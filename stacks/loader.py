@@ -173,6 +173,8 @@ class ShardedLoader(Construct):
                 # Partition key first, as the runtime's spec parser expects.
                 "TABLE_KEY": json.dumps(dict(table_key)),
                 "MAX_CONCURRENCY_CAP": str(loader_config.max_concurrency_cap),
+                # Plan refuses a graph input where there is no cluster to load it into.
+                "GRAPH_ENABLED": "true" if graph is not None else "false",
             },
         )
         self.worker_function = self._function(

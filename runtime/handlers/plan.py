@@ -44,6 +44,12 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
     prepared = raw_input.pop("prepare", None) or {}
     spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
+    if spec.graph is not None and not settings.graph_enabled:
+        raise InputValidationError(
+            "graph" if "graph" in raw_input else "format",
+            "this environment has no graph database (graph_enabled is false in cdk.json): "
+            "it loads csv/jsonl into DynamoDB only",
+        )
     bucket, key = parse_s3_uri(spec.source)
     if bucket not in settings.source_buckets:
         allowed = ", ".join(sorted(settings.source_buckets))

@@ -48,6 +48,7 @@ class PlanSettings:
         "TABLE_KEY",
         "MAX_CONCURRENCY_CAP",
         "LEDGER_TTL_DAYS",
+        "GRAPH_ENABLED",
     )
     source_buckets: frozenset[str]
     staging_bucket: str
@@ -56,6 +57,8 @@ class PlanSettings:
     table_key: dict[str, str]
     max_concurrency_cap: int
     ledger_ttl_days: int
+    # false: the environment has no Neptune cluster, so a graph input is refused at once.
+    graph_enabled: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PlanSettings:
@@ -71,6 +74,7 @@ class PlanSettings:
             table_key=dict(table_key),
             max_concurrency_cap=_int(env, "MAX_CONCURRENCY_CAP"),
             ledger_ttl_days=_int(env, "LEDGER_TTL_DAYS"),
+            graph_enabled=env.get("GRAPH_ENABLED", "true").lower() == "true",
         )
 
 

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.infra
 CONTRACT_ENV = {
     "Prepare": {"SOURCE_BUCKETS", "STAGING_BUCKET", "TABLE_KEY"},
     "Plan": {
+        "GRAPH_ENABLED",
         "SOURCE_BUCKETS",
         "STAGING_BUCKET",
         "LEDGER_TABLE",

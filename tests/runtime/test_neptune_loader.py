@@ -308,3 +308,18 @@ def test_a_start_that_failed_for_good_still_finishes_the_report(aws: Any) -> Non
         "message": "at its concurrent load limit",
         "where": "GraphLoad",
     }
+
+
+def test_plan_refuses_a_graph_input_where_the_environment_has_no_graph(aws: Any) -> None:
+    from pipeline_support import ENV
+
+    from handlers import plan
+    from logic.errors import InputValidationError
+
+    event = {
+        "input": {"source": "s3://src/x.nq", "format": "nquads"},
+        "execution": {"name": "r", "id": "arn:r"},
+    }
+    with pytest.raises(InputValidationError, match="no graph database") as caught:
+        plan.handle(event, {**ENV, "GRAPH_ENABLED": "false"})
+    assert caught.value.field == "format"
