@@ -78,6 +78,26 @@ def _sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _estimate(args: argparse.Namespace) -> int:
+    from mapload import estimate
+
+    try:
+        result = estimate.estimate(
+            args.rows,
+            args.item_bytes,
+            wcu=args.wcu,
+            concurrency=args.concurrency,
+            shard_mib=args.shard_mib,
+            memory_mib=args.memory_mib,
+            architecture=args.architecture,
+        )
+    except ValueError as error:
+        print(f"mapload estimate: {error}", file=sys.stderr)
+        return 2
+    print(estimate.render(result))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -139,6 +159,21 @@ def main(argv: list[str] | None = None) -> int:
     gen.add_argument("--rows", type=int, default=200_000)
     gen.add_argument("--seed", type=int, default=1)
     gen.set_defaults(func=_sample)
+
+    est = sub.add_parser(
+        "estimate",
+        help="time and cost of a load on AWS (documented limits, list prices, benchmarked worker rate)",
+    )
+    est.add_argument("--rows", type=int, required=True, help="items to write")
+    est.add_argument("--item-bytes", type=int, required=True, help="average DynamoDB item size")
+    est.add_argument(
+        "--wcu", type=int, help="write units/s the load may use (default: a new on-demand table's 4000)"
+    )
+    est.add_argument("--concurrency", type=int, default=100, help="maxConcurrency: workers in flight")
+    est.add_argument("--shard-mib", type=float, default=64.0, help="shardSizeMiB")
+    est.add_argument("--memory-mib", type=int, default=1024, help="worker_memory_mib")
+    est.add_argument("--architecture", default="arm64", choices=("arm64", "x86_64"))
+    est.set_defaults(func=_estimate)
 
     from mapload import ops  # start / status on a deployed environment
 

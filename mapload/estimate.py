@@ -1,0 +1,179 @@
+"""`mapload estimate`: how long a load takes on AWS and what it costs, from documented limits and
+list prices and the per-worker rate the benchmark (`make bench`) measured. Arithmetic only.
+
+Prices are us-east-1 list prices (other regions differ); check them before relying on a number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# -- documented limits (DynamoDB developer guide, "Service, account, and table quotas" and
+#    "Warm throughput"; Lambda developer guide, "Lambda quotas"; checked 2025-07) --------------
+WRITE_UNIT_BYTES = 1024  # one write unit per started KB of item size (standard writes)
+MAX_ITEM_BYTES = 400 * 1024  # DynamoDB's item size limit
+PARTITION_WRITE_UNITS = 1000  # write units/s one partition accepts
+NEW_ON_DEMAND_WRITE_UNITS = 4000  # a new on-demand table's warm throughput (writes/s)
+TABLE_WRITE_QUOTA = 40_000  # default per-table write quota (on demand and provisioned)
+ACCOUNT_LAMBDA_CONCURRENCY = 1000  # default concurrent executions per account and region
+BATCH_ITEMS = 25  # BatchWriteItem puts per request
+
+# -- us-east-1 list prices (aws.amazon.com/dynamodb/pricing, /lambda/pricing,
+#    /step-functions/pricing; checked 2025-07; on-demand writes after the November 2024 cut) ---
+ON_DEMAND_USD_PER_MILLION_WRITE_UNITS = 0.625
+PROVISIONED_USD_PER_WCU_HOUR = 0.00065
+LAMBDA_USD_PER_GB_SECOND = {"arm64": 0.0000133334, "x86_64": 0.0000166667}
+LAMBDA_USD_PER_MILLION_REQUESTS = 0.20
+STANDARD_USD_PER_STATE_TRANSITION = 0.000025
+# State transitions: Plan/Finalize/Done and the Map's own (~6 per job), 3 per shard's child
+# execution (start, Worker, end) — STANDARD children.
+TRANSITIONS_PER_JOB = 6
+TRANSITIONS_PER_SHARD = 3
+
+# -- measured by `make bench` (README "Performance"): one worker, one shard, 16 requests in
+#    flight, 20 ms round trip to the endpoint, on the 2-CPU benchmark machine ------------------
+BENCH_WORKER_ITEMS_PER_SECOND = 4000.0
+BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM = 70.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    rows: int
+    item_bytes: int
+    write_units_per_item: int
+    write_units: int
+    shards: int
+    concurrency: int
+    workers_items_per_second: float
+    table_write_units_per_second: float
+    bound: str  # "table" or "workers"
+    items_per_second: float
+    seconds: float
+    dynamodb_on_demand_usd: float
+    dynamodb_provisioned_usd: float | None
+    lambda_usd: float
+    step_functions_usd: float
+    # Workers that saturate the table: more only wait (and are billed for waiting).
+    workers_needed: int
+
+    @property
+    def total_usd(self) -> float:
+        dynamodb = (
+            self.dynamodb_provisioned_usd
+            if self.dynamodb_provisioned_usd is not None
+            else self.dynamodb_on_demand_usd
+        )
+        return dynamodb + self.lambda_usd + self.step_functions_usd
+
+
+def estimate(
+    rows: int,
+    item_bytes: int,
+    *,
+    wcu: int | None = None,
+    concurrency: int = 100,
+    shard_mib: float = 64.0,
+    row_bytes: int | None = None,
+    worker_items_per_second: float = BENCH_WORKER_ITEMS_PER_SECOND,
+    memory_mib: int = 1024,
+    architecture: str = "arm64",
+) -> Estimate:
+    """Time and cost of loading `rows` items of `item_bytes` each.
+
+    `wcu`: the write units/s the load may use (provisioned capacity, a warm on-demand table or a
+    `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
+    the lower of that and what `concurrency` workers write; each shard is one worker.
+    """
+    if rows < 1:
+        raise ValueError(f"--rows must be at least 1, got {rows}")
+    if not 1 <= item_bytes <= MAX_ITEM_BYTES:
+        raise ValueError(
+            f"--item-bytes must be 1..{MAX_ITEM_BYTES} (DynamoDB's 400 KB item limit), got {item_bytes}"
+        )
+    if wcu is not None and wcu < 1:
+        raise ValueError(f"--wcu must be at least 1, got {wcu}")
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+    if architecture not in LAMBDA_USD_PER_GB_SECOND:
+        raise ValueError(f"architecture must be one of {', '.join(LAMBDA_USD_PER_GB_SECOND)}")
+    units_per_item = math.ceil(item_bytes / WRITE_UNIT_BYTES)
+    write_units = rows * units_per_item
+    source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)
+    shards = max(1, math.ceil(source_bytes / (shard_mib * 2**20)))
+    running = min(concurrency, shards)
+    # A worker is bound by round trips: its items/s falls with larger items (more units each).
+    workers = running * worker_items_per_second
+    table = float(wcu if wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
+    table_items = table / units_per_item
+    bound = "table" if table_items < workers else "workers"
+    items_per_second = min(table_items, workers)
+    seconds = rows / items_per_second
+    on_demand = write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS
+    provisioned = None
+    if wcu is not None:
+        provisioned = wcu * math.ceil(seconds / 3600) * PROVISIONED_USD_PER_WCU_HOUR  # billed by the hour
+    # Every running worker is busy (writing or waiting on the table) for the whole load.
+    gb_seconds = running * seconds * memory_mib / 1024
+    lambda_usd = (
+        gb_seconds * LAMBDA_USD_PER_GB_SECOND[architecture]
+        + (shards + 2) / 1e6 * LAMBDA_USD_PER_MILLION_REQUESTS
+    )
+    transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
+    return Estimate(
+        rows=rows,
+        item_bytes=item_bytes,
+        write_units_per_item=units_per_item,
+        write_units=write_units,
+        shards=shards,
+        concurrency=running,
+        workers_items_per_second=workers,
+        table_write_units_per_second=table,
+        bound=bound,
+        items_per_second=items_per_second,
+        seconds=seconds,
+        dynamodb_on_demand_usd=on_demand,
+        dynamodb_provisioned_usd=provisioned,
+        lambda_usd=lambda_usd,
+        step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
+        workers_needed=math.ceil(table_items / worker_items_per_second),
+    )
+
+
+def render(e: Estimate) -> str:
+    def usd(value: float) -> str:
+        return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+    minutes, secs = divmod(e.seconds, 60)
+    rows = [
+        ("items", f"{e.rows:,} of {e.item_bytes:,} bytes = {e.write_units_per_item} write unit(s) each"),
+        ("write units", f"{e.write_units:,}"),
+        ("shards / workers in flight", f"{e.shards:,} / {e.concurrency:,}"),
+        ("workers could write", f"{e.workers_items_per_second:,.0f} items/s"),
+        ("table accepts", f"{e.table_write_units_per_second:,.0f} write units/s"),
+        ("rate (bound by)", f"{e.items_per_second:,.0f} items/s ({e.bound})"),
+        ("workers that saturate the table", f"{e.workers_needed:,} (maxConcurrency)"),
+        ("time", f"{int(minutes)} min {secs:.0f} s"),
+        ("DynamoDB on demand", usd(e.dynamodb_on_demand_usd)),
+    ]
+    if e.dynamodb_provisioned_usd is not None:
+        rows.append(("DynamoDB provisioned (whole hours)", usd(e.dynamodb_provisioned_usd)))
+    rows += [
+        ("Lambda", usd(e.lambda_usd)),
+        ("Step Functions", usd(e.step_functions_usd)),
+        ("total" + (" (provisioned)" if e.dynamodb_provisioned_usd is not None else ""), usd(e.total_usd)),
+    ]
+    width = max(len(name) for name, _ in rows)
+    notes = [
+        f"Assumes {BENCH_WORKER_ITEMS_PER_SECOND:,.0f} items/s per worker (measured by `make bench` at 20 ms "
+        "round trip), us-east-1 list prices, and a table whose partitions take 1,000 write units/s each.",
+    ]
+    if e.table_write_units_per_second > TABLE_WRITE_QUOTA:
+        notes.append(
+            f"Above the default per-table quota of {TABLE_WRITE_QUOTA:,} write units/s: ask for more first."
+        )
+    if e.concurrency > ACCOUNT_LAMBDA_CONCURRENCY:
+        notes.append(
+            f"More workers than the default {ACCOUNT_LAMBDA_CONCURRENCY:,} concurrent Lambda executions."
+        )
+    return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *notes])
