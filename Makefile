@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit synth deploy clean bench-upload
+.PHONY: setup demo test lint typecheck unit synth deploy clean bench-upload bench
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -32,6 +32,16 @@ demo: setup
 # speed, on one local moto server; SIZE_MIB=1024 for a bigger file.
 bench-upload: setup
 	$(BIN)/python bench/upload.py $(if $(SIZE_MIB),--size-mib $(SIZE_MIB))
+
+# One table: PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline
+# through a proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB
+# and a 1 GiB shard, Plan on 100 GB. BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
+bench: $(VENV)/.bench-installed
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+$(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt constraints.txt
+	$(BIN)/python -m pip install --quiet -r requirements-bench.txt -c constraints.txt
+	touch $@
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,0 +1,400 @@
+"""`make bench`: load one generated postcode CSV five ways against one latency-adding endpoint and
+print one table (items/s, CPU µs per item, peak memory, items lost, ratio to boto3's batch_writer).
+
+A moto server (subprocess) holds the data; bench/proxy.py in this process adds the round trip
+and, for the limited rows, a write-unit budget. Each row runs in its own subprocess
+(bench/rows.py): its CPU time is measured inside it around the load (imports excluded), its peak
+RSS comes from wait4. Items lost = items the row sent minus items counted in its table after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from proxy import Proxy  # noqa: E402
+
+from mapload import sample  # noqa: E402
+
+PYTHON = sys.executable
+
+
+@dataclass
+class Result:
+    name: str
+    items: int
+    seconds: float
+    cpu: float
+    rss_mib: float
+    lost: int | None
+    note: str = ""
+    limit: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.items / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu / self.items * 1e6 if self.items else 0.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(url: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up")
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.moto_url = f"http://127.0.0.1:{_free_port()}"
+        self.db = boto3.client("dynamodb", endpoint_url=self.moto_url, region_name="us-east-1")
+
+    def table(self, name: str) -> str:
+        self.db.create_table(
+            TableName=name,
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        return name
+
+    def count(self, table: str) -> int:
+        total = 0
+        for page in self.db.get_paginator("scan").paginate(TableName=table, Select="COUNT"):
+            total += int(page["Count"])
+        return total
+
+    def run_row(self, row: str, args: dict[str, Any]) -> tuple[dict[str, Any], float, str]:
+        """Run one row in a child process; its result, peak RSS (MiB) and stderr."""
+        out_path, err_path = self.workdir / f"{row}.out", self.workdir / f"{row}.err"
+        with out_path.open("wb") as out, err_path.open("wb") as err:
+            process = subprocess.Popen(
+                [PYTHON, str(ROOT / "bench" / "rows.py"), row, json.dumps(args)],
+                stdout=out,
+                stderr=err,
+                env={**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"},
+            )
+            # wait4 (not Popen.wait) to get this child's own rusage; ru_maxrss is KiB on Linux.
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode:
+            raise RuntimeError(f"row {row} failed ({process.returncode}):\n{err_path.read_text()[-3000:]}")
+        result = json.loads(out_path.read_text().strip().splitlines()[-1])
+        return result, usage.ru_maxrss / 1024, err_path.read_text()
+
+
+def _pipeline_tables(bench: Bench) -> list[str]:
+    names = bench.db.list_tables()["TableNames"]
+    return [n for n in names if n.startswith("mapload-dev-") and "Ledger" not in n]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--latency-ms", type=float, default=20.0, help="round trip the proxy adds")
+    parser.add_argument("--limit", type=float, default=2000.0, help="write units/s for the limited rows")
+    parser.add_argument("--putitem-slice", type=int, default=1000, help="records row 1 really sends")
+    parser.add_argument("--concurrency", type=int, default=16, help="worker write_concurrency")
+    parser.add_argument("--shards", type=int, default=4, help="shards (and maxConcurrency) of row 5")
+    parser.add_argument("--small-mib", type=int, default=10)
+    parser.add_argument("--big-mib", type=int, default=1024, help="0 skips the large-shard memory row")
+    parser.add_argument("--only", default="", help="comma-separated row kinds to run (for profiling)")
+    options = parser.parse_args()
+    # A stopped benchmark still stops its moto server and removes its temporary files.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    latency = options.latency_ms / 1000
+    for name, value in (("AWS_ACCESS_KEY_ID", "bench"), ("AWS_SECRET_ACCESS_KEY", "bench")):
+        os.environ.setdefault(name, value)
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+    with tempfile.TemporaryDirectory(prefix="mapload-bench-") as tmp:
+        workdir = Path(tmp)
+        bench = Bench(options, workdir)
+        csv_path = sample.write_csv(workdir / "postcodes.csv", options.rows)
+        size = csv_path.stat().st_size
+        port = bench.moto_url.rsplit(":", 1)[1]
+        moto = subprocess.Popen(
+            [PYTHON, "-m", "moto.server", "-p", port],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"},
+        )
+        try:
+            _wait_for(bench.moto_url)
+            results, limited = _measure(bench, options, csv_path, size, latency)
+            memory = _memory(bench, options, workdir)
+        finally:
+            moto.terminate()
+            moto.wait()
+        plan_seconds, plan_shards = _plan_100gb()
+    print(_render(options, results, limited, memory, plan_seconds, plan_shards, size))
+    return 0
+
+
+def _measure(
+    bench: Bench, options: argparse.Namespace, csv_path: Path, size: int, latency: float
+) -> tuple[list[Result], list[Result]]:
+    from mapload.local import LOCAL_CONTEXT
+    from mapload.synth import synthesize
+
+    rows = options.rows
+    shard_mib = size / options.shards / 2**20 * 1.01
+    context = {"mapload:write_concurrency": options.concurrency}
+    synthesize({"env": "dev", **LOCAL_CONTEXT, **context})  # warm the cache: no synth inside a row
+    common = {"file": str(csv_path), "concurrency": options.concurrency}
+    pipeline_args = {
+        **common,
+        "spec": {"shardSizeMiB": shard_mib, "maxConcurrency": options.shards},
+        "context": context,
+        "report": str(bench.workdir / "report.json"),
+    }
+    results: list[Result] = []
+    limited: list[Result] = []
+    with Proxy(bench.moto_url, latency=latency, limit=None) as proxy:
+
+        def run(
+            name: str,
+            row: str,
+            extra: dict[str, Any],
+            expected: int,
+            *,
+            into: list[Result],
+            limit: float | None = None,
+            note: str = "",
+        ) -> None:
+            if options.only and row not in options.only.split(","):
+                return
+            proxy.set_limit(limit)
+            if row == "pipeline":
+                for table in _pipeline_tables(bench):
+                    bench.db.delete_table(TableName=table)
+                args = {**common, **extra, "endpoint": proxy.url}
+            else:
+                args = {
+                    **common,
+                    **extra,
+                    "endpoint": proxy.url,
+                    "table": bench.table(f"bench-{len(results) + len(limited)}"),
+                }
+            throttled_before = proxy.throttled
+            outcome, rss, _err = bench.run_row(row, args)
+            table = _pipeline_tables(bench)[0] if row == "pipeline" else args["table"]
+            counted = bench.count(table)
+            if proxy.throttled > throttled_before:
+                note = (
+                    note + "; " if note else ""
+                ) + f"{proxy.throttled - throttled_before} requests throttled"
+            into.append(
+                Result(
+                    name,
+                    outcome["items"],
+                    outcome["seconds"],
+                    outcome["cpu"],
+                    rss,
+                    expected - counted,
+                    note,
+                    limit,
+                )
+            )
+            print(f"  {name}: {outcome['items']} items in {outcome['seconds']:.1f}s", file=sys.stderr)
+
+        n = min(options.putitem_slice, rows)
+        run(
+            "1 PutItem per record",
+            "putitem",
+            {"slice": n},
+            n,
+            into=results,
+            note=f"{n:,} of {rows:,} rows sent (all {rows:,}: ≈ {{full}} at this rate)",
+        )
+        run("2 boto3 Table.batch_writer(), 1 thread", "batch_writer", {}, rows, into=results)
+        run(
+            "3 awswrangler wr.dynamodb.put_df",
+            "wrangler",
+            {},
+            rows,
+            into=results,
+            note="includes pandas.read_csv and column shaping",
+        )
+        run(f"4 mapload worker, 1 shard, {options.concurrency} in flight", "worker", {}, rows, into=results)
+        run(
+            f"5 embedded pipeline, {options.shards} shards",
+            "pipeline",
+            pipeline_args,
+            rows,
+            into=results,
+            note="wall and CPU include provisioning the emulator and the state machine",
+        )
+        limit = options.limit
+        run("2 batch_writer", "batch_writer", {}, rows, into=limited, limit=limit)
+        run("4 mapload worker, 1 shard", "worker", {}, rows, into=limited, limit=limit)
+        run(
+            f"5 embedded pipeline, {options.shards} shards",
+            "pipeline",
+            {**pipeline_args, "spec": {**pipeline_args["spec"], "writeUnitsPerSecond": limit}},
+            rows,
+            into=limited,
+            limit=limit,
+            note="writeUnitsPerSecond = limit",
+        )
+    return results, limited
+
+
+def _memory(bench: Bench, options: argparse.Namespace, workdir: Path) -> list[tuple[int, float, float, int]]:
+    """(shard MiB, peak RSS MiB, items/s, items) of the worker loop on a small and a large shard."""
+    out = []
+    for mib in (options.small_mib, options.big_mib):
+        if not mib or (options.only and "worker_memory" not in options.only):
+            continue
+        path = _sized_csv(workdir / f"shard-{mib}.csv", mib * 2**20)
+        outcome, rss, _ = bench.run_row(
+            "worker_memory", {"file": str(path), "concurrency": options.concurrency, "table": "null"}
+        )
+        out.append((mib, rss, outcome["items"] / outcome["seconds"], outcome["items"]))
+        path.unlink()
+    return out
+
+
+def _sized_csv(path: Path, size: int) -> Path:
+    """A postcode CSV of about `size` bytes: 10 MB of distinct rows, repeated (later rows overwrite)."""
+    seed = path.with_suffix(".seed")
+    sample.write_csv(seed, 300_000, header=False)
+    block = seed.read_bytes()
+    seed.unlink()
+    with path.open("wb") as out:
+        out.write(b"postcode,latitude,longitude\n")
+        written = 0
+        while written < size:
+            piece = block[: size - written] if size - written < len(block) else block
+            if len(piece) < len(block):
+                piece = piece[: piece.rfind(b"\n") + 1] or block[: block.find(b"\n") + 1]
+            out.write(piece)
+            written += len(piece)
+    return path
+
+
+def _plan_100gb() -> tuple[float, int]:
+    from logic import planning
+
+    started = time.perf_counter()
+    shards = planning.cut_shards(
+        [
+            {
+                "bucket": "b",
+                "key": "k.csv",
+                "size": 100 * 10**9,
+                "etag": '"e"',
+                "header": ["a"],
+                "data_start": 2,
+            }
+        ],
+        64 * 2**20,
+    )
+    return time.perf_counter() - started, len(shards)
+
+
+def _render(
+    options: argparse.Namespace,
+    results: list[Result],
+    limited: list[Result],
+    memory: list[tuple[int, float, float, int]],
+    plan_seconds: float,
+    plan_shards: int,
+    size: int,
+) -> str:
+    base = next((r for r in results if r.name.startswith("2 ")), results[0] if results else None)
+    cpu_model = "unknown"
+    with contextlib.suppress(OSError, StopIteration):
+        cpu_model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    lines = [
+        f"mapload bench: {options.rows:,} postcode rows ({size / 2**20:.1f} MiB), "
+        f"{options.latency_ms:g} ms added round trip; moto server, Python {platform.python_version()}",
+        f"command: python bench/run.py {' '.join(sys.argv[1:])}".rstrip(),
+        f"machine: {os.cpu_count()} CPUs ({cpu_model}), {platform.system()} {platform.machine()}",
+        "",
+        "| approach | items/s | CPU µs/item | peak RSS MiB | items lost "
+        "| × row 2 items/s | × row 2 CPU/item | note |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        assert base is not None
+        if "{full}" in r.note:
+            r.note = r.note.replace("{full}", f"{options.rows / r.rate / 60:,.0f} min")
+        lines.append(
+            f"| {r.name} | {r.rate:,.0f} | {r.cpu_us:,.0f} | {r.rss_mib:,.0f} | {r.lost:,} | "
+            f"{r.rate / base.rate:.2f} | {r.cpu_us / base.cpu_us:.2f} | {r.note} |"
+        )
+    if limited:
+        lines += [
+            "",
+            f"With a write-unit limit of {options.limit:,.0f}/s (token bucket in the proxy):",
+            "",
+            "| approach | items/s | achieved ÷ limit | CPU µs/item | items lost | note |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for r in limited:
+            assert r.limit
+            lines.append(
+                f"| {r.name} | {r.rate:,.0f} | {r.rate / r.limit:.0%} | {r.cpu_us:,.0f} "
+                f"| {r.lost:,} | {r.note} |"
+            )
+    if memory:
+        lines += [
+            "",
+            "| worker shard | peak RSS MiB | items/s (no network) | items |",
+            "|---:|---:|---:|---:|",
+        ]
+        for mib, rss, rate, items in memory:
+            lines.append(f"| {mib:,} MiB | {rss:,.0f} | {rate:,.0f} | {items:,} |")
+    lines += [
+        "",
+        f"Plan of one 100 GB object (sizes only, 64 MiB shards): {plan_shards:,} shards in "
+        f"{plan_seconds * 1000:.1f} ms",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
