@@ -237,3 +237,37 @@ def test_cfn_lint_passes_on_every_template(name: str, request: pytest.FixtureReq
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_graph_settings_are_validated_with_the_field_named() -> None:
+    from stacks.config import MaploadConfigError, load_environment
+
+    block = {"environments": {"dev": {}, "prod": {}}}
+    dev = load_environment(block, "dev")
+    assert dev.graph is not None and dev.graph.serverless and not dev.graph.retain
+    assert load_environment(block, "prod").graph.retain  # type: ignore[union-attr]
+    assert load_environment(block, "dev", {"graph_enabled": "false"}).graph is None
+    provisioned = load_environment(block, "dev", {"graph_instance_class": "db.r6g.large"}).graph
+    assert provisioned is not None and not provisioned.serverless
+    for overrides, field in (
+        ({"graph_instance_class": "r6g.large"}, "graph_instance_class"),
+        (
+            {"graph_serverless_min_capacity": 10, "graph_serverless_max_capacity": 4},
+            "graph_serverless_min_capacity",
+        ),
+        ({"graph_backup_retention_days": 36}, "graph_backup_retention_days"),
+        ({"graph_engine_version": "latest"}, "graph_engine_version"),
+    ):
+        with pytest.raises(MaploadConfigError) as caught:
+            load_environment(block, "dev", overrides)
+        assert field in caught.value.field
+
+
+def test_settings_page_lists_every_graph_setting() -> None:
+    from stacks.config import _COMMON_DEFAULTS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "SETTINGS.md").read_text()
+    names = [name for name in _COMMON_DEFAULTS if name.startswith("graph_")]
+    assert len(names) == 7
+    for name in names:
+        assert f"`{name}`" in text, name
