@@ -261,7 +261,7 @@ def _measure(
             pipeline_args,
             rows,
             into=results,
-            note="wall and CPU include provisioning the emulator and the state machine",
+            note="items/s over the execution (Plan to Finalize); CPU includes the in-process emulator",
         )
         limit = options.limit
         run("2 batch_writer", "batch_writer", {}, rows, into=limited, limit=limit)
