@@ -11,7 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from stacks.config import environment_names, load_environment, overrides_from_context
+from stacks.config import MaploadConfigError, environment_names, load_environment, overrides_from_context
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
 from stacks.stage import MaploadStage, stage_id
 
@@ -94,10 +94,13 @@ def validation_failures(assembly_directory: str) -> list[str]:
 
 def main() -> int:
     running_under_cli = "CDK_OUTDIR" in os.environ or "CDK_CONTEXT_JSON" in os.environ
-    assembly = build_app(
-        None if running_under_cli else {},
-        bundle=os.environ.get("CDK_BUNDLE") == "1",
-    ).synth()
+    try:
+        built = build_app(None if running_under_cli else {}, bundle=os.environ.get("CDK_BUNDLE") == "1")
+    except MaploadConfigError as error:
+        # The message names the setting (e.g. mapload.pipeline.connection_arn); no traceback.
+        print(f"mapload: cdk.json / -c setting: {error}", file=sys.stderr)
+        return 2
+    assembly = built.synth()
     # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
     # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.
     failures = validation_failures(assembly.directory)

@@ -240,3 +240,16 @@ def test_a_promoted_environment_must_name_its_account_and_region(cdk_json: dict[
         MaploadConfigError, match=r"^mapload\.environments\.staging\.region: is required when"
     ):
         app_module.build_app({"mapload": block, "pipeline": "true"})
+
+
+def test_under_the_cli_a_missing_setting_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def build_app(*args: Any, **kwargs: Any) -> Any:
+        raise MaploadConfigError("mapload.pipeline.account", "is required for the pipeline")
+
+    monkeypatch.setattr(app_module, "build_app", build_app)
+    assert app_module.main() == 2
+    assert capsys.readouterr().err == (
+        "mapload: cdk.json / -c setting: mapload.pipeline.account: is required for the pipeline\n"
+    )
