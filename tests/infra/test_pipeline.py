@@ -19,7 +19,8 @@ from stacks.config import MaploadConfigError
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
 from tests.infra.support import only, resources
 
-pytestmark = pytest.mark.infra
+# One worker synthesizes the pipeline once (a module fixture would run once per xdist worker).
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("pipeline")]
 
 PIPELINE_ACCOUNT = "111111111111"
 PROD_ACCOUNT = "333333333333"
