@@ -152,3 +152,66 @@ def test_a_report_that_does_not_reconcile_is_not_ok_even_when_the_execution_succ
     assert reconciliation_problems(missing, "SUCCEEDED") == ["shards done 1 of 2"]
     assert reconciliation_problems(None, "ABORTED") == ["execution ABORTED without a report"]
     assert reconciliation_problems(clean, "TIMED_OUT") == ["execution TIMED_OUT"]
+
+
+def test_start_and_status_follow_the_standard_endpoint_setting(
+    moto_server: str,
+    tmp_path: Path,
+    spec_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A separate server named only by AWS_ENDPOINT_URL: stacks, bucket and state machine live there."""
+    import urllib.request
+
+    import boto3
+
+    for name, value in {
+        "AWS_ENDPOINT_URL": moto_server,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "eu-west-2",
+    }.items():
+        monkeypatch.setenv(name, value)
+    config = json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode()
+    urllib.request.urlopen(
+        urllib.request.Request(f"{moto_server}/moto-api/config", data=config, method="POST")
+    )
+    s3 = boto3.client("s3")
+    for bucket in ("src-bucket", "staging-bucket"):
+        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "eu-west-2"})
+    report = {
+        "jobId": "remote",
+        "status": "SUCCEEDED",
+        "records": {"read": 3, "written": 3, "rejected": 0, "duplicates": 0},
+        "shards": {"total": 1, "done": 1, "missing": []},
+    }
+    # A stand-in with the loader's output shape: this test is about where the calls go.
+    definition = {
+        "StartAt": "Done",
+        "States": {"Done": {"Type": "Pass", "Result": {"report": report}, "End": True}},
+    }
+    machine = boto3.client("stepfunctions").create_state_machine(
+        name="remote", definition=json.dumps(definition), roleArn="arn:aws:iam::123456789012:role/r"
+    )["stateMachineArn"]
+    record_stack_outputs(
+        boto3.client("cloudformation"),
+        {
+            "Mapload-remote-Data.SourceBucketName": "src-bucket",
+            "Mapload-remote-Data.StagingBucketName": "staging-bucket",
+            "Mapload-remote-Loader.StateMachineArn": machine,
+        },
+    )
+    source = write_csv(tmp_path / "three.csv", 3, seed=2)
+
+    assert (
+        cli.main(["start", "--env", "remote", str(source), "--spec", str(spec_file), "--interval", "0.2"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "records   read 3 = written 3 + rejected 0" in out
+    assert (
+        s3.head_object(Bucket="src-bucket", Key="uploads/three.csv")["ContentLength"] == source.stat().st_size
+    )
+    assert cli.main(["status", "--env", "remote"]) == 0
+    assert "SUCCEEDED" in capsys.readouterr().out.splitlines()[0]
