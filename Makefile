@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit synth deploy clean bench-upload bench
+.PHONY: setup demo test lint typecheck unit synth deploy clean bench-upload bench bench-graph
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -32,6 +32,11 @@ demo: setup
 # speed, on one local moto server; SIZE_MIB=1024 for a bigger file.
 bench-upload: setup
 	$(BIN)/python bench/upload.py $(if $(SIZE_MIB),--size-mib $(SIZE_MIB))
+
+# The graph path: N-Quads lines checked and staged (plain, gzip), CSV records to statements,
+# the local loader's store; LINES=1000000 for more.
+bench-graph: setup
+	$(BIN)/python bench/graph.py $(if $(LINES),--lines $(LINES))
 
 # One table: PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline
 # through a proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB
