@@ -9,6 +9,7 @@ other standard settings decide which account or emulator is used.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 # The stage's stack names (stacks/stage.py stage_id + stack ids; tests/infra checks they agree).
 # Not imported from stacks/: that would start the CDK's jsii runtime for a status query.
@@ -69,6 +70,8 @@ class Clients:
     """The boto3 clients the commands use, made once from the standard AWS settings."""
 
     def __init__(self, region: str | None = None) -> None:
+        # botocore reads AWS_DEFAULT_REGION; AWS_REGION (what Lambda and most SDKs set) too.
+        region = region or os.environ.get("AWS_REGION") or None
         session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
         if session.region_name is None:
             raise OpsError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION")
@@ -84,8 +87,14 @@ def describe_environment(clients: Clients, env: str) -> Environment:
         name = stack_name(env, stack_id)
         try:
             stacks = clients.cloudformation.describe_stacks(StackName=name)["Stacks"]
-        except ClientError as error:
-            message = error.response.get("Error", {}).get("Message", str(error))
+        except (ClientError, BotoCoreError) as error:
+            # ClientError: the stack is missing or access is denied; BotoCoreError: no
+            # credentials, or the endpoint cannot be reached.
+            message = (
+                error.response.get("Error", {}).get("Message", str(error))
+                if isinstance(error, ClientError)
+                else str(error)
+            )
             raise OpsError(
                 f"cannot read stack {name} in {clients.region} ({message}); deploy the environment "
                 f"first (cdk deploy -c env={env} 'Mapload-{env}/*') or check --env / --region"
