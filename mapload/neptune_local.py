@@ -178,7 +178,11 @@ class LocalNeptuneLoader:
         elif method == "POST" and len(parts) == 1:
             self._send(http, *self._start(body))
         elif method == "GET" and len(parts) == 1:
-            self._send(http, 200, {"status": "200 OK", "payload": {"loadIds": list(self.loads)}})
+            # Newest first, like Neptune; `limit` (default 50) bounds the list.
+            limit = int(parse_qs(url.query).get("limit", ["50"])[0])
+            self._send(
+                http, 200, {"status": "200 OK", "payload": {"loadIds": list(reversed(self.loads))[:limit]}}
+            )
         elif len(parts) == 2 and parts[1] in self.loads:
             load = self.loads[parts[1]]
             if method == "DELETE":

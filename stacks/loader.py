@@ -341,7 +341,12 @@ class ShardedLoader(Construct):
             resource_name="*",
             arn_format=cdk.ArnFormat.SLASH_RESOURCE_NAME,
         )
-        self._allow(start, ["neptune-db:StartLoaderJob"], [self._neptune_arn])
+        # List/GetStatus: a retried start adopts the load an earlier attempt started.
+        self._allow(
+            start,
+            ["neptune-db:StartLoaderJob", "neptune-db:ListLoaderJobs", "neptune-db:GetLoaderJobStatus"],
+            [self._neptune_arn],
+        )
         ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem")
         self._allow(
             poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [self._neptune_arn]

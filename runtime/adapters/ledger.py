@@ -148,20 +148,36 @@ class Ledger:
             return None
         return {k: next(iter(v.values())) for k, v in item.items()}
 
-    def record_graph_load(self, job_id: str, run_id: str, load_id: str, source: str) -> str:
-        """Store the run's load id once; the id already stored when another attempt got there first."""
+    def claim_graph_load(self, job_id: str, run_id: str, source: str) -> bool:
+        """Record that this run is about to start its load (before the POST); False when an
+        earlier attempt already claimed it, and so may have started a load."""
         try:
             self._db.put_item(
                 TableName=self._table,
                 Item={
                     "pk": _job_pk(job_id),
                     "sk": {"S": graph_load_sk(run_id)},
-                    "loadId": {"S": load_id},
                     "source": {"S": source},
-                    "startedAt": {"N": str(int(time.time()))},
+                    "claimedAt": {"N": str(int(time.time()))},
                     "expiresAt": self._expires(),
                 },
                 ConditionExpression="attribute_not_exists(sk)",
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True
+
+    def record_graph_load(self, job_id: str, run_id: str, load_id: str) -> str:
+        """Store the run's load id once; the id already stored when another attempt got there first."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": _job_pk(job_id), "sk": {"S": graph_load_sk(run_id)}},
+                UpdateExpression="SET loadId = :id, startedAt = :now",
+                ConditionExpression="attribute_not_exists(loadId)",
+                ExpressionAttributeValues={":id": {"S": load_id}, ":now": {"N": str(int(time.time()))}},
             )
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":

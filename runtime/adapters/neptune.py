@@ -84,6 +84,23 @@ class LoaderClient:
             )
         return payload
 
+    def list_loads(self, limit: int = 100) -> list[str]:
+        """GET /loader?limit=N: the most recent load ids (Neptune keeps them newest first)."""
+        answer = self._request("GET", f"/loader?{urllib.parse.urlencode({'limit': limit})}")
+        ids = (answer.get("payload") or {}).get("loadIds") or []
+        return [str(load_id) for load_id in ids]
+
+    def find_load(self, source: str, limit: int = 100) -> str | None:
+        """The id of a recent load of exactly `source` (its overallStatus.fullUri), or None."""
+        for load_id in self.list_loads(limit):
+            try:
+                payload = self.status(load_id)
+            except GraphLoaderError:
+                continue  # expired or unreadable: not ours to adopt
+            if (payload.get("overallStatus") or {}).get("fullUri") == source:
+                return load_id
+        return None
+
     def cancel(self, load_id: str) -> None:
         """DELETE /loader/{id}: cancel a load that outlived its deadline."""
         self._request("DELETE", f"/loader/{urllib.parse.quote(load_id, safe='')}")

@@ -31,10 +31,17 @@ def start(
         # A retried start (the Lambda timed out after the POST, say): never a second load.
         load_id, started = str(recorded["loadId"]), float(recorded.get("startedAt") or time.time())
     else:
-        body = graph_load.load_request(
-            graph, source=source, role_arn=settings.loader_role_arn, region=settings.neptune_region
-        )
-        load_id = ledger.record_graph_load(job_id, run_id, client.start(body), source)
+        # Claim first, POST second: a claim without a load id means an earlier attempt may have
+        # started the load and died before recording it - adopt that load if the loader has it.
+        adopted = None
+        if not ledger.claim_graph_load(job_id, run_id, source):
+            adopted = client.find_load(source)
+        if adopted is None:
+            body = graph_load.load_request(
+                graph, source=source, role_arn=settings.loader_role_arn, region=settings.neptune_region
+            )
+            adopted = client.start(body)
+        load_id = ledger.record_graph_load(job_id, run_id, adopted)
         started = time.time()
     return {
         "loadId": load_id,

@@ -143,7 +143,11 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
     account = "${Ref:AWS::Partition}:neptune-db:${Ref:AWS::Region}:${Ref:AWS::AccountId}"
     neptune = f"arn:{account}:{GRAPH_IMPORT}GraphClusterResourceId}}/*"
     expected = {
-        "start_graph_load": {("neptune-db:StartLoaderJob", neptune)},
+        "start_graph_load": {
+            ("neptune-db:StartLoaderJob", neptune),
+            ("neptune-db:ListLoaderJobs", neptune),
+            ("neptune-db:GetLoaderJobStatus", neptune),
+        },
         "poll_graph_load": {
             ("neptune-db:GetLoaderJobStatus", neptune),
             ("neptune-db:CancelLoaderJob", neptune),

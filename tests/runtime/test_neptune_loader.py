@@ -214,6 +214,27 @@ def test_start_is_idempotent_a_retry_starts_no_second_load(server: LocalNeptuneL
     assert request["updateSingleCardinalityProperties"] == "FALSE"
 
 
+def test_a_start_that_died_after_its_post_adopts_that_load(server: LocalNeptuneLoader) -> None:
+    source = "s3://stg/jobs/j/run-1/graph/"
+    # The earlier attempt: claimed, started the load, and died before recording its id.
+    assert ledger().claim_graph_load("j", "run-1", source)
+    other = client(server).start(body(source="s3://stg/jobs/other/run-9/graph/"))
+    lost = client(server).start(body())
+    server.requests.clear()
+    again = started(server)
+    assert again["loadId"] == lost != other
+    assert [r["method"] for r in server.requests if r["method"] == "POST"] == []
+    assert ledger().graph_load("j", "run-1")["loadId"] == lost  # type: ignore[index]
+
+
+def test_a_claim_without_a_started_load_starts_it(server: LocalNeptuneLoader) -> None:
+    assert ledger().claim_graph_load("j", "run-1", "s3://stg/jobs/j/run-1/graph/")
+    first = started(server)
+    assert [r["method"] for r in server.requests] == ["GET", "POST"]
+    assert started(server)["loadId"] == first["loadId"]
+    assert len(server.loads) == 1
+
+
 def finalize_result(aws: Any) -> dict[str, Any]:
     report = {"jobId": "j", "runId": "run-1", "status": "SUCCEEDED", "error": None, "graph": {"staged": 4}}
     aws.put_object(Bucket="stg", Key="jobs/j/run-1/report.json", Body=json.dumps(report).encode())
