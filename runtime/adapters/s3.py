@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
+from urllib3.exceptions import ProtocolError
 
-from logic.errors import SourceChangedError, SourceNotFoundError
+from logic.errors import SourceChangedError, SourceNotFoundError, SourceReadError
 
 CHUNK_BYTES = 1024 * 1024
+STREAM_RESUMES = 5
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ def _code(error: ClientError) -> str:
 class S3Store:
     def __init__(self, client: Any) -> None:
         self._s3 = client
+        self.retries = 0  # requests botocore retried (SlowDown, 5xx) plus resumed streams
 
     def head(self, bucket: str, key: str) -> ObjectInfo:
         try:
@@ -66,20 +71,38 @@ class S3Store:
             body.close()
 
     def stream(self, obj: ObjectInfo, first: int) -> Iterator[bytes]:
-        """Chunks from byte `first` to the object's end; the caller may stop early."""
-        if first >= obj.size:
-            return
-        body = self._get(obj, first, obj.size - 1)
-        try:
-            yield from body.iter_chunks(CHUNK_BYTES)
-        finally:
-            body.close()  # stopping early drops the connection instead of reading the rest
+        """Chunks from byte `first` to the object's end; the caller may stop early.
+
+        A connection that breaks mid-body is resumed with a new ranged GET from the next byte
+        (botocore retries the request, not the body), at most STREAM_RESUMES times per stream.
+        """
+        position, resumes = first, 0
+        while position < obj.size:
+            body = self._get(obj, position, obj.size - 1)
+            try:
+                for chunk in body.iter_chunks(CHUNK_BYTES):
+                    position += len(chunk)
+                    yield chunk
+                return
+            except (BotoCoreError, ProtocolError, http.client.HTTPException, OSError) as error:
+                resumes += 1
+                self.retries += 1
+                if resumes > STREAM_RESUMES:
+                    raise SourceReadError(
+                        f"reading s3://{obj.bucket}/{obj.key} broke off {resumes} times "
+                        f"(last at byte {position}): {error}"
+                    ) from error
+                time.sleep(min(2.0, 0.05 * 2**resumes))
+            finally:
+                body.close()  # stopping early drops the connection instead of reading the rest
 
     def _get(self, obj: ObjectInfo, first: int, last: int) -> Any:
         try:
-            return self._s3.get_object(
+            response = self._s3.get_object(
                 Bucket=obj.bucket, Key=obj.key, Range=f"bytes={first}-{last}", IfMatch=obj.etag
-            )["Body"]
+            )
+            self.retries += int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
+            return response["Body"]
         except ClientError as error:
             if _code(error) in ("PreconditionFailed", "412"):
                 raise SourceChangedError(

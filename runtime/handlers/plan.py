@@ -95,6 +95,10 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
         if (shard["bucket"], shard["key"]) in origin:  # rejects name the source, not the copy
             shard["source"], shard["member"] = origin[(shard["bucket"], shard["key"])]
     job_id = spec.job_id
+    spec_json = spec_to_json(spec)
+    # Shards are recorded under the plan's fingerprint: a re-run of the job with the same
+    # objects and spec finds the shards an earlier run finished, and skips them.
+    plan_id = planning.plan_id(shards, spec_json)
     ledger.start_job(job_id, run_id, str(execution.get("id") or run_id), len(shards))
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
@@ -102,7 +106,8 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
         "job": {
             "jobId": job_id,
             "runId": run_id,
-            "spec": spec_to_json(spec),
+            "planId": plan_id,
+            "spec": spec_json,
             "tableKey": settings.table_key,
             "objects": len(objects),
             "bytes": sum(o.size for o in objects),

@@ -28,6 +28,10 @@ class SourceNotFoundError(MaploadError):
     """The source object or prefix does not exist (or holds no objects)."""
 
 
+class SourceReadError(MaploadError):
+    """A source object could not be read to its end, even after resuming the broken stream."""
+
+
 class SourceChangedError(MaploadError):
     """The source object changed (ETag) between planning and reading a shard."""
 

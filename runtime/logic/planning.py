@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,3 +140,15 @@ def _source(obj: SourceObject | Mapping[str, Any]) -> SourceObject:
     if not 0 <= data_start <= size:
         raise ValueError(f"{obj['key']}: data_start {data_start} is outside the object (size {size})")
     return SourceObject(obj["bucket"], obj["key"], size, obj["etag"], obj.get("header"), data_start)
+
+
+def plan_id(shards: Sequence[Mapping[str, Any]], spec_json: Mapping[str, Any]) -> str:
+    """A fingerprint of what a plan will do: the same objects (ETags), the same shard cuts and
+    the same parsing and mapping give the same id, so a re-run of a job can trust the shards an
+    earlier run recorded under it — and a changed file or spec starts afresh."""
+    relevant = {
+        k: v for k, v in spec_json.items() if k not in ("jobId", "maxConcurrency", "maxRejectedPercent")
+    }
+    cuts = [(s["bucket"], s["key"], s["etag"], s["start"], s["end"]) for s in shards]
+    digest = hashlib.sha256(json.dumps([relevant, cuts], sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:20]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +43,31 @@ def scan(emu: Emulator, deployment: Deployment) -> dict[tuple[str, str], dict[st
         for item in page["Items"]:
             items[(item["pk"]["S"], item["sk"]["S"])] = item
     return items
+
+
+@pytest.fixture
+def moto_server() -> Iterator[str]:
+    """A moto server in its own process: a DynamoDB/S3 endpoint that outlives one embedded run."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 @pytest.fixture

@@ -186,59 +186,35 @@ def test_dry_run_writes_nothing_but_counts_and_rejects(tmp_path: Path, run_file:
 
 
 def test_data_lands_in_the_dynamodb_endpoint_the_standard_setting_names(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_server: str
 ) -> None:
     """AWS_ENDPOINT_URL_DYNAMODB: tables are created on, and items land in, that server, under
     stable names a re-run reuses."""
-    import socket
-    import subprocess
-    import sys
-    import time
-
     import boto3
 
     from mapload.local import run_local
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    db = boto3.client(
+        "dynamodb",
+        endpoint_url=moto_server,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
     )
-    try:
-        endpoint = f"http://127.0.0.1:{port}"
-        db = boto3.client(
-            "dynamodb",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-        )
-        for _ in range(100):
-            try:
-                db.list_tables()
-                break
-            except Exception:
-                time.sleep(0.1)
-        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
-        source = tmp_path / "p.csv"
-        source.write_text(
-            "postcode,latitude,longitude\n" + "".join(f"AB{i} 1CD,51.{i},-0.{i}\n" for i in range(300))
-        )
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    source = tmp_path / "p.csv"
+    source.write_text(
+        "postcode,latitude,longitude\n" + "".join(f"AB{i} 1CD,51.{i},-0.{i}\n" for i in range(300))
+    )
 
-        first = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r1.json", quiet=True)
-        second = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r2.json", quiet=True)
+    first = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r1.json", quiet=True)
+    second = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r2.json", quiet=True)
 
-        assert first["status"] == second["status"] == "SUCCEEDED"
-        table = first["dynamodb"]["table"]
-        assert table == second["dynamodb"]["table"]
-        assert table in db.list_tables()["TableNames"]
-        assert db.scan(TableName=table, Select="COUNT")["Count"] == 300
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    assert first["status"] == second["status"] == "SUCCEEDED"
+    table = first["dynamodb"]["table"]
+    assert table == second["dynamodb"]["table"]
+    assert table in db.list_tables()["TableNames"]
+    assert db.scan(TableName=table, Select="COUNT")["Count"] == 300
 
 
 def test_duplicate_keys_in_a_batch_send_the_later_record_and_are_counted(

@@ -121,3 +121,32 @@ def test_a_source_replaced_after_planning_fails_the_shard_instead_of_mixing_vers
 
     with pytest.raises(SourceChangedError, match="changed after it was planned"):
         worker.handle({"shard": manifest[0], "job": planned["job"]}, ENV)
+
+
+def test_a_rerun_of_a_failed_job_skips_the_shards_done_and_redoes_only_the_rest(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(300))
+    first = _plan("s3://src/a.csv", run="run-1", jobId="job-5")
+    manifest = json.loads(aws.get_object(Bucket="stg", Key=first["manifestKey"])["Body"].read())
+    for shard in manifest[:-1]:  # the last shard failed in run-1
+        worker.handle({"shard": shard, "job": first["job"]}, ENV)
+    failed = finalize.handle({"state": {"plan": first}, "execution": {"name": "run-1"}}, ENV)
+    assert failed["status"] == "FAILED"
+
+    second = _plan("s3://src/a.csv", run="run-2", jobId="job-5")
+    done = [worker.handle({"shard": s, "job": second["job"]}, ENV) for s in manifest]
+    result = finalize.handle({"state": {"plan": second}, "execution": {"name": "run-2"}}, ENV)
+
+    assert second["job"]["planId"] == first["job"]["planId"]
+    assert [d.get("skipped", False) for d in done] == [True] * (len(manifest) - 1) + [False]
+    assert result["status"] == "SUCCEEDED", result["cause"]
+    assert result["report"]["shards"]["skipped"] == len(manifest) - 1
+    assert result["report"]["records"]["read"] == 300
+
+
+def test_a_rerun_with_a_changed_source_plans_afresh(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(300))
+    first = _plan("s3://src/a.csv", run="run-1", jobId="job-6")
+    finalize.handle({"state": {"plan": first}, "execution": {"name": "run-1"}}, ENV)
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(301))
+    second = _plan("s3://src/a.csv", run="run-2", jobId="job-6")
+    assert second["job"]["planId"] != first["job"]["planId"]

@@ -1,0 +1,177 @@
+"""Faults in the embedded run: a worker that dies mid-shard, a job re-run after a failure."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from mapload.faults import Fault, fault_proxy
+from mapload.local import run_local
+from mapload.sample import postcodes, write_csv
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+SPEC: dict[str, Any] = {
+    "format": "csv",
+    "dynamodb": {
+        "key": {"pk": "POSTCODE#{postcode}", "sk": "LOCATION"},
+        "attributes": {"latitude": {"field": "latitude", "type": "N"}},
+    },
+    "shardSizeMiB": 0.01,
+    "maxConcurrency": 3,
+}
+
+
+class LambdaTimeout(Exception):
+    """Stands in for Lambda killing a function at its timeout."""
+
+    error_type = "Sandbox.Timedout"
+
+
+class Bug(Exception):
+    """An error nobody retries."""
+
+
+def _crash_one_shard_midway(
+    monkeypatch: pytest.MonkeyPatch, error: Exception, after_lines: int = 60
+) -> list[int]:
+    """The second shard to start fails after `after_lines` lines, once; later calls work."""
+    from handlers import worker
+
+    original = worker.process
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    def flaky(lines: Iterator[Any], *args: Any, **kwargs: Any) -> dict[str, int]:
+        with lock:
+            calls.append(len(calls))
+            crash = len(calls) == 2
+
+        def dying() -> Iterator[Any]:
+            for n, line in enumerate(lines):
+                if n == after_lines:
+                    raise error
+                yield line
+
+        return original(dying() if crash else lines, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "process", flaky)
+    return calls
+
+
+def _table_count(endpoint: str, table: str) -> int:
+    db = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    return int(db.scan(TableName=table, Select="COUNT")["Count"])
+
+
+def _table_items(endpoint: str, table: str) -> dict[str, str]:
+    db = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    items: dict[str, str] = {}
+    for page in db.get_paginator("scan").paginate(TableName=table):
+        for item in page["Items"]:
+            items[item["pk"]["S"]] = item["latitude"]["N"]
+    return items
+
+
+def test_a_worker_killed_mid_shard_is_retried_and_its_shard_counted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_server: str
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    source = write_csv(tmp_path / "p.csv", 2_000)
+    calls = _crash_one_shard_midway(monkeypatch, LambdaTimeout("Task timed out after 900.00 seconds"))
+
+    report = run_local(source, SPEC, report_path=tmp_path / "r.json", quiet=True)
+
+    assert report["status"] == "SUCCEEDED", report["error"]
+    assert len(calls) == report["shards"]["total"] + 1  # one shard ran twice
+    assert report["records"] == {"read": 2_000, "written": 2_000, "rejected": 0, "duplicates": 0}
+    assert _table_count(moto_server, report["dynamodb"]["table"]) == 2_000
+
+
+def test_a_failed_job_rerun_skips_the_shards_done_and_finishes_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_server: str
+) -> None:
+    # The ledger, the staging files and the table must outlive one run: keep them on a server.
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_server)
+    source = write_csv(tmp_path / "p.csv", 2_000)
+    spec = {**SPEC, "jobId": "postcodes-rerun"}
+    _crash_one_shard_midway(monkeypatch, Bug("a bug, not retried"))
+
+    failed = run_local(source, spec, report_path=tmp_path / "r1.json", quiet=True)
+
+    assert failed["status"] == "FAILED"
+    assert failed["shards"]["failed"] == 1
+    assert failed["error"]["type"] in ("ReconciliationError", "Bug")
+    assert failed["records"]["read"] == failed["records"]["written"] + failed["records"]["rejected"]
+    assert failed["records"]["read"] < 2_000
+    monkeypatch.undo()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_server)
+
+    second = run_local(source, spec, report_path=tmp_path / "r2.json", quiet=True)
+
+    assert second["status"] == "SUCCEEDED", second["error"]
+    assert second["shards"]["skipped"] == second["shards"]["total"] - 1
+    assert second["records"] == {"read": 2_000, "written": 2_000, "rejected": 0, "duplicates": 0}
+    assert _table_count(moto_server, second["dynamodb"]["table"]) == 2_000
+
+
+DYNAMODB_FAULTS = [
+    Fault("throttle", every=5, service="dynamodb", operation="BatchWriteItem"),
+    Fault("throttling", every=7, service="dynamodb", operation="BatchWriteItem"),
+    Fault("server_error", every=11, service="dynamodb", operation="BatchWriteItem"),
+    Fault("unprocessed", every=3, service="dynamodb"),
+    Fault("drop", every=13, service="dynamodb", operation="BatchWriteItem"),
+    Fault("latency", every=2, service="dynamodb", seconds=0.02),
+]
+# Source reads (ranged GETs): the Step Functions ItemReader's own manifest read is left alone.
+S3_FAULTS = [
+    Fault("slow_down", every=3, service="s3", operation="GET", ranged=True),
+    Fault("server_error", every=4, service="s3", operation="GET", ranged=True),
+    Fault("drop", every=5, service="s3", operation="GET", ranged=True),
+]
+
+
+@pytest.mark.parametrize("faults", [DYNAMODB_FAULTS, S3_FAULTS], ids=["dynamodb", "s3"])
+def test_under_injected_faults_every_record_is_written_as_in_a_clean_run_and_retries_are_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_server: str, faults: list[Fault]
+) -> None:
+    rows = 1_000
+    source = write_csv(tmp_path / "p.csv", rows)
+    with fault_proxy(moto_server, faults) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", proxy.url)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", proxy.url)
+
+        report = run_local(
+            source, {**SPEC, "shardSizeMiB": 0.005}, report_path=tmp_path / "r.json", quiet=True
+        )
+
+    for fault in faults:
+        assert fault.injected > 0, f"{fault.kind} never fired"
+    assert report["status"] == "SUCCEEDED", report["error"]
+    assert report["records"] == {"read": rows, "written": rows, "rejected": 0, "duplicates": 0}
+    items = _table_items(moto_server, report["dynamodb"]["table"])
+    assert items == {f"POSTCODE#{code}": lat for code, lat, _ in postcodes(rows)}
+    if faults is S3_FAULTS:
+        assert report["s3"]["retries"] >= sum(f.injected for f in faults)
+    else:
+        assert report["dynamodb"]["throttles"] > 0
+        assert report["dynamodb"]["retries"] >= sum(f.injected for f in faults if f.kind != "latency")
