@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit synth deploy clean bench-upload bench bench-graph
+.PHONY: setup demo test lint typecheck unit scan synth deploy clean bench-upload bench bench-graph
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -58,7 +58,15 @@ typecheck: setup
 unit: setup
 	$(BIN)/pytest -n 2 --dist loadgroup
 
-test: lint typecheck unit
+$(VENV)-scan/.installed: requirements-scan.txt constraints-scan.txt
+	test -x $(VENV)-scan/bin/python || $(PYTHON) -m venv $(VENV)-scan
+	$(VENV)-scan/bin/python -m pip install --quiet -r requirements-scan.txt -c constraints-scan.txt
+	touch $@
+
+scan: setup $(VENV)-scan/.installed
+	scripts/scan.sh
+
+test: lint typecheck scan unit
 
 synth: setup
 	$(if $(CDK_BUNDLE),CDK_BUNDLE=1) node_modules/.bin/cdk synth -c env=$(ENV) -o cdk.out
@@ -67,4 +75,4 @@ deploy: setup
 	CDK_BUNDLE=1 node_modules/.bin/cdk deploy -c env=$(ENV) 'Mapload-$(ENV)/*'
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .cache demo-out
+	rm -rf $(VENV) $(VENV)-scan node_modules cdk.out .cache demo-out

@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from stacks.checkov import CheckovAcknowledgements
 from stacks.config import EnvironmentConfig
 from stacks.data import DataStack
 from stacks.graph import GraphStack
@@ -42,6 +43,9 @@ class MaploadStage(cdk.Stage):
         )
         super().__init__(scope, construct_id, env=env, **kwargs)
         self.config = config
+        # Checkov (make scan) reads its acknowledgements from each resource's metadata; aspects
+        # do not cross a Stage boundary, so the stage adds its own.
+        cdk.Aspects.of(self).add(CheckovAcknowledgements())
         self.data = DataStack(
             self,
             DATA_STACK_ID,
