@@ -195,3 +195,26 @@ def test_a_corrupt_zip_fails_in_prepare_with_a_clear_error(aws: Any, damage: Any
     assert error["type"] == "CorruptSourceError" and error["where"] == "Prepare"
     assert "s3://src/bad.zip" in error["message"] and message in error["message"]
     assert aws.list_multipart_uploads(Bucket="stg").get("Uploads", []) == []
+
+
+def test_a_prefix_of_plain_and_compressed_objects_plans_each_once(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="in/a.csv", Body=_csv(40))
+    aws.put_object(Bucket="src", Key="in/b.csv.gz", Body=gzip.compress(_csv(60, start=100)))
+    aws.put_object(
+        Bucket="src",
+        Key="in/c.zip",
+        Body=_zip({"c1.csv": _csv(30, start=200), "c2.csv": _csv(20, start=300)}),
+    )
+
+    result = _pipeline(aws, "s3://src/in/")
+
+    assert result["status"] == "SUCCEEDED", result["report"]["error"]
+    assert result["report"]["records"]["written"] == 150 == len(scan())
+    listed = json.loads(aws.get_object(Bucket="stg", Key="prepared/run-1/run-1/objects.json")["Body"].read())
+    assert [(e["source"], e["member"]) for e in listed] == [
+        ("s3://src/in/a.csv", None),
+        ("s3://src/in/b.csv.gz", None),
+        ("s3://src/in/c.zip", "c1.csv"),
+        ("s3://src/in/c.zip", "c2.csv"),
+    ]
+    assert listed[0]["bucket"] == "src" and listed[0]["key"] == "in/a.csv"  # plain: planned in place
