@@ -102,6 +102,7 @@ class LoaderConfig:
     """What the Loader stack needs: function sizing, concurrency, retries, log retention."""
 
     source_extra_buckets: tuple[str, ...]
+    source_kms_keys: tuple[str, ...]
     max_concurrency_cap: int
     worker_memory_mib: int
     worker_timeout_seconds: int
@@ -180,6 +181,7 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
     "sort_key": {"name": "sk", "type": "S"},
     "existing_table": None,
     "extra_source_buckets": [],
+    "source_kms_keys": [],
     "max_concurrency_cap": 100,
     "worker_memory_mib": 1024,
     "worker_timeout_seconds": 900,
@@ -296,6 +298,20 @@ class _Reader:
             raise self.fail(f"{field}.type", f"must be one of S, N, B, got {type_!r}")
         return KeyAttribute(name=name, type=type_)
 
+    def kms_key_arns(self, field: str) -> tuple[str, ...]:
+        value = self.raw[field]
+        if isinstance(value, str):
+            value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
+        if not isinstance(value, list | tuple):
+            raise self.fail(field, f"must be a list of KMS key ARNs, got {value!r}")
+        for index, arn in enumerate(value):
+            if not isinstance(arn, str) or not _KMS_KEY_ARN.fullmatch(arn):
+                raise self.fail(
+                    f"{field}[{index}]",
+                    f"must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID), got {arn!r}",
+                )
+        return tuple(value)
+
     def bucket_names(self, field: str) -> tuple[str, ...]:
         value = self.raw[field]
         if isinstance(value, str):
@@ -308,6 +324,9 @@ class _Reader:
         if len(set(value)) != len(value):
             raise self.fail(field, "must not name a bucket twice")
         return tuple(value)
+
+
+_KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 
 
 def _coerce_int(value: Any) -> int | None:
@@ -396,6 +415,7 @@ def load_environment(
         raise read.fail("log_retention_days", f"must be one of {allowed}, got {log_retention}")
     loader = LoaderConfig(
         source_extra_buckets=read.bucket_names("extra_source_buckets"),
+        source_kms_keys=read.kms_key_arns("source_kms_keys"),
         max_concurrency_cap=read.int_("max_concurrency_cap", 1, MAX_MAP_CONCURRENCY),
         worker_memory_mib=read.int_("worker_memory_mib", 128, 10240),
         worker_timeout_seconds=worker_timeout,

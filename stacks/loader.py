@@ -219,6 +219,17 @@ class ShardedLoader(Construct):
         ledger_table.grant(self.plan_function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 
         self._allow(self.worker_function, ["s3:GetObject"], source_object_arns)
+        if loader_config.source_kms_keys:
+            # Source objects encrypted with a customer managed key: decrypt with exactly the keys
+            # the environment allows, and only when S3 asks on the function's behalf.
+            for function in (self.prepare_function, self.plan_function, self.worker_function):
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["kms:Decrypt"],
+                        resources=list(loader_config.source_kms_keys),
+                        conditions={"StringEquals": {"kms:ViaService": f"s3.{stack.region}.amazonaws.com"}},
+                    )
+                )
         self._allow(self.worker_function, ["s3:PutObject"], [staging_jobs_arn])
         table.grant(self.worker_function, "dynamodb:BatchWriteItem")
         # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).

@@ -19,10 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # source buckets, and single-value overrides the way `-c mapload:<field>=...` passes them.
 EXISTING_TABLE_ARN = "arn:aws:dynamodb:eu-west-2:123456789012:table/People"
 EXTRA_BUCKETS = ("alpha-source", "beta.source.example")
+SOURCE_KMS_KEY = "arn:aws:kms:eu-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 VARIANT_CONTEXT: dict[str, Any] = {
     "env": "dev",
     "mapload:existing_table": EXISTING_TABLE_ARN,
     "mapload:extra_source_buckets": ",".join(EXTRA_BUCKETS),
+    "mapload:source_kms_keys": SOURCE_KMS_KEY,
     "mapload:retry_interval_seconds": "1",
     "mapload:max_concurrency_cap": 42,
     # No Graph stack: the state machine ends at Done, as before the graph target existed.

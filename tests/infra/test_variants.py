@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from tests.infra.support import (
     EXISTING_TABLE_ARN,
     EXTRA_BUCKETS,
+    SOURCE_KMS_KEY,
     Synth,
     grants,
     output_target,
@@ -100,3 +102,32 @@ def test_prod_concurrency_cap_and_ledger_ttl(prod: Synth) -> None:
     assert plan["MAX_CONCURRENCY_CAP"] == "1000"
     assert plan["LEDGER_TTL_DAYS"] == "90"
     assert json.loads(str(plan["TABLE_KEY"])) == {"pk": "S", "sk": "S"}
+
+
+def _kms_statements(synth: Synth) -> list[dict[str, Any]]:
+    found = []
+    for policy in resources(synth.loader_json, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if any(a.startswith("kms:Decrypt") for a in actions) and "s3" in json.dumps(statement):
+                found.append(statement)
+    return found
+
+
+def test_sources_encrypted_with_an_allowed_customer_key_can_be_decrypted_through_s3_only(
+    variant: Synth, dev: Synth
+) -> None:
+    statements = _kms_statements(variant)
+    assert len(statements) == 3  # Prepare, Plan, Worker
+    for statement in statements:
+        assert statement["Action"] == "kms:Decrypt"
+        assert statement["Resource"] == SOURCE_KMS_KEY
+        assert "kms:ViaService" in statement["Condition"]["StringEquals"]
+    assert _kms_statements(dev) == []
+
+
+def test_a_source_key_that_is_not_a_key_arn_is_refused() -> None:
+    from stacks.config import MaploadConfigError, load_environment
+
+    with pytest.raises(MaploadConfigError, match=r"source_kms_keys\[0\].*KMS key ARN"):
+        load_environment({"environments": {"dev": {"source_kms_keys": ["alias/mine"]}}}, "dev")

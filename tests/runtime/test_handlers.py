@@ -150,3 +150,16 @@ def test_a_rerun_with_a_changed_source_plans_afresh(aws: Any) -> None:
     aws.put_object(Bucket="src", Key="a.csv", Body=_csv(301))
     second = _plan("s3://src/a.csv", run="run-2", jobId="job-6")
     assert second["job"]["planId"] != first["job"]["planId"]
+
+
+def test_a_source_encrypted_with_a_customer_kms_key_loads(aws: Any) -> None:
+    from pipeline_support import run_pipeline
+
+    key = boto3.client("kms", region_name=REGION).create_key(Description="source data")["KeyMetadata"]["Arn"]
+    aws.put_object(Bucket="src", Key="enc.csv", Body=_csv(40), ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
+    assert aws.head_object(Bucket="src", Key="enc.csv")["SSEKMSKeyId"] == key
+
+    result = run_pipeline(aws, {**SPEC, "source": "s3://src/enc.csv", "jobId": "job-kms"})
+
+    assert result["status"] == "SUCCEEDED", result["cause"]
+    assert result["report"]["records"]["written"] == 40
