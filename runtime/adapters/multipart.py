@@ -139,6 +139,16 @@ class S3Multipart:
             ids.extend(str(u["UploadId"]) for u in page.get("Uploads", []) if u["Key"] == self.key)
         return ids
 
+    def completed_with(self, parts: int) -> bool:
+        """The object exists and was built by a multipart upload of `parts` parts (its ETag says so)."""
+        try:
+            etag = str(self._s3.head_object(Bucket=self.bucket, Key=self.key)["ETag"])
+        except ClientError as error:
+            if _code(error) in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return etag.strip('"').endswith(f"-{parts}")
+
     def put(self, data: bytes, content_type: str | None = None) -> str:
         extra = {"ContentType": content_type} if content_type else {}
         response = self._s3.put_object(
@@ -417,7 +427,14 @@ class CoordinatedUpload:
         # before completing (or is completing now; a second complete is harmless).
         stuck = start.get("uploadId") == upload_id and int(start.get("partsDone", 0)) == plan.total
         recorded = self.ledger.parts()
-        listed = self.s3.list_parts(upload_id)
+        try:
+            listed = self.s3.list_parts(upload_id)
+        except UploadGoneError:
+            if stuck and self.s3.completed_with(plan.total):
+                # A completer died after CompleteMultipartUpload, before removing the records.
+                self.ledger.clear()
+                return UploadResult(self.s3.uri, plan.total, 0, 0, 0, False, plan.total, "", upload_id)
+            raise
         lock = threading.Lock()
         stats = {"uploaded": 0, "skipped": 0, "bytes": 0}
         completer: list[str] = []

@@ -294,3 +294,32 @@ def test_cli_errors_name_the_problem(
     assert "name the object" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["upload", str(tmp_path / "gap"), "s3://err-bkt/d"])  # --env is required
+
+
+def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_next_run(
+    server: Server, tmp_path: Path
+) -> None:
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+    done, _, _ = upload.upload(tmp_path / "p", "s3://done-bkt/d", env="local", quiet=True)
+    assert done.completed
+    db = boto3.client("dynamodb")
+    # The records as a completer leaves them if it dies right after CompleteMultipartUpload.
+    db.put_item(
+        TableName=upload.LOCAL_LEDGER_TABLE,
+        Item={
+            "pk": {"S": "UPLOAD#s3://done-bkt/d"},
+            "sk": {"S": "UPLOAD"},
+            "owner": {"S": "gone"},
+            "total": {"N": "2"},
+            "name": {"S": "d"},
+            "uploadId": {"S": done.upload_id},
+            "partsDone": {"N": "2"},
+            "doneParts": {"NS": ["1", "2"]},
+        },
+    )
+
+    again, _, _ = upload.upload(tmp_path / "p", "s3://done-bkt/d", env="local", quiet=True)
+
+    assert (again.uploaded, again.missing, again.completed) == (0, "", False)
+    assert "the object is complete" in upload.final_line(again, 1.0, 10)
+    assert _ledger_items() == []
