@@ -156,7 +156,9 @@ def test_a_source_encrypted_with_a_customer_kms_key_loads(aws: Any) -> None:
     from pipeline_support import run_pipeline
 
     key = boto3.client("kms", region_name=REGION).create_key(Description="source data")["KeyMetadata"]["Arn"]
-    aws.put_object(Bucket="src", Key="enc.csv", Body=_csv(40), ServerSideEncryption="aws:kms", SSEKMSKeyId=key)
+    aws.put_object(
+        Bucket="src", Key="enc.csv", Body=_csv(40), ServerSideEncryption="aws:kms", SSEKMSKeyId=key
+    )
     assert aws.head_object(Bucket="src", Key="enc.csv")["SSEKMSKeyId"] == key
 
     result = run_pipeline(aws, {**SPEC, "source": "s3://src/enc.csv", "jobId": "job-kms"})
