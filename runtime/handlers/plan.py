@@ -58,11 +58,18 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
             "add it to extra_source_buckets in cdk.json to allow it"
         )
     # (bucket, key) of a prepared object -> the source (and zip member) it came from.
-    origin: dict[tuple[str, str], tuple[str, str | None]] = {}
+    origin: dict[tuple[str, str], tuple[str, str | None, str]] = {}
     if prepared.get("preparedKey"):
         listed = store.get_json(settings.staging_bucket, str(prepared["preparedKey"]))
         objects = [ObjectInfo(e["bucket"], e["key"], int(e["size"]), str(e["etag"])) for e in listed]
-        origin = {(e["bucket"], e["key"]): (str(e["source"]), e.get("member")) for e in listed}
+        origin = {
+            (e["bucket"], e["key"]): (
+                str(e["source"]),
+                e.get("member"),
+                str(e.get("sourceEtag") or e["etag"]),
+            )
+            for e in listed
+        }
     else:
         objects = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
     planned = []
@@ -73,7 +80,9 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
             try:  # a field name typo fails the job now instead of rejecting every record
                 check_fields(spec, header)
             except InputValidationError as error:
-                source, member = origin.get((obj.bucket, obj.key), (f"s3://{obj.bucket}/{obj.key}", None))
+                source, member, _ = origin.get(
+                    (obj.bucket, obj.key), (f"s3://{obj.bucket}/{obj.key}", None, "")
+                )
                 where = f"{source} member {member}" if member else source
                 raise InputValidationError(error.field, f"{error.message} (header of {where})") from None
         line_bases[obj.key] = lines_before
@@ -93,7 +102,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
         shard["lineBase"] = line_bases[shard["key"]] if shard["key"] not in seen else None
         seen.add(shard["key"])
         if (shard["bucket"], shard["key"]) in origin:  # rejects name the source, not the copy
-            shard["source"], shard["member"] = origin[(shard["bucket"], shard["key"])]
+            shard["source"], shard["member"], shard["sourceEtag"] = origin[(shard["bucket"], shard["key"])]
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same

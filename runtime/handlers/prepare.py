@@ -23,7 +23,7 @@ PART_BYTES = 16 * 1024 * 1024
 IN_FLIGHT = 4
 
 
-def _entry(obj: ObjectInfo, source: str, member: str | None) -> dict[str, Any]:
+def _entry(obj: ObjectInfo, source: str, member: str | None, source_etag: str) -> dict[str, Any]:
     return {
         "bucket": obj.bucket,
         "key": obj.key,
@@ -31,6 +31,9 @@ def _entry(obj: ObjectInfo, source: str, member: str | None) -> dict[str, Any]:
         "etag": obj.etag,
         "source": source,
         "member": member,
+        # The archive's own ETag: what a re-run's plan fingerprint compares (the plain copy is
+        # written anew, under a new key and ETag, by every run).
+        "sourceEtag": source_etag,
     }
 
 
@@ -68,21 +71,21 @@ def prepare(
     for index, (obj, kind) in enumerate(zip(objects, kinds, strict=True)):
         source = f"s3://{obj.bucket}/{obj.key}"
         if kind is None:
-            entries.append(_entry(obj, source, None))
+            entries.append(_entry(obj, source, None, obj.etag))
         elif kind == "gzip":
             target = compression.prepared_key(
                 spec.job_id, run_id, index, compression.plain_name(obj.key, kind)
             )
             chunks = compression.gunzip(store.stream(obj, 0), source)
             entries.append(
-                _entry(_write(client, store, settings.staging_bucket, target, chunks), source, None)
+                _entry(_write(client, store, settings.staging_bucket, target, chunks), source, None, obj.etag)
             )
         else:
             with S3RangeReader(client, obj.bucket, obj.key, obj.size, obj.etag) as reader:
                 for name, chunks in zip_members(reader, source):
                     target = compression.prepared_key(spec.job_id, run_id, index, name)
                     written = _write(client, store, settings.staging_bucket, target, chunks)
-                    entries.append(_entry(written, source, name))
+                    entries.append(_entry(written, source, name, obj.etag))
     listing = compression.prepared_list_key(spec.job_id, run_id)
     store.put_json(settings.staging_bucket, listing, entries)
     return {

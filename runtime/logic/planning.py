@@ -149,6 +149,13 @@ def plan_id(shards: Sequence[Mapping[str, Any]], spec_json: Mapping[str, Any]) -
     relevant = {
         k: v for k, v in spec_json.items() if k not in ("jobId", "maxConcurrency", "maxRejectedPercent")
     }
-    cuts = [(s["bucket"], s["key"], s["etag"], s["start"], s["end"]) for s in shards]
+    # A shard of a decompressed copy names its archive (and member): the copy itself is new
+    # on every run, the archive is what must be unchanged.
+    cuts = [
+        (s["source"], s.get("member"), s.get("sourceEtag"), s["start"], s["end"])
+        if s.get("source")
+        else (s["bucket"], s["key"], s["etag"], s["start"], s["end"])
+        for s in shards
+    ]
     digest = hashlib.sha256(json.dumps([relevant, cuts], sort_keys=True, default=str).encode())
     return digest.hexdigest()[:20]

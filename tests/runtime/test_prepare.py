@@ -218,3 +218,20 @@ def test_a_prefix_of_plain_and_compressed_objects_plans_each_once(aws: Any) -> N
         ("s3://src/in/c.zip", "c2.csv"),
     ]
     assert listed[0]["bucket"] == "src" and listed[0]["key"] == "in/a.csv"  # plain: planned in place
+
+
+def test_a_rerun_of_a_compressed_source_plans_the_same_shards_and_skips_the_done_ones(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="in.csv.gz", Body=gzip.compress(_csv(200)))
+    spec = {**SPEC, "source": "s3://src/in.csv.gz", "jobId": "gz-rerun"}
+
+    def planned(run: str) -> dict[str, Any]:
+        execution = {"name": run, "id": f"arn:{run}"}
+        state = {**spec, "prepare": prepare.handle({"input": dict(spec), "execution": execution}, ENV)}
+        result = plan.handle({"input": state, "execution": execution}, ENV)
+        finalize.handle({"state": {**spec, "plan": result}, "execution": execution}, ENV)
+        return result
+
+    first, second = planned("run-1"), planned("run-2")
+
+    # Each run decompresses to a new copy, but the archive is unchanged: the same plan.
+    assert first["job"]["planId"] == second["job"]["planId"]
