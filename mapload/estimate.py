@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 # -- documented limits (DynamoDB developer guide, "Service, account, and table quotas" and
-#    "Warm throughput"; Lambda developer guide, "Lambda quotas"; checked 2025-07) --------------
+#    "Warm throughput"; Lambda developer guide, "Lambda quotas"; as of 2025) ------------------
 WRITE_UNIT_BYTES = 1024  # one write unit per started KB of item size (standard writes)
 MAX_ITEM_BYTES = 400 * 1024  # DynamoDB's item size limit
 PARTITION_WRITE_UNITS = 1000  # write units/s one partition accepts
@@ -20,7 +20,8 @@ ACCOUNT_LAMBDA_CONCURRENCY = 1000  # default concurrent executions per account a
 BATCH_ITEMS = 25  # BatchWriteItem puts per request
 
 # -- us-east-1 list prices (aws.amazon.com/dynamodb/pricing, /lambda/pricing,
-#    /step-functions/pricing; checked 2025-07; on-demand writes after the November 2024 cut) ---
+#    /step-functions/pricing; on-demand writes after the November 2024 cut. Written down
+#    2026-11-30 from articles quoting those pages, not from the pages themselves: verify) -------
 ON_DEMAND_USD_PER_MILLION_WRITE_UNITS = 0.625
 PROVISIONED_USD_PER_WCU_HOUR = 0.00065
 LAMBDA_USD_PER_GB_SECOND = {"arm64": 0.0000133334, "x86_64": 0.0000166667}
