@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from proxy import Proxy  # noqa: E402
 
 from mapload import sample  # noqa: E402
+from mapload.tables import create_pk_sk_table  # noqa: E402
 
 PYTHON = sys.executable
 
@@ -82,19 +83,7 @@ class Bench:
         self.db = boto3.client("dynamodb", endpoint_url=self.moto_url, region_name="us-east-1")
 
     def table(self, name: str) -> str:
-        self.db.create_table(
-            TableName=name,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        return name
+        return create_pk_sk_table(self.db, name)
 
     def count(self, table: str) -> int:
         total = 0

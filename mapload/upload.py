@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from adapters.multipart import CoordinatedUpload, S3Multipart, UploadLedger, UploadResult
 from logic import parts as partlib
 from logic.spec import parse_s3_uri
+from mapload.tables import create_pk_sk_table
 
 LOCAL_LEDGER_TABLE = "mapload-local-ledger"
 # Only for --env local: S3-compatible servers configured to accept smaller parts (moto's
@@ -58,18 +59,7 @@ def _create_local(session: Any, bucket: str, table: str) -> None:
             raise
     db = session.client("dynamodb")
     try:
-        db.create_table(
-            TableName=table,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_pk_sk_table(db, table)
     except ClientError as error:
         if error.response["Error"]["Code"] != "ResourceInUseException":
             raise

@@ -11,6 +11,7 @@ from moto import mock_aws
 from pipeline_support import REGION
 
 from adapters import clients
+from mapload.tables import create_pk_sk_table
 
 
 def _clear_clients() -> None:
@@ -31,17 +32,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             s3.create_bucket(Bucket=bucket)
         db = boto3.client("dynamodb", region_name=REGION)
         for table in ("ledger", "target"):
-            db.create_table(
-                TableName=table,
-                KeySchema=[
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-                AttributeDefinitions=[
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                ],
-                BillingMode="PAY_PER_REQUEST",
-            )
+            create_pk_sk_table(db, table)
         yield s3
     _clear_clients()

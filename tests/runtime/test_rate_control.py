@@ -18,6 +18,7 @@ from adapters.dynamodb import BatchWriter, RetryPolicy
 from logic.errors import InputValidationError
 from logic.ratecontrol import AimdWindow, TokenBucket, budget_share, live_leases, write_units
 from logic.spec import parse_spec, spec_to_json
+from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime
 
@@ -211,18 +212,7 @@ class RecordingWriter:
 def ledger_client() -> Any:
     with mock_aws():
         db = boto3.client("dynamodb", region_name="us-east-1")
-        db.create_table(
-            TableName="ledger",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_pk_sk_table(db, "ledger")
         yield db
 
 
