@@ -12,8 +12,8 @@ from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import PlanSettings
 from logic import layout, planning
-from logic.errors import InputValidationError, SourceNotAllowedError
-from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, spec_to_json
+from logic.errors import InputValidationError
+from logic.spec import JobSpec, check_fields, check_source_bucket, parse_s3_uri, parse_spec, spec_to_json
 
 SETTINGS_CLASS = PlanSettings
 HEADER_PROBE_BYTES = 64 * 1024
@@ -51,12 +51,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
             "it loads csv/jsonl into DynamoDB only",
         )
     bucket, key = parse_s3_uri(spec.source)
-    if bucket not in settings.source_buckets:
-        allowed = ", ".join(sorted(settings.source_buckets))
-        raise SourceNotAllowedError(
-            f"source: bucket {bucket!r} is not one this loader may read (allowed: {allowed}); "
-            "add it to extra_source_buckets in cdk.json to allow it"
-        )
+    check_source_bucket(bucket, settings.source_buckets)
     # (bucket, key) of a prepared object -> the source (and zip member) it came from.
     origin: dict[tuple[str, str], tuple[str, str | None, str]] = {}
     if prepared.get("preparedKey"):

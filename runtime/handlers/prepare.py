@@ -14,8 +14,7 @@ from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import PrepareSettings
 from logic import compression
-from logic.errors import SourceNotAllowedError
-from logic.spec import parse_s3_uri, parse_spec
+from logic.spec import check_source_bucket, parse_s3_uri, parse_spec
 
 SETTINGS_CLASS = PrepareSettings
 # Memory ~ PART_BYTES x (IN_FLIGHT + 1) for the buffered parts, well inside the function's memory.
@@ -52,12 +51,7 @@ def prepare(
     # The whole input is validated here, so a typo fails before a long decompression.
     spec = parse_spec(event.get("input") or {}, table_key=settings.table_key, execution_name=run_id)
     bucket, key = parse_s3_uri(spec.source)
-    if bucket not in settings.source_buckets:
-        allowed = ", ".join(sorted(settings.source_buckets))
-        raise SourceNotAllowedError(
-            f"source: bucket {bucket!r} is not one this loader may read (allowed: {allowed}); "
-            "add it to extra_source_buckets in cdk.json to allow it"
-        )
+    check_source_bucket(bucket, settings.source_buckets)
     objects = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
     kinds = [
         compression.detect(store.read_range(o, 0, min(o.size, compression.MAGIC_BYTES) - 1))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logic.errors import InputValidationError
+from logic.errors import InputValidationError, SourceNotAllowedError
 
 VERSION = 1
 FORMATS = ("csv", "jsonl", "nquads", "ntriples")
@@ -349,6 +349,16 @@ def parse_spec(
     if csv_options is not None and csv_options.columns is not None:
         check_fields(spec, csv_options.columns)
     return spec
+
+
+def check_source_bucket(bucket: str, allowed: Collection[str]) -> None:
+    """Refuse a source bucket this loader may not read (Prepare and Plan ask the same)."""
+    if bucket not in allowed:
+        names = ", ".join(sorted(allowed))
+        raise SourceNotAllowedError(
+            f"source: bucket {bucket!r} is not one this loader may read (allowed: {names}); "
+            "add it to extra_source_buckets in cdk.json to allow it"
+        )
 
 
 def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:
