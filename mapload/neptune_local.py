@@ -5,7 +5,8 @@ resolves to its URL), so the very client code that runs on AWS - HTTP, SigV4 hea
 runs locally. It reads the staged files from S3 (the emulator's, or any endpoint boto3 is told
 about), loads them into the store and reports the statuses and counts Neptune's loader does.
 Tests script it: queued and in-progress answers before the outcome, a failed load with error
-details, or HTTP faults (4xx/5xx, throttling, "too many concurrent loads") for the next requests.
+details, loads held in the queue until cancelled, or HTTP faults (4xx/5xx, throttling, "too many
+concurrent loads") for the next requests.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class Load:
     # Statuses a test wants reported (one per GET) before the real one.
     scripted: deque[str] = field(default_factory=deque)
     done: threading.Event = field(default_factory=threading.Event)
+    # Held in the queue (behind other loads, as far as the client can tell) until cancelled.
+    held: bool = False
 
     def answer(self) -> dict[str, Any]:
         status = self.scripted.popleft() if self.scripted else self.status
@@ -100,6 +103,8 @@ class LocalNeptuneLoader:
         self.script: list[str] = []
         # When set, a new load ends with this status and these error logs instead of loading.
         self.fail_with: tuple[str, list[dict[str, Any]]] | None = None
+        # When set, new loads stay LOAD_IN_QUEUE (never run) until a DELETE cancels them.
+        self.hold = False
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -188,6 +193,9 @@ class LocalNeptuneLoader:
             if method == "DELETE":
                 load.status = "LOAD_CANCELLED_BY_USER"
                 load.scripted.clear()
+                if load.held:  # no thread runs it: it ends here
+                    load.finished = time.time()
+                    load.done.set()
                 self._send(http, 200, {"status": "200 OK"})
             else:
                 query = parse_qs(url.query)
@@ -230,6 +238,9 @@ class LocalNeptuneLoader:
             return 400, {"code": "BadRequestException", "detailedMessage": "invalid parallelism"}
         load = Load(load_id=str(uuid.uuid4()), request=request, scripted=deque(self.script))
         self.loads[load.load_id] = load
+        if self.hold:
+            load.status, load.held = "LOAD_IN_QUEUE", True
+            return 200, {"status": "200 OK", "payload": {"loadId": load.load_id}}
         threading.Thread(target=self._run, args=(load,), name=f"load-{load.load_id[:8]}", daemon=True).start()
         return 200, {"status": "200 OK", "payload": {"loadId": load.load_id}}
 

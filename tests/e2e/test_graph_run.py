@@ -167,6 +167,76 @@ def test_a_failed_graph_load_fails_the_execution_with_the_loaders_errors(
     assert report["graph"]["errors"]["first"] == logs
 
 
+def test_a_load_queued_past_the_deadline_is_cancelled_and_fails_leaving_items_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neptune keeps the load LOAD_IN_QUEUE (behind other loads): at the input's deadline the
+    poll loop cancels it and the execution fails naming the load; the table keeps exactly the
+    items the Workers wrote - nothing undone, nothing written twice."""
+    import time as real_time
+    from types import SimpleNamespace
+
+    from mapload import neptune_local
+
+    loaders: list[neptune_local.LocalNeptuneLoader] = []
+    original = neptune_local.LocalNeptuneLoader.__enter__
+
+    def holding(self: neptune_local.LocalNeptuneLoader) -> neptune_local.LocalNeptuneLoader:
+        self.hold = True
+        loaders.append(self)
+        return original(self)
+
+    monkeypatch.setattr(neptune_local.LocalNeptuneLoader, "__enter__", holding)
+    # timeoutMinutes is whole minutes: StartGraphLoad's clock runs 55 s behind, so the deadline
+    # falls ~5 s into the poll loop (several LOAD_IN_QUEUE answers first) instead of 60 s.
+    monkeypatch.setattr("handlers.start_graph_load.time", SimpleNamespace(time=lambda: real_time.time() - 55))
+    source = tmp_path / "people.csv"
+    source.write_text("id,name\n" + "".join(f"{i},name {i}\n" for i in range(40)))
+    spec = {
+        "format": "csv",
+        "dynamodb": {"key": {"pk": "PERSON#{id}", "sk": "PROFILE"}, "attributes": {"name": "{name}"}},
+        "graph": {
+            "pollSeconds": 1,
+            "timeoutMinutes": 1,
+            "statements": [
+                {"subject": EX + "person/{id}", "predicate": EX + "name", "object": {"literal": "{name}"}}
+            ],
+        },
+        "shardSizeMiB": 0.0002,
+    }
+    items: list[dict[str, Any]] = []
+
+    def inspect(emu: Emulator, deployment: Deployment) -> None:
+        table = deployment.output("TableName")
+        pages = emu.client("dynamodb").get_paginator("scan").paginate(TableName=table)
+        items.extend(item for page in pages for item in page["Items"])
+
+    report = run_local(source, spec, report_path=tmp_path / "report.json", quiet=True, inspect=inspect)
+    jsonschema.validate(report, REPORT_SCHEMA)
+    assert report["status"] == "FAILED"
+    assert report["execution"]["status"] == "FAILED"
+    error = report["error"]
+    assert (error["type"], error["where"]) == ("GraphLoadTimeoutError", "GraphLoad")
+    load_id = report["graph"]["loadId"]
+    assert load_id in error["message"] and "LOAD_IN_QUEUE" in error["message"]
+    assert "the load was cancelled" in error["message"]
+    assert report["graph"]["status"] == "LOAD_IN_QUEUE"
+    # The loader saw several polls, then the cancel; nothing reached the graph.
+    (loader,) = loaders
+    polls = [r for r in loader.requests if r["method"] == "GET" and load_id in r["path"]]
+    cancels = [r for r in loader.requests if r["method"] == "DELETE"]
+    assert len(polls) >= 2 and len(cancels) == 1 and load_id in cancels[0]["path"]
+    assert loader.loads[load_id].status == "LOAD_CANCELLED_BY_USER"
+    assert len(loader.store) == 0
+    # DynamoDB: every record written once by the Workers, still there after the graph failed.
+    records = report["records"]
+    assert records == {**records, "read": 40, "written": 40, "rejected": 0}
+    assert report["shards"]["total"] > 1
+    keys = sorted((i["pk"]["S"], i["sk"]["S"]) for i in items)
+    assert keys == sorted((f"PERSON#{i}", "PROFILE") for i in range(40))
+    assert {i["pk"]["S"]: i["name"]["S"] for i in items} == {f"PERSON#{i}": f"name {i}" for i in range(40)}
+
+
 def test_graph_store_on_disk_can_be_queried_after_the_run(tmp_path: Path) -> None:
     source = tmp_path / "two.nq"
     source.write_bytes(f"<{EX}a> <{EX}p> <{EX}b> .\n<{EX}a> <{EX}p> <{EX}c> .\n".encode())
