@@ -20,6 +20,8 @@ MAX_MAP_CONCURRENCY: Final[int] = 10_000
 TABLE_BILLING_MODES: Final[tuple[str, ...]] = ("on_demand", "provisioned")
 LAMBDA_ARCHITECTURES: Final[tuple[str, ...]] = ("arm64", "x86_64")
 MAP_EXECUTION_TYPES: Final[tuple[str, ...]] = ("STANDARD", "EXPRESS")
+# `data_key: "create"`: the Data stack creates the customer managed key (else a key ARN or null).
+DATA_KEY_CREATE: Final[str] = "create"
 # An on-demand table starts warm at 4,000 write units/s; warm throughput can only raise that.
 MIN_WARM_WRITE_UNITS: Final[int] = 4000
 # DynamoDB's default per-table quota is 40,000 units/s; the bound only catches a misplaced digit.
@@ -79,6 +81,15 @@ class DataConfig:
     table_warm_write_units: int | None = None
     table_write_capacity: int | None = None
     table_read_capacity: int | None = None
+    # Customer managed KMS key for the buckets (not the access-log bucket), the created tables
+    # and the environment's log groups: None (S3-managed and AWS managed keys), DATA_KEY_CREATE
+    # (the Data stack creates one) or the ARN of an existing key.
+    data_key: str | None = None
+
+    @property
+    def data_key_arn(self) -> str | None:
+        """The configured existing key's ARN (None when the key is created, or there is none)."""
+        return None if self.data_key in (None, DATA_KEY_CREATE) else self.data_key
 
     @property
     def table_key(self) -> dict[str, str]:
@@ -205,6 +216,7 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
     "access_log_expiry_days": 90,
     "log_retention_days": 30,
     "retain_data": False,
+    "data_key": None,
     "alarm_email": None,
     "alarm_rejected_percent": 1.0,
     "alarm_throttle_events": 1000,
@@ -406,6 +418,7 @@ def load_environment(
         access_log_expiry_days=read.int_("access_log_expiry_days", 1, 3650),
         retain_data=read.bool_("retain_data"),
         **_table_capacity(read),
+        data_key=_data_key(read),
     )
     if data.table_sort_key and data.table_sort_key.name == data.table_partition_key.name:
         raise read.fail("sort_key.name", "must differ from partition_key.name")
@@ -491,6 +504,26 @@ def _existing_table(read: _Reader) -> str | None:
         "existing_table",
         "must be a DynamoDB table name or table ARN "
         f"(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME), got {value!r}",
+    )
+
+
+def _data_key(read: _Reader) -> str | None:
+    value = read.raw["data_key"]
+    if value is None or value == "":
+        return None
+    if value == DATA_KEY_CREATE:
+        return DATA_KEY_CREATE
+    if isinstance(value, str) and _KMS_KEY_ARN.fullmatch(value):
+        # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
+        region = read.optional("region", _REGION, "an AWS region such as eu-west-2")
+        key_region = value.split(":")[3]
+        if region is not None and key_region != region:
+            raise read.fail("data_key", f"must be a key in the environment's region {region}, got {value!r}")
+        return value
+    raise read.fail(
+        "data_key",
+        f'must be null, "{DATA_KEY_CREATE}" (the Data stack creates a key) or a KMS key ARN '
+        f"(arn:aws:kms:REGION:ACCOUNT:key/ID), got {value!r}",
     )
 
 
