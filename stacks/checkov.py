@@ -20,13 +20,18 @@ BY_TYPE: dict[str, dict[str, str]] = {
         "CKV_AWS_173": "Environment variables hold resource names and settings only (tested: no secrets); "
         "Lambda encrypts them at rest with its service key.",
     },
+}
+# Customer managed key checks, acknowledged only while the environment's `data_key` is null: with
+# a key configured, the log groups and created tables use it and must pass.
+WITHOUT_DATA_KEY: dict[str, dict[str, str]] = {
     "AWS::Logs::LogGroup": {
-        "CKV_AWS_158": "CloudWatch Logs encrypts log data at rest with its service keys; the logs hold no "
-        "record data (state machine execution data logging is off, Lambdas log counts and ids).",
+        "CKV_AWS_158": "data_key is null in this environment: CloudWatch Logs encrypts log data at rest "
+        "with its service keys, and the logs hold no record data (state machine execution data logging "
+        "is off, Lambdas log counts and ids). Set data_key to use a customer managed key.",
     },
     "AWS::DynamoDB::Table": {
-        "CKV_AWS_119": "Encrypted at rest with the AWS managed key (SSESpecification enabled); a customer "
-        "managed key is not configurable yet (see the open security issue).",
+        "CKV_AWS_119": "data_key is null in this environment: encrypted at rest with the AWS managed key "
+        "(SSESpecification enabled). Set data_key to use a customer managed key.",
     },
 }
 # Checks that do not fit one bucket (by construct id), and why.
@@ -44,10 +49,17 @@ BY_BUCKET: dict[str, dict[str, str]] = {
 
 @jsii.implements(IAspect)
 class CheckovAcknowledgements:
+    """Writes each resource's acknowledged checks; `data_key`: whether a customer key is configured."""
+
+    def __init__(self, *, data_key: bool = False) -> None:
+        self._data_key = data_key
+
     def visit(self, node: IConstruct) -> None:
         if not isinstance(node, CfnResource):
             return
         reasons = dict(BY_TYPE.get(node.cfn_resource_type, {}))
+        if not self._data_key:
+            reasons.update(WITHOUT_DATA_KEY.get(node.cfn_resource_type, {}))
         if node.cfn_resource_type == "AWS::Lambda::Function" and _in_vpc(node):
             pass
         elif node.cfn_resource_type == "AWS::Lambda::Function":

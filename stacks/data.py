@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.config import DataConfig
+from stacks.config import DATA_KEY_CREATE, DataConfig
 from stacks.nag import acknowledge
 
 # The ledger's generic key and TTL attribute are part of docs/CONTRACTS.md "Ledger items".
@@ -21,6 +24,11 @@ LEDGER_TTL_ATTRIBUTE = "expiresAt"
 STAGING_JOBS_PREFIX = "jobs/"
 # Decompressed (gzip/zip) sources written by Prepare: prepared/<jobId>/<runId>/...
 STAGING_PREPARED_PREFIX = "prepared/"
+
+# What a principal needs of the data key, through S3 or DynamoDB (kms:ViaService): readers only
+# decrypt; writers also generate data keys (an S3 multipart upload decrypts its parts' keys too).
+KEY_READ: Final[tuple[str, ...]] = ("kms:Decrypt",)
+KEY_WRITE: Final[tuple[str, ...]] = ("kms:Decrypt", "kms:GenerateDataKey")
 
 _ATTRIBUTE_TYPES = {
     "S": dynamodb.AttributeType.STRING,
@@ -36,6 +44,16 @@ def existing_table(scope: Construct, construct_id: str, name_or_arn: str) -> dyn
     return dynamodb.Table.from_table_name(scope, construct_id, name_or_arn)
 
 
+def key_use(scope: Construct, key: kms.IKey, actions: Sequence[str], service: str) -> iam.PolicyStatement:
+    """Use of the data key on a principal's behalf by one service (`s3`, `dynamodb`) only."""
+    region = cdk.Stack.of(scope).region
+    return iam.PolicyStatement(
+        actions=list(actions),
+        resources=[key.key_arn],
+        conditions={"StringEquals": {"kms:ViaService": f"{service}.{region}.amazonaws.com"}},
+    )
+
+
 @dataclass(frozen=True)
 class SharedData:
     """The Data stack's resources as seen from a consuming stack (through explicit imports)."""
@@ -44,24 +62,28 @@ class SharedData:
     staging_bucket: s3.IBucket
     table: dynamodb.ITable
     ledger_table: dynamodb.ITable
+    # The customer managed key of the buckets, tables and log groups (None: `data_key` unset).
+    key: kms.IKey | None = None
 
 
 class DataStore(Construct):
     """Buckets and tables a load reads from and writes to.
 
-    Buckets use SSE-S3 rather than SSE-KMS: the access-log bucket must (S3 server access logging
-    cannot deliver to a KMS-encrypted bucket); source files of many GB are read by thousands of
-    concurrent ranged GETs, where SSE-KMS would add a KMS call per request (or Bucket Keys to
-    manage), and the Neptune bulk loader's role would need key grants. Nothing here needs
-    per-key access control beyond the bucket policies and IAM grants.
-    Tables use the AWS-managed DynamoDB key: encryption at rest visible in the template and
-    auditable in CloudTrail, without a customer key to rotate or grant.
+    By default (`data_key` null) buckets use SSE-S3 and tables the AWS managed DynamoDB key:
+    encryption at rest visible in the template and auditable in CloudTrail, without a customer
+    key to rotate, grant and pay for per request. With `data_key` set, the source and staging
+    buckets use SSE-KMS with that key and S3 Bucket Keys (thousands of concurrent ranged GETs
+    then cost KMS calls per bucket key, not per request), the created tables use it as their
+    customer managed key, and so do the environment's log groups; every principal that reads
+    or writes them is granted the key through S3 or DynamoDB only. The access-log bucket stays
+    SSE-S3 either way: S3 server access logging cannot deliver to an SSE-KMS bucket.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, data_config: DataConfig) -> None:
         super().__init__(scope, construct_id)
         removal = cdk.RemovalPolicy.RETAIN if data_config.retain_data else cdk.RemovalPolicy.DESTROY
         abort_multipart = cdk.Duration.days(data_config.multipart_abort_days)
+        self.key = self._data_key(data_config, removal)
         secure_bucket: dict[str, Any] = {
             "encryption": s3.BucketEncryption.S3_MANAGED,
             "enforce_ssl": True,
@@ -93,6 +115,16 @@ class DataStore(Construct):
             "logging its own deliveries would log the log deliveries recursively.",
         )
 
+        # Source and staging: the customer key when one is configured (the log sink above keeps
+        # SSE-S3, the only encryption S3 server access logging delivers to).
+        data_bucket: dict[str, Any] = {**secure_bucket}
+        if self.key is not None:
+            data_bucket.update(
+                encryption=s3.BucketEncryption.KMS,
+                encryption_key=self.key,
+                bucket_key_enabled=True,
+            )
+
         # Versioned so an overwritten or deleted source file can be recovered (and a shard's
         # recorded ETag still names a readable version); old versions expire to bound cost.
         self.source_bucket = s3.Bucket(
@@ -113,7 +145,7 @@ class DataStore(Construct):
                     ),
                 ),
             ],
-            **secure_bucket,
+            **data_bucket,
         )
 
         # Not versioned: everything here is derived from a source file and a run, so a lost
@@ -139,7 +171,7 @@ class DataStore(Construct):
                     expiration=cdk.Duration.days(data_config.staging_expiry_days),
                 ),
             ],
-            **secure_bucket,
+            **data_bucket,
         )
 
         self.table_created = data_config.table_existing is None
@@ -167,6 +199,50 @@ class DataStore(Construct):
             time_to_live_attribute=LEDGER_TTL_ATTRIBUTE,
         )
 
+    def _data_key(self, data_config: DataConfig, removal: cdk.RemovalPolicy) -> kms.IKey | None:
+        """The configured customer managed key: none, created here, or an existing one by ARN."""
+        if data_config.data_key is None:
+            return None
+        if data_config.data_key != DATA_KEY_CREATE:
+            # Its key policy is the owner's: it must let this account's IAM policies grant the key
+            # and CloudWatch Logs use it (docs/SETTINGS.md `data_key`).
+            return kms.Key.from_key_arn(self, "DataKeyRef", data_config.data_key)
+        stack = cdk.Stack.of(self)
+        key = kms.Key(
+            self,
+            "DataKey",
+            description=f"mapload {stack.stack_name}: source/staging buckets, tables, log groups",
+            enable_key_rotation=True,
+            removal_policy=removal,
+        )
+        # CloudWatch Logs encrypts the log groups that name this key; only for log groups of this
+        # account and region (the encryption context names the log group), as AWS documents it.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchLogsLogGroupsOfThisAccount",
+                principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+                actions=[
+                    "kms:Encrypt*",
+                    "kms:Decrypt*",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:Describe*",
+                ],
+                resources=["*"],  # in a key policy, "*" means this key
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name="*",
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    }
+                },
+            )
+        )
+        return key
+
     def _table(
         self,
         construct_id: str,
@@ -190,7 +266,11 @@ class DataStore(Construct):
             ),
             # On-demand by default: a load bursts from zero to thousands of writers and back.
             **(capacity or {"billing_mode": dynamodb.BillingMode.PAY_PER_REQUEST}),
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            **(
+                {"encryption": dynamodb.TableEncryption.AWS_MANAGED}
+                if self.key is None
+                else {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": self.key}
+            ),
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
@@ -250,6 +330,8 @@ class DataStack(cdk.Stack):
         self._output("TableArn", store.table.table_arn, export=False)
         self._output("LedgerTableName", store.ledger_table.table_name)
         self._output("LedgerTableArn", store.ledger_table.table_arn, export=False)
+        if store.key is not None:
+            self._output("DataKeyArn", store.key.key_arn)
 
     def export_name(self, output_id: str) -> str:
         return f"{self.stack_name}:{output_id}"
@@ -261,6 +343,19 @@ class DataStack(cdk.Stack):
             value=value,
             export_name=self.export_name(output_id) if export else None,
         )
+
+    def shared_key(self, consumer: Construct) -> kms.IKey | None:
+        """The data key as `consumer` sees it: a created key through its named export; an
+        existing key by its configured ARN, which then may change without an export in use."""
+        configured = self._data_config.data_key
+        if configured is None:
+            return None
+        arn = (
+            cdk.Fn.import_value(self.export_name("DataKeyArn"))
+            if configured == DATA_KEY_CREATE
+            else configured
+        )
+        return kms.Key.from_key_arn(consumer, "DataKeyRef", arn)
 
     def share_with(self, consumer: Construct) -> SharedData:
         """Reference this stack's resources from `consumer` (another stack) via its exports.
@@ -279,6 +374,7 @@ class DataStack(cdk.Stack):
         else:
             table = existing_table(consumer, "TableRef", self._data_config.table_existing)
         return SharedData(
+            key=self.shared_key(consumer),
             source_bucket=s3.Bucket.from_bucket_attributes(
                 consumer,
                 "SourceBucketRef",

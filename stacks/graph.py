@@ -8,13 +8,14 @@ from typing import Any, Final
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_neptune as neptune
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.config import GraphConfig
-from stacks.data import STAGING_JOBS_PREFIX, DataStack
+from stacks.data import KEY_READ, STAGING_JOBS_PREFIX, DataStack, key_use
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
 NEPTUNE_PORT: Final[int] = 8182
@@ -51,6 +52,7 @@ class GraphDatabase(Construct):
         graph_config: GraphConfig,
         staging_bucket: s3.IBucket,
         log_retention: logs.RetentionDays,
+        data_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         removal = cdk.RemovalPolicy.RETAIN if graph_config.retain else cdk.RemovalPolicy.DESTROY
@@ -74,7 +76,9 @@ class GraphDatabase(Construct):
             # nothing here uses the default group (every resource has its own), so no extra function.
             restrict_default_security_group=False,
         )
-        flow_logs = logs.LogGroup(self, "FlowLogs", retention=log_retention, removal_policy=removal)
+        flow_logs = logs.LogGroup(
+            self, "FlowLogs", retention=log_retention, removal_policy=removal, encryption_key=data_key
+        )
         self.vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
@@ -129,6 +133,9 @@ class GraphDatabase(Construct):
                 conditions={"StringLike": {"s3:prefix": [f"{STAGING_JOBS_PREFIX}*"]}},
             )
         )
+        if data_key is not None:
+            # Staged files are SSE-KMS objects under the data key: the loader decrypts them via S3.
+            self.loader_role.add_to_policy(key_use(self, data_key, KEY_READ, "s3"))
 
         subnet_group = neptune.CfnDBSubnetGroup(
             self,
@@ -232,6 +239,7 @@ class GraphStack(cdk.Stack):
             graph_config=graph_config,
             staging_bucket=staging,
             log_retention=log_retention,
+            data_key=data.shared_key(self),
         )
         cluster = self.database.cluster
         self._output("GraphClusterEndpoint", cluster.attr_endpoint)

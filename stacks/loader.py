@@ -10,6 +10,7 @@ from typing import Any, Final
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -19,7 +20,7 @@ from aws_cdk.aws_lambda_python_alpha import PythonFunction
 from constructs import Construct
 
 from stacks.config import LoaderConfig
-from stacks.data import STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack
+from stacks.data import KEY_READ, KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack, key_use
 from stacks.graph import GraphStack, GraphTarget
 from stacks.nag import (
     acknowledge,
@@ -126,10 +127,13 @@ class ShardedLoader(Construct):
         ledger_table: dynamodb.ITable,
         runtime_root: Path = RUNTIME_ROOT,
         graph: GraphTarget | None = None,
+        data_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = loader_config
         self._graph = graph
+        # The customer managed key of the buckets, tables and (so) these log groups, if configured.
+        self._key = data_key
         self._runtime_root = runtime_root
         self._log_removal = (
             cdk.RemovalPolicy.RETAIN if loader_config.retain_logs else cdk.RemovalPolicy.DESTROY
@@ -244,11 +248,13 @@ class ShardedLoader(Construct):
             "dynamodb:PutItem",
         )
 
+        self._grant_data_key()
         self.state_machine_log_group = logs.LogGroup(
             self,
             "StateMachineLogs",
             retention=RETENTION_DAYS[loader_config.log_retention_days],
             removal_policy=self._log_removal,
+            encryption_key=self._key,
         )
         self.state_machine = sfn.StateMachine(
             self,
@@ -263,6 +269,9 @@ class ShardedLoader(Construct):
                 include_execution_data=False,
             ),
         )
+        if self._key is not None:
+            # The Distributed Map's ItemReader reads the manifest (staging jobs/*) itself.
+            self.state_machine.add_to_role_policy(key_use(self, self._key, KEY_READ, "s3"))
         self._acknowledge_findings(staging_jobs_arn, source_object_arns)
         self._acknowledge_prepared(staging_prepared_arn, source_object_arns)
 
@@ -282,6 +291,7 @@ class ShardedLoader(Construct):
             f"{name}Logs",
             retention=RETENTION_DAYS[self._config.log_retention_days],
             removal_policy=self._log_removal,
+            encryption_key=self._key,
         )
         # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy, which
         # would allow writing to every log group in the account.
@@ -399,6 +409,27 @@ class ShardedLoader(Construct):
         )
         self.start_graph_load_function = start
         self.poll_graph_load_function = poll
+
+    def _grant_data_key(self) -> None:
+        """The data key, per function, for exactly the services through which it touches encrypted
+        data: S3 (source and staging objects) and DynamoDB (the ledger, a created target table)."""
+        if self._key is None:
+            return
+        key = self._key
+        # Every function here that reads S3 also writes it (staging), and every DynamoDB user writes.
+        uses: list[tuple[lambda_.IFunction | None, tuple[str, ...]]] = [
+            (self.prepare_function, ("s3",)),
+            (self.plan_function, ("s3", "dynamodb")),
+            (self.worker_function, ("s3", "dynamodb")),
+            (self.finalize_function, ("s3", "dynamodb")),
+            # StartGraphLoad only claims the load in the ledger; Poll also rewrites the report.
+            (self.start_graph_load_function, ("dynamodb",)),
+            (self.poll_graph_load_function, ("s3", "dynamodb")),
+        ]
+        for function, services in uses:
+            if function is not None:
+                for service in services:
+                    function.add_to_role_policy(key_use(self, key, KEY_WRITE, service))
 
     @staticmethod
     def _allow(function: lambda_.IFunction, actions: list[str], resources: list[str]) -> None:
@@ -757,6 +788,7 @@ class LoaderStack(cdk.Stack):
             table_key=table_key,
             ledger_table=shared.ledger_table,
             graph=graph.share_with(self) if graph is not None else None,
+            data_key=shared.key,
         )
         cdk.CfnOutput(self, "StateMachineArn", value=self.loader.state_machine.state_machine_arn)
         cdk.CfnOutput(self, "StateMachineName", value=self.loader.state_machine.state_machine_name)

@@ -18,7 +18,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import pipelines
 from constructs import Construct
 
-from stacks.config import EnvironmentConfig, MaploadConfigError
+from stacks.config import DATA_KEY_CREATE, EnvironmentConfig, MaploadConfigError
+from stacks.data import KEY_WRITE
 from stacks.nag import acknowledge, acknowledge_wildcards, wildcard_findings
 from stacks.stage import DATA_STACK_ID, LOADER_STACK_ID, MaploadStage, stage_id
 
@@ -217,7 +218,7 @@ class PipelineStack(cdk.Stack):
                 self.approvals[name] = approval
                 pre.append(approval)
             if name in pipeline_config.smoke_test_after:
-                smoke = self._smoke_test(name, *targets[name], source=source)
+                smoke = self._smoke_test(name, *targets[name], source=source, data_key=config.data.data_key)
                 self.smoke_tests[name] = smoke
                 post.append(smoke)
             self.pipeline.add_stage(stage, pre=pre, post=post)
@@ -226,7 +227,13 @@ class PipelineStack(cdk.Stack):
         self._acknowledge_findings()
 
     def _smoke_test(
-        self, env_name: str, account: str, region: str, *, source: pipelines.IFileSetProducer
+        self,
+        env_name: str,
+        account: str,
+        region: str,
+        *,
+        source: pipelines.IFileSetProducer,
+        data_key: str | None = None,
     ) -> pipelines.CodeBuildStep:
         """Upload a small sample, run it with `mapload start`, fail unless SUCCEEDED and reconciled."""
         arn = f"arn:{self.partition}"
@@ -268,6 +275,22 @@ class PipelineStack(cdk.Stack):
                 resources=[f"{arn}:states:{region}:{account}:mapRun:{machine}/*"],
             ),
         ]
+        if data_key is not None:
+            # The sample and the report are SSE-KMS objects under the environment's data key. A key
+            # the Data stack creates has a generated id: any key of the account and region, but only
+            # through S3 and only for the environment's buckets (the encryption context names them).
+            key = data_key if data_key != DATA_KEY_CREATE else f"{arn}:kms:{region}:{account}:key/*"
+            statements.append(
+                iam.PolicyStatement(
+                    sid="UseDataKey",
+                    actions=list(KEY_WRITE),
+                    resources=[key],
+                    conditions={
+                        "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
+                        "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"{arn}:s3:::{bucket_prefix}*"},
+                    },
+                )
+            )
         return pipelines.CodeBuildStep(
             f"SmokeTest{env_name.capitalize()}",
             # The repository at the deployed commit: the mapload command and the example spec.
@@ -367,6 +390,11 @@ _WILDCARD_REASONS: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
             r"Resource::arn:[a-z-]+:s3:::mapload-[a-z0-9]+-data-\*/(smoke|jobs)/\*",
             "Smoke test: PutObject of its sample under smoke/ and GetObject of its report under "
             "jobs/, in the buckets CloudFormation names after the environment's Data stack.",
+        ),
+        (
+            _ACCOUNT_ARN.format(service="kms") + r"key/\*",
+            "Smoke test: the environment's data key when the Data stack creates it (its id is "
+            "generated), only via S3 and only for the environment's buckets (kms:EncryptionContext).",
         ),
         (
             _ACCOUNT_ARN.format(service="states")

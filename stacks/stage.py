@@ -45,7 +45,7 @@ class MaploadStage(cdk.Stage):
         self.config = config
         # Checkov (make scan) reads its acknowledgements from each resource's metadata; aspects
         # do not cross a Stage boundary, so the stage adds its own.
-        cdk.Aspects.of(self).add(CheckovAcknowledgements())
+        cdk.Aspects.of(self).add(CheckovAcknowledgements(data_key=config.data.data_key is not None))
         self.data = DataStack(
             self,
             DATA_STACK_ID,
