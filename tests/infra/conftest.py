@@ -16,7 +16,13 @@ os.environ.pop("CDK_BUNDLE", None)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.infra.support import VARIANT_CONTEXT, Synth, synthesize  # noqa: E402
+from tests.infra.support import (  # noqa: E402
+    DATA_KEY_CREATED_CONTEXT,
+    DATA_KEY_IMPORTED_CONTEXT,
+    VARIANT_CONTEXT,
+    Synth,
+    synthesize,
+)
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +38,16 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return synthesize(VARIANT_CONTEXT, tmp_path_factory.mktemp("variant"))
+
+
+@pytest.fixture(scope="session")
+def data_key_created(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(DATA_KEY_CREATED_CONTEXT, tmp_path_factory.mktemp("data_key_created"))
+
+
+@pytest.fixture(scope="session")
+def data_key_imported(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synthesize(DATA_KEY_IMPORTED_CONTEXT, tmp_path_factory.mktemp("data_key_imported"))
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,12 @@ VARIANT_CONTEXT: dict[str, Any] = {
 }
 
 
+# Variants with a customer managed data key: created by the Data stack, or an existing one by ARN.
+DATA_KEY_ARN = "arn:aws:kms:eu-west-2:123456789012:key/0f0e0d0c-1111-2222-3333-444455556666"
+DATA_KEY_CREATED_CONTEXT: dict[str, Any] = {"env": "dev", "mapload:data_key": "create"}
+DATA_KEY_IMPORTED_CONTEXT: dict[str, Any] = {"env": "dev", "mapload:data_key": DATA_KEY_ARN}
+
+
 @dataclass(frozen=True)
 class Synth:
     """A synthesized app and what the tests read from it."""

@@ -39,7 +39,7 @@ def acknowledgements(app: Any) -> list[tuple[IConstruct, str, str]]:
     return found
 
 
-@pytest.mark.parametrize("name", ["dev", "prod", "variant"])
+@pytest.mark.parametrize("name", ["dev", "prod", "variant", "data_key_created", "data_key_imported"])
 def test_no_unacknowledged_findings(name: str, request: pytest.FixtureRequest) -> None:
     synth: Synth = request.getfixturevalue(name)
     report = AwsSolutionsChecks().validate_scope(synth.app)

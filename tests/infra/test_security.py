@@ -70,7 +70,15 @@ def test_every_template_is_found(dev: Synth) -> None:
     assert any("Data" in n for n in names) and any("Loader" in n for n in names), names
 
 
-def test_no_wildcard_actions_and_star_resources_only_where_aws_requires_them(dev: Synth) -> None:
+# Every check below runs on the default synth and on the customer-managed-key variants (`data_key`).
+ALL_SYNTHS = pytest.mark.parametrize("synth_name", ["dev", "data_key_created", "data_key_imported"])
+
+
+@ALL_SYNTHS
+def test_no_wildcard_actions_and_star_resources_only_where_aws_requires_them(
+    synth_name: str, request: pytest.FixtureRequest
+) -> None:
+    dev: Synth = request.getfixturevalue(synth_name)
     problems = []
     for name, template in _templates(dev):
         for logical, statement in _statements(template):
@@ -86,7 +94,9 @@ def test_no_wildcard_actions_and_star_resources_only_where_aws_requires_them(dev
     assert not problems, "\n".join(problems)
 
 
-def test_no_managed_policies_grant_broad_access(dev: Synth) -> None:
+@ALL_SYNTHS
+def test_no_managed_policies_grant_broad_access(synth_name: str, request: pytest.FixtureRequest) -> None:
+    dev: Synth = request.getfixturevalue(synth_name)
     broad = ("AdministratorAccess", "PowerUserAccess", "FullAccess")
     for name, template in _templates(dev):
         for logical, res in template.get("Resources", {}).items():
@@ -97,7 +107,11 @@ def test_no_managed_policies_grant_broad_access(dev: Synth) -> None:
                 assert not any(b in text for b in broad), f"{name} {logical}: {text}"
 
 
-def test_every_bucket_is_encrypted_private_and_tls_only(dev: Synth) -> None:
+@ALL_SYNTHS
+def test_every_bucket_is_encrypted_private_and_tls_only(
+    synth_name: str, request: pytest.FixtureRequest
+) -> None:
+    dev: Synth = request.getfixturevalue(synth_name)
     for name, template in _templates(dev):
         resources = template.get("Resources", {})
         policies = {
@@ -124,7 +138,11 @@ def test_every_bucket_is_encrypted_private_and_tls_only(dev: Synth) -> None:
             ), f"{name} {logical}: TLS not enforced"
 
 
-def test_every_table_is_encrypted_with_point_in_time_recovery(dev: Synth) -> None:
+@ALL_SYNTHS
+def test_every_table_is_encrypted_with_point_in_time_recovery(
+    synth_name: str, request: pytest.FixtureRequest
+) -> None:
+    dev: Synth = request.getfixturevalue(synth_name)
     for name, template in _templates(dev):
         for logical, res in template.get("Resources", {}).items():
             if res["Type"] != "AWS::DynamoDB::Table":
@@ -135,14 +153,18 @@ def test_every_table_is_encrypted_with_point_in_time_recovery(dev: Synth) -> Non
             assert pitr.get("PointInTimeRecoveryEnabled"), f"{name} {logical}"
 
 
-def test_every_log_group_has_a_retention(dev: Synth) -> None:
+@ALL_SYNTHS
+def test_every_log_group_has_a_retention(synth_name: str, request: pytest.FixtureRequest) -> None:
+    dev: Synth = request.getfixturevalue(synth_name)
     for name, template in _templates(dev):
         for logical, res in template.get("Resources", {}).items():
             if res["Type"] == "AWS::Logs::LogGroup":
                 assert res["Properties"].get("RetentionInDays"), f"{name} {logical}"
 
 
-def test_no_secrets_in_function_environments(dev: Synth) -> None:
+@ALL_SYNTHS
+def test_no_secrets_in_function_environments(synth_name: str, request: pytest.FixtureRequest) -> None:
+    dev: Synth = request.getfixturevalue(synth_name)
     for name, template in _templates(dev):
         for logical, res in template.get("Resources", {}).items():
             if res["Type"] != "AWS::Lambda::Function":
