@@ -170,7 +170,9 @@ class FaultProxy:
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         upstream = http.client.HTTPConnection(self.upstream_host, self.upstream_port, timeout=self.timeout)
         try:
-            headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "connection")}
+            # Content-Length is set again from the body sent (a split batch is shorter).
+            dropped = ("host", "connection", "content-length")
+            headers = {k: v for k, v in request.headers.items() if k.lower() not in dropped}
             headers["Host"] = f"{self.upstream_host}:{self.upstream_port}"
             upstream.request(request.command, request.path, body=body, headers=headers)
             response = upstream.getresponse()
