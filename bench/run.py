@@ -119,7 +119,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--latency-ms", type=float, default=20.0, help="round trip the proxy adds")
-    parser.add_argument("--limit", type=float, default=2000.0, help="write units/s for the limited rows")
+    parser.add_argument(
+        "--limit", type=float, default=2000.0, help="write units/s for the limited rows (0: skip them)"
+    )
     parser.add_argument("--putitem-slice", type=int, default=1000, help="records row 1 really sends")
     parser.add_argument("--concurrency", type=int, default=16, help="worker write_concurrency")
     parser.add_argument("--shards", type=int, default=4, help="shards (and maxConcurrency) of row 5")
@@ -127,6 +129,10 @@ def main() -> int:
     parser.add_argument("--big-mib", type=int, default=1024, help="0 skips the large-shard memory row")
     parser.add_argument("--only", default="", help="comma-separated row kinds to run (for profiling)")
     options = parser.parse_args()
+    if options.limit < 0:
+        parser.error(f"--limit must be 0 (no limited rows) or more, got {options.limit:g}")
+    if options.rows < 1:
+        parser.error(f"--rows must be at least 1, got {options.rows}")
     # A stopped benchmark still stops its moto server and removes its temporary files.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     latency = options.latency_ms / 1000
@@ -252,18 +258,19 @@ def _measure(
             into=results,
             note="items/s over the execution (Plan to Finalize); CPU includes the in-process emulator",
         )
-        limit = options.limit
-        run("2 batch_writer", "batch_writer", {}, rows, into=limited, limit=limit)
-        run("4 mapload worker, 1 shard", "worker", {}, rows, into=limited, limit=limit)
-        run(
-            f"5 embedded pipeline, {options.shards} shards",
-            "pipeline",
-            {**pipeline_args, "spec": {**pipeline_args["spec"], "writeUnitsPerSecond": limit}},
-            rows,
-            into=limited,
-            limit=limit,
-            note="writeUnitsPerSecond = limit",
-        )
+        if options.limit > 0:  # 0: no limited rows
+            limit = options.limit
+            run("2 batch_writer", "batch_writer", {}, rows, into=limited, limit=limit)
+            run("4 mapload worker, 1 shard", "worker", {}, rows, into=limited, limit=limit)
+            run(
+                f"5 embedded pipeline, {options.shards} shards",
+                "pipeline",
+                {**pipeline_args, "spec": {**pipeline_args["spec"], "writeUnitsPerSecond": limit}},
+                rows,
+                into=limited,
+                limit=limit,
+                note="writeUnitsPerSecond = limit",
+            )
     return results, limited
 
 
