@@ -125,7 +125,7 @@ def row_worker(args: dict[str, Any]) -> int:
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = args["endpoint"]
     from adapters import clients
 
-    return _worker(args, clients.dynamodb(int(args["concurrency"]) + 2))
+    return _worker(args, clients.batch_writes(int(args["concurrency"]) + 2))
 
 
 def row_worker_memory(args: dict[str, Any]) -> int:

@@ -421,5 +421,4 @@ def _clear_runtime_clients() -> None:
         from adapters import clients
     except ImportError:
         return
-    for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
-        factory.cache_clear()
+    clients.reset()

@@ -40,5 +40,20 @@ def dynamodb(pool: int = 10) -> Any:
 
 
 @functools.cache
+def batch_writes(pool: int = 10) -> Any:
+    """What the Worker writes items with: BatchWriteItem over `dynamodb(pool)`'s signer and
+    connections without its per-call pipeline (adapters/dynamodb_wire.py)."""
+    from adapters.dynamodb_wire import BatchWriteClient
+
+    return BatchWriteClient(dynamodb(pool))
+
+
+@functools.cache
 def ledger_dynamodb() -> Any:
     return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))
+
+
+def reset() -> None:
+    """Forget every cached client (a new endpoint or emulator needs new ones)."""
+    for factory in (s3, dynamodb, batch_writes, ledger_dynamodb):
+        factory.cache_clear()

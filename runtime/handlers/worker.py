@@ -225,7 +225,7 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
-        clients.dynamodb(settings.write_concurrency + 2),
+        clients.batch_writes(settings.write_concurrency + 2),
     )
 
 

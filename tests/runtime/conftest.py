@@ -15,8 +15,7 @@ from mapload.tables import create_pk_sk_table
 
 
 def _clear_clients() -> None:
-    for factory in (clients.s3, clients.dynamodb, clients.ledger_dynamodb):
-        factory.cache_clear()
+    clients.reset()
 
 
 @pytest.fixture

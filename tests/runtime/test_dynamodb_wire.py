@@ -1,0 +1,173 @@
+"""The Worker's BatchWriteItem sender against botocore's own client: the same request on the wire,
+the same answers and errors; and against moto, items really written."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+from decimal import Decimal
+from io import BytesIO
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from adapters.dynamodb import BatchWriter, RetryPolicy
+from adapters.dynamodb_wire import BatchWriteClient
+
+pytestmark = pytest.mark.runtime
+
+ITEMS: list[dict[str, Any]] = [
+    {
+        "pk": {"S": "POSTCODE#AB1 2CD"},
+        "sk": {"S": 'ünïcode "quoted" \\ back\nslash'},
+        "n": {"N": "-12.5000"},
+        "b": {"B": b"\x00\x01binary\xff"},
+        "flag": {"BOOL": True},
+        "none": {"NULL": True},
+        "list": {"L": [{"S": "a"}, {"N": "1"}, {"M": {"deep": {"B": b"\xfe"}}}]},
+        "map": {"M": {"x": {"SS": ["a", "b"]}, "y": {"NS": ["1", "2.5"]}, "z": {"BS": [b"a", b"\x00"]}}},
+    },
+    {"pk": {"S": "2"}, "sk": {"S": ""}},
+]
+
+
+class Raw(BytesIO):
+    def stream(self, **_kwargs: Any) -> Any:
+        yield self.read()
+
+
+def canned(status: int, body: bytes, headers: dict[str, str] | None = None) -> Callable[..., AWSResponse]:
+    """A before-send handler that records the request and answers instead of the network."""
+
+    def answer(request: AWSPreparedRequest, **_kwargs: Any) -> AWSResponse:
+        answer.seen.append(request)  # type: ignore[attr-defined]
+        return AWSResponse(request.url, status, headers or {}, Raw(body))  # type: ignore[arg-type]
+
+    answer.seen = []  # type: ignore[attr-defined]
+    return answer
+
+
+def client(endpoint: str = "http://127.0.0.1:9") -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="eu-west-2",
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="secret",
+        config=Config(retries={"mode": "standard", "total_max_attempts": 1}, parameter_validation=False),
+    )
+
+
+def both(handler: Callable[..., AWSResponse], endpoint: str = "http://127.0.0.1:9") -> tuple[Any, Any]:
+    plain = client(endpoint)
+    plain.meta.events.register("before-send.dynamodb.BatchWriteItem", handler)
+    return plain, BatchWriteClient(plain)
+
+
+def text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "https://proxy.example:8443/ddb"])
+def test_the_request_is_the_one_botocore_sends(endpoint: str) -> None:
+    handler = canned(200, b"{}")
+    plain, fast = both(handler, endpoint)
+    plain.batch_write_item(RequestItems={"T": [{"PutRequest": {"Item": i}} for i in ITEMS]})
+    fast.batch_write_item(RequestItems={"T": [{"PutRequest": {"Item": i}} for i in ITEMS]})
+    theirs, ours = handler.seen  # type: ignore[attr-defined]
+    assert ours.url == theirs.url and ours.method == theirs.method == "POST"
+    assert json.loads(ours.body) == json.loads(theirs.body)
+    for header in ("Content-Type", "X-Amz-Target"):
+        assert text(ours.headers[header]) == text(theirs.headers[header])
+    # Signed for the same key, date, region and service; the signature covers the target.
+    scope = text(theirs.headers["Authorization"]).split("Credential=")[1].split(",")[0]
+    assert scope.startswith("AKIDEXAMPLE/") and scope.endswith("/eu-west-2/dynamodb/aws4_request")
+    authorization = text(ours.headers["Authorization"])
+    assert authorization.startswith(f"AWS4-HMAC-SHA256 Credential={scope}, SignedHeaders=")
+    signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+    assert {"host", "x-amz-date", "x-amz-target", "content-type"} <= set(signed)
+
+
+def test_a_value_that_is_no_attribute_value_is_refused_by_name() -> None:
+    _plain, fast = both(canned(200, b"{}"))
+    with pytest.raises(TypeError, match="Decimal is not a DynamoDB attribute value"):
+        fast.batch_write_item(RequestItems={"T": [{"PutRequest": {"Item": {"n": Decimal(1)}}}]})
+
+
+UNPROCESSED = {"T": [{"PutRequest": {"Item": {"pk": {"S": "1"}, "n": {"N": "2"}}}}]}
+ERRORS = [
+    (
+        400,
+        {"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException", "message": "m"},
+    ),
+    (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "Message": "rate"}),
+    (400, {"__type": "com.amazon.coral.validate#ValidationException", "message": "bad item"}),
+    (400, {"__type": "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException", "message": "no table"}),
+    (500, {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError", "message": "oops"}),
+]
+
+
+@pytest.mark.parametrize(("status", "body"), ERRORS)
+def test_errors_carry_the_code_and_message_botocore_gives(status: int, body: dict[str, str]) -> None:
+    plain, fast = both(canned(status, json.dumps(body).encode()))
+    request = {"T": [{"PutRequest": {"Item": ITEMS[1]}}]}
+    with pytest.raises(ClientError) as theirs:
+        plain.batch_write_item(RequestItems=request)
+    with pytest.raises(ClientError) as ours:
+        fast.batch_write_item(RequestItems=request)
+    assert ours.value.response["Error"] == {
+        "Code": theirs.value.response["Error"]["Code"],
+        "Message": theirs.value.response["Error"]["Message"],
+    }
+    assert ours.value.response["ResponseMetadata"]["HTTPStatusCode"] == status
+    assert ours.value.operation_name == "BatchWriteItem"
+
+
+def test_unprocessed_items_come_back_as_botocore_returns_them() -> None:
+    body = json.dumps({"UnprocessedItems": UNPROCESSED}).encode()
+    plain, fast = both(canned(200, body, {"x-amz-crc32": str(zlib.crc32(body))}))
+    request = {"T": [{"PutRequest": {"Item": ITEMS[1]}}]}
+    assert (
+        fast.batch_write_item(RequestItems=request)["UnprocessedItems"]
+        == plain.batch_write_item(RequestItems=request)["UnprocessedItems"]
+        == UNPROCESSED
+    )
+
+
+def test_a_body_that_fails_its_crc32_is_a_retryable_error_and_the_batch_is_written_on_retry() -> None:
+    body = b'{"UnprocessedItems":{}}'
+    answers = [(body, "12345"), (body, str(zlib.crc32(body)))]
+
+    def handler(request: AWSPreparedRequest, **_kwargs: Any) -> AWSResponse:
+        data, crc = answers.pop(0)
+        return AWSResponse(request.url, 200, {"x-amz-crc32": crc}, Raw(data))  # type: ignore[arg-type]
+
+    _plain, fast = both(handler)
+    with pytest.raises(BotoCoreError):
+        fast.batch_write_item(RequestItems={"T": []})
+    answers[:0] = [(body, "12345")]
+    writer = BatchWriter(fast, "T", in_flight=1, policy=RetryPolicy(base_seconds=0, cap_seconds=0))
+    writer.submit([ITEMS[1]])
+    stats = writer.close()
+    assert (stats.requests, stats.retries) == (1, 1) and not answers
+
+
+def test_items_are_written_to_moto_through_the_in_process_mock(aws: Any) -> None:
+    from adapters import clients
+
+    db = clients.dynamodb(4)
+    items = [
+        {"pk": {"S": f"P#{i}"}, "sk": {"S": "X"}, "b": {"B": bytes([i])}, "n": {"N": str(i)}}
+        for i in range(60)
+    ]
+    writer = BatchWriter(clients.batch_writes(4), "target", in_flight=4)
+    for start in range(0, 60, 25):
+        writer.submit(items[start : start + 25])
+    assert writer.close().requests == 3
+    scanned = db.scan(TableName="target")["Items"]
+    assert sorted(scanned, key=lambda i: int(i["n"]["N"])) == items
