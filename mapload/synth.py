@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,10 @@ from mapload import ROOT
 CACHE_DIR = ROOT / ".cache" / "synth"
 _INPUTS = ("app.py", "cdk.json")
 _TREES = ("stacks", "runtime")
+# Cache entries kept (each a whole cloud assembly of a few MB: one per context and code version).
+KEEP_ENTRIES = 16
+# An entry or scratch directory touched this recently may be in use by a parallel run: kept.
+IN_USE_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,26 @@ def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
             scratch.rename(outdir)
         except OSError:  # another process got there first with the same templates
             shutil.rmtree(scratch, ignore_errors=True)
+        prune(CACHE_DIR)
+    else:
+        os.utime(outdir)  # recently used: the last to be pruned
     return load_assembly(outdir)
+
+
+def prune(cache: Path, keep: int = KEEP_ENTRIES, now: float | None = None) -> list[Path]:
+    """Remove the least recently used entries beyond `keep`, and scratch directories a killed
+    synth left behind, unless touched within IN_USE_SECONDS. Returns what was removed."""
+    cutoff = (time.time() if now is None else now) - IN_USE_SECONDS
+    entries = sorted(
+        (p for p in cache.iterdir() if p.is_dir() and not p.name.startswith("synth-")),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    scratch = [p for p in cache.iterdir() if p.is_dir() and p.name.startswith("synth-")]
+    removed = [p for p in entries[keep:] + scratch if p.stat().st_mtime < cutoff]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    return removed
 
 
 def load_assembly(outdir: Path) -> list[StackTemplate]:

@@ -1,0 +1,40 @@
+"""The synth cache stays bounded: least recently used entries and abandoned scratch directories go,
+anything a parallel run may be using stays."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mapload.synth import IN_USE_SECONDS, prune
+
+pytestmark = pytest.mark.runtime
+
+NOW = 1_800_000_000.0
+
+
+def entry(cache: Path, name: str, age_seconds: float) -> Path:
+    path = cache / name
+    (path / "sub").mkdir(parents=True)
+    (path / "manifest.json").write_text("{}")
+    os.utime(path, (NOW - age_seconds, NOW - age_seconds))
+    return path
+
+
+def test_old_entries_beyond_the_limit_and_abandoned_scratch_are_removed(tmp_path: Path) -> None:
+    old = IN_USE_SECONDS + 10
+    entries = [entry(tmp_path, f"e{i}", old + i) for i in range(6)]  # e0 newest
+    scratch_old = entry(tmp_path, "synth-dead", old)
+    scratch_live = entry(tmp_path, "synth-live", 5)
+    removed = prune(tmp_path, keep=3, now=NOW)
+    assert sorted(removed) == sorted([*entries[3:], scratch_old])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e0", "e1", "e2", "synth-live"]
+    assert scratch_live.exists()
+
+
+def test_an_entry_used_within_the_hour_is_kept_beyond_the_limit(tmp_path: Path) -> None:
+    recent = [entry(tmp_path, f"r{i}", 60 * i) for i in range(5)]
+    assert prune(tmp_path, keep=2, now=NOW) == []
+    assert all(p.exists() for p in recent)
