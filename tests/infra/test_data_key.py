@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +15,7 @@ import app as app_module
 from stacks.config import MaploadConfigError, load_environment
 from stacks.loader import HANDLER_INDEX
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
-from tests.infra.support import DATA_KEY_ARN, Synth, flat, only, output_target, resources
+from tests.infra.support import DATA_KEY_ARN, Synth, cfn_lint, flat, only, output_target, resources
 
 pytestmark = pytest.mark.infra
 
@@ -337,16 +335,7 @@ def test_checkov_customer_key_checks_are_acknowledged_only_without_a_key(
 
 @pytest.mark.parametrize("name", VARIANTS)
 def test_cfn_lint_passes(name: str, request: pytest.FixtureRequest) -> None:
-    synth: Synth = request.getfixturevalue(name)
-    templates = sorted(str(p) for p in Path(synth.outdir).rglob("*.template.json"))
-    assert len(templates) == 3
-    # W3005 as in tests/infra/test_graph.py: the explicit DependsOn on each function's log group.
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--ignore-checks", "W3005", "--", *templates],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = cfn_lint(request.getfixturevalue(name))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
