@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mapload.embedded import Deployment, Emulator, observing
+from mapload.ops import report_lines
 from mapload.synth import synthesize
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
@@ -135,28 +136,6 @@ def run_local(
 
 
 def summary(report: dict[str, Any], report_path: Path) -> str:
-    rec = report["records"]
-    lines = [
-        f"mapload run {report.get('runId', '')}: {report['status']}",
-        f"  records   read {rec['read']:,} = written {rec['written']:,} + rejected {rec['rejected']:,}"
-        f"  (duplicates in a batch: {rec['duplicates']:,})",
-        f"  shards    {report['shards']['done']}/{report['shards']['total']} done",
-        f"  seconds   {report.get('seconds')}",
-        f"  table     {(report.get('dynamodb') or {}).get('table')}",
-    ]
-    graph = report.get("graph")
-    if isinstance(graph, dict):
-        lines.append(
-            f"  graph     staged {graph.get('staged')} · loaded {graph.get('loaded')} · {graph.get('status')}"
-            + (f" · store {graph['store']['statements']} statements" if graph.get("store") else "")
-        )
-    rejects = report.get("rejects") or {}
-    if rejects.get("count"):
-        lines.append(
-            f"  rejects   {rejects['count']:,} {rejects.get('byReason')} -> {rejects.get('location')}"
-        )
-    if report.get("error"):
-        err = report["error"]
-        lines.append(f"  error     {err['type']} in {err['where']}: {err['message']}")
+    lines = [f"mapload run {report.get('runId', '')}: {report['status']}", *report_lines(report)]
     lines.append(f"  report    {report_path}")
     return "\n".join(lines)

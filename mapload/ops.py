@@ -228,16 +228,28 @@ def summary(report: Mapping[str, Any] | None, described: Mapping[str, Any]) -> s
         lines.append(f"  error     {described.get('error')}: {described.get('cause', '')[:500]}")
     if report is None:
         return "\n".join(lines)
+    lines.append(f"  job       {report.get('jobId')} (report status {report.get('status')})")
+    return "\n".join(lines + report_lines(report))
+
+
+def report_lines(report: Mapping[str, Any]) -> list[str]:
+    """A report's counts, shards, time, table, graph load, rejects and error, a line each
+    (`mapload status` and `mapload run-local` print them the same way)."""
     rec = report.get("records") or {}
     shards = report.get("shards") or {}
-    lines += [
-        f"  job       {report.get('jobId')} (report status {report.get('status')})",
+    lines = [
         f"  records   read {rec.get('read', 0):,} = written {rec.get('written', 0):,} + rejected "
         f"{rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
         f"  shards    {shards.get('done')}/{shards.get('total')} done",
         f"  seconds   {report.get('seconds')}",
         f"  table     {(report.get('dynamodb') or {}).get('table')}",
     ]
+    graph = report.get("graph")
+    if isinstance(graph, dict):
+        lines.append(
+            f"  graph     staged {graph.get('staged')} · loaded {graph.get('loaded')} · {graph.get('status')}"
+            + (f" · store {graph['store']['statements']} statements" if graph.get("store") else "")
+        )
     rejects = report.get("rejects") or {}
     if rejects.get("count"):
         lines.append(
@@ -246,7 +258,7 @@ def summary(report: Mapping[str, Any] | None, described: Mapping[str, Any]) -> s
     if report.get("error"):
         err = report["error"]
         lines.append(f"  error     {err.get('type')} in {err.get('where')}: {err.get('message')}")
-    return "\n".join(lines)
+    return lines
 
 
 # -- commands --------------------------------------------------------------------------------
