@@ -297,19 +297,28 @@ class UploadLedger:
             recorded = self.parts().get(part.number)
             raise PartMismatchError(_mismatch(self.uri, part, recorded)) from error
 
-    def count_part(self, upload_id: str, number: int) -> int | None:
-        """Atomically count part `number` as done; the new count, or None if it was counted before."""
+    def count_part(self, upload_id: str, number: int, counter: str) -> int | None:
+        """Atomically count part `number` as done; the new count, or None if another count had it.
+
+        Each count also stores `lastCount = <counter>#<number>`. The SDK retries an UpdateItem whose
+        answer was lost (timeout, 5xx, dropped connection) although DynamoDB may have applied it;
+        the retry then fails the condition. The token tells this process that the count that
+        applied was its own, so the process whose count reached the total still completes the
+        object: without it nobody would, and the object would never appear.
+        """
+        token = f"{counter}#{number}"
         try:
             response = self._db.update_item(
                 TableName=self._table,
                 Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
-                UpdateExpression="ADD partsDone :one, doneParts :set",
+                UpdateExpression="ADD partsDone :one, doneParts :set SET lastCount = :token",
                 ConditionExpression="uploadId = :id AND NOT contains(doneParts, :n)",
                 ExpressionAttributeValues={
                     ":one": {"N": "1"},
                     ":set": {"NS": [str(number)]},
                     ":n": {"N": str(number)},
                     ":id": {"S": upload_id},
+                    ":token": {"S": token},
                 },
                 ReturnValues="UPDATED_NEW",
             )
@@ -322,6 +331,8 @@ class UploadLedger:
                     f"{self.uri}: the upload's records were removed or replaced while this process ran "
                     "(completed or aborted by another process)"
                 ) from error
+            if current.get("lastCount") == token:
+                return int(current["partsDone"])  # our own count, applied; its answer was lost
             return None
         return int(response["Attributes"]["partsDone"]["N"])
 
@@ -450,7 +461,9 @@ class CoordinatedUpload:
                     stats["skipped"] += 1
                 if progress:
                     progress(part.size)
-                done = self.ledger.count_part(upload_id, part.number)  # a crash may have left it uncounted
+                done = self.ledger.count_part(
+                    upload_id, part.number, self.owner
+                )  # a crash may have left it uncounted
             else:
                 with ReadFileChunk.from_filename(
                     part.path, part.offset, part.size, callbacks=[_HighWater(progress)] if progress else None
@@ -460,7 +473,7 @@ class CoordinatedUpload:
                 with lock:
                     stats["uploaded"] += 1
                     stats["bytes"] += part.size
-                done = self.ledger.count_part(upload_id, part.number)
+                done = self.ledger.count_part(upload_id, part.number, self.owner)
             if done == plan.total:
                 completer.append(upload_id)
 

@@ -323,3 +323,26 @@ def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_ne
     assert (again.uploaded, again.missing, again.completed) == (0, "", False)
     assert "the object is complete" in upload.final_line(again, 1.0, 10)
     assert _ledger_items() == []
+
+
+def test_a_count_whose_answer_was_lost_still_completes_the_object(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB applied the last count, the answer was lost, the SDK retried: the retry fails its
+    condition, yet this process counted the last part and must complete the object."""
+    from adapters.multipart import UploadLedger
+
+    blobs = _write_parts(tmp_path / "p", "d", [MIN_PART, MIN_PART, 10])
+    count = UploadLedger.count_part
+
+    def applied_then_retried(self: UploadLedger, upload_id: str, number: int, counter: str) -> int | None:
+        count(self, upload_id, number, counter)  # applied; its answer never arrives
+        return count(self, upload_id, number, counter)  # the retry of the same request
+
+    monkeypatch.setattr(UploadLedger, "count_part", applied_then_retried)
+
+    result, _, _ = upload.upload(tmp_path / "p", "s3://lost-bkt/d", env="local", in_flight=1, quiet=True)
+
+    assert result.completed and result.missing == ""
+    assert _object("lost-bkt", "d") == b"".join(blobs)
+    assert _ledger_items() == []
