@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from servers import moto_server as start_moto_server
 
 from mapload import ROOT
 from mapload.embedded import Deployment, Emulator
@@ -46,28 +43,10 @@ def scan(emu: Emulator, deployment: Deployment) -> dict[tuple[str, str], dict[st
 
 
 @pytest.fixture
-def moto_server() -> Iterator[str]:
+def moto_server(tmp_path: Path) -> Iterator[str]:
     """A moto server in its own process: a DynamoDB/S3 endpoint that outlives one embedded run."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield endpoint
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with start_moto_server(tmp_path / "moto-server.log") as running:
+        yield running.endpoint
 
 
 @pytest.fixture

@@ -3,21 +3,18 @@ ledger against a real (moto) S3/DynamoDB server: one CreateMultipartUpload, exac
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
 import pytest
+from servers import MotoServer, moto_server
 
 from logic import parts as partlib
 from logic.errors import PartMismatchError, PartSetError, UploadConflictError
@@ -97,49 +94,20 @@ def test_a_large_file_gets_larger_parts_to_stay_within_10000() -> None:
 # -- against a server ----------------------------------------------------------------------
 
 
-@dataclass
-class Server:
-    endpoint: str
-    log: Path
-
-    def requests(self, pattern: str) -> list[str]:
-        return [line for line in self.log.read_text().splitlines() if re.search(pattern, line)]
-
-
 @pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "S3_UPLOAD_PART_MIN_SIZE": str(MIN_PART)},
-        )
-    endpoint = f"http://127.0.0.1:{port}"
-    env = {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        upload.MIN_PART_ENV: str(MIN_PART),
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    try:
-        for _ in range(100):
-            try:
-                boto3.client("s3").list_buckets()
-                break
-            except Exception:
-                time.sleep(0.1)
-        yield Server(endpoint, log)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+    with moto_server(tmp_path / "server.log", {"S3_UPLOAD_PART_MIN_SIZE": str(MIN_PART)}) as running:
+        env = {
+            "AWS_ENDPOINT_URL": running.endpoint,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            upload.MIN_PART_ENV: str(MIN_PART),
+        }
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        running.start_recording()
+        yield running
 
 
 def _write_parts(folder: Path, name: str, sizes: list[int], seed: int = 1) -> list[bytes]:
@@ -163,18 +131,49 @@ def _ledger_items() -> list[dict[str, object]]:
     return items
 
 
-# Each process imports first, then starts at the same wall-clock instant.
-_AT = (
-    "import sys, time\nfrom mapload.cli import main\nat = float(sys.argv[1])\n"
-    "time.sleep(max(0.0, at - time.time()))\nsys.exit(main(sys.argv[2:]))\n"
-)
+# A `mapload` process for the tests: it imports, says "ready" on stderr and waits for a line on
+# stdin (the test's start barrier); it says "recorded N" on stderr each time it records part N.
+_CHILD = """
+import sys
+from mapload.cli import main  # first: it puts the Lambda code root (runtime/) on sys.path
+from adapters.multipart import UploadLedger
+
+record = UploadLedger.record_part
+
+def announce(self, upload_id, part):
+    record(self, upload_id, part)
+    print("recorded", part.number, file=sys.stderr, flush=True)
+
+UploadLedger.record_part = announce
+print("ready", file=sys.stderr, flush=True)
+sys.stdin.readline()
+sys.exit(main(sys.argv[1:]))
+"""
 
 
-def _command(*args: str) -> list[str]:
-    return [sys.executable, "-c", _AT, *args]
+def _start(*args: str) -> subprocess.Popen[str]:
+    """A child `mapload` process, imported and waiting at the barrier."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, *args, "--quiet"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert child.stderr is not None
+    assert child.stderr.readline().strip() == "ready", child.communicate(timeout=30)
+    return child
 
 
-def test_three_processes_on_disjoint_parts_build_one_object(server: Server, tmp_path: Path) -> None:
+def _go(*children: subprocess.Popen[str]) -> None:
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
+
+
+def test_three_processes_on_disjoint_parts_build_one_object(server: MotoServer, tmp_path: Path) -> None:
     sizes = [MIN_PART + 100 * i for i in range(9)]
     sizes[-1] = 300  # the last part may be small
     blobs = _write_parts(tmp_path / "all", "postcodes.csv", sizes)
@@ -186,75 +185,62 @@ def test_three_processes_on_disjoint_parts_build_one_object(server: Server, tmp_
             name = f"postcodes.csv_{i}_9"
             (folder / name).write_bytes((tmp_path / "all" / name).read_bytes())
         hosts.append(folder)
-    at = str(time.time() + 3.0)
-
     runs = [
-        subprocess.Popen(
-            _command(
-                at, "upload", str(folder), "s3://coord-bkt/in/postcodes.csv", "--env", "local", "--partial"
-            ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=ROOT,
-        )
+        _start("upload", str(folder), "s3://coord-bkt/in/postcodes.csv", "--env", "local", "--partial")
         for folder in hosts
     ]
+
+    _go(*runs)  # all three are imported and waiting: they start together
     outputs = [run.communicate(timeout=120) for run in runs]
 
-    assert [run.returncode for run in runs] == [0, 0, 0], [err.decode()[-2000:] for _, err in outputs]
-    creates = server.requests(r'"POST /coord-bkt/in/postcodes.csv\?uploads ')
+    assert [run.returncode for run in runs] == [0, 0, 0], [err[-2000:] for _, err in outputs]
+    creates = server.requests("POST", r"/coord-bkt/in/postcodes\.csv\?uploads")
     assert len(creates) == 1, creates
-    finals = [out.decode() for out, _ in outputs]
+    finals = [out for out, _ in outputs]
     assert sum("completed the object (9 parts)" in text for text in finals) == 1, finals
     body = _object("coord-bkt", "in/postcodes.csv")
     assert hashlib.sha256(body).hexdigest() == hashlib.sha256(b"".join(blobs)).hexdigest()
     assert _ledger_items() == []  # the coordination records are gone
 
 
-def test_a_killed_upload_resumes_with_only_the_missing_parts(server: Server, tmp_path: Path) -> None:
+def test_a_killed_upload_resumes_with_only_the_missing_parts(server: MotoServer, tmp_path: Path) -> None:
     source = tmp_path / "big.bin"
     source.write_bytes(os.urandom(300 * MIN_PART))
     part_mib = str(MIN_PART / 2**20)
     args = ["upload", str(source), "s3://resume-bkt/big.bin", "--env", "local", "--part-size-mib", part_mib]
-    first = subprocess.Popen(
-        _command("0", *args, "--in-flight", "1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
-    )
-    db = boto3.client("dynamodb")
+    first = _start(*args, "--in-flight", "1")
+    assert first.stderr is not None
+    _go(first)
     recorded = 0
-    deadline = time.monotonic() + 60
-    while recorded < 20 and time.monotonic() < deadline and first.poll() is None:
-        with contextlib.suppress(Exception):  # the table may not exist yet
-            recorded = db.scan(TableName=upload.LOCAL_LEDGER_TABLE, Select="COUNT")["Count"] - 1
-        time.sleep(0.01)
+    for line in first.stderr:  # killed on the event itself: its 20th recorded part
+        recorded += line.startswith("recorded ")
+        if recorded == 20:
+            break
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=30)
     assert first.returncode == -signal.SIGKILL, "the first upload finished before it could be killed"
     parts_before = {item["sk"]["S"] for item in _ledger_items() if str(item["sk"]["S"]).startswith("PART#")}  # type: ignore[index]
     assert 20 <= len(parts_before) < 300
-    log_lines_before = len(server.log.read_text().splitlines())
+    assert len(server.requests("POST", r"/resume-bkt/big\.bin\?uploads")) == 1
+    server.start_recording()  # count the re-run's requests only
 
-    rerun = subprocess.run(
-        _command("0", *args, "--in-flight", "4"), capture_output=True, cwd=ROOT, timeout=120
-    )
+    rerun = _start(*args, "--in-flight", "4")
+    _go(rerun)
+    line, errors = rerun.communicate(timeout=120)
 
-    assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
-    line = rerun.stdout.decode()
+    assert rerun.returncode == 0, errors[-2000:]
     match = re.search(r"300 parts \((\d+) uploaded, (\d+) already there\)", line)
     assert match, line
     uploaded, skipped = int(match[1]), int(match[2])
     assert skipped == len(parts_before) and uploaded == 300 - len(parts_before)
-    rerun_puts = [
-        entry
-        for entry in server.log.read_text().splitlines()[log_lines_before:]
-        if re.search(r'"PUT /resume-bkt/big.bin\?.*partNumber=', entry)
-    ]
-    assert len(rerun_puts) == uploaded
-    assert len(server.requests(r'"POST /resume-bkt/big.bin\?uploads ')) == 1
+    assert "completed the object (300 parts)" in line, line
+    assert len(server.requests("PUT", r"/resume-bkt/big\.bin\?.*partNumber=")) == uploaded
+    assert server.requests("POST", r"/resume-bkt/big\.bin\?uploads") == []
     assert _object("resume-bkt", "big.bin") == source.read_bytes()
     assert _ledger_items() == []
 
 
-def test_records_of_another_part_set_are_never_completed(server: Server, tmp_path: Path) -> None:
+def test_records_of_another_part_set_are_never_completed(server: MotoServer, tmp_path: Path) -> None:
     _write_parts(tmp_path / "a", "d", [MIN_PART, MIN_PART, 10], seed=1)
     (tmp_path / "a" / "d_3_3").unlink()
     first, _, _ = upload.upload(tmp_path / "a", "s3://mix-bkt/d", env="local", partial=True, quiet=True)
@@ -279,7 +265,7 @@ def test_records_of_another_part_set_are_never_completed(server: Server, tmp_pat
 
 
 def test_cli_errors_name_the_problem(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: MotoServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from mapload.cli import main
 
@@ -297,7 +283,7 @@ def test_cli_errors_name_the_problem(
 
 
 def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_next_run(
-    server: Server, tmp_path: Path
+    server: MotoServer, tmp_path: Path
 ) -> None:
     _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
     done, _, _ = upload.upload(tmp_path / "p", "s3://done-bkt/d", env="local", quiet=True)
@@ -326,7 +312,7 @@ def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_ne
 
 
 def test_a_count_whose_answer_was_lost_still_completes_the_object(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DynamoDB applied the last count, the answer was lost, the SDK retried: the retry fails its
     condition, yet this process counted the last part and must complete the object."""
