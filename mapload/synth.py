@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -17,7 +18,10 @@ from typing import Any
 from mapload import ROOT
 
 CACHE_DIR = ROOT / ".cache" / "synth"
-_INPUTS = ("app.py", "cdk.json")
+# package-lock.json pins the CDK CLI; the installed libraries are hashed by version below.
+_INPUTS = ("app.py", "cdk.json", "package-lock.json")
+# The libraries that shape a template: a new version can synthesize a different one.
+_SYNTH_LIBRARIES = ("aws-cdk-lib", "constructs", "cdk-nag", "jsii")
 _TREES = ("stacks", "runtime")
 # Cache entries kept (each a whole cloud assembly of a few MB: one per context and code version).
 KEEP_ENTRIES = 16
@@ -34,6 +38,8 @@ class StackTemplate:
 
 def _fingerprint(context: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(context, sort_keys=True).encode())
+    for library in _SYNTH_LIBRARIES:
+        digest.update(f"{library}=={_installed(library)}".encode())
     files = [ROOT / name for name in _INPUTS]
     for tree in _TREES:
         files.extend(
@@ -44,6 +50,13 @@ def _fingerprint(context: dict[str, Any]) -> str:
             digest.update(str(path.relative_to(ROOT)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def _installed(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
 
 
 def synthesize(context: dict[str, Any]) -> list[StackTemplate]:

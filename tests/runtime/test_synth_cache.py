@@ -38,3 +38,21 @@ def test_an_entry_used_within_the_hour_is_kept_beyond_the_limit(tmp_path: Path) 
     recent = [entry(tmp_path, f"r{i}", 60 * i) for i in range(5)]
     assert prune(tmp_path, keep=2, now=NOW) == []
     assert all(p.exists() for p in recent)
+
+
+def test_the_cache_key_changes_with_the_cdk_libraries_and_the_cli_pin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mapload import synth
+
+    before = synth._fingerprint({"env": "dev"})
+    for library in ("aws-cdk-lib", "constructs", "cdk-nag"):
+        with monkeypatch.context() as patched:
+            patched.setattr(
+                synth, "_installed", lambda name, bumped=library: "9.9.9" if name == bumped else "1"
+            )
+            changed = synth._fingerprint({"env": "dev"})
+            patched.setattr(synth, "_installed", lambda name: "1")
+            assert changed != synth._fingerprint({"env": "dev"}), library
+    assert "package-lock.json" in synth._INPUTS  # pins the CDK CLI
+    assert synth._fingerprint({"env": "dev"}) == before
