@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -18,6 +19,17 @@ ENV = {
     "LEDGER_TTL_DAYS": "7",
     "WRITE_CONCURRENCY": "4",
 }
+
+
+@dataclass
+class FakeContext:
+    """What Powertools reads from the Lambda context object."""
+
+    function_name: str = "mapload-worker"
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-2:123456789012:function:mapload-worker"
+    aws_request_id: str = "req-1"
 
 
 def run_pipeline(s3: Any, spec: dict[str, Any], run: str = "run-1") -> dict[str, Any]:

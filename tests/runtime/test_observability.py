@@ -7,11 +7,11 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import pytest
+from pipeline_support import FakeContext
 
 pytestmark = pytest.mark.runtime
 
@@ -25,17 +25,6 @@ SHARD_RESULT = {
     "throttles": 1,
     "bytes": 4096,
 }
-
-
-@dataclass
-class FakeContext:
-    """What Powertools reads from the Lambda context object."""
-
-    function_name: str = "mapload-worker"
-    function_version: str = "$LATEST"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = "arn:aws:lambda:eu-west-2:123456789012:function:mapload-worker"
-    aws_request_id: str = "req-1"
 
 
 class _CurrentStdout:
