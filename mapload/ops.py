@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 # The stage's stack names (stacks/stage.py stage_id + stack ids; tests/infra checks they agree).
 # Not imported from stacks/: that would start the CDK's jsii runtime for a status query.
 STACK_IDS = ("Data", "Loader")
-REQUIRED_OUTPUTS = ("StateMachineArn", "SourceBucketName", "StagingBucketName")
+REQUIRED_OUTPUTS = ("StateMachineArn", "SourceBucketName", "StagingBucketName", "TableKey")
 DEFAULT_KEY_PREFIX = "uploads/"
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "PENDING_REDRIVE"})
 
@@ -268,7 +268,7 @@ def upload_source(clients: Clients, environment: Environment, path: Path, key_pr
     """Put a local file in the environment's source bucket (boto3's managed multipart transfer)."""
     if not path.is_file():
         raise OpsError(f"{path}: no such file (SOURCE is a local file or s3://bucket/key)")
-    key = f"{key_prefix}{path.name}"
+    key = f"{key_prefix}{path.name}"  # as start() checks it
     clients.s3.upload_file(str(path), environment.source_bucket, key)
     return f"s3://{environment.source_bucket}/{key}"
 
@@ -299,6 +299,25 @@ def watch(
         sleep(interval)
 
 
+def target_key(environment: Environment) -> dict[str, str]:
+    """The target table's key attributes and types, partition key first: the Loader stack's
+    TableKey output, the very TABLE_KEY the Plan function validates against."""
+    key = json.loads(environment.outputs["TableKey"])
+    assert isinstance(key, dict)
+    return {str(name): str(kind) for name, kind in key.items()}
+
+
+def check_spec(spec: Mapping[str, Any], source_uri: str, table_key: Mapping[str, str], name: str) -> None:
+    """The checks Plan makes of the execution input, here, naming the field."""
+    from logic.errors import InputValidationError
+    from logic.spec import parse_spec
+
+    try:
+        parse_spec({**spec, "source": source_uri}, table_key=table_key, execution_name=name)
+    except InputValidationError as error:
+        raise OpsError(f"the spec is not valid (nothing uploaded or started): {error}") from error
+
+
 def start(
     env: str,
     source: str,
@@ -319,12 +338,19 @@ def start(
         raise OpsError("the spec must not name 'source': give SOURCE on the command line")
     clients = Clients(region)
     environment = describe_environment(clients, env)
+    name = execution_name(spec)
+    # Refuse a bad spec before uploading a file of many GB for a job Plan would refuse.
+    planned_uri = (
+        source
+        if source.startswith("s3://")
+        else f"s3://{environment.source_bucket}/{key_prefix}{Path(source).name}"
+    )
+    check_spec(spec, planned_uri, target_key(environment), name)
     if source.startswith("s3://"):
         uri = source
     else:
         uri = upload_source(clients, environment, Path(source), key_prefix)
         print(f"uploaded {source} to {uri}", file=err)
-    name = execution_name(spec)
     try:
         started = clients.sfn.start_execution(
             stateMachineArn=environment.state_machine_arn,

@@ -120,6 +120,7 @@ def test_a_failed_job_exits_non_zero_and_shows_finalizes_report(
 def test_start_names_the_missing_stack_and_the_bad_spec(
     deployed: tuple[Emulator, Deployment], tmp_path: Path, spec_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    emu, deployment = deployed
     source = write_csv(tmp_path / "p.csv", 10, seed=1)
     assert cli.main(["start", "--env", "staging", str(source), "--spec", str(spec_file)]) == 2
     err = capsys.readouterr().err
@@ -130,6 +131,18 @@ def test_start_names_the_missing_stack_and_the_bad_spec(
     with_source.write_text(json.dumps({**SPEC, "source": "s3://x/y"}))
     assert cli.main(["start", "--env", "dev", str(source), "--spec", str(with_source)]) == 2
     assert "must not name 'source'" in capsys.readouterr().err
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**SPEC, "shardSizeMiB": -1}))
+    uploads = (
+        emu.client("s3").list_objects_v2(Bucket=deployment.output("SourceBucketName")).get("KeyCount", 0)
+    )
+    assert cli.main(["start", "--env", "dev", str(source), "--spec", str(bad)]) == 2
+    assert "the spec is not valid (nothing uploaded or started): shardSizeMiB" in capsys.readouterr().err
+    assert (
+        emu.client("s3").list_objects_v2(Bucket=deployment.output("SourceBucketName")).get("KeyCount", 0)
+        == uploads
+    )
 
     assert cli.main(["start", "--env", "dev", str(tmp_path / "nope.csv"), "--spec", str(spec_file)]) == 2
     assert "nope.csv: no such file" in capsys.readouterr().err
@@ -199,6 +212,7 @@ def test_start_and_status_follow_the_standard_endpoint_setting(
         {
             "Mapload-remote-Data.SourceBucketName": "src-bucket",
             "Mapload-remote-Data.StagingBucketName": "staging-bucket",
+            "Mapload-remote-Loader.TableKey": json.dumps({"pk": "S", "sk": "S"}),
             "Mapload-remote-Loader.StateMachineArn": machine,
         },
     )
