@@ -9,8 +9,8 @@ from typing import Any
 
 import boto3
 import pytest
+from faults import Fault, fault_proxy
 
-from mapload.faults import Fault, fault_proxy
 from mapload.local import run_local
 from mapload.sample import postcodes, write_csv
 

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from emulated_stacks import record_stack_outputs
 
 from mapload import cli
 from mapload.embedded import Deployment, Emulator
 from mapload.local import LOCAL_CONTEXT
-from mapload.ops import record_stack_outputs, stack_name
+from mapload.ops import stack_name
 from mapload.sample import write_csv
 from mapload.synth import StackTemplate, synthesize
 
