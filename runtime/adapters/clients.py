@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 import boto3
+import botocore.session
 from botocore.config import Config
 
 # Endpoint URLs are not passed here on purpose: boto3 reads the standard AWS_ENDPOINT_URL,
@@ -22,13 +24,20 @@ def s3() -> Any:
 
 
 @functools.cache
+def _core() -> botocore.session.Session:
+    """The botocore session of the DynamoDB clients: its credentials also sign the Worker's
+    BatchWriteItem requests (adapters/dynamodb_wire.py)."""
+    return botocore.session.get_session()
+
+
+@functools.cache
 def dynamodb(pool: int = 10) -> Any:
     # The batch writer retries throttling and UnprocessedItems itself (and counts them), so
     # botocore makes one attempt per call; the pool holds one connection per request in flight
     # (kept alive between requests). Parameter validation is off: this client only sends
     # BatchWriteItem requests whose items the mapper built in low-level form (logic/mapping.py),
     # so botocore's walk over every attribute value of every request would only cost CPU.
-    return boto3.client(
+    return boto3.session.Session(botocore_session=_core()).client(
         "dynamodb",
         config=Config(
             retries={"mode": "standard", "total_max_attempts": 1},
@@ -41,11 +50,16 @@ def dynamodb(pool: int = 10) -> Any:
 
 @functools.cache
 def batch_writes(pool: int = 10) -> Any:
-    """What the Worker writes items with: BatchWriteItem over `dynamodb(pool)`'s signer and
-    connections without its per-call pipeline (adapters/dynamodb_wire.py)."""
+    """What the Worker writes items with: BatchWriteItem to `dynamodb(pool)`'s endpoint, with its
+    configuration and the session's credentials, without its per-call pipeline
+    (adapters/dynamodb_wire.py)."""
     from adapters.dynamodb_wire import BatchWriteClient
 
-    return BatchWriteClient(dynamodb(pool))
+    core = _core()
+    # What botocore verifies a client's TLS with when the client is not told: the session's
+    # ca_bundle (AWS_CA_BUNDLE or the config file), else REQUESTS_CA_BUNDLE, else the defaults.
+    verify = core.get_config_variable("ca_bundle") or os.environ.get("REQUESTS_CA_BUNDLE") or True
+    return BatchWriteClient(dynamodb(pool), core.get_credentials(), verify=verify)
 
 
 @functools.cache
@@ -55,5 +69,5 @@ def ledger_dynamodb() -> Any:
 
 def reset() -> None:
     """Forget every cached client (a new endpoint or emulator needs new ones)."""
-    for factory in (s3, dynamodb, batch_writes, ledger_dynamodb):
+    for factory in (s3, _core, dynamodb, batch_writes, ledger_dynamodb):
         factory.cache_clear()

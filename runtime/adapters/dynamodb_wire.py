@@ -1,11 +1,12 @@
-"""BatchWriteItem on the worker's hot path: botocore's credentials, signer and HTTP session, the
-request body encoded once by the C JSON encoder.
+"""BatchWriteItem on the worker's hot path: the session's credentials, botocore's SigV4 signer and
+an HTTP session configured as the client's, the request body encoded once by the C JSON encoder.
 
 A botocore client spends most of a worker's CPU per item on its generic call pipeline - some
 twenty events, model-driven serialization of every attribute value, a user-agent string,
 model-driven parsing - for a request whose items the mapper already built in wire form
 (logic/mapping.py). This sends the same request (the same JSON body, the same SigV4 signature,
-the same connection pool, proxy and TLS settings: those of the client it is built from) and
+connection pool size, timeouts, proxy and TLS settings as the client it is built from, read
+through public APIs only, so a botocore upgrade cannot silently change them) and
 answers like the client: the parsed response on 200, `botocore.exceptions.ClientError` with the
 error code otherwise, `BotoCoreError`s for connection failures. tests/runtime/test_dynamodb_wire.py
 holds it to botocore's own serialization and error parsing; `make bench` measures what it saves.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import zlib
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -22,6 +24,8 @@ from urllib.parse import urlsplit, urlunsplit
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.exceptions import ChecksumError, ClientError
+from botocore.httpsession import URLLib3Session
+from botocore.utils import get_environ_proxies
 
 OPERATION = "BatchWriteItem"
 TARGET = f"DynamoDB_20120810.{OPERATION}"
@@ -40,9 +44,15 @@ def encode(request_items: dict[str, Any]) -> bytes:
 
 
 class BatchWriteClient:
-    """`batch_write_item(RequestItems=...)` with the contract of a botocore DynamoDB client's."""
+    """`batch_write_item(RequestItems=...)` with the contract of a botocore DynamoDB client's.
 
-    def __init__(self, client: Any) -> None:
+    `client` gives the endpoint, region, signing name, event hooks and configuration;
+    `credentials` are the session's (`botocore.session.Session.get_credentials()`, refreshed by
+    botocore as the client's are); `verify` is what the client verifies TLS with (the session's
+    `ca_bundle`, else True).
+    """
+
+    def __init__(self, client: Any, credentials: Any, *, verify: bool | str = True) -> None:
         meta = client.meta
         # BatchWriteItem's path is "/": the endpoint's own path, or "/" (as botocore joins them).
         endpoint = urlsplit(meta.endpoint_url)
@@ -50,11 +60,10 @@ class BatchWriteClient:
         self._region = meta.region_name
         self._signing_name = meta.service_model.signing_name or "dynamodb"
         self._events = meta.events
-        self._credentials = client._request_signer._credentials
-        # The client's own HTTP session: its connection pool, timeouts, proxies and CA bundle.
-        self._session = client._endpoint.http_session
-        if self._credentials is None:
+        if credentials is None:
             raise ValueError("no AWS credentials found for DynamoDB")
+        self._credentials = credentials
+        self._session = http_session(meta.config, meta.endpoint_url, verify)
 
     def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
         request = AWSRequest(
@@ -86,6 +95,23 @@ class BatchWriteClient:
         if status < 300:
             return parsed
         raise ClientError(_error(parsed, status, response.headers), OPERATION)
+
+
+def http_session(config: Any, endpoint_url: str, verify: bool | str) -> URLLib3Session:
+    """An HTTP session as botocore builds a client's (botocore/args.py, endpoint.py), from the
+    client's public `meta.config`: pool size, timeouts, proxies, client certificate, keep-alive."""
+    socket_options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+    if config.tcp_keepalive:
+        socket_options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    return URLLib3Session(
+        verify=verify,
+        proxies=config.proxies or get_environ_proxies(endpoint_url),
+        timeout=(config.connect_timeout, config.read_timeout),
+        max_pool_connections=config.max_pool_connections,
+        socket_options=socket_options,
+        client_cert=config.client_cert,
+        proxies_config=config.proxies_config,
+    )
 
 
 def _error(parsed: dict[str, Any], status: int, headers: Any) -> Any:

@@ -8,12 +8,14 @@ import zlib
 from collections.abc import Callable
 from decimal import Decimal
 from io import BytesIO
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.config import Config
+from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError, ClientError
 
 from adapters.dynamodb import BatchWriter, RetryPolicy
@@ -66,7 +68,7 @@ def client(endpoint: str = "http://127.0.0.1:9") -> Any:
 def both(handler: Callable[..., AWSResponse], endpoint: str = "http://127.0.0.1:9") -> tuple[Any, Any]:
     plain = client(endpoint)
     plain.meta.events.register("before-send.dynamodb.BatchWriteItem", handler)
-    return plain, BatchWriteClient(plain)
+    return plain, BatchWriteClient(plain, Credentials("AKIDEXAMPLE", "secret"))
 
 
 def text(value: str | bytes) -> str:
@@ -171,3 +173,52 @@ def test_items_are_written_to_moto_through_the_in_process_mock(aws: Any) -> None
     assert writer.close().requests == 3
     scanned = db.scan(TableName="target")["Items"]
     assert sorted(scanned, key=lambda i: int(i["n"]["N"])) == items
+
+
+def test_the_http_session_is_configured_as_the_clients_own() -> None:
+    config = Config(
+        max_pool_connections=7,
+        connect_timeout=3,
+        read_timeout=9,
+        tcp_keepalive=True,
+        proxies={"https": "http://proxy.example:3128"},
+        proxies_config={"proxy_use_forwarding_for_https": True},
+    )
+    plain = boto3.client(
+        "dynamodb",
+        endpoint_url="https://dynamodb.eu-west-2.amazonaws.com",
+        region_name="eu-west-2",
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="secret",
+        config=config,
+        verify="/etc/ssl/certs/ca-certificates.crt",
+    )
+    ours = BatchWriteClient(
+        plain, Credentials("AKIDEXAMPLE", "secret"), verify="/etc/ssl/certs/ca-certificates.crt"
+    )._session
+    theirs = plain._endpoint.http_session  # the test may look inside botocore; the adapter does not
+    for attribute in ("_verify", "_max_pool_connections", "_socket_options", "_cert_file"):
+        assert getattr(ours, attribute) == getattr(theirs, attribute), attribute
+    assert (ours._timeout.connect_timeout, ours._timeout.read_timeout) == (3, 9)
+    assert (theirs._timeout.connect_timeout, theirs._timeout.read_timeout) == (3, 9)
+    assert ours._proxy_config._proxies == theirs._proxy_config._proxies
+    assert ours._proxy_config._proxies_settings == theirs._proxy_config._proxies_settings
+
+
+def test_the_sender_reads_no_private_attribute_of_botocore() -> None:
+    """Only public APIs: a botocore upgrade that moves a private attribute cannot break it silently."""
+    import ast
+
+    from adapters import clients, dynamodb_wire
+
+    for module in (dynamodb_wire, clients):
+        tree = ast.parse(Path(str(module.__file__)).read_text())
+        private = [
+            f"{ast.unparse(node.value)}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+        ]
+        assert private == [], module.__name__

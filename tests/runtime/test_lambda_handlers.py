@@ -3,6 +3,7 @@ os.environ — runs once with a fake context, as the state machine would call it
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -30,6 +31,10 @@ def environment(aws: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     powertools = {"POWERTOOLS_SERVICE_NAME": "mapload-test", "POWERTOOLS_METRICS_NAMESPACE": "Mapload"}
     for name, value in {**ENV, "GRAPH_ENABLED": "true", **powertools}.items():
         monkeypatch.setenv(name, value)
+    # In Lambda the environment is set before the first import: Powertools reads it then.
+    importlib.reload(importlib.import_module("handlers.observability"))
+    for name in ("prepare", "plan", "worker", "finalize", "start_graph_load", "poll_graph_load"):
+        importlib.reload(importlib.import_module(f"handlers.{name}"))
     return aws
 
 
