@@ -128,3 +128,16 @@ def test_conditions_count_only_when_moto_can_evaluate_them() -> None:
     # An Allow whose condition fails does not deny what another statement allows; a Deny wins.
     assert _decide([via_s3, _allow()], **{"kms:ViaService": "sqs.us-east-1.amazonaws.com"})
     assert not _decide([_allow(), {**_allow(), "Effect": "Deny"}])
+
+
+def test_a_denied_call_is_reported_with_function_action_and_resource() -> None:
+    RECORDER.take()
+    worker = principal("function worker", "WorkerRole", "123456789012", [_allow()])
+    RECORDER.add(worker, "s3:PutObject", [("s3:PutObject", "arn:aws:s3:::b/k")], {})
+    RECORDER.add(worker, "kms:Decrypt", [("kms:Decrypt", "arn:aws:kms:us-east-1:123456789012:key/k")], {})
+    RECORDER.add(worker, "sqs:SendMessage", [], {})  # an operation with no mapped action
+    assert RECORDER.denied() == [
+        "function worker (role WorkerRole): s3:PutObject on arn:aws:s3:::b/k: no statement allows it",
+        "function worker: sqs:SendMessage: no documented IAM action mapped for this operation",
+    ]
+    assert RECORDER.take() == (set(), set())
