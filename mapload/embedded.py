@@ -158,6 +158,7 @@ class Emulator:
         self._saved_env: dict[str, str | None] = {}
         self.deployment = Deployment()
         self._principals: list[iamcheck.Principal] = []
+        self._keyed: list[str] = []  # encrypted buckets and tables, for the IAM check
 
     def __enter__(self) -> Emulator:
         overrides = {"AWS_DEFAULT_REGION": self.region, "AWS_REGION": self.region}
@@ -185,6 +186,8 @@ class Emulator:
             iamcheck.RECORDER.state_machines[:] = [
                 p for p in iamcheck.RECORDER.state_machines if p not in self._principals
             ]
+            for arn in self._keyed:
+                iamcheck.RECORDER.keys.pop(arn, None)
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
@@ -304,6 +307,10 @@ class Emulator:
             elif kind == "AWS::DynamoDB::Table":
                 self._create_table(resolver.refs[logical], props)
                 self.deployment.tables[logical] = resolver.refs[logical]
+            key = iamcheck.encryption_key(kind, props, resolver.resolve)
+            if key is not None:  # the KMS calls S3 or DynamoDB then make for the caller
+                iamcheck.RECORDER.keys[resolver.attrs[(logical, "Arn")]] = key
+                self._keyed.append(resolver.attrs[(logical, "Arn")])
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::Lambda::Function":

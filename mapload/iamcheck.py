@@ -68,6 +68,25 @@ NEPTUNE_LOADER_ACTIONS = {
     ("GET", True): "neptune-db:GetLoaderJobStatus",
     ("DELETE", True): "neptune-db:CancelLoaderJob",
 }
+# KMS calls S3 makes with the caller's permissions on an SSE-KMS bucket (S3 user guide, "Using
+# server-side encryption with AWS KMS keys": upload needs kms:GenerateDataKey, download
+# kms:Decrypt, a multipart upload both); DynamoDB decrypts a table's customer managed key for
+# every request that reads or writes items (DynamoDB developer guide, "Encryption at rest: how
+# it works"). Both as the service, so `kms:ViaService` names it.
+S3_KMS_ACTIONS = {
+    "GetObject": ("kms:Decrypt",),
+    "PutObject": ("kms:GenerateDataKey",),
+    "CreateMultipartUpload": ("kms:GenerateDataKey", "kms:Decrypt"),
+    "UploadPart": ("kms:GenerateDataKey", "kms:Decrypt"),
+    "CompleteMultipartUpload": ("kms:GenerateDataKey", "kms:Decrypt"),
+}
+DYNAMODB_ITEM_ACTIONS = frozenset(
+    f"dynamodb:{op}"
+    for op in (
+        *("GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"),
+        *("BatchGetItem", "BatchWriteItem", "Query", "Scan"),
+    )
+)
 DYNAMODB_TRANSACT = {
     "Put": "dynamodb:PutItem",
     "Update": "dynamodb:UpdateItem",
@@ -156,6 +175,21 @@ def role_statements(
     return statements
 
 
+def encryption_key(kind: str, props: Mapping[str, Any], resolve: Callable[[Any], Any]) -> str | None:
+    """The customer managed KMS key a bucket's default encryption or a table's SSE names."""
+    if kind == "AWS::S3::Bucket":
+        rules = (props.get("BucketEncryption") or {}).get("ServerSideEncryptionConfiguration", [])
+        for rule in rules:
+            default = rule.get("ServerSideEncryptionByDefault") or {}
+            if default.get("SSEAlgorithm") in ("aws:kms", "aws:kms:dsse") and "KMSMasterKeyID" in default:
+                return str(resolve(default["KMSMasterKeyID"]))
+    if kind == "AWS::DynamoDB::Table":
+        sse = props.get("SSESpecification") or {}
+        if sse.get("SSEEnabled") and sse.get("SSEType") == "KMS" and "KMSMasterKeyId" in sse:
+            return str(resolve(sse["KMSMasterKeyId"]))
+    return None
+
+
 def _statements(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     statement = document["Statement"]
     return list(statement) if isinstance(statement, list) else [statement]
@@ -200,6 +234,7 @@ class Recorder:
     unmapped: set[str] = field(default_factory=set)
     state_machines: list[Principal] = field(default_factory=list)
     graph_clusters: dict[str, str] = field(default_factory=dict)  # loader base URL -> resource id
+    keys: dict[str, str] = field(default_factory=dict)  # bucket or table ARN -> its KMS key ARN
     installed: bool = False
 
     def add(
@@ -293,6 +328,9 @@ class Recorder:
         if service == "s3" and "Prefix" in params:
             ctx["s3:prefix"] = str(params["Prefix"])
         self.add(who, f"{service}:{model.name}", found, ctx)
+        if service == "s3":
+            key = self.keys.get(f"arn:aws:s3:::{params.get('Bucket', '')}")
+            self._via(who, "s3", region, key, S3_KMS_ACTIONS.get(model.name, ()))
 
     def _before_send(self, request: Any, **_: Any) -> None:
         target = request.headers.get("X-Amz-Target")
@@ -310,6 +348,23 @@ class Recorder:
         body = json.loads(request.body or b"{}")
         found = _dynamodb(operation, body, f"arn:aws:dynamodb:{region}:{who.account}:table/")
         self.add(who, f"dynamodb:{operation}", found, {"aws:RequestedRegion": region})
+        for action, resource in found:
+            if action in DYNAMODB_ITEM_ACTIONS:
+                key = self.keys.get(resource.split("/index/", 1)[0])
+                self._via(who, "dynamodb", region, key, ("kms:Decrypt",))
+
+    def _via(
+        self, who: Principal, service: str, region: str, key: str | None, actions: tuple[str, ...]
+    ) -> None:
+        """The KMS calls `service` makes on the caller's behalf for data encrypted with `key`."""
+        if key is None or not actions:
+            return
+        context = {
+            "aws:RequestedRegion": region,
+            "kms:ViaService": f"{service}.{region}.amazonaws.com",
+            "kms:CallerAccount": who.account,
+        }
+        self.add(who, f"{service} via kms", [(action, key) for action in actions], context)
 
     def _neptune(self, request: urllib.request.Request) -> None:
         scope = _credential_scope(request.get_header("Authorization"))

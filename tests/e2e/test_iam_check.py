@@ -57,8 +57,11 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
     rows = "postcode,latitude,longitude\n" + "".join(f"{c},{a},{o}\n" for c, a, o in postcodes(1_500, 7))
     compressed = tmp / "postcodes.csv.gz"
     compressed.write_bytes(gzip.compress(rows.encode()))
-    for source, spec in ((people, GRAPH_AND_TABLE), (compressed, COMPRESSED)):
-        report = run_local(source, spec, report_path=tmp / "report.json", quiet=True)
+    # The compressed run with a customer managed data key: S3 and DynamoDB use it on the
+    # functions' and the state machine's behalf (kms:ViaService conditions evaluated).
+    runs = ((people, GRAPH_AND_TABLE, None), (compressed, COMPRESSED, {"mapload:data_key": "create"}))
+    for source, spec, context in runs:
+        report = run_local(source, spec, report_path=tmp / "report.json", quiet=True, context=context)
         assert report["status"] == "SUCCEEDED", report
     calls, unmapped = RECORDER.take()
     assert not unmapped
@@ -76,6 +79,10 @@ def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -
     assert ("state machine", "s3:GetObject") in actions
     assert ("state machine", "lambda:InvokeFunction") in actions
     assert ("function prepare", "s3:PutObject") in actions
+    for name in PRINCIPALS:
+        if name not in ("function start_graph_load", "function poll_graph_load"):
+            assert (name, "kms:Decrypt") in actions
+    assert ("function finalize", "kms:GenerateDataKey") in actions
     for call in observed:
         assert call.resource.startswith("arn:aws:"), call
         assert decide(call.principal.statements, call).allowed, call.describe()
@@ -93,19 +100,21 @@ def test_removing_the_statement_an_observed_call_needs_denies_it(observed: set[C
 
 
 def test_unrelated_calls_are_denied(observed: set[Call]) -> None:
-    worker = next(c.principal for c in observed if c.principal.name == "function worker")
-    table = next(c.resource for c in observed if c.action == "dynamodb:BatchWriteItem")
-    written = next(c.resource for c in observed if c.principal == worker and c.action == "s3:PutObject")
-    source = next(c.resource for c in observed if c.principal == worker and c.action == "s3:GetObject")
-    for action, resource in (
-        ("dynamodb:DeleteTable", table),
-        ("dynamodb:Scan", table),
-        ("dynamodb:BatchWriteItem", table + "-other"),
-        ("s3:DeleteObject", written),
-        ("s3:PutObject", source),
-        ("neptune-db:ResetDatabase", "arn:aws:neptune-db:us-east-1:123456789012:cluster-X/*"),
-    ):
-        assert not decide(worker.statements, Call(worker, action, resource)).allowed, action
+    by_worker = [c for c in observed if c.principal.name == "function worker"]
+    table = next(c.resource for c in by_worker if c.action == "dynamodb:BatchWriteItem")
+    staged = next(c.resource for c in observed if c.action == "s3:PutObject" and "/jobs/" in c.resource)
+    source = next(c.resource for c in by_worker if c.action == "s3:GetObject" and "source" in c.resource)
+    for worker in {c.principal for c in by_worker}:  # with and without the data key
+        for action, resource in (
+            ("dynamodb:DeleteTable", table),
+            ("dynamodb:Scan", table),
+            ("dynamodb:BatchWriteItem", table + "-other"),
+            ("s3:DeleteObject", staged),
+            ("s3:PutObject", source),
+            ("kms:Decrypt", "arn:aws:kms:us-east-1:123456789012:key/other"),
+            ("neptune-db:ResetDatabase", "arn:aws:neptune-db:us-east-1:123456789012:cluster-X/*"),
+        ):
+            assert not decide(worker.statements, Call(worker, action, resource)).allowed, action
 
 
 def _allow(**extra: Any) -> dict[str, Any]:
