@@ -20,6 +20,7 @@ as unmapped rather than guessed.
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import re
 import threading
@@ -33,6 +34,7 @@ from urllib.parse import unquote, urlsplit
 
 from moto.iam.access_control import IAMPolicyStatement, PermissionResult
 from moto.iam.aws_managed_policies import aws_managed_policies_data
+from moto.iam.policy_conditions import TrustRelationShipConditions
 
 # moto's Step Functions interpreter signs every call it makes (ItemReader, ResultWriter, Lambda
 # invoke, ...) with this access key (moto/stepfunctions/parser/asl/utils/boto_client.py).
@@ -130,28 +132,34 @@ def decide(statements: tuple[str, ...], call: Call) -> Decision:
     key the call's context lacks) never makes an Allow count and always lets a Deny apply."""
     context = dict(call.context)
     allowing: list[int] = []
-    for index, text in enumerate(statements):
-        statement = json.loads(text)
-        conditions: Mapping[str, Mapping[str, Any]] = statement.get("Condition") or {}
+    for index, statement in enumerate(_parsed(statements)):
+        conditions: dict[str, dict[str, Any]] = statement.get("Condition") or {}
         evaluable = all(
             operator in EVALUATED_OPERATORS and all(key in context for key in keys)
             for operator, keys in conditions.items()
         )
-        if not evaluable:
-            statement = {k: v for k, v in statement.items() if k != "Condition"}
-            if statement["Effect"] == "Allow":
-                continue
-        result = IAMPolicyStatement(statement).is_action_permitted(
-            call.action, call.resource, incoming_condition_values=context
-        )
+        if not evaluable and statement["Effect"] == "Allow":
+            continue
+        if evaluable and not all(
+            condition.verify_condition([context[key] for key in condition.context_keys])
+            for condition in TrustRelationShipConditions(conditions)
+        ):
+            continue  # its condition does not hold: the statement does not apply
+        # The condition holds (or, for a Deny, cannot be evaluated): match action and resource.
+        unconditional = {k: v for k, v in statement.items() if k != "Condition"}
+        result = IAMPolicyStatement(unconditional).is_action_permitted(call.action, call.resource)
         if result == PermissionResult.PERMITTED:
             allowing.append(index)
-        elif result == PermissionResult.DENIED and statement["Effect"] == "Deny":
+        elif result == PermissionResult.DENIED:
             return Decision(False, (), f"explicitly denied by statement {index}")
-        # moto answers DENIED for an Allow whose condition does not hold: it simply does not apply.
     if allowing:
         return Decision(True, tuple(allowing), "allowed")
     return Decision(False, (), "no statement allows it")
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(statements: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(text) for text in statements)
 
 
 def role_statements(

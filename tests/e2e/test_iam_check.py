@@ -137,6 +137,10 @@ def test_conditions_count_only_when_moto_can_evaluate_them() -> None:
     # An Allow whose condition fails does not deny what another statement allows; a Deny wins.
     assert _decide([via_s3, _allow()], **{"kms:ViaService": "sqs.us-east-1.amazonaws.com"})
     assert not _decide([_allow(), {**_allow(), "Effect": "Deny"}])
+    deny_via_s3 = {**via_s3, "Effect": "Deny"}  # a Deny applies only when its condition holds
+    assert _decide([_allow(), deny_via_s3], **{"kms:ViaService": "sqs.us-east-1.amazonaws.com"})
+    assert not _decide([_allow(), deny_via_s3], **{"kms:ViaService": "s3.us-east-1.amazonaws.com"})
+    assert not _decide([_allow(), {**like, "Effect": "Deny"}])  # not evaluable: the Deny applies
 
 
 def test_a_denied_call_is_reported_with_function_action_and_resource() -> None:
