@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 EX = "http://example.org/"
 # CSV to the table and to the graph at once (Plan, Worker, Finalize, StartGraphLoad,
-# PollGraphLoad and the state machine), and a compressed source (Prepare too).
+# PollGraphLoad and the state machine), N-Quads to the graph, and a compressed source.
 GRAPH_AND_TABLE: dict[str, Any] = {
     "format": "csv",
     "dynamodb": {"key": {"pk": "PERSON#{id}", "sk": "PROFILE"}, "attributes": {"name": "{name}"}},
@@ -28,6 +28,12 @@ GRAPH_AND_TABLE: dict[str, Any] = {
             {"subject": EX + "person/{id}", "predicate": EX + "name", "object": {"literal": "{name}"}}
         ],
     },
+}
+NQUADS: dict[str, Any] = {
+    "format": "nquads",
+    "graph": {"pollSeconds": 1, "timeoutMinutes": 5, "gzip": True},
+    "shardSizeMiB": 0.01,
+    "maxRejectedPercent": 50,
 }
 COMPRESSED: dict[str, Any] = {
     "format": "csv",
@@ -55,11 +61,17 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
     people = tmp / "people.csv"
     people.write_text("id,name\n" + "".join(f"{i},person {i}\n" for i in range(20)))
     rows = "postcode,latitude,longitude\n" + "".join(f"{c},{a},{o}\n" for c, a, o in postcodes(1_500, 7))
+    quads = tmp / "data.nq"
+    quads.write_text("".join(f'<{EX}s/{i}> <{EX}p> "{i}" <{EX}g> .\n' for i in range(400)) + "not a quad\n")
     compressed = tmp / "postcodes.csv.gz"
     compressed.write_bytes(gzip.compress(rows.encode()))
     # The compressed run with a customer managed data key: S3 and DynamoDB use it on the
     # functions' and the state machine's behalf (kms:ViaService conditions evaluated).
-    runs = ((people, GRAPH_AND_TABLE, None), (compressed, COMPRESSED, {"mapload:data_key": "create"}))
+    runs = (
+        (people, GRAPH_AND_TABLE, None),
+        (quads, NQUADS, None),
+        (compressed, COMPRESSED, {"mapload:data_key": "create"}),
+    )
     for source, spec, context in runs:
         report = run_local(source, spec, report_path=tmp / "report.json", quiet=True, context=context)
         assert report["status"] == "SUCCEEDED", report
