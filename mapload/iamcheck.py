@@ -256,9 +256,12 @@ class Recorder:
             for action, resource in found:
                 self.calls.add(Call(who, action, resource, tuple(sorted(ctx.items()))))
 
-    def state_machine_call(self, action: str, resource: str, **ctx: str) -> None:
-        """The emulator layer acting for the state machine without a botocore client."""
-        self.add(self.state_machine(), action, [(action, resource)], ctx)
+    def state_machine_call(
+        self, action: str, resource: str, context: Mapping[str, str] | None = None
+    ) -> None:
+        """The emulator layer acting for the state machine without a botocore client (e.g.
+        `RECORDER.state_machine_call("s3:PutObject", "arn:aws:s3:::bucket/key")`)."""
+        self.add(self.state_machine(), action, [(action, resource)], dict(context or {}))
 
     def state_machine(self) -> Principal | None:
         with self.lock:

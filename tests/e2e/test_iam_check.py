@@ -166,3 +166,18 @@ def test_a_denied_call_is_reported_with_function_action_and_resource() -> None:
         "function worker: sqs:SendMessage: no documented IAM action mapped for this operation",
     ]
     assert RECORDER.take() == (set(), set())
+
+
+def test_the_emulator_can_report_a_call_it_makes_for_the_state_machine() -> None:
+    """The hook for what the emulator layer does itself (e.g. writing a ResultWriter's results)."""
+    RECORDER.take()
+    machine = principal("state machine", "MachineRole", "123456789012", [_allow()])
+    RECORDER.state_machines.append(machine)
+    try:
+        RECORDER.state_machine_call("s3:PutObject", "arn:aws:s3:::staging/jobs/j/r/results.json")
+    finally:
+        RECORDER.state_machines.remove(machine)
+    assert RECORDER.denied() == [
+        "state machine (role MachineRole): s3:PutObject on arn:aws:s3:::staging/jobs/j/r/results.json: "
+        "no statement allows it"
+    ]
