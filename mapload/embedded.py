@@ -23,6 +23,7 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
+from mapload import iamcheck
 from mapload.cfn import Resolver
 from mapload.neptune_local import LocalNeptuneLoader
 from mapload.synth import StackTemplate
@@ -49,6 +50,7 @@ class FunctionDef:
     arn: str
     handler: str
     env: dict[str, str]
+    principal: iamcheck.Principal | None = None  # its role's policies, for the IAM check
 
     @property
     def module(self) -> str:
@@ -117,7 +119,8 @@ def _seam(
         module = importlib.import_module(fn.module)
         # The function's own environment, as the template defines it: many functions share
         # this process, so nothing may come from process-wide variables.
-        result = module.handle(event, fn.env)
+        with iamcheck.acting_as(fn.principal):
+            result = module.handle(event, fn.env)
     except Exception as error:
         response_headers["x-amz-function-error"] = "Unhandled"
         # Lambda's own failures have names no Python class can have (Sandbox.Timedout): an
@@ -154,6 +157,8 @@ class Emulator:
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._saved_env: dict[str, str | None] = {}
         self.deployment = Deployment()
+        self._principals: list[iamcheck.Principal] = []
+        self._keyed: list[str] = []  # encrypted buckets and tables, for the IAM check
 
     def __enter__(self) -> Emulator:
         overrides = {"AWS_DEFAULT_REGION": self.region, "AWS_REGION": self.region}
@@ -177,6 +182,12 @@ class Emulator:
             self.graph_loader.__exit__(None, None, None)
             self.graph_loader = None
         self._mock.stop()
+        with iamcheck.RECORDER.lock:
+            iamcheck.RECORDER.state_machines[:] = [
+                p for p in iamcheck.RECORDER.state_machines if p not in self._principals
+            ]
+            for arn in self._keyed:
+                iamcheck.RECORDER.keys.pop(arn, None)
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
@@ -277,6 +288,9 @@ class Emulator:
                 resolver.attrs[(logical, "ReadEndpoint")] = "http://127.0.0.1"
                 resolver.attrs[(logical, "Port")] = str(loader.port)
                 resolver.attrs[(logical, "ClusterResourceId")] = f"cluster-{logical}".upper()[:40]
+                iamcheck.RECORDER.graph_clusters[f"http://127.0.0.1:{loader.port}"] = resolver.attrs[
+                    (logical, "ClusterResourceId")
+                ]
             elif kind == "AWS::EC2::SecurityGroup":
                 resolver.refs[logical] = f"sg-{logical}".lower()
                 resolver.attrs[(logical, "GroupId")] = f"sg-{logical}".lower()
@@ -293,10 +307,16 @@ class Emulator:
             elif kind == "AWS::DynamoDB::Table":
                 self._create_table(resolver.refs[logical], props)
                 self.deployment.tables[logical] = resolver.refs[logical]
+            key = iamcheck.encryption_key(kind, props, resolver.resolve)
+            if key is not None:  # the KMS calls S3 or DynamoDB then make for the caller
+                iamcheck.RECORDER.keys[resolver.attrs[(logical, "Arn")]] = key
+                self._keyed.append(resolver.attrs[(logical, "Arn")])
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::Lambda::Function":
                 self._create_function(logical, resolver, props, role_arn)
+                fn = self.deployment.functions[logical]
+                fn.principal = self._principal(f"function {fn.role}", resources, props["Role"], resolver)
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::StepFunctions::StateMachine":
@@ -308,12 +328,25 @@ class Emulator:
                     name=resolver.attrs[(logical, "Name")], definition=definition, roleArn=role_arn
                 )
                 self.deployment.state_machines[logical] = resolver.refs[logical]
+                machine = self._principal("state machine", resources, props["RoleArn"], resolver)
+                self._principals.append(machine)
+                with iamcheck.RECORDER.lock:
+                    iamcheck.RECORDER.state_machines.append(machine)
         for name, output in stack.template.get("Outputs", {}).items():
             value = resolver.resolve(output["Value"])
             self.deployment.outputs[f"{stack.name}.{name}"] = value
             export = output.get("Export", {}).get("Name")
             if export:
                 resolver.exports[resolver.resolve(export)] = value
+
+    @staticmethod
+    def _principal(
+        name: str, resources: Mapping[str, Any], role_ref: Mapping[str, Any], resolver: Resolver
+    ) -> iamcheck.Principal:
+        """The function's or state machine's role (`Fn::GetAtt [Role, Arn]`), with its policies."""
+        role = role_ref["Fn::GetAtt"][0]
+        statements = iamcheck.role_statements(resources, role, resolver.resolve)
+        return iamcheck.principal(name, role, ACCOUNT, statements)
 
     def _graph_loader(self) -> LocalNeptuneLoader:
         if self.graph_loader is None:

@@ -368,7 +368,8 @@ class ShardedLoader(Construct):
             ["neptune-db:StartLoaderJob", "neptune-db:ListLoaderJobs", "neptune-db:GetLoaderJobStatus"],
             [self._neptune_arn],
         )
-        ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem")
+        # UpdateItem: Ledger.record_graph_load writes the started load's id into the job item.
+        ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
         self._allow(
             poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [self._neptune_arn]
         )

@@ -14,6 +14,7 @@ from servers import moto_server as start_moto_server
 
 from mapload import ROOT
 from mapload.embedded import Deployment, Emulator
+from mapload.iamcheck import RECORDER
 from mapload.local import run_local
 
 REPORT_SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
@@ -40,6 +41,18 @@ def scan(emu: Emulator, deployment: Deployment) -> dict[tuple[str, str], dict[st
         for item in page["Items"]:
             items[(item["pk"]["S"], item["sk"]["S"])] = item
     return items
+
+
+@pytest.fixture(autouse=True)
+def iam_checked() -> Iterator[None]:
+    """Every AWS call a deployed function or the state machine makes in the test must be allowed
+    by its own synthesized role's policies (mapload/iamcheck.py)."""
+    RECORDER.install()
+    RECORDER.take()
+    yield
+    denied = RECORDER.denied()
+    if denied:
+        pytest.fail("AWS calls their roles do not allow:\n  " + "\n  ".join(denied), pytrace=False)
 
 
 @pytest.fixture

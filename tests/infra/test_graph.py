@@ -175,7 +175,12 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
     assert {a for a, _ in poll if a.startswith("dynamodb:")} == {"dynamodb:UpdateItem"}
     start_role = loader_function(dev, "start_graph_load")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
     start = grants(policy_statements(dev.loader_json, start_role))
-    assert {a for a, _ in start if a.startswith("dynamodb:")} == {"dynamodb:GetItem", "dynamodb:PutItem"}
+    # Start claims the job (GetItem/PutItem) and records the load id (UpdateItem).
+    assert {a for a, _ in start if a.startswith("dynamodb:")} == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    }
     assert not {a for a, _ in start if a.startswith("s3:")}
 
 

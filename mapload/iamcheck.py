@@ -1,0 +1,486 @@
+"""IAM checked from observed calls: every AWS request the embedded run's functions and state
+machine make, recorded from botocore's events, and evaluated against the principal's own
+synthesized role policies with moto's IAM policy evaluator (moto does not enforce IAM itself).
+
+Recording. botocore emits `before-parameter-build` (the API parameters), `before-call` (the
+signer: whose credentials) and `before-send` (the signed request) for every client call; the
+Worker's BatchWriteItem sender (runtime/adapters/dynamodb_wire.py) emits only `before-send`, so
+DynamoDB calls are read from the request itself (the JSON body names the tables). Neptune's
+loader API is plain HTTP signed for `neptune-db`: `urllib.request.urlopen` is wrapped. A call is
+attributed to the function whose handler is running (a context variable set at the embedded
+Lambda seam, carried into the threads and thread pools it starts) or to the state machine when
+moto's Step Functions interpreter signs it (its clients use the access key `ak`).
+
+Actions and resources follow AWS's Service Authorization Reference and the S3 user guide's
+"Required permissions for Amazon S3 API operations" (HeadObject needs s3:GetObject, ListObjectsV2
+s3:ListBucket, every multipart step s3:PutObject); an operation with no mapping here is reported
+as unmapped rather than guessed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+import re
+import threading
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from moto.iam.access_control import IAMPolicyStatement, PermissionResult
+from moto.iam.aws_managed_policies import aws_managed_policies_data
+from moto.iam.policy_conditions import TrustRelationShipConditions
+
+# moto's Step Functions interpreter signs every call it makes (ItemReader, ResultWriter, Lambda
+# invoke, ...) with this access key (moto/stepfunctions/parser/asl/utils/boto_client.py).
+STATE_MACHINE_ACCESS_KEY = "ak"
+# The only condition operator moto's evaluator implements (moto/iam/policy_conditions.py).
+EVALUATED_OPERATORS = frozenset({"StringEquals"})
+
+S3_OBJECT_ACTIONS = {
+    "GetObject": "s3:GetObject",
+    "HeadObject": "s3:GetObject",
+    "PutObject": "s3:PutObject",
+    "CreateMultipartUpload": "s3:PutObject",
+    "UploadPart": "s3:PutObject",
+    "CompleteMultipartUpload": "s3:PutObject",
+    "AbortMultipartUpload": "s3:AbortMultipartUpload",
+    "ListParts": "s3:ListMultipartUploadParts",
+    "DeleteObject": "s3:DeleteObject",
+    "GetObjectTagging": "s3:GetObjectTagging",
+    "PutObjectTagging": "s3:PutObjectTagging",
+}
+S3_BUCKET_ACTIONS = {
+    "ListObjectsV2": "s3:ListBucket",
+    "ListObjects": "s3:ListBucket",
+    "HeadBucket": "s3:ListBucket",
+    "ListMultipartUploads": "s3:ListBucketMultipartUploads",
+    "GetBucketLocation": "s3:GetBucketLocation",
+    "CreateBucket": "s3:CreateBucket",
+}
+# The Neptune loader API (docs: Neptune "IAM data-access actions").
+NEPTUNE_LOADER_ACTIONS = {
+    ("POST", False): "neptune-db:StartLoaderJob",
+    ("GET", False): "neptune-db:ListLoaderJobs",
+    ("GET", True): "neptune-db:GetLoaderJobStatus",
+    ("DELETE", True): "neptune-db:CancelLoaderJob",
+}
+# KMS calls S3 makes with the caller's permissions on an SSE-KMS bucket (S3 user guide, "Using
+# server-side encryption with AWS KMS keys": upload needs kms:GenerateDataKey, download
+# kms:Decrypt, a multipart upload both); DynamoDB decrypts a table's customer managed key for
+# every request that reads or writes items (DynamoDB developer guide, "Encryption at rest: how
+# it works"). Both as the service, so `kms:ViaService` names it.
+S3_KMS_ACTIONS = {
+    "GetObject": ("kms:Decrypt",),
+    "PutObject": ("kms:GenerateDataKey",),
+    "CreateMultipartUpload": ("kms:GenerateDataKey", "kms:Decrypt"),
+    "UploadPart": ("kms:GenerateDataKey", "kms:Decrypt"),
+    "CompleteMultipartUpload": ("kms:GenerateDataKey", "kms:Decrypt"),
+}
+DYNAMODB_ITEM_ACTIONS = frozenset(
+    f"dynamodb:{op}"
+    for op in (
+        *("GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"),
+        *("BatchGetItem", "BatchWriteItem", "Query", "Scan"),
+    )
+)
+DYNAMODB_TRANSACT = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+    "Get": "dynamodb:GetItem",
+}
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A function or state machine with the statements of every policy its role has."""
+
+    name: str  # "function Worker", "state machine StateMachine"
+    role: str  # the role's logical id
+    account: str
+    statements: tuple[str, ...] = field(repr=False)  # each statement as JSON (hashable)
+
+
+@dataclass(frozen=True)
+class Call:
+    principal: Principal
+    action: str
+    resource: str
+    context: tuple[tuple[str, str], ...] = ()
+
+    def describe(self) -> str:
+        return f"{self.principal.name} (role {self.principal.role}): {self.action} on {self.resource}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    allowing: tuple[int, ...]  # indexes of the statements that allow the call
+    why: str
+
+
+def decide(statements: tuple[str, ...], call: Call) -> Decision:
+    """AWS's identity-policy logic over moto's statement matcher: an explicit Deny wins, else an
+    Allow is needed. A condition moto cannot evaluate (an operator other than StringEquals, or a
+    key the call's context lacks) never makes an Allow count and always lets a Deny apply."""
+    context = dict(call.context)
+    allowing: list[int] = []
+    for index, statement in enumerate(_parsed(statements)):
+        conditions: dict[str, dict[str, Any]] = statement.get("Condition") or {}
+        evaluable = all(
+            operator in EVALUATED_OPERATORS and all(key in context for key in keys)
+            for operator, keys in conditions.items()
+        )
+        if not evaluable and statement["Effect"] == "Allow":
+            continue
+        if evaluable and not all(
+            condition.verify_condition([context[key] for key in condition.context_keys])
+            for condition in TrustRelationShipConditions(conditions)
+        ):
+            continue  # its condition does not hold: the statement does not apply
+        # The condition holds (or, for a Deny, cannot be evaluated): match action and resource.
+        unconditional = {k: v for k, v in statement.items() if k != "Condition"}
+        result = IAMPolicyStatement(unconditional).is_action_permitted(call.action, call.resource)
+        if result == PermissionResult.PERMITTED:
+            allowing.append(index)
+        elif result == PermissionResult.DENIED:
+            return Decision(False, (), f"explicitly denied by statement {index}")
+    if allowing:
+        return Decision(True, tuple(allowing), "allowed")
+    return Decision(False, (), "no statement allows it")
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(statements: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(text) for text in statements)
+
+
+def role_statements(
+    resources: Mapping[str, Any], role: str, resolve: Callable[[Any], Any]
+) -> list[dict[str, Any]]:
+    """The resolved statements of a role's inline policies, of the AWS::IAM::Policy and
+    AWS::IAM::ManagedPolicy resources attached to it, and of the AWS managed policies it names."""
+    props = resources[role].get("Properties", {})
+    statements: list[dict[str, Any]] = []
+    for policy in props.get("Policies", []):
+        statements += _statements(resolve(policy["PolicyDocument"]))
+    for arn in resolve(props.get("ManagedPolicyArns", [])):
+        name = str(arn).rsplit("/", 1)[-1]
+        if ":iam::aws:policy/" not in str(arn) or name not in _aws_managed():
+            raise ValueError(f"role {role}: managed policy {arn} cannot be resolved")
+        statements += _statements(_aws_managed()[name]["Document"])
+    for res in resources.values():
+        attached = {"Ref": role} in res.get("Properties", {}).get("Roles", [])
+        if attached and res["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            statements += _statements(resolve(res["Properties"]["PolicyDocument"]))
+    return statements
+
+
+def encryption_key(kind: str, props: Mapping[str, Any], resolve: Callable[[Any], Any]) -> str | None:
+    """The customer managed KMS key a bucket's default encryption or a table's SSE names."""
+    if kind == "AWS::S3::Bucket":
+        rules = (props.get("BucketEncryption") or {}).get("ServerSideEncryptionConfiguration", [])
+        for rule in rules:
+            default = rule.get("ServerSideEncryptionByDefault") or {}
+            if default.get("SSEAlgorithm") in ("aws:kms", "aws:kms:dsse") and "KMSMasterKeyID" in default:
+                return str(resolve(default["KMSMasterKeyID"]))
+    if kind == "AWS::DynamoDB::Table":
+        sse = props.get("SSESpecification") or {}
+        if sse.get("SSEEnabled") and sse.get("SSEType") == "KMS" and "KMSMasterKeyId" in sse:
+            return str(resolve(sse["KMSMasterKeyId"]))
+    return None
+
+
+def _statements(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    statement = document["Statement"]
+    return list(statement) if isinstance(statement, list) else [statement]
+
+
+_MANAGED: dict[str, Any] = {}
+
+
+def _aws_managed() -> dict[str, Any]:
+    if not _MANAGED:
+        _MANAGED.update(json.loads(aws_managed_policies_data))
+    return _MANAGED
+
+
+def principal(name: str, role: str, account: str, statements: list[dict[str, Any]]) -> Principal:
+    return Principal(name, role, account, tuple(json.dumps(s, sort_keys=True) for s in statements))
+
+
+# -- recording -------------------------------------------------------------------------------
+
+ACTING_AS: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "mapload_iam_principal", default=None
+)
+
+
+@contextmanager
+def acting_as(who: Principal | None) -> Iterator[None]:
+    """Attribute the AWS calls made in this context (and the threads it starts) to `who`."""
+    token = ACTING_AS.set(who)
+    try:
+        yield
+    finally:
+        ACTING_AS.reset(token)
+
+
+@dataclass
+class Recorder:
+    """The calls seen since the last `take()`, and the state machines calls may come from."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    calls: set[Call] = field(default_factory=set)
+    unmapped: set[str] = field(default_factory=set)
+    state_machines: list[Principal] = field(default_factory=list)
+    graph_clusters: dict[str, str] = field(default_factory=dict)  # loader base URL -> resource id
+    keys: dict[str, str] = field(default_factory=dict)  # bucket or table ARN -> its KMS key ARN
+    installed: bool = False
+
+    def add(
+        self, who: Principal | None, service_op: str, found: list[tuple[str, str]], ctx: dict[str, str]
+    ) -> None:
+        if who is None:
+            return  # the test harness or the emulator itself, not a deployed principal
+        with self.lock:
+            if not found:
+                self.unmapped.add(f"{who.name}: {service_op}")
+            for action, resource in found:
+                self.calls.add(Call(who, action, resource, tuple(sorted(ctx.items()))))
+
+    def state_machine_call(
+        self, action: str, resource: str, context: Mapping[str, str] | None = None
+    ) -> None:
+        """The emulator layer acting for the state machine without a botocore client (e.g.
+        `RECORDER.state_machine_call("s3:PutObject", "arn:aws:s3:::bucket/key")`)."""
+        self.add(self.state_machine(), action, [(action, resource)], dict(context or {}))
+
+    def state_machine(self) -> Principal | None:
+        with self.lock:
+            if len(self.state_machines) > 1:
+                names = [p.name for p in self.state_machines]
+                raise RuntimeError(f"cannot tell which state machine made a call: {names}")
+            return self.state_machines[0] if self.state_machines else None
+
+    def take(self) -> tuple[set[Call], set[str]]:
+        with self.lock:
+            calls, unmapped = self.calls, self.unmapped
+            self.calls, self.unmapped = set(), set()
+        return calls, unmapped
+
+    def denied(self) -> list[str]:
+        """Every call since the last take() that its principal's policies do not allow (and
+        every operation with no known action), as lines naming principal, action and resource."""
+        calls, unmapped = self.take()
+        lines = []
+        for call in sorted(calls, key=Call.describe):
+            decision = decide(call.principal.statements, call)
+            if not decision.allowed:
+                lines.append(f"{call.describe()}: {decision.why}")
+        lines += [f"{u}: no documented IAM action mapped for this operation" for u in sorted(unmapped)]
+        return lines
+
+    # -- botocore / urllib hooks ---------------------------------------------------------------
+
+    def install(self) -> None:
+        """Hook every botocore client created from now on (and the default session's), the
+        Neptune loader's HTTP calls, and carry the principal into threads and thread pools."""
+        if self.installed:
+            return
+        import boto3
+        from botocore import handlers
+
+        hooks = [
+            ("before-parameter-build", _keep_params, None),
+            ("before-call", self._before_call, None),
+            ("before-send", self._before_send, handlers.REGISTER_FIRST),
+        ]
+        for event, hook, first in hooks:
+            handlers.BUILTIN_HANDLERS.append((event, hook, first) if first else (event, hook))
+            if boto3.DEFAULT_SESSION is not None:
+                events = boto3.DEFAULT_SESSION.events
+                (events.register_first if first else events.register)(event, hook)
+        _carry_principal_into_threads()
+        original = urllib.request.urlopen
+
+        def urlopen(request: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(request, urllib.request.Request):
+                self._neptune(request)
+            return original(request, *args, **kwargs)
+
+        urllib.request.urlopen = urlopen  # type: ignore[assignment]
+        self.installed = True
+
+    def _who(self, access_key: str | None) -> Principal | None:
+        if access_key == STATE_MACHINE_ACCESS_KEY:
+            return self.state_machine()
+        return ACTING_AS.get()
+
+    def _before_call(self, model: Any, context: dict[str, Any], request_signer: Any = None, **_: Any) -> None:
+        service = model.service_model.endpoint_prefix
+        if service == "dynamodb":
+            return  # read from the request itself (before-send), as the wire sender only emits that
+        credentials = getattr(request_signer, "_credentials", None)
+        who = self._who(getattr(credentials, "access_key", None))
+        if who is None:
+            return
+        params = context.get("mapload_iam_params") or {}
+        region = str(context.get("client_region") or "")
+        found = _resources(service, model.name, params, region, who.account)
+        ctx = {"aws:RequestedRegion": region}
+        if service == "s3" and "Prefix" in params:
+            ctx["s3:prefix"] = str(params["Prefix"])
+        self.add(who, f"{service}:{model.name}", found, ctx)
+        if service == "s3":
+            key = self.keys.get(f"arn:aws:s3:::{params.get('Bucket', '')}")
+            self._via(who, "s3", region, key, S3_KMS_ACTIONS.get(model.name, ()))
+
+    def _before_send(self, request: Any, **_: Any) -> None:
+        target = request.headers.get("X-Amz-Target")
+        target = target.decode() if isinstance(target, bytes) else target
+        if not target or not str(target).startswith("DynamoDB_"):
+            return
+        scope = _credential_scope(request.headers.get("Authorization"))
+        if scope is None:
+            return
+        access_key, region, _service = scope
+        who = self._who(access_key)
+        if who is None:
+            return
+        operation = str(target).split(".", 1)[1]
+        body = json.loads(request.body or b"{}")
+        found = _dynamodb(operation, body, f"arn:aws:dynamodb:{region}:{who.account}:table/")
+        self.add(who, f"dynamodb:{operation}", found, {"aws:RequestedRegion": region})
+        for action, resource in found:
+            if action in DYNAMODB_ITEM_ACTIONS:
+                key = self.keys.get(resource.split("/index/", 1)[0])
+                self._via(who, "dynamodb", region, key, ("kms:Decrypt",))
+
+    def _via(
+        self, who: Principal, service: str, region: str, key: str | None, actions: tuple[str, ...]
+    ) -> None:
+        """The KMS calls `service` makes on the caller's behalf for data encrypted with `key`."""
+        if key is None or not actions:
+            return
+        context = {
+            "aws:RequestedRegion": region,
+            "kms:ViaService": f"{service}.{region}.amazonaws.com",
+            "kms:CallerAccount": who.account,
+        }
+        self.add(who, f"{service} via kms", [(action, key) for action in actions], context)
+
+    def _neptune(self, request: urllib.request.Request) -> None:
+        scope = _credential_scope(request.get_header("Authorization"))
+        if scope is None or scope[2] != "neptune-db":
+            return
+        access_key, region, _service = scope
+        who = self._who(access_key)
+        if who is None:
+            return
+        url = urlsplit(request.full_url)
+        base = f"{url.scheme}://{url.netloc}"
+        parts = [p for p in url.path.split("/") if p]
+        action = (
+            NEPTUNE_LOADER_ACTIONS.get((request.get_method(), len(parts) > 1))
+            if parts[:1] == ["loader"]
+            else None
+        )
+        cluster = self.graph_clusters.get(base)
+        found = (
+            [(action, f"arn:aws:neptune-db:{region}:{who.account}:{cluster}/*")] if action and cluster else []
+        )
+        self.add(who, f"neptune-db:{request.get_method()} {url.path}", found, {"aws:RequestedRegion": region})
+
+
+RECORDER = Recorder()
+
+
+def _keep_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    context["mapload_iam_params"] = dict(params)
+
+
+def _credential_scope(header: Any) -> tuple[str, str, str] | None:
+    """(access key, region, service) from a SigV4 Authorization header."""
+    text = header.decode() if isinstance(header, bytes) else header
+    match = re.search(r"Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request", str(text or ""))
+    return (match.group(1), match.group(2), match.group(3)) if match else None
+
+
+def _resources(
+    service: str, operation: str, params: Mapping[str, Any], region: str, account: str
+) -> list[tuple[str, str]]:
+    if service == "s3":
+        bucket = str(params.get("Bucket", ""))
+        if operation in S3_OBJECT_ACTIONS:
+            return [(S3_OBJECT_ACTIONS[operation], f"arn:aws:s3:::{bucket}/{params.get('Key', '')}")]
+        if operation in S3_BUCKET_ACTIONS:
+            return [(S3_BUCKET_ACTIONS[operation], f"arn:aws:s3:::{bucket}")]
+        if operation in ("CopyObject", "UploadPartCopy"):
+            source = params.get("CopySource")
+            if isinstance(source, Mapping):
+                source = f"{source.get('Bucket')}/{source.get('Key')}"
+            source = unquote(str(source).lstrip("/").split("?", 1)[0])
+            return [
+                ("s3:PutObject", f"arn:aws:s3:::{bucket}/{params.get('Key', '')}"),
+                ("s3:GetObject", f"arn:aws:s3:::{source}"),
+            ]
+        if operation == "DeleteObjects":
+            keys = [o.get("Key", "") for o in (params.get("Delete") or {}).get("Objects", [])]
+            return [("s3:DeleteObject", f"arn:aws:s3:::{bucket}/{key}") for key in keys]
+        return []
+    if service == "lambda" and operation == "Invoke":
+        name = str(params.get("FunctionName", ""))
+        arn = name if name.startswith("arn:") else f"arn:aws:lambda:{region}:{account}:function:{name}"
+        qualifier = params.get("Qualifier")
+        return [("lambda:InvokeFunction", f"{arn}:{qualifier}" if qualifier else arn)]
+    if service == "states":
+        if operation == "StartExecution":
+            return [("states:StartExecution", str(params.get("stateMachineArn", "")))]
+        if operation in ("DescribeExecution", "StopExecution", "GetExecutionHistory"):
+            return [(f"states:{operation}", str(params.get("executionArn", "")))]
+    return []
+
+
+def _dynamodb(operation: str, body: Mapping[str, Any], table_arn: str) -> list[tuple[str, str]]:
+    if operation in ("BatchWriteItem", "BatchGetItem"):
+        return [(f"dynamodb:{operation}", table_arn + name) for name in body.get("RequestItems", {})]
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        found: list[tuple[str, str]] = []
+        for item in body.get("TransactItems", []):
+            for kind, detail in item.items():
+                found.append((DYNAMODB_TRANSACT[kind], table_arn + str(detail.get("TableName", ""))))
+        return found
+    if "TableName" in body:
+        arn = table_arn + str(body["TableName"])
+        if body.get("IndexName"):
+            arn += f"/index/{body['IndexName']}"
+        return [(f"dynamodb:{operation}", arn)]
+    return []
+
+
+def _carry_principal_into_threads() -> None:
+    """Threads and pool tasks run in a fresh context: give them the starting thread's principal."""
+    start, run, submit = threading.Thread.start, threading.Thread.run, ThreadPoolExecutor.submit
+
+    def thread_start(self: threading.Thread) -> None:
+        self._mapload_principal = ACTING_AS.get()  # type: ignore[attr-defined]
+        start(self)
+
+    def thread_run(self: threading.Thread) -> None:
+        ACTING_AS.set(getattr(self, "_mapload_principal", None))
+        run(self)
+
+    def pool_submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    threading.Thread.start = thread_start  # type: ignore[method-assign]
+    threading.Thread.run = thread_run  # type: ignore[method-assign]
+    ThreadPoolExecutor.submit = pool_submit  # type: ignore[method-assign,assignment]

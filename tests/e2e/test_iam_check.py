@@ -1,0 +1,183 @@
+"""The observed-call IAM check itself: what it records, that each grant an observed call needs is
+load-bearing (removing its statement makes the evaluator deny the call), and that it denies
+what no statement allows."""
+
+from __future__ import annotations
+
+import gzip
+from typing import Any
+
+import pytest
+
+from mapload.iamcheck import RECORDER, Call, Principal, decide, principal
+from mapload.local import run_local
+from mapload.sample import postcodes
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+EX = "http://example.org/"
+# CSV to the table and to the graph at once (Plan, Worker, Finalize, StartGraphLoad,
+# PollGraphLoad and the state machine), N-Quads to the graph, and a compressed source.
+GRAPH_AND_TABLE: dict[str, Any] = {
+    "format": "csv",
+    "dynamodb": {"key": {"pk": "PERSON#{id}", "sk": "PROFILE"}, "attributes": {"name": "{name}"}},
+    "graph": {
+        "pollSeconds": 1,
+        "timeoutMinutes": 5,
+        "statements": [
+            {"subject": EX + "person/{id}", "predicate": EX + "name", "object": {"literal": "{name}"}}
+        ],
+    },
+}
+NQUADS: dict[str, Any] = {
+    "format": "nquads",
+    "graph": {"pollSeconds": 1, "timeoutMinutes": 5, "gzip": True},
+    "shardSizeMiB": 0.01,
+    "maxRejectedPercent": 50,
+}
+COMPRESSED: dict[str, Any] = {
+    "format": "csv",
+    "csv": {"header": True},
+    "dynamodb": {"key": {"pk": "POSTCODE#{postcode}", "sk": "LOCATION"}, "attributes": {"lat": "{latitude}"}},
+    "shardSizeMiB": 0.01,
+    "maxConcurrency": 4,
+}
+PRINCIPALS = [
+    "function prepare",
+    "function plan",
+    "function worker",
+    "function finalize",
+    "function start_graph_load",
+    "function poll_graph_load",
+    "state machine",
+]
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
+    RECORDER.install()
+    RECORDER.take()
+    tmp = tmp_path_factory.mktemp("iam")
+    people = tmp / "people.csv"
+    people.write_text("id,name\n" + "".join(f"{i},person {i}\n" for i in range(20)))
+    rows = "postcode,latitude,longitude\n" + "".join(f"{c},{a},{o}\n" for c, a, o in postcodes(1_500, 7))
+    quads = tmp / "data.nq"
+    quads.write_text("".join(f'<{EX}s/{i}> <{EX}p> "{i}" <{EX}g> .\n' for i in range(400)) + "not a quad\n")
+    compressed = tmp / "postcodes.csv.gz"
+    compressed.write_bytes(gzip.compress(rows.encode()))
+    # The compressed run with a customer managed data key: S3 and DynamoDB use it on the
+    # functions' and the state machine's behalf (kms:ViaService conditions evaluated).
+    runs = (
+        (people, GRAPH_AND_TABLE, None),
+        (quads, NQUADS, None),
+        (compressed, COMPRESSED, {"mapload:data_key": "create"}),
+    )
+    for source, spec, context in runs:
+        report = run_local(source, spec, report_path=tmp / "report.json", quiet=True, context=context)
+        assert report["status"] == "SUCCEEDED", report
+    calls, unmapped = RECORDER.take()
+    assert not unmapped
+    return calls
+
+
+def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -> None:
+    actions = {(c.principal.name, c.action) for c in observed}
+    assert {p for p, _ in actions} == set(PRINCIPALS)
+    # The Worker's BatchWriteItem goes through the wire sender (before-send only), the Neptune
+    # loader API through urllib, the ItemReader and Lambda invokes through moto's interpreter.
+    assert ("function worker", "dynamodb:BatchWriteItem") in actions
+    assert ("function start_graph_load", "neptune-db:StartLoaderJob") in actions
+    assert ("function poll_graph_load", "neptune-db:GetLoaderJobStatus") in actions
+    assert ("state machine", "s3:GetObject") in actions
+    assert ("state machine", "lambda:InvokeFunction") in actions
+    assert ("function prepare", "s3:PutObject") in actions
+    for name in PRINCIPALS:
+        if name not in ("function start_graph_load", "function poll_graph_load"):
+            assert (name, "kms:Decrypt") in actions
+    assert ("function finalize", "kms:GenerateDataKey") in actions
+    for call in observed:
+        assert call.resource.startswith("arn:aws:"), call
+        assert decide(call.principal.statements, call).allowed, call.describe()
+
+
+@pytest.mark.parametrize("name", PRINCIPALS)
+def test_removing_the_statement_an_observed_call_needs_denies_it(observed: set[Call], name: str) -> None:
+    calls = [c for c in observed if c.principal.name == name]
+    assert calls
+    for call in calls:
+        allowing = decide(call.principal.statements, call).allowing
+        assert len(allowing) == 1, f"{call.describe()}: allowed by several statements {allowing}"
+        statements = tuple(s for i, s in enumerate(call.principal.statements) if i not in allowing)
+        assert not decide(statements, call).allowed, call.describe()
+
+
+def test_unrelated_calls_are_denied(observed: set[Call]) -> None:
+    by_worker = [c for c in observed if c.principal.name == "function worker"]
+    table = next(c.resource for c in by_worker if c.action == "dynamodb:BatchWriteItem")
+    staged = next(c.resource for c in observed if c.action == "s3:PutObject" and "/jobs/" in c.resource)
+    source = next(c.resource for c in by_worker if c.action == "s3:GetObject" and "source" in c.resource)
+    for worker in {c.principal for c in by_worker}:  # with and without the data key
+        for action, resource in (
+            ("dynamodb:DeleteTable", table),
+            ("dynamodb:Scan", table),
+            ("dynamodb:BatchWriteItem", table + "-other"),
+            ("s3:DeleteObject", staged),
+            ("s3:PutObject", source),
+            ("kms:Decrypt", "arn:aws:kms:us-east-1:123456789012:key/other"),
+            ("neptune-db:ResetDatabase", "arn:aws:neptune-db:us-east-1:123456789012:cluster-X/*"),
+        ):
+            assert not decide(worker.statements, Call(worker, action, resource)).allowed, action
+
+
+def _allow(**extra: Any) -> dict[str, Any]:
+    return {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*", **extra}
+
+
+def _decide(statements: list[dict[str, Any]], **context: str) -> bool:
+    who: Principal = principal("function f", "Role", "123456789012", statements)
+    call = Call(who, "kms:Decrypt", "arn:aws:kms:us-east-1:123456789012:key/k", tuple(context.items()))
+    return decide(who.statements, call).allowed
+
+
+def test_conditions_count_only_when_moto_can_evaluate_them() -> None:
+    via_s3 = _allow(Condition={"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}})
+    assert _decide([via_s3], **{"kms:ViaService": "s3.us-east-1.amazonaws.com"})
+    assert not _decide([via_s3], **{"kms:ViaService": "dynamodb.us-east-1.amazonaws.com"})
+    assert not _decide([via_s3])  # the call's context lacks the key: the Allow does not count
+    like = _allow(Condition={"StringLike": {"kms:ViaService": "s3.*"}})
+    assert not _decide([like], **{"kms:ViaService": "s3.us-east-1.amazonaws.com"})  # not evaluated
+    # An Allow whose condition fails does not deny what another statement allows; a Deny wins.
+    assert _decide([via_s3, _allow()], **{"kms:ViaService": "sqs.us-east-1.amazonaws.com"})
+    assert not _decide([_allow(), {**_allow(), "Effect": "Deny"}])
+    deny_via_s3 = {**via_s3, "Effect": "Deny"}  # a Deny applies only when its condition holds
+    assert _decide([_allow(), deny_via_s3], **{"kms:ViaService": "sqs.us-east-1.amazonaws.com"})
+    assert not _decide([_allow(), deny_via_s3], **{"kms:ViaService": "s3.us-east-1.amazonaws.com"})
+    assert not _decide([_allow(), {**like, "Effect": "Deny"}])  # not evaluable: the Deny applies
+
+
+def test_a_denied_call_is_reported_with_function_action_and_resource() -> None:
+    RECORDER.take()
+    worker = principal("function worker", "WorkerRole", "123456789012", [_allow()])
+    RECORDER.add(worker, "s3:PutObject", [("s3:PutObject", "arn:aws:s3:::b/k")], {})
+    RECORDER.add(worker, "kms:Decrypt", [("kms:Decrypt", "arn:aws:kms:us-east-1:123456789012:key/k")], {})
+    RECORDER.add(worker, "sqs:SendMessage", [], {})  # an operation with no mapped action
+    assert RECORDER.denied() == [
+        "function worker (role WorkerRole): s3:PutObject on arn:aws:s3:::b/k: no statement allows it",
+        "function worker: sqs:SendMessage: no documented IAM action mapped for this operation",
+    ]
+    assert RECORDER.take() == (set(), set())
+
+
+def test_the_emulator_can_report_a_call_it_makes_for_the_state_machine() -> None:
+    """The hook for what the emulator layer does itself (e.g. writing a ResultWriter's results)."""
+    RECORDER.take()
+    machine = principal("state machine", "MachineRole", "123456789012", [_allow()])
+    RECORDER.state_machines.append(machine)
+    try:
+        RECORDER.state_machine_call("s3:PutObject", "arn:aws:s3:::staging/jobs/j/r/results.json")
+    finally:
+        RECORDER.state_machines.remove(machine)
+    assert RECORDER.denied() == [
+        "state machine (role MachineRole): s3:PutObject on arn:aws:s3:::staging/jobs/j/r/results.json: "
+        "no statement allows it"
+    ]
