@@ -134,6 +134,19 @@ def lambda_packages(app: cdk.App, requested: list[str]) -> tuple[list[str], list
     return sizes, refusals
 
 
+def requested_bundling() -> list[str]:
+    """The stacks the command bundles, as the CLI passed them to the app (before any override of
+    the app's): its context is CDK_CONTEXT_JSON plus, when that is too big for the environment,
+    the file CONTEXT_OVERFLOW_LOCATION_ENV names. Without the CLI: CDK's default, every stack."""
+    context: dict[str, Any] = {}
+    overflow = os.environ.get("CONTEXT_OVERFLOW_LOCATION_ENV")
+    if overflow and Path(overflow).is_file():
+        context.update(json.loads(Path(overflow).read_text(encoding="utf-8")))
+    context.update(json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}"))
+    requested = context.get(BUNDLING_STACKS)
+    return ["**"] if requested is None else [str(pattern) for pattern in requested]
+
+
 def report_packages(app: cdk.App, requested: list[str]) -> bool:
     """Print each package's size; print the refusals and return True if there are any."""
     sizes, refusals = lambda_packages(app, requested)
@@ -152,8 +165,7 @@ def main() -> int:
         print(f"mapload: cdk.json / -c setting: {error}", file=sys.stderr)
         return 2
     assembly = built.synth()
-    requested = built.node.try_get_context(BUNDLING_STACKS)
-    if report_packages(built, ["**"] if requested is None else list(requested)):
+    if report_packages(built, requested_bundling()):
         return 2
     # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
     # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.

@@ -78,6 +78,25 @@ def test_synth_fails_with_one_line_when_a_deployed_package_is_unbundled(
     assert capsys.readouterr().err == ""
 
 
+def test_a_cli_synth_that_skipped_bundling_of_a_deployed_stack_fails_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import app
+
+    # As `cdk deploy 'Mapload-dev/*'` runs the app (its context in CDK_CONTEXT_JSON), with the
+    # app overriding the CLI's choice as it used to (bundling skipped for every stack).
+    context = {**app.cdk_json_context(), "env": "dev", app.BUNDLING_STACKS: ["Mapload-dev/*"]}
+    monkeypatch.setenv("CDK_CONTEXT_JSON", json.dumps(context))
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path))
+    build = app.build_app
+    # (The jsii runtime started before this test set CDK_CONTEXT_JSON: the context goes in directly.)
+    monkeypatch.setattr(app, "build_app", lambda *args, **kwargs: build(context, outdir=str(tmp_path)))
+    assert app.requested_bundling() == ["Mapload-dev/*"]
+    assert app.main() == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mapload: refusing to synthesize Mapload-dev/Loader for deployment")
+
+
 def test_build_app_refuses_bare_setting_names_and_unknown_environments() -> None:
     import app
 
