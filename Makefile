@@ -68,11 +68,12 @@ scan: setup $(VENV)-scan/.installed
 
 test: lint typecheck scan unit
 
+# Bundles the Lambda package (no Docker) and prints its unzipped size.
 synth: setup
-	$(if $(CDK_BUNDLE),CDK_BUNDLE=1) node_modules/.bin/cdk synth -c env=$(ENV) -o cdk.out
+	node_modules/.bin/cdk synth -c env=$(ENV) -o cdk.out
 
 deploy: setup
-	CDK_BUNDLE=1 node_modules/.bin/cdk deploy -c env=$(ENV) 'Mapload-$(ENV)/*'
+	node_modules/.bin/cdk deploy -c env=$(ENV) 'Mapload-$(ENV)/*'
 
 clean:
 	rm -rf $(VENV) $(VENV)-scan node_modules cdk.out .cache demo-out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,15 +12,18 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from stacks.bundling import RUNTIME_ROOT, UNZIPPED_LIMIT_BYTES, is_bundled, tree_size
 from stacks.config import MaploadConfigError, environment_names, load_environment, overrides_from_context
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
 from stacks.stage import MaploadStage, stage_id
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_ENV = "dev"
-# PythonFunction bundles with Docker at synth; an empty pattern list bundles no stack. The CLI
-# refuses user context keys starting with `aws:`, so this goes in post-CLI context.
-SKIP_BUNDLING: dict[str, Any] = {"aws:cdk:bundling-stacks": []}
+# Which stacks' assets CDK bundles: the CLI sets it from the command (deploy/synth/diff: the
+# stacks they select; list/destroy: none). Tests and the embedded run bundle nothing: an empty
+# pattern list, in post-CLI context (the CLI refuses user context keys starting with `aws:`).
+BUNDLING_STACKS = "aws:cdk:bundling-stacks"
+SKIP_BUNDLING: dict[str, Any] = {BUNDLING_STACKS: []}
 
 
 def cdk_json_context() -> dict[str, Any]:
@@ -92,15 +96,77 @@ def validation_failures(assembly_directory: str) -> list[str]:
     ]
 
 
+def _matches(path: str, pattern: str) -> bool:
+    """CDK's stack pattern match (minimatch on the stack's path): `*` stays within one level."""
+    regex = "".join(
+        ".*" if part == "**" else "[^/]*" if part == "*" else re.escape(part)
+        for part in re.split(r"(\*\*|\*)", pattern)
+    )
+    return re.fullmatch(regex, path) is not None
+
+
+def lambda_packages(app: cdk.App, requested: list[str]) -> tuple[list[str], list[str]]:
+    """Each Lambda package the assembly holds: (size lines, refusals).
+
+    A stack the command bundles (its path matches `requested`, the CLI's bundling patterns) must
+    hold a built package; an unbundled one is runtime/ itself, which Lambda could not import.
+    """
+    sizes: list[str] = []
+    refusals: list[str] = []
+    for construct in app.node.find_all():
+        if not isinstance(construct, cdk.AssetStaging) or Path(construct.source_path) != RUNTIME_ROOT:
+            continue
+        stack = cdk.Stack.of(construct).node.path
+        if is_bundled(construct.absolute_staged_path):
+            size = tree_size(Path(construct.absolute_staged_path))
+            sizes.append(
+                f"mapload: {stack} Lambda package {Path(construct.absolute_staged_path).name}: "
+                f"{size / 2**20:.1f} MiB unzipped (Lambda allows {UNZIPPED_LIMIT_BYTES // 2**20} MiB)"
+            )
+            if size > UNZIPPED_LIMIT_BYTES:
+                refusals.append(f"mapload: {stack}'s Lambda package is over Lambda's unzipped limit")
+        elif any(_matches(stack, pattern) for pattern in requested):
+            refusals.append(
+                f"mapload: refusing to synthesize {stack} for deployment with an unbundled Lambda "
+                "package (runtime/ without its dependencies): bundling was skipped for it; run "
+                f"`npx cdk deploy '{stack}'` from the CLI without overriding {BUNDLING_STACKS}"
+            )
+    return sizes, refusals
+
+
+def requested_bundling() -> list[str]:
+    """The stacks the command bundles, as the CLI passed them to the app (before any override of
+    the app's): its context is CDK_CONTEXT_JSON plus, when that is too big for the environment,
+    the file CONTEXT_OVERFLOW_LOCATION_ENV names. Without the CLI: CDK's default, every stack."""
+    context: dict[str, Any] = {}
+    overflow = os.environ.get("CONTEXT_OVERFLOW_LOCATION_ENV")
+    if overflow and Path(overflow).is_file():
+        context.update(json.loads(Path(overflow).read_text(encoding="utf-8")))
+    context.update(json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}"))
+    requested = context.get(BUNDLING_STACKS)
+    return ["**"] if requested is None else [str(pattern) for pattern in requested]
+
+
+def report_packages(app: cdk.App, requested: list[str]) -> bool:
+    """Print each package's size; print the refusals and return True if there are any."""
+    sizes, refusals = lambda_packages(app, requested)
+    for line in [*sizes, *refusals]:
+        print(line, file=sys.stderr)
+    return bool(refusals)
+
+
 def main() -> int:
     running_under_cli = "CDK_OUTDIR" in os.environ or "CDK_CONTEXT_JSON" in os.environ
     try:
-        built = build_app(None if running_under_cli else {}, bundle=os.environ.get("CDK_BUNDLE") == "1")
+        # The CLI decides what to bundle; `python app.py` alone bundles every stack, as `cdk synth`.
+        built = build_app(None if running_under_cli else {}, bundle=True)
     except MaploadConfigError as error:
         # The message names the setting (e.g. mapload.pipeline.connection_arn); no traceback.
         print(f"mapload: cdk.json / -c setting: {error}", file=sys.stderr)
         return 2
     assembly = built.synth()
+    if report_packages(built, requested_bundling()):
+        return 2
     # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
     # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.
     failures = validation_failures(assembly.directory)

@@ -72,7 +72,6 @@ def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
             "app.build_app(json.loads(sys.argv[2]), outdir=sys.argv[3]).synth()"
         )
         env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-        env.pop("CDK_BUNDLE", None)
         # A separate process keeps the jsii/node runtime out of the embedded run.
         done = subprocess.run(
             [sys.executable, "-c", script, str(ROOT), json.dumps(context), str(scratch)],

@@ -46,6 +46,15 @@ BY_BUCKET: dict[str, dict[str, str]] = {
     },
 }
 
+# CDK's handler that empties a bucket on `cdk destroy` (auto_delete_objects, dev and staging only).
+AUTO_DELETE_PROVIDER = "Custom::S3AutoDeleteObjectsCustomResourceProvider"
+AUTO_DELETE_REASONS: dict[str, str] = {
+    "CKV_AWS_115": "CDK's bucket-emptying handler runs once per bucket on stack deletion only.",
+    "CKV_AWS_116": "Invoked by CloudFormation for its custom resource, which reports a failure itself.",
+    "CKV_AWS_117": "Calls only the S3 API (lists, deletes objects of this stack's buckets); no VPC resource.",
+    "CKV_AWS_173": "No environment variables.",
+}
+
 
 @jsii.implements(IAspect)
 class CheckovAcknowledgements:
@@ -67,6 +76,8 @@ class CheckovAcknowledgements:
                 "Talks only to S3, DynamoDB and Step Functions over TLS with IAM; no resource in a VPC "
                 "(the Neptune loader-control functions do run in the VPC)."
             )
+        if node.node.scope is not None and node.node.scope.node.id == AUTO_DELETE_PROVIDER:
+            reasons.update(AUTO_DELETE_REASONS)
         if node.cfn_resource_type == "AWS::S3::Bucket" and node.node.scope is not None:
             reasons.update(BY_BUCKET.get(node.node.scope.node.id, {}))
         if reasons:

@@ -91,6 +91,9 @@ class DataStore(Construct):
             "block_public_access": s3.BlockPublicAccess.BLOCK_ALL,
             "object_ownership": s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             "removal_policy": removal,
+            # Not retained (dev, staging): `cdk destroy` empties the bucket first (a CDK custom
+            # resource), or CloudFormation could not delete one that still holds objects.
+            "auto_delete_objects": not data_config.retain_data,
         }
 
         self.access_logs_bucket = s3.Bucket(

@@ -19,6 +19,8 @@ from stacks.data import KEY_READ, STAGING_JOBS_PREFIX, DataStack, key_use
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
 NEPTUNE_PORT: Final[int] = 8182
+# The cluster's subnets (and a second instance, when configured) span this many AZs.
+GRAPH_AZS: Final[int] = 2
 # Workers stage N-Quads under jobs/<jobId>/<planId>/graph/ (runtime/logic/layout.py).
 GRAPH_OBJECTS: Final[str] = f"{STAGING_JOBS_PREFIX}*/graph/*"
 
@@ -59,7 +61,7 @@ class GraphDatabase(Construct):
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
-            max_azs=2,
+            max_azs=GRAPH_AZS,
             nat_gateways=0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(
@@ -247,6 +249,12 @@ class GraphStack(cdk.Stack):
         self._output("GraphClusterResourceId", cluster.attr_cluster_resource_id)
         self._output("GraphLoaderRoleArn", self.database.loader_role.role_arn)
         cdk.CfnOutput(self, "GraphVpcId", value=self.database.vpc.vpc_id)
+
+    @property
+    def availability_zones(self) -> list[str]:
+        """The region's first two AZs, picked at deploy time (Fn::GetAZs). With account and region
+        set, CDK would otherwise look them up at synth, which needs AWS credentials."""
+        return [cdk.Fn.select(index, cdk.Fn.get_azs()) for index in range(GRAPH_AZS)]
 
     def export_name(self, output_id: str) -> str:
         return f"{self.stack_name}:{output_id}"

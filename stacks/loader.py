@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 import aws_cdk as cdk
@@ -16,9 +15,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
-from aws_cdk.aws_lambda_python_alpha import PythonFunction
 from constructs import Construct
 
+from stacks.bundling import lambda_code
 from stacks.config import LoaderConfig
 from stacks.data import KEY_READ, KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack, key_use
 from stacks.graph import GraphStack, GraphTarget
@@ -31,8 +30,6 @@ from stacks.nag import (
     wildcard_findings,
 )
 
-# The Lambda code root, bundled by PythonFunction; found from this file so synth works from any cwd.
-RUNTIME_ROOT: Final[Path] = Path(__file__).resolve().parent.parent / "runtime"
 HANDLER_INDEX: Final[Mapping[str, str]] = {
     "Prepare": "handlers/prepare.py",
     "Plan": "handlers/plan.py",
@@ -42,6 +39,12 @@ HANDLER_INDEX: Final[Mapping[str, str]] = {
     "PollGraphLoad": "handlers/poll_graph_load.py",
 }
 HANDLER_FUNCTION: Final[str] = "lambda_handler"
+
+
+def handler_path(name: str) -> str:
+    """Lambda's `Handler` for a function: handlers/plan.py -> handlers.plan.lambda_handler."""
+    return HANDLER_INDEX[name].removesuffix(".py").replace("/", ".") + "." + HANDLER_FUNCTION
+
 
 # Transient Lambda service errors every Task retries (docs/CONTRACTS.md "State machine").
 LAMBDA_SERVICE_ERRORS: Final[Sequence[str]] = (
@@ -125,7 +128,6 @@ class ShardedLoader(Construct):
         table: dynamodb.ITable,
         table_key: Mapping[str, str],
         ledger_table: dynamodb.ITable,
-        runtime_root: Path = RUNTIME_ROOT,
         graph: GraphTarget | None = None,
         data_key: kms.IKey | None = None,
     ) -> None:
@@ -134,7 +136,8 @@ class ShardedLoader(Construct):
         self._graph = graph
         # The customer managed key of the buckets, tables and (so) these log groups, if configured.
         self._key = data_key
-        self._runtime_root = runtime_root
+        # One package for all six functions (stacks/bundling.py): same code root, same pins.
+        self._code = lambda_code(loader_config.lambda_architecture)
         self._log_removal = (
             cdk.RemovalPolicy.RETAIN if loader_config.retain_logs else cdk.RemovalPolicy.DESTROY
         )
@@ -197,8 +200,8 @@ class ShardedLoader(Construct):
             timeout_seconds=loader_config.control_timeout_seconds,
             environment=dict(common_env),
         )
-        self.start_graph_load_function: PythonFunction | None = None
-        self.poll_graph_load_function: PythonFunction | None = None
+        self.start_graph_load_function: lambda_.Function | None = None
+        self.poll_graph_load_function: lambda_.Function | None = None
         if graph is not None:
             self._graph_functions(graph, staging_bucket, ledger_table, staging_jobs_arn)
 
@@ -285,7 +288,7 @@ class ShardedLoader(Construct):
         timeout_seconds: int,
         environment: Mapping[str, str],
         network: Mapping[str, Any] | None = None,
-    ) -> PythonFunction:
+    ) -> lambda_.Function:
         log_group = logs.LogGroup(
             self,
             f"{name}Logs",
@@ -302,12 +305,11 @@ class ShardedLoader(Construct):
             description=f"mapload {name} function",
         )
         log_group.grant_write(role)
-        function = PythonFunction(
+        function = lambda_.Function(
             self,
             name,
-            entry=str(self._runtime_root),
-            index=HANDLER_INDEX[name],
-            handler=HANDLER_FUNCTION,
+            code=self._code,
+            handler=handler_path(name),
             runtime=lambda_.Runtime.PYTHON_3_12,
             architecture=_ARCHITECTURES[self._config.lambda_architecture],
             memory_size=memory_mib,
@@ -750,7 +752,7 @@ class ShardedLoader(Construct):
             acknowledge_wildcards(default_policy(function.role), prepared)
 
     @property
-    def functions(self) -> tuple[PythonFunction, ...]:
+    def functions(self) -> tuple[lambda_.Function, ...]:
         graph = (self.start_graph_load_function, self.poll_graph_load_function)
         return (
             self.prepare_function,

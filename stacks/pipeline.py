@@ -186,8 +186,9 @@ class PipelineStack(cdk.Stack):
                 "python3 -m venv .venv",
                 ".venv/bin/pip install --quiet -r requirements.txt -c constraints.txt",
             ],
-            # CDK_BUNDLE=1: PythonFunction bundles the runtime with Docker, as a manual deploy does.
-            commands=["CDK_BUNDLE=1 node_modules/.bin/cdk synth -c pipeline=true"],
+            # The CLI bundles every stage's Lambda package from PyPI wheels for the Lambda
+            # platform (stacks/bundling.py), as a manual deploy does: no Docker, no QEMU.
+            commands=["node_modules/.bin/cdk synth -c pipeline=true"],
             primary_output_directory="cdk.out",
         )
         self.pipeline = pipelines.CodePipeline(
@@ -196,7 +197,6 @@ class PipelineStack(cdk.Stack):
             synth=self.synth_step,
             cross_account_keys=cross_account,
             enable_key_rotation=cross_account,
-            docker_enabled_for_synth=True,
             code_build_defaults=pipelines.CodeBuildOptions(
                 build_environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE)
             ),

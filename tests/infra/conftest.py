@@ -12,7 +12,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-os.environ.pop("CDK_BUNDLE", None)
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -1,10 +1,12 @@
-"""The composition root: one stage per environment, stack wiring, handlers, no bundling."""
+"""The composition root: one stage per environment, stack wiring, handlers, what is bundled."""
 
 from __future__ import annotations
 
 import ast
 import json
+from pathlib import Path
 
+import aws_cdk as cdk
 import pytest
 
 from stacks.config import MaploadConfigError
@@ -38,13 +40,61 @@ def test_every_handler_string_names_a_lambda_handler_in_runtime(dev: Synth) -> N
         assert attribute in defined, f"{logical}: {path.name} defines no {attribute}"
 
 
-def test_bundling_is_skipped_without_docker(dev: Synth) -> None:
-    # A skipped bundle stages the entry directory as is (no pip install output beside it).
-    assets = [p for p in dev.outdir.iterdir() if p.name.startswith("asset.")]
-    assert len(assets) == 1
-    assert (assets[0] / "handlers" / "plan.py").is_file()
-    assert (assets[0] / "requirements.txt").is_file()
-    assert not (assets[0] / "boto3").exists()
+def test_tests_skip_bundling_and_stage_runtime_as_is(dev: Synth) -> None:
+    # The tests (and the embedded run) bundle nothing: the function code is runtime/ itself.
+    assert not [p for p in dev.outdir.glob("asset.*") if (p / "handlers").exists()]
+    stagings = [c for c in dev.app.node.find_all() if isinstance(c, cdk.AssetStaging)]
+    runtime = [c for c in stagings if Path(c.source_path) == ROOT / "runtime"]
+    assert len(runtime) == 1  # one asset shared by the six functions
+    assert Path(runtime[0].absolute_staged_path) == ROOT / "runtime"
+
+
+def test_an_unbundled_package_in_a_stack_the_command_deploys_is_refused(dev: Synth) -> None:
+    import app
+
+    # What the CLI asks for on `cdk deploy 'Mapload-dev/*'` (and synth, diff): bundle the selection.
+    for requested in (["**"], ["Mapload-dev/*"], ["Mapload-dev/Loader"]):
+        sizes, refusals = app.lambda_packages(dev.app, requested)
+        assert not sizes
+        assert len(refusals) == 1, refusals
+        assert "\n" not in refusals[0]
+        assert refusals[0].startswith("mapload: refusing to synthesize Mapload-dev/Loader for deployment")
+        assert "npx cdk deploy 'Mapload-dev/Loader'" in refusals[0]
+    # `cdk list` / `cdk destroy` bundle nothing, and a command selecting other stacks deploys none of it.
+    for requested in ([], ["Mapload-dev/Data"], ["Mapload-prod/*"], ["Mapload-dev"]):
+        assert app.lambda_packages(dev.app, requested) == ([], []), requested
+
+
+def test_synth_fails_with_one_line_when_a_deployed_package_is_unbundled(
+    dev: Synth, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import app
+
+    # main() exits 2 when this is True; the one line names the stack and what to run.
+    assert app.report_packages(dev.app, ["**"]) is True
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mapload: refusing to synthesize Mapload-dev/Loader")
+    assert app.report_packages(dev.app, []) is False
+    assert capsys.readouterr().err == ""
+
+
+def test_a_cli_synth_that_skipped_bundling_of_a_deployed_stack_fails_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import app
+
+    # As `cdk deploy 'Mapload-dev/*'` runs the app (its context in CDK_CONTEXT_JSON), with the
+    # app overriding the CLI's choice as it used to (bundling skipped for every stack).
+    context = {**app.cdk_json_context(), "env": "dev", app.BUNDLING_STACKS: ["Mapload-dev/*"]}
+    monkeypatch.setenv("CDK_CONTEXT_JSON", json.dumps(context))
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path))
+    build = app.build_app
+    # (The jsii runtime started before this test set CDK_CONTEXT_JSON: the context goes in directly.)
+    monkeypatch.setattr(app, "build_app", lambda *args, **kwargs: build(context, outdir=str(tmp_path)))
+    assert app.requested_bundling() == ["Mapload-dev/*"]
+    assert app.main() == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("mapload: refusing to synthesize Mapload-dev/Loader for deployment")
 
 
 def test_build_app_refuses_bare_setting_names_and_unknown_environments() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Match, Template
 
 from tests.infra.support import Synth, output_target, resources
 
@@ -146,11 +148,70 @@ def test_ledger_has_generic_key_and_ttl(dev: Synth) -> None:
     assert ledger["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
 
 
-def test_dev_data_is_disposable_without_auto_delete_machinery(dev: Synth) -> None:
+def auto_deleted_buckets(template: dict[str, Any]) -> set[str]:
+    """Logical ids of the buckets a Custom::S3AutoDeleteObjects resource empties before deletion."""
+    return {
+        resource["Properties"]["BucketName"]["Ref"]
+        for resource in template["Resources"].values()
+        if resource["Type"] == "Custom::S3AutoDeleteObjects"
+    }
+
+
+def test_cdk_destroy_of_dev_deletes_every_bucket_even_holding_objects(dev: Synth) -> None:
+    template = dev.data_json
+    buckets = resources(template, "AWS::S3::Bucket")
+    assert len(buckets) == 3  # source (versioned), staging, access logs
     for kind in ("AWS::S3::Bucket", "AWS::DynamoDB::Table"):
-        for resource in resources(dev.data_json, kind).values():
-            assert resource["DeletionPolicy"] == "Delete"
-    kinds = {resource["Type"] for resource in dev.data_json["Resources"].values()}
+        for logical, resource in resources(template, kind).items():
+            assert resource["DeletionPolicy"] == "Delete", logical
+            assert resource.get("Properties", {}).get("DeletionProtectionEnabled") in (None, False), logical
+    # Every bucket, access logs and the versioned source included, is emptied first (all versions).
+    assert auto_deleted_buckets(template) == set(buckets)
+    for logical in buckets:
+        empties = [
+            r
+            for r in template["Resources"].values()
+            if r["Type"] == "Custom::S3AutoDeleteObjects"
+            and r["Properties"]["BucketName"] == {"Ref": logical}
+        ]
+        # The custom resource depends on the bucket policy letting its handler delete objects.
+        assert empties[0]["DeletionPolicy"] == "Delete"
+        assert empties[0]["DependsOn"], logical
+    # Nothing in any dev stack outlives `cdk destroy`.
+    for template_json in (dev.data_json, dev.loader_json, dev.graph.to_json() if dev.graph else {}):
+        for logical, resource in template_json.get("Resources", {}).items():
+            assert resource.get("DeletionPolicy", "Delete") == "Delete", logical
+    assert dev.stage.data.termination_protection is False
+    assert dev.stage.loader.termination_protection is False
+    if dev.graph is not None:
+        for cluster in resources(dev.graph.to_json(), "AWS::Neptune::DBCluster").values():
+            assert cluster["Properties"]["DeletionProtection"] is False
+
+
+def test_every_stack_importing_an_export_depends_on_its_exporter(dev: Synth) -> None:
+    # `cdk destroy 'Mapload-dev/*'` deletes importers before exporters, so no export is in use
+    # when its stack goes.
+    stacks = [s for s in (dev.stage.data, dev.stage.graph, dev.stage.loader) if s is not None]
+    exporters = {
+        output["Export"]["Name"]: stack.node.path
+        for stack in stacks
+        for output in Template.from_stack(stack).to_json().get("Outputs", {}).values()
+        if isinstance(output.get("Export", {}).get("Name"), str)
+    }
+    for stack in stacks:
+        imported = re.findall(
+            r'"Fn::ImportValue": "([^"]+)"', json.dumps(Template.from_stack(stack).to_json())
+        )
+        depends_on = {dependency.node.path for dependency in stack.dependencies}
+        for name in imported:
+            if name in exporters:
+                assert exporters[name] in depends_on, (stack.node.path, name)
+        assert bool(imported) == (stack is not dev.stage.data), stack.node.path
+
+
+def test_prod_buckets_are_never_emptied_by_cdk(prod: Synth) -> None:
+    assert auto_deleted_buckets(prod.data_json) == set()
+    kinds = {resource["Type"] for resource in prod.data_json["Resources"].values()}
     assert not any(kind.startswith("Custom::") for kind in kinds)
     assert "AWS::Lambda::Function" not in kinds
 

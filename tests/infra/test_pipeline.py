@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,7 @@ from aws_cdk.assertions import Template
 import app as app_module
 from stacks.config import MaploadConfigError
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
-from tests.infra.support import only, resources
+from tests.infra.support import ROOT, only, resources
 
 # One worker synthesizes the pipeline once (a module fixture would run once per xdist worker).
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("pipeline")]
@@ -94,11 +97,16 @@ def test_source_is_the_configured_connection_repository_and_branch(template: dic
     assert action["Configuration"]["BranchName"] == "release"
 
 
-def test_synth_bundles_with_docker_and_builds_the_pipeline_mode(template: dict[str, Any]) -> None:
+def test_synth_bundles_the_lambda_packages_without_docker(template: dict[str, Any]) -> None:
     projects = resources(template, "AWS::CodeBuild::Project")
     synth = only({k: v for k, v in projects.items() if "Synth" in k})["Properties"]
-    assert synth["Environment"]["PrivilegedMode"] is True  # Docker for PythonFunction bundling
-    assert "CDK_BUNDLE=1 node_modules/.bin/cdk synth -c pipeline=true" in synth["Source"]["BuildSpec"]
+    # No Docker daemon (privileged mode) and no emulation: pip fetches the Lambda platform's wheels.
+    assert synth["Environment"].get("PrivilegedMode") in (None, False)
+    assert synth["Environment"]["Type"] == "LINUX_CONTAINER"  # x86_64 CodeBuild builds arm64 too
+    spec = synth["Source"]["BuildSpec"]
+    assert "node_modules/.bin/cdk synth -c pipeline=true" in spec
+    assert ".venv/bin/pip install --quiet -r requirements.txt -c constraints.txt" in spec
+    assert "docker" not in spec.lower() and "qemu" not in spec.lower() and "CDK_BUNDLE" not in spec
 
 
 def test_prod_waits_for_a_manual_approval_before_anything_deploys(template: dict[str, Any]) -> None:
@@ -254,3 +262,45 @@ def test_under_the_cli_a_missing_setting_is_one_line_naming_it(
     assert capsys.readouterr().err == (
         "mapload: cdk.json / -c setting: mapload.pipeline.account: is required for the pipeline\n"
     )
+
+
+def test_cli_synth_of_the_pipeline_needs_no_aws_credentials(cdk_json: dict[str, Any], tmp_path: Path) -> None:
+    """`npx cdk synth -c pipeline=true` with every account and region filled in, as the README
+    says, and no credentials anywhere: no context lookup (the Graph stacks' AZs come from
+    Fn::GetAZs at deploy time), and every stage's Lambda package is bundled without Docker."""
+    settings = copy.deepcopy(cdk_json)
+    settings["context"]["mapload"] = mapload_block(cdk_json)
+    settings["app"] = f"{ROOT / '.venv' / 'bin' / 'python'} {ROOT / 'app.py'}"
+    (tmp_path / "cdk.json").write_text(json.dumps(settings), encoding="utf-8")
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AWS_", "CDK_")) and key != "HOME"
+    }
+    env.update(
+        HOME=str(tmp_path),  # no ~/.aws either
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_CONFIG_FILE=str(tmp_path / "absent-config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "absent-credentials"),
+    )
+    done = subprocess.run(
+        [str(ROOT / "node_modules" / ".bin" / "cdk"), "synth", "-c", "pipeline=true", "-o", "out", "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Need to perform AWS calls" not in done.stderr
+    assert not (tmp_path / "cdk.context.json").exists()  # nothing was looked up
+    # Each stage's Loader stack got a built package (sizes printed), never runtime/ as is.
+    for name in ("dev", "staging", "prod"):
+        assert re.search(rf"Mapload-Pipeline/Mapload-{name}/Loader Lambda package asset\.\w+: ", done.stderr)
+    graph = json.loads(
+        next(
+            (tmp_path / "out").glob("assembly-Mapload-Pipeline-Mapload-prod/*Graph*.template.json")
+        ).read_text()
+    )
+    zones = [r["Properties"]["AvailabilityZone"] for r in resources(graph, "AWS::EC2::Subnet").values()]
+    assert zones == [{"Fn::Select": [i, {"Fn::GetAZs": ""}]} for i in range(2)]
