@@ -260,10 +260,25 @@ def test_loader_outputs(dev: Synth) -> None:
         "PlanFunctionName",
         "WorkerFunctionName",
         "FinalizeFunctionName",
+        # The table key Plan validates against, for `mapload start` to check a spec locally.
+        "TableKey",
         # stacks/monitoring.py: which dashboard and alarm topic are this environment's.
         "DashboardName",
         "AlarmTopicArn",
     }
+
+
+def test_the_table_key_output_is_the_plan_functions_table_key(dev: Synth) -> None:
+    plan = next(
+        r
+        for r in dev.loader_json["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"] == "handlers.plan.lambda_handler"
+    )
+    assert (
+        dev.loader_json["Outputs"]["TableKey"]["Value"]
+        == plan["Properties"]["Environment"]["Variables"]["TABLE_KEY"]
+    )
 
 
 def test_no_physical_names(dev: Synth) -> None:
