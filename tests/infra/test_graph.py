@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources
-from tests.infra.test_state_machine import LAMBDA_ERRORS, definition, retrier
+from tests.infra.test_state_machine import definition, lambda_retriers, longest_wait_seconds, retrier
 
 pytestmark = pytest.mark.infra
 
@@ -186,7 +186,10 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert start["Parameters"]["Payload"]["job.$"] == "$.plan.job"
     assert start["ResultPath"] == "$.graphLoad"
     assert start["Next"] == "GraphWait"
-    assert start["Retry"] == [retrier(LAMBDA_ERRORS, 6), retrier(["GraphLoaderBusyError"], 5)]
+    # A full loader queue (64 loads) waits for hours, 5 minutes apart at most, not ~1.5 minutes.
+    busy = {**retrier(["GraphLoaderBusyError"], 60), "MaxDelaySeconds": 300}
+    assert start["Retry"] == [*lambda_retriers(), busy]
+    assert longest_wait_seconds(busy) >= 4 * 3600
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.graphError", "Next": "GraphLoadError"}]
     assert start["Catch"] == catch
     # Wait seconds come from the input (graph.pollSeconds, through StartGraphLoad's result).
@@ -200,6 +203,7 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert poll["Parameters"]["Payload"] == {"load.$": "$.graphLoad", "result.$": "$.result"}
     assert poll["ResultPath"] == "$.result"
     assert poll["Catch"] == catch
+    assert poll["Retry"] == [*lambda_retriers(), busy]
     assert poll["Next"] == "GraphLoaded"
     assert states["GraphLoaded"] == {
         "Type": "Choice",
