@@ -219,7 +219,7 @@ class ShardedLoader(Construct):
             "Finalize",
             memory_mib=loader_config.control_memory_mib,
             timeout_seconds=loader_config.control_timeout_seconds,
-            environment=dict(common_env),
+            environment={**common_env, "TABLE_ARN": table.table_arn},
         )
         self.start_graph_load_function: PythonFunction | None = None
         self.poll_graph_load_function: PythonFunction | None = None

@@ -31,7 +31,7 @@ CONTRACT_ENV = {
         "LEDGER_TTL_DAYS",
         "WRITE_CONCURRENCY",
     },
-    "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "LEDGER_TTL_DAYS"},
+    "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "TABLE_ARN", "LEDGER_TTL_DAYS"},
 }
 HANDLERS = {
     "Prepare": "handlers.prepare.lambda_handler",
