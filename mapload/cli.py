@@ -7,7 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from boto3.exceptions import Boto3Error
+from botocore.exceptions import BotoCoreError, ClientError
+
 from mapload import sample
+
+REGION_HELP = "AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1)"
 
 
 def _run_local(args: argparse.Namespace) -> int:
@@ -29,6 +34,7 @@ def _run_local(args: argparse.Namespace) -> int:
             env_name=args.env,
             quiet=args.quiet,
             graph_store=Path(args.graph_store) if args.graph_store else None,
+            region=args.region,
         )
     except LocalRunError as error:
         print(f"mapload: {error}", file=sys.stderr)
@@ -45,7 +51,9 @@ def _upload(args: argparse.Namespace) -> int:
             if args.source_or_uri is None or args.destination is not None:
                 print("mapload: --abort takes only s3://BUCKET/KEY", file=sys.stderr)
                 return 2
-            aborted, cleared = upload.abort(args.source_or_uri, env=args.env, ledger_table=args.ledger_table)
+            aborted, cleared = upload.abort(
+                args.source_or_uri, env=args.env, ledger_table=args.ledger_table, region=args.region
+            )
             ids = f" ({', '.join(aborted)})" if aborted else ""
             print(
                 f"{args.source_or_uri}: aborted {len(aborted)} multipart upload(s){ids}, "
@@ -64,6 +72,7 @@ def _upload(args: argparse.Namespace) -> int:
             partial=args.partial,
             quiet=args.quiet,
             ledger_table=args.ledger_table,
+            region=args.region,
         )
     except (upload.UploadError, MaploadError) as error:
         print(f"mapload: {error}", file=sys.stderr)
@@ -116,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--report", required=True, help="where to write the run report (JSON)")
     run.add_argument("--env", default="dev", help="which environment's settings to use (default: dev)")
     run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument("--region", help=REGION_HELP)
     run.add_argument(
         "--graph-store",
         metavar="DIR",
@@ -152,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         "--ledger-table", help="ledger table name (default: the stack's, or mapload-local-ledger)"
     )
     up.add_argument("--quiet", action="store_true", help="no progress bar")
+    up.add_argument("--region", help=REGION_HELP)
     up.set_defaults(func=_upload)
 
     gen = sub.add_parser("sample", help="write a deterministic UK-postcode-like CSV")
@@ -180,7 +191,16 @@ def main(argv: list[str] | None = None) -> int:
     ops.add_commands(sub)
 
     args = parser.parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except (ClientError, BotoCoreError, Boto3Error) as error:
+        # An AWS error ends the command with one line naming what failed, not a traceback.
+        print(f"mapload {args.command}: AWS error: {_one_line(error)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
 from mapload import iamcheck
+from mapload import region as regions
 from mapload.cfn import Resolver
 from mapload.neptune_local import LocalNeptuneLoader
 from mapload.synth import StackTemplate
@@ -356,15 +357,8 @@ class Emulator:
         return self.graph_loader
 
     def _create_bucket(self, name: str) -> None:
-        s3 = self.client("s3")
-        try:
-            if self.region == "us-east-1":
-                s3.create_bucket(Bucket=name)
-            else:
-                s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": self.region})
-        except ClientError as error:  # a re-run against a kept endpoint reuses its buckets
-            if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-                raise
+        # A re-run against a kept endpoint reuses its buckets.
+        regions.create_bucket(self.client("s3"), name, self.region)
 
     def _create_table(self, name: str, props: Mapping[str, Any]) -> None:
         db = self.client("dynamodb")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mapload import region as regions
 from mapload.embedded import Deployment, Emulator, observing
 from mapload.ops import report_lines
 from mapload.synth import synthesize
@@ -86,8 +87,13 @@ def run_local(
     context: dict[str, Any] | None = None,
     inspect: Callable[[Emulator, Deployment], None] | None = None,
     graph_store: Path | None = None,
+    region: str | None = None,
 ) -> dict[str, Any]:
-    """Run FILE through the state machine; `inspect` sees the emulator before it is torn down."""
+    """Run FILE through the state machine; `inspect` sees the emulator before it is torn down.
+
+    The emulator and every table and bucket it creates are in `region` (default: AWS_REGION,
+    AWS_DEFAULT_REGION, the profile's, us-east-1), so a kept endpoint shows them where the
+    user's own tools look."""
     if not file.is_file():
         raise LocalRunError(f"{file}: no such file")
     if "source" in spec:
@@ -98,7 +104,7 @@ def run_local(
         raise LocalRunError(str(error)) from error
     run_id = datetime.now(UTC).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     job_id = str(spec.get("jobId") or run_id)
-    with Emulator(env_name, graph_store=graph_store) as emu:
+    with Emulator(env_name, regions.resolve(region), graph_store=graph_store) as emu:
         deployment = emu.provision(stacks)
         bucket = deployment.output("SourceBucketName")
         emu.client("s3").upload_file(str(file), bucket, file.name)

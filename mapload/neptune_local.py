@@ -30,6 +30,7 @@ import pyoxigraph as ox
 FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "ntriples": ox.RdfFormat.N_TRIPLES}
 REQUIRED = ("source", "format", "iamRoleArn", "region")
 PARALLELISM = ("LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE")
+ACTIVE = ("LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS")
 MAX_ERRORS_LOGGED = 100
 
 
@@ -50,6 +51,9 @@ class Load:
     done: threading.Event = field(default_factory=threading.Event)
     # Held in the queue (behind other loads, as far as the client can tell) until cancelled.
     held: bool = False
+    # The failed feed's own status when it differs from the overall one (an S3 error of one feed
+    # sets the overall status to LOAD_FAILED, as Neptune documents).
+    feed_status: str | None = None
 
     def answer(self) -> dict[str, Any]:
         status = self.scripted.popleft() if self.scripted else self.status
@@ -75,7 +79,7 @@ class Load:
                 "errorLogs": self.errors,
             }
             payload["failedFeeds"] = [
-                {"fullUri": e["fileName"], "status": status}
+                {"fullUri": e["fileName"], "status": self.feed_status or status}
                 for e in self.errors[:1]
                 if status != "LOAD_COMPLETED"
             ]
@@ -84,6 +88,9 @@ class Load:
 
 class LocalNeptuneLoader:
     """`with LocalNeptuneLoader(store_dir) as loader:` serves http://127.0.0.1:<port>/loader."""
+
+    # Neptune queues at most 64 loads; a further POST is refused until one ends.
+    QUEUE_LIMIT = 64
 
     def __init__(
         self,
@@ -105,6 +112,8 @@ class LocalNeptuneLoader:
         self.fail_with: tuple[str, list[dict[str, Any]]] | None = None
         # When set, new loads stay LOAD_IN_QUEUE (never run) until a DELETE cancels them.
         self.hold = False
+        # When set, reading the source fails as S3 does for a role without access.
+        self.deny_s3 = False
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -147,7 +156,8 @@ class LocalNeptuneLoader:
             self._server.shutdown()
             self._server.server_close()
         for load in list(self.loads.values()):
-            load.done.wait(timeout=60)
+            if not load.held:  # a held load has no thread to wait for
+                load.done.wait(timeout=60)
         self.store.flush()
 
     def wait(self, load_id: str, timeout: float = 60) -> Load:
@@ -236,6 +246,13 @@ class LocalNeptuneLoader:
             return 400, {"code": "BadRequestException", "detailedMessage": "source must be an s3:// URI"}
         if request.get("parallelism", "HIGH") not in PARALLELISM:
             return 400, {"code": "BadRequestException", "detailedMessage": "invalid parallelism"}
+        waiting = [load for load in self.loads.values() if load.status in ACTIVE]
+        if len(waiting) >= self.QUEUE_LIMIT:
+            return 400, {
+                "code": "BadRequestException",
+                "detailedMessage": f"Failed to start new load for the source {request['source']}. "
+                "Max concurrent load limit breached. Limit is 64",
+            }
         load = Load(load_id=str(uuid.uuid4()), request=request, scripted=deque(self.script))
         self.loads[load.load_id] = load
         if self.hold:
@@ -269,16 +286,23 @@ class LocalNeptuneLoader:
         fail_on_error = str(load.request.get("failOnError", "TRUE")).upper() == "TRUE"
         s3 = self._s3()
         try:
+            if self.deny_s3:
+                raise PermissionError(
+                    "Access Denied (Service: Amazon S3; Status Code: 403; Error Code: AccessDenied)"
+                )
             keys = [
                 obj["Key"]
                 for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
                 for obj in page.get("Contents", [])
             ]
         except Exception as error:
-            load.status = "LOAD_S3_READ_ERROR"
+            # A feed's S3 error sets the overall status to LOAD_FAILED; the feed keeps its own.
+            denied = "AccessDenied" in str(error) or "Access Denied" in str(error)
+            load.status = "LOAD_FAILED"
+            load.feed_status = "LOAD_S3_ACCESS_DENIED_ERROR" if denied else "LOAD_S3_READ_ERROR"
             load.errors.append(
                 {
-                    "errorCode": "S3_ACCESS_DENIED_ERROR",
+                    "errorCode": load.feed_status,
                     "errorMessage": str(error),
                     "fileName": load.request["source"],
                     "recordNum": 0,

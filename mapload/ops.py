@@ -231,6 +231,14 @@ def summary(report: Mapping[str, Any] | None, described: Mapping[str, Any]) -> s
     return "\n".join(lines + report_lines(report))
 
 
+def _table(dynamodb: Mapping[str, Any]) -> str:
+    """The table's name, with its region and account from its ARN when the report has it."""
+    arn = str(dynamodb.get("tableArn") or "")
+    parts = arn.split(":")
+    where = f" ({parts[3]}, account {parts[4]})" if len(parts) > 5 else ""
+    return f"{dynamodb.get('table')}{where}"
+
+
 def report_lines(report: Mapping[str, Any]) -> list[str]:
     """A report's counts, shards, time, table, graph load, rejects and error, a line each
     (`mapload status` and `mapload run-local` print them the same way)."""
@@ -241,7 +249,7 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         f"{rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
         f"  shards    {shards.get('done')}/{shards.get('total')} done",
         f"  seconds   {report.get('seconds')}",
-        f"  table     {(report.get('dynamodb') or {}).get('table')}",
+        f"  table     {_table(report.get('dynamodb') or {})}",
     ]
     graph = report.get("graph")
     if isinstance(graph, dict):

@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from adapters.multipart import CoordinatedUpload, S3Multipart, UploadLedger, UploadResult
 from logic import parts as partlib
 from logic.spec import parse_s3_uri
+from mapload import region as regions
 from mapload.tables import create_pk_sk_table
 
 LOCAL_LEDGER_TABLE = "mapload-local-ledger"
@@ -40,23 +41,18 @@ class Target:
     min_part: int
 
 
-def _session(env: str) -> Any:
-    session = boto3.Session()
-    region = session.region_name or "us-east-1"
+def _session(env: str, region: str | None = None) -> Any:
+    name = regions.resolve(region)
+    session = boto3.Session(region_name=name)
     if env == "local" and session.get_credentials() is None:
         # Local S3/DynamoDB-compatible servers accept any credentials.
-        return boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name=region)
-    return session if session.region_name else boto3.Session(region_name=region)
+        return boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name=name)
+    return session
 
 
 def _create_local(session: Any, bucket: str, table: str) -> None:
     """Create the bucket and ledger table if missing; safe when several processes race to do it."""
-    s3 = session.client("s3")
-    try:
-        s3.create_bucket(Bucket=bucket)
-    except ClientError as error:
-        if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-            raise
+    regions.create_bucket(session.client("s3"), bucket, session.region_name)
     db = session.client("dynamodb")
     try:
         create_pk_sk_table(db, table)
@@ -81,14 +77,14 @@ def _stack_output(session: Any, env: str, name: str) -> str:
     raise UploadError(f"stack {stack} has no output {name}")
 
 
-def target(uri: str, env: str, ledger_table: str | None = None) -> Target:
+def target(uri: str, env: str, ledger_table: str | None = None, region: str | None = None) -> Target:
     try:
         bucket, key = parse_s3_uri(uri, field="destination")
     except Exception as error:
         raise UploadError(str(error)) from error
     if not key or key.endswith("/"):
         raise UploadError(f"{uri}: name the object, s3://BUCKET/KEY (not a prefix)")
-    session = _session(env)
+    session = _session(env, region)
     if env == "local":
         table = ledger_table or LOCAL_LEDGER_TABLE
         _create_local(session, bucket, table)
@@ -160,9 +156,10 @@ def upload(
     partial: bool = False,
     quiet: bool = False,
     ledger_table: str | None = None,
+    region: str | None = None,
 ) -> tuple[UploadResult, float, int]:
     """Upload this process's parts; returns the result, seconds taken and bytes of its part set."""
-    place = target(uri, env, ledger_table)
+    place = target(uri, env, ledger_table, region)
     plan = plan_source(source, part_size=part_size, partial=partial, min_part=place.min_part)
     s3 = place.session.client(
         "s3",
@@ -187,8 +184,10 @@ def upload(
     return result, time.monotonic() - started, plan.size
 
 
-def abort(uri: str, *, env: str, ledger_table: str | None = None) -> tuple[list[str], int]:
-    place = target(uri, env, ledger_table)
+def abort(
+    uri: str, *, env: str, ledger_table: str | None = None, region: str | None = None
+) -> tuple[list[str], int]:
+    place = target(uri, env, ledger_table, region)
     coordinated = CoordinatedUpload(
         S3Multipart(place.session.client("s3"), place.bucket, place.key),
         UploadLedger(place.session.client("dynamodb"), place.ledger_table, place.bucket, place.key),

@@ -12,11 +12,12 @@ from constructs import IConstruct
 # Checks that do not fit a resource type anywhere in mapload, and why.
 BY_TYPE: dict[str, dict[str, str]] = {
     "AWS::Lambda::Function": {
-        "CKV_AWS_115": "Concurrency is bounded where it matters: the Distributed Map's MaxConcurrency "
-        "(capped by max_concurrency_cap) limits Workers; reserving concurrency would take it from "
-        "the account.",
-        "CKV_AWS_116": "Invoked synchronously by Step Functions, which retries and catches failures "
-        "(Finalize reports them); a DLQ only applies to asynchronous invocations.",
+        "CKV_AWS_115": "Only the Worker, the one function that fans out, reserves concurrency "
+        "(worker_reserved_concurrency); the others run once or twice per execution (or once per "
+        "deploy) and reserving for them would only take executions from the account.",
+        "CKV_AWS_116": "Invoked by Step Functions, which retries and catches failures (Finalize reports "
+        "them), or by CloudFormation (the Graph stack's deploy-time lookup), which fails the "
+        "deployment; a DLQ would hold nothing anyone reads.",
         "CKV_AWS_173": "Environment variables hold resource names and settings only (tested: no secrets); "
         "Lambda encrypts them at rest with its service key.",
     },
@@ -73,11 +74,14 @@ class CheckovAcknowledgements:
             pass
         elif node.cfn_resource_type == "AWS::Lambda::Function":
             reasons["CKV_AWS_117"] = (
-                "Talks only to S3, DynamoDB and Step Functions over TLS with IAM; no resource in a VPC "
-                "(the Neptune loader-control functions do run in the VPC)."
+                "Talks only to AWS APIs (S3, DynamoDB; EC2 for the Graph stack's deploy-time prefix list "
+                "lookup) over TLS with IAM; no resource in a VPC (the Neptune loader-control functions "
+                "do run in the VPC)."
             )
         if node.node.scope is not None and node.node.scope.node.id == AUTO_DELETE_PROVIDER:
             reasons.update(AUTO_DELETE_REASONS)
+        if getattr(node, "reserved_concurrent_executions", None) is not None:
+            reasons.pop("CKV_AWS_115", None)  # the Worker reserves its concurrency: checkov passes it
         if node.cfn_resource_type == "AWS::S3::Bucket" and node.node.scope is not None:
             reasons.update(BY_BUCKET.get(node.node.scope.node.id, {}))
         if reasons:

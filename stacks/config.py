@@ -29,6 +29,8 @@ MAX_TABLE_UNITS: Final[int] = 10_000_000
 # An EXPRESS execution lasts at most 5 minutes; the Worker Task's timeout is the function's + 60 s.
 EXPRESS_MAX_SECONDS: Final[int] = 300
 WORKER_TASK_MARGIN_SECONDS: Final[int] = 60
+# Lambda refuses a reserved concurrency that leaves the account fewer than 100 unreserved executions.
+LAMBDA_UNRESERVED_MINIMUM: Final[int] = 100
 # Context keys of the form `mapload:<field>` override one field of the selected environment
 # (`cdk synth -c mapload:max_concurrency_cap=10`); CLI values arrive as strings.
 OVERRIDE_PREFIX: Final[str] = "mapload:"
@@ -129,8 +131,10 @@ class LoaderConfig:
     lambda_architecture: str = "arm64"
     # Child executions of the Distributed Map: STANDARD, or EXPRESS (cheaper; 5-minute limit).
     map_execution_type: str = "STANDARD"
-    # Concurrent Lambda executions the account allows (its quota); bounds max_concurrency_cap.
+    # Concurrent Lambda executions the account allows (its quota); bounds the Worker's reservation.
     lambda_concurrency_limit: int = 1000
+    # Executions reserved for (and the most allowed to) the Worker; bounds max_concurrency_cap.
+    worker_reserved_concurrency: int = 100
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,7 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
     "lambda_architecture": "arm64",
     "map_execution_type": "STANDARD",
     "lambda_concurrency_limit": 1000,
+    "worker_reserved_concurrency": 100,
     "retry_interval_seconds": 2,
     "retry_max_attempts": 6,
     "retry_backoff_rate": 2.0,
@@ -230,9 +235,11 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
 }
 _ENV_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
     "dev": {},
-    "staging": {"max_concurrency_cap": 1000},
+    # 800 Workers of a 1,000 quota: Lambda keeps 100 unreserved, the rest serves other functions.
+    "staging": {"max_concurrency_cap": 800, "worker_reserved_concurrency": 800},
     "prod": {
-        "max_concurrency_cap": 1000,
+        "max_concurrency_cap": 800,
+        "worker_reserved_concurrency": 800,
         "ledger_ttl_days": 90,
         "staging_expiry_days": 30,
         "log_retention_days": 365,
@@ -445,6 +452,7 @@ def load_environment(
         lambda_architecture=_choice(read, "lambda_architecture", LAMBDA_ARCHITECTURES),
         map_execution_type=_choice(read, "map_execution_type", MAP_EXECUTION_TYPES),
         lambda_concurrency_limit=read.int_("lambda_concurrency_limit", 1, 10_000_000),
+        worker_reserved_concurrency=read.int_("worker_reserved_concurrency", 1, 10_000_000),
     )
     _check_concurrency_and_express(read, loader)
     return EnvironmentConfig(
@@ -565,12 +573,21 @@ def _table_capacity(read: _Reader) -> dict[str, Any]:
 
 
 def _check_concurrency_and_express(read: _Reader, loader: LoaderConfig) -> None:
-    if loader.max_concurrency_cap > loader.lambda_concurrency_limit:
+    reservable = loader.lambda_concurrency_limit - LAMBDA_UNRESERVED_MINIMUM
+    if loader.worker_reserved_concurrency > reservable:
+        raise read.fail(
+            "worker_reserved_concurrency",
+            f"{loader.worker_reserved_concurrency} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} "
+            "unreserved executions of lambda_concurrency_limit (the account's quota) "
+            f"{loader.lambda_concurrency_limit}: at most {reservable}; lower it, or raise the quota "
+            "and lambda_concurrency_limit",
+        )
+    if loader.max_concurrency_cap > loader.worker_reserved_concurrency:
         raise read.fail(
             "max_concurrency_cap",
-            f"{loader.max_concurrency_cap} shards in flight need as many concurrent Lambda executions, "
-            f"but lambda_concurrency_limit (the account's quota) is {loader.lambda_concurrency_limit}: "
-            "lower max_concurrency_cap, or raise the quota and lambda_concurrency_limit",
+            f"{loader.max_concurrency_cap} shards in flight need as many Worker executions, but "
+            f"worker_reserved_concurrency is {loader.worker_reserved_concurrency}: lower max_concurrency_cap "
+            "or raise worker_reserved_concurrency",
         )
     limit = EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS
     if loader.map_execution_type == "EXPRESS" and loader.worker_timeout_seconds > limit:

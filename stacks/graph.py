@@ -12,6 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_neptune as neptune
 from aws_cdk import aws_s3 as s3
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from stacks.config import GraphConfig
@@ -23,6 +24,7 @@ NEPTUNE_PORT: Final[int] = 8182
 GRAPH_AZS: Final[int] = 2
 # Workers stage N-Quads under jobs/<jobId>/<planId>/graph/ (runtime/logic/layout.py).
 GRAPH_OBJECTS: Final[str] = f"{STAGING_JOBS_PREFIX}*/graph/*"
+S3_PREFIX_LIST_FIELD: Final[str] = "PrefixLists.0.PrefixListId"
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,54 @@ class GraphTarget:
     port: str
     cluster_resource_id: str
     loader_role_arn: str
+
+
+def s3_prefix_list_id(scope: Construct, log_group: logs.ILogGroup) -> str:
+    """The id of the AWS-managed prefix list `com.amazonaws.<region>.s3`, looked up when
+    CloudFormation deploys the stack.
+
+    The id differs per region and CloudFormation exposes it nowhere (AWS::EC2::VPCEndpoint has no
+    such attribute; cloudformation-coverage-roadmap#453). A context lookup (`PrefixList.from_lookup`)
+    needs credentials at synth and a committed cdk.context.json per account and region; a table of
+    ids per region goes stale and fails in regions it lacks. A DescribeManagedPrefixLists call at
+    deploy time works in every region with nothing at synth; it is one read-only call.
+    """
+    # An explicit role (not AWSLambdaBasicExecutionRole, which may write every log group) that
+    # writes only the lookup's own log group.
+    role = iam.Role(
+        scope,
+        "S3PrefixListLookupRole",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description="mapload Graph: look up the S3 prefix list id at deploy time",
+    )
+    log_group.grant_write(role)
+    lookup = cr.AwsCustomResource(
+        scope,
+        "S3PrefixListLookup",
+        on_update=cr.AwsSdkCall(
+            service="EC2",
+            action="describeManagedPrefixLists",
+            parameters={
+                "Filters": [{"Name": "prefix-list-name", "Values": [f"com.amazonaws.{cdk.Aws.REGION}.s3"]}]
+            },
+            physical_resource_id=cr.PhysicalResourceId.of(f"com.amazonaws.{cdk.Aws.REGION}.s3"),
+            output_paths=[S3_PREFIX_LIST_FIELD],
+        ),
+        # DescribeManagedPrefixLists takes no resource-level permission.
+        policy=cr.AwsCustomResourcePolicy.from_sdk_calls(resources=cr.AwsCustomResourcePolicy.ANY_RESOURCE),
+        # The SDK bundled with the Lambda runtime has this call: no install from npm at deploy time.
+        install_latest_aws_sdk=False,
+        role=role,
+        log_group=log_group,
+    )
+    policy = lookup.node.find_child("CustomResourcePolicy").node.default_child
+    assert isinstance(policy, cdk.CfnResource)
+    acknowledge(
+        policy,
+        "AwsSolutions-IAM5[Resource::*]",
+        "ec2:DescribeManagedPrefixLists supports no resource-level permission; the lookup is read-only.",
+    )
+    return lookup.get_response_field(S3_PREFIX_LIST_FIELD)
 
 
 class GraphDatabase(Construct):
@@ -109,6 +159,20 @@ class GraphDatabase(Construct):
         )
         self.loader_control_security_group.add_egress_rule(
             self.database_security_group, ec2.Port.tcp(NEPTUNE_PORT), "Neptune loader API"
+        )
+        lookup_logs = logs.LogGroup(
+            self,
+            "S3PrefixListLookupLogs",
+            retention=log_retention,
+            removal_policy=removal,
+            encryption_key=data_key,
+        )
+        # The bulk loader reads the staged files from the cluster's own network interfaces through
+        # the S3 gateway endpoint: HTTPS to S3's prefix list, nothing else.
+        self.database_security_group.add_egress_rule(
+            ec2.Peer.prefix_list(s3_prefix_list_id(self, lookup_logs)),
+            ec2.Port.tcp(443),
+            "Neptune bulk loader to S3 through the gateway endpoint",
         )
         # Isolated subnets have no route to the internet: 443 reaches only the S3 and DynamoDB
         # gateway endpoints (their prefix lists are not exposed to CloudFormation by name).

@@ -46,21 +46,39 @@ def handler_path(name: str) -> str:
     return HANDLER_INDEX[name].removesuffix(".py").replace("/", ".") + "." + HANDLER_FUNCTION
 
 
-# Transient Lambda service errors every Task retries (docs/CONTRACTS.md "State machine").
+# Transient Lambda service errors every Task retries (docs/CONTRACTS.md "State machine"): AWS's
+# recommended retrier, plus ClientExecutionTimeoutException and Unknown (out of memory, some
+# timeouts). Retrying is safe for every function: Prepare/Plan write per-run keys, a Worker's
+# shard counts once through the ledger's conditional write, Finalize and the graph functions
+# are idempotent per job.
 LAMBDA_SERVICE_ERRORS: Final[Sequence[str]] = (
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.Unknown",
 )
+# Throttling (reserved concurrency or the account's quota reached) waits instead of failing the
+# job: capped exponential backoff with full jitter, so a throttled invocation keeps trying for
+# about THROTTLE_MAX_ATTEMPTS x THROTTLE_MAX_DELAY_SECONDS / 2 (~20 minutes), not ~2 minutes.
+LAMBDA_THROTTLE_ERRORS: Final[Sequence[str]] = ("Lambda.TooManyRequestsException",)
+THROTTLE_MAX_ATTEMPTS: Final[int] = 40
+THROTTLE_MAX_DELAY_SECONDS: Final[int] = 60
 # Worker-only retries: the runtime's ShardWriteError, a function that hit its own timeout
 # (Lambda reports Sandbox.Timedout) and a Task that outlived its timeout.
 WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "Sandbox.Timedout", "States.Timeout")
 WORKER_RETRY_ATTEMPTS: Final[int] = 2
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
-# The loader client's own retries are exhausted; the state machine tries again later.
+# The loader client's own retries are exhausted (its queue of 64 loads is full, or it is
+# unavailable): the state machine tries again, for hours rather than ~1.5 minutes, since a full
+# queue empties only as other loads finish. Capped at 5 minutes between attempts, 60 attempts
+# (~4.5 h at most; ~300 history events).
 GRAPH_RETRY_ERRORS: Final[Sequence[str]] = ("GraphLoaderBusyError",)
-GRAPH_RETRY_ATTEMPTS: Final[int] = 5
+GRAPH_RETRY_ATTEMPTS: Final[int] = 60
+GRAPH_RETRY_MAX_DELAY_SECONDS: Final[int] = 300
+
+# Where AWS advises Step Functions log groups to live (vended logs need no resource policy).
+VENDED_LOGS_PREFIX: Final[str] = "/aws/vendedlogs/states/"
 
 RETENTION_DAYS: Final[Mapping[int, logs.RetentionDays]] = {
     1: logs.RetentionDays.ONE_DAY,
@@ -194,11 +212,17 @@ class ShardedLoader(Construct):
                 "WRITE_CONCURRENCY": str(loader_config.write_concurrency),
             },
         )
+        # Reserved concurrency: a full-width load cannot starve the account's other functions, and
+        # the Worker always has its executions (max_concurrency_cap <= this, stacks/config.py).
+        # Set on the L1 so that _function stays one shape for every function.
+        worker_cfn = self.worker_function.node.default_child
+        assert isinstance(worker_cfn, lambda_.CfnFunction)
+        worker_cfn.reserved_concurrent_executions = loader_config.worker_reserved_concurrency
         self.finalize_function = self._function(
             "Finalize",
             memory_mib=loader_config.control_memory_mib,
             timeout_seconds=loader_config.control_timeout_seconds,
-            environment=dict(common_env),
+            environment={**common_env, "TABLE_ARN": table.table_arn},
         )
         self.start_graph_load_function: lambda_.Function | None = None
         self.poll_graph_load_function: lambda_.Function | None = None
@@ -255,6 +279,12 @@ class ShardedLoader(Construct):
         self.state_machine_log_group = logs.LogGroup(
             self,
             "StateMachineLogs",
+            # Under /aws/vendedlogs/ so that Step Functions' log delivery needs no CloudWatch Logs
+            # resource policy entry (those are capped at 5,120 characters per account and region).
+            # The rest is derived from this construct's path (stage, stack, construct), unique per
+            # app like a generated name, not a name chosen per stack.
+            log_group_name=VENDED_LOGS_PREFIX
+            + cdk.Names.unique_resource_name(self, max_length=200, separator="-"),
             retention=RETENTION_DAYS[loader_config.log_retention_days],
             removal_policy=self._log_removal,
             encryption_key=self._key,
@@ -440,21 +470,32 @@ class ShardedLoader(Construct):
 
     # -- state machine -----------------------------------------------------------------------
 
-    def _retry(self, task: tasks.LambdaInvoke, errors: Sequence[str], attempts: int) -> None:
+    def _retry(
+        self,
+        task: tasks.LambdaInvoke,
+        errors: Sequence[str],
+        attempts: int,
+        max_delay_seconds: int | None = None,
+    ) -> None:
         task.add_retry(
             errors=list(errors),
             interval=cdk.Duration.seconds(self._config.retry_interval_seconds),
             max_attempts=attempts,
             backoff_rate=self._config.retry_backoff_rate,
+            max_delay=cdk.Duration.seconds(max_delay_seconds) if max_delay_seconds is not None else None,
             jitter_strategy=sfn.JitterType.FULL,
         )
+
+    def _retry_lambda(self, task: tasks.LambdaInvoke) -> None:
+        """What Lambda itself reports, on every Lambda task: service errors, then throttling."""
+        self._retry(task, LAMBDA_SERVICE_ERRORS, self._config.retry_max_attempts)
+        self._retry(task, LAMBDA_THROTTLE_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS)
 
     def _definition(self, staging_bucket: s3.IBucket) -> sfn.IChainable:
         execution = {
             "name": sfn.JsonPath.string_at("$$.Execution.Name"),
             "id": sfn.JsonPath.string_at("$$.Execution.Id"),
         }
-        attempts = self._config.retry_max_attempts
 
         prepare = tasks.LambdaInvoke(
             self,
@@ -471,7 +512,7 @@ class ShardedLoader(Construct):
             result_path="$.prepare",
             retry_on_service_exceptions=False,
         )
-        self._retry(prepare, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry_lambda(prepare)
 
         plan = tasks.LambdaInvoke(
             self,
@@ -489,7 +530,7 @@ class ShardedLoader(Construct):
             # Our own Retry below (with jitter) replaces CDK's default service-error retrier.
             retry_on_service_exceptions=False,
         )
-        self._retry(plan, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry_lambda(plan)
 
         worker = tasks.LambdaInvoke(
             self,
@@ -503,7 +544,7 @@ class ShardedLoader(Construct):
             task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(self._config.worker_timeout_seconds + 60)),
             retry_on_service_exceptions=False,
         )
-        self._retry(worker, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry_lambda(worker)
         self._retry(worker, WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS)
 
         shards = sfn.DistributedMap(
@@ -552,7 +593,7 @@ class ShardedLoader(Construct):
             result_path="$.result",
             retry_on_service_exceptions=False,
         )
-        self._retry(finalize, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry_lambda(finalize)
 
         # Finalize runs after a failed Plan or Map too, so every execution writes a report.
         # Its own path, so the report can say the error happened in Prepare.
@@ -589,7 +630,6 @@ class ShardedLoader(Construct):
         Finalize's result shape with the report finished, so Succeeded/Failed serve both paths.
         """
         assert self.start_graph_load_function is not None and self.poll_graph_load_function is not None
-        attempts = self._config.retry_max_attempts
         result_selector: dict[str, Any] = {
             name: sfn.JsonPath.string_at(f"$.Payload.{name}")
             for name in ("status", "jobId", "reportUri", "error", "cause", "graphLoad", "graphStatus")
@@ -614,8 +654,8 @@ class ShardedLoader(Construct):
             result_path="$.graphLoad",
             retry_on_service_exceptions=False,
         )
-        self._retry(start, LAMBDA_SERVICE_ERRORS, attempts)
-        self._retry(start, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS)
+        self._retry_lambda(start)
+        self._retry(start, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
         wait = sfn.Wait(
             self,
             "GraphWaitState",
@@ -634,8 +674,8 @@ class ShardedLoader(Construct):
             result_path="$.result",
             retry_on_service_exceptions=False,
         )
-        self._retry(poll, LAMBDA_SERVICE_ERRORS, attempts)
-        self._retry(poll, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS)
+        self._retry_lambda(poll)
+        self._retry(poll, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
         # A start or poll that failed for good still finishes the report (status FAILED, the error).
         record_error = tasks.LambdaInvoke(
             self,
@@ -652,7 +692,7 @@ class ShardedLoader(Construct):
             result_path="$.result",
             retry_on_service_exceptions=False,
         )
-        self._retry(record_error, LAMBDA_SERVICE_ERRORS, attempts)
+        self._retry_lambda(record_error)
         start.add_catch(record_error, errors=[sfn.Errors.ALL], result_path="$.graphError")
         poll.add_catch(record_error, errors=[sfn.Errors.ALL], result_path="$.graphError")
         loaded = (

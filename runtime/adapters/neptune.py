@@ -15,6 +15,7 @@ import boto3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
+from logic import graph_load
 from logic.errors import GraphLoaderBusyError, GraphLoaderError
 from logic.retry import backoff_delays
 
@@ -144,6 +145,12 @@ class LoaderClient:
                 code = str(answer.get("code") or "")
                 message = str(answer.get("detailedMessage") or answer.get("message") or error.reason or "")
                 last = f"HTTP {status} {code}: {message}".strip()
+                # S3 unreachable or denied (HTTP 500 or 400): the same answer on every attempt.
+                cause = graph_load.access_cause(message)
+                if cause is not None:
+                    raise GraphLoaderError(
+                        f"Neptune loader {what} failed: {cause} ({last})", status, code
+                    ) from None
                 busy = _too_many_loads(status, message)
                 if not (status in RETRY_STATUSES or code in RETRY_CODES or busy):
                     raise GraphLoaderError(f"Neptune loader {what} refused: {last}", status, code) from None

@@ -108,6 +108,7 @@ def finalize(
         shards=shards,
         error=error,
         table=settings.table_name,
+        table_arn=settings.table_arn,
         seconds=_seconds(execution.get("startTime")),
         rejects_location=rejects_location,
         sample=sample,

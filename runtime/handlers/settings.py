@@ -129,10 +129,18 @@ class WorkerSettings:
 
 @dataclass(frozen=True)
 class FinalizeSettings:
-    ENV_NAMES: ClassVar[tuple[str, ...]] = ("STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "LEDGER_TTL_DAYS")
+    ENV_NAMES: ClassVar[tuple[str, ...]] = (
+        "STAGING_BUCKET",
+        "LEDGER_TABLE",
+        "TABLE_NAME",
+        "TABLE_ARN",
+        "LEDGER_TTL_DAYS",
+    )
     staging_bucket: str
     ledger_table: str
     table_name: str
+    # The report names the table by ARN too: its region and account say where the items went.
+    table_arn: str
     ledger_ttl_days: int
 
     @classmethod
@@ -141,6 +149,7 @@ class FinalizeSettings:
             staging_bucket=_need(env, "STAGING_BUCKET"),
             ledger_table=_need(env, "LEDGER_TABLE"),
             table_name=_need(env, "TABLE_NAME"),
+            table_arn=_need(env, "TABLE_ARN"),
             ledger_ttl_days=_int(env, "LEDGER_TTL_DAYS"),
         )
 

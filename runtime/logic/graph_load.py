@@ -6,7 +6,42 @@ from collections.abc import Mapping
 from typing import Any
 
 # Statuses the poll loop waits through; LOAD_COMPLETED succeeds; every other status fails the job.
-PENDING = ("LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS")
+# LOAD_COMMITTED_W_WRITE_CONFLICTS is not an end: the loader resolves the conflicts in separate
+# transactions and updates the status as it goes (Neptune "Loader Error and Feed Messages"); the
+# input's graph.timeoutMinutes deadline bounds the wait as for any pending status.
+PENDING = ("LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS", "LOAD_COMMITTED_W_WRITE_CONFLICTS")
+_ROLE_DENIED = (
+    "S3 denied the loader role (iamRoleArn): check its s3:GetObject and s3:ListBucket grant on the "
+    "staged files and, with a data key, its kms:Decrypt"
+)
+# Loader answers no retry can change (Neptune "Loader Errors"), matched on their documented
+# message, with what to check. "Unable to connect to S3 endpoint" comes as HTTP 500.
+_ACCESS_CAUSES: tuple[tuple[str, str], ...] = (
+    (
+        "unable to connect to s3 endpoint",
+        "the cluster cannot reach S3: its security group needs egress 443 to the S3 prefix list, its "
+        "VPC an S3 gateway endpoint, and the bucket must be in the cluster's region",
+    ),
+    (
+        "unable to perform s3 list operation",
+        "S3 denied the loader role (iamRoleArn) s3:ListBucket on the staging bucket",
+    ),
+    ("access denied", _ROLE_DENIED),
+    ("accessdenied", _ROLE_DENIED),
+    (
+        "couldn't find the aws credential for iam_role_arn",
+        "the loader role (iamRoleArn) is not associated with the cluster",
+    ),
+    ("bucket is not in provided region", "the staging bucket is not in the cluster's region"),
+)
+# A feed's S3 status (the overall status is then LOAD_FAILED) and what it means.
+_FEED_CAUSES: dict[str, str] = {
+    "LOAD_S3_ACCESS_DENIED_ERROR": _ROLE_DENIED,
+    "LOAD_S3_READ_ERROR": (
+        "S3 could not be read (intermittent connectivity, or no route from the cluster: security "
+        "group egress 443 to the S3 prefix list, the S3 gateway endpoint)"
+    ),
+}
 COMPLETED = "LOAD_COMPLETED"
 # The staged files are N-Quads whatever the input format (a triple is a quad in the default graph).
 STAGED_FORMAT = "nquads"
@@ -35,6 +70,12 @@ def load_request(graph: Mapping[str, Any], *, source: str, role_arn: str, region
 
 def is_pending(status: str) -> bool:
     return status in PENDING
+
+
+def access_cause(message: str) -> str | None:
+    """What to fix when a loader answer says it cannot reach or may not read S3 (else None)."""
+    text = message.lower()
+    return next((cause for needle, cause in _ACCESS_CAUSES if needle in text), None)
 
 
 def summarize(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,4 +130,10 @@ def failure_message(summary: Mapping[str, Any], load_id: str) -> str:
             f"first error {first.get('errorCode')}: {first.get('errorMessage')} "
             f"({first.get('fileName')} record {first.get('recordNum')})"
         )
+    feeds = [str(feed.get("status")) for feed in errors.get("failedFeeds") or []]
+    cause = next(
+        (_FEED_CAUSES[status] for status in (summary["status"], *feeds) if status in _FEED_CAUSES), None
+    )
+    if cause:
+        parts.append(cause)
     return "; ".join(parts)

@@ -70,6 +70,7 @@ def build(
     error: dict[str, str] | None,
     table: str,
     seconds: float | None,
+    table_arn: str | None = None,
     rejects_location: str | None,
     sample: list[dict[str, Any]],
 ) -> dict[str, Any]:
@@ -148,6 +149,7 @@ def build(
         "seconds": seconds,
         "dynamodb": {
             "table": table,
+            "tableArn": table_arn,
             "requests": totals["requests"],
             "retries": totals["retries"],
             "throttles": totals["throttles"],

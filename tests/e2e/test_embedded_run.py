@@ -217,6 +217,71 @@ def test_data_lands_in_the_dynamodb_endpoint_the_standard_setting_names(
     assert db.scan(TableName=table, Select="COUNT")["Count"] == 300
 
 
+def test_the_configured_region_is_where_tables_and_buckets_are_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_server: str
+) -> None:
+    """AWS_REGION (before AWS_DEFAULT_REGION) is honoured: the user's own scan of a kept endpoint,
+    in their region, finds the tables and buckets, and the report names the table's region."""
+    import boto3
+
+    from mapload.local import run_local
+
+    def client(service: str, region: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=moto_server,
+            region_name=region,
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
+
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_server)
+    source = tmp_path / "p.csv"
+    source.write_text(
+        "postcode,latitude,longitude\n" + "".join(f"AB{i} 1CD,51.{i},-0.{i}\n" for i in range(50))
+    )
+
+    report = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r.json", quiet=True)
+
+    assert report["status"] == "SUCCEEDED"
+    table = report["dynamodb"]["table"]
+    assert report["dynamodb"]["tableArn"].startswith("arn:aws:dynamodb:eu-west-1:")
+    assert table in client("dynamodb", "eu-west-1").list_tables()["TableNames"]
+    assert table not in client("dynamodb", "us-east-1").list_tables()["TableNames"]
+    assert client("dynamodb", "eu-west-1").scan(TableName=table, Select="COUNT")["Count"] == 50
+    s3 = client("s3", "eu-west-1")
+    buckets = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    assert buckets
+    for bucket in buckets:
+        assert s3.get_bucket_location(Bucket=bucket)["LocationConstraint"] == "eu-west-1", bucket
+
+
+def test_an_aws_error_ends_run_local_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mapload.cli import main
+
+    # Nothing listens on port 9: creating the tables fails (botocore's EndpointConnectionError).
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    source = tmp_path / "p.csv"
+    source.write_text("postcode,latitude,longitude\nAB1 1CD,51.1,-0.1\n")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(POSTCODE_SPEC))
+
+    code = main(
+        ["run-local", str(source), "--spec", str(spec), "--report", str(tmp_path / "r.json"), "--quiet"]
+    )
+
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1, err
+    assert err[0].startswith("mapload run-local: AWS error: Could not connect to the endpoint URL")
+
+
 def test_duplicate_keys_in_a_batch_send_the_later_record_and_are_counted(
     tmp_path: Path, run_file: Callable[..., Any]
 ) -> None:

@@ -41,7 +41,7 @@ def test_defaults_per_environment() -> None:
     assert dev.data.table_key == {"pk": "S", "sk": "S"}
     assert dev.data.table_existing is None
     assert dev.loader.source_extra_buckets == ()
-    assert (dev.loader.max_concurrency_cap, prod.loader.max_concurrency_cap) == (100, 1000)
+    assert (dev.loader.max_concurrency_cap, prod.loader.max_concurrency_cap) == (100, 800)
     assert (dev.data.retain_data, prod.data.retain_data) == (False, True)
     assert prod.loader.retain_logs is True
     assert dev.loader.write_concurrency == 8

@@ -281,8 +281,9 @@ def test_every_log_group_uses_the_key(name: str, request: pytest.FixtureRequest)
         for template_name, template in all_templates(synth).items()
         for logical, group in resources(template, "AWS::Logs::LogGroup").items()
     }
-    # Six functions and the state machine (Loader), the VPC flow logs (Graph).
-    assert len(groups) == 8, sorted(groups)
+    # Six functions and the state machine (Loader), the VPC flow logs and the S3 prefix list
+    # lookup (Graph).
+    assert len(groups) == 9, sorted(groups)
     for where, group in groups.items():
         assert group["Properties"]["KmsKeyId"] == key_ref(name), where
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources
-from tests.infra.test_state_machine import LAMBDA_ERRORS, definition, retrier
+from tests.infra.test_state_machine import definition, lambda_retriers, longest_wait_seconds, retrier
 
 pytestmark = pytest.mark.infra
 
@@ -113,6 +113,7 @@ def test_only_the_loader_control_group_reaches_port_8182(dev: Synth) -> None:
     database = next(k for k in groups if "DatabaseSecurityGroup" in k)
     control = next(k for k in groups if "LoaderControlSecurityGroup" in k)
     assert cluster(dev)["Properties"]["VpcSecurityGroupIds"] == [{"Fn::GetAtt": [database, "GroupId"]}]
+    database_id = {"Fn::GetAtt": [database, "GroupId"]}
     ingress = [g["Properties"] for g in resources(template, "AWS::EC2::SecurityGroupIngress").values()]
     assert ingress == [
         {
@@ -126,15 +127,62 @@ def test_only_the_loader_control_group_reaches_port_8182(dev: Synth) -> None:
     ]
     for group in groups.values():
         assert "SecurityGroupIngress" not in group["Properties"]
-    # The database initiates nothing; the functions reach only Neptune and HTTPS.
-    assert groups[database]["Properties"]["SecurityGroupEgress"][0]["Description"] == "Disallow all traffic"
+    # The database reaches only S3 (the bulk loader, through the gateway endpoint); the functions
+    # only Neptune and HTTPS.
+    assert "SecurityGroupEgress" not in groups[database]["Properties"]
     egress = [e["Properties"] for e in resources(template, "AWS::EC2::SecurityGroupEgress").values()]
-    assert [(e["FromPort"], e["DestinationSecurityGroupId"]) for e in egress] == [
-        (8182, {"Fn::GetAtt": [database, "GroupId"]})
-    ]
+    assert [
+        (e["FromPort"], e["DestinationSecurityGroupId"]) for e in egress if e["GroupId"] != database_id
+    ] == [(8182, {"Fn::GetAtt": [database, "GroupId"]})]
     assert [(e["FromPort"], e["ToPort"]) for e in groups[control]["Properties"]["SecurityGroupEgress"]] == [
         (443, 443)
     ]
+
+
+def test_the_cluster_may_reach_s3_on_443_through_the_prefix_list_and_nothing_else(dev: Synth) -> None:
+    """The bulk loader reads S3 from the cluster's interfaces (through the gateway endpoint); without
+    this rule it answers HTTP 500 "Unable to connect to S3 endpoint"."""
+    template = graph_json(dev)
+    groups = resources(template, "AWS::EC2::SecurityGroup")
+    database = next(k for k in groups if "DatabaseSecurityGroup" in k)
+    egress = [
+        e["Properties"]
+        for e in resources(template, "AWS::EC2::SecurityGroupEgress").values()
+        if e["Properties"]["GroupId"] == {"Fn::GetAtt": [database, "GroupId"]}
+    ]
+    lookups = resources(template, "Custom::AWS")
+    [lookup] = [
+        k for k, v in lookups.items() if "describeManagedPrefixLists" in flat(v["Properties"]["Create"])
+    ]
+    assert egress == [
+        {
+            "Description": "Neptune bulk loader to S3 through the gateway endpoint",
+            "IpProtocol": "tcp",
+            "FromPort": 443,
+            "ToPort": 443,
+            "GroupId": {"Fn::GetAtt": [database, "GroupId"]},
+            "DestinationPrefixListId": {"Fn::GetAtt": [lookup, "PrefixLists.0.PrefixListId"]},
+        }
+    ]
+    # The id is looked up when CloudFormation deploys, in the stack's own region: no synth-time
+    # credentials or context, no table of ids per region.
+    call = json.loads(flat(lookups[lookup]["Properties"]["Create"]))
+    assert call["service"] == "EC2" and call["action"] == "describeManagedPrefixLists"
+    assert call["parameters"] == {
+        "Filters": [{"Name": "prefix-list-name", "Values": ["com.amazonaws.${Ref:AWS::Region}.s3"]}]
+    }
+    assert lookups[lookup]["Properties"]["Update"] == lookups[lookup]["Properties"]["Create"]
+    assert lookups[lookup]["Properties"]["InstallLatestAwsSdk"] is False
+    # Its function may make that one read-only call and write its own log group, nothing more.
+    [provider] = [
+        f
+        for f in resources(template, "AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == "index.handler"
+    ]
+    role = provider["Properties"]["Role"]["Fn::GetAtt"][0]
+    actions = {a for a, _ in grants(policy_statements(template, role))}
+    assert actions == {"ec2:DescribeManagedPrefixLists", "logs:CreateLogStream", "logs:PutLogEvents"}
+    assert "ManagedPolicyArns" not in template["Resources"][role]["Properties"]
 
 
 def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Synth) -> None:
@@ -191,7 +239,10 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert start["Parameters"]["Payload"]["job.$"] == "$.plan.job"
     assert start["ResultPath"] == "$.graphLoad"
     assert start["Next"] == "GraphWait"
-    assert start["Retry"] == [retrier(LAMBDA_ERRORS, 6), retrier(["GraphLoaderBusyError"], 5)]
+    # A full loader queue (64 loads) waits for hours, 5 minutes apart at most, not ~1.5 minutes.
+    busy = {**retrier(["GraphLoaderBusyError"], 60), "MaxDelaySeconds": 300}
+    assert start["Retry"] == [*lambda_retriers(), busy]
+    assert longest_wait_seconds(busy) >= 4 * 3600
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.graphError", "Next": "GraphLoadError"}]
     assert start["Catch"] == catch
     # Wait seconds come from the input (graph.pollSeconds, through StartGraphLoad's result).
@@ -205,6 +256,7 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert poll["Parameters"]["Payload"] == {"load.$": "$.graphLoad", "result.$": "$.result"}
     assert poll["ResultPath"] == "$.result"
     assert poll["Catch"] == catch
+    assert poll["Retry"] == [*lambda_retriers(), busy]
     assert poll["Next"] == "GraphLoaded"
     assert states["GraphLoaded"] == {
         "Type": "Choice",

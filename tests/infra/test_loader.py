@@ -31,7 +31,7 @@ CONTRACT_ENV = {
         "LEDGER_TTL_DAYS",
         "WRITE_CONCURRENCY",
     },
-    "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "LEDGER_TTL_DAYS"},
+    "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "TABLE_ARN", "LEDGER_TTL_DAYS"},
 }
 HANDLERS = {
     "Prepare": "handlers.prepare.lambda_handler",
@@ -294,5 +294,8 @@ def test_no_physical_names(dev: Synth) -> None:
     for template in (dev.data_json, dev.loader_json):
         for logical, resource in template["Resources"].items():
             prop = named.get(resource["Type"])
-            if prop:
+            if logical.startswith("ShardedLoaderStateMachineLogs"):
+                # Derived from the construct path under /aws/vendedlogs/ (see test_state_machine).
+                assert resource["Properties"]["LogGroupName"].startswith("/aws/vendedlogs/states/")
+            elif prop:
                 assert prop not in resource.get("Properties", {}), f"{logical} sets {prop}"

@@ -79,8 +79,14 @@ def test_on_demand_table_can_be_pre_warmed() -> None:
         ({"table_warm_write_units": 1000}, "table_warm_write_units", "between 4000"),
         ({"lambda_architecture": "arm"}, "lambda_architecture", "arm64, x86_64"),
         ({"map_execution_type": "EXPRESS"}, "map_execution_type", "worker_timeout_seconds to at most 240"),
-        ({"max_concurrency_cap": 2000}, "max_concurrency_cap", "lambda_concurrency_limit"),
-        ({"lambda_concurrency_limit": 50}, "max_concurrency_cap", "is 50"),
+        ({"max_concurrency_cap": 2000}, "max_concurrency_cap", "worker_reserved_concurrency is 100"),
+        ({"lambda_concurrency_limit": 150}, "worker_reserved_concurrency", "at most 50"),
+        (
+            {"worker_reserved_concurrency": 950, "max_concurrency_cap": 950},
+            "worker_reserved_concurrency",
+            "100 unreserved",
+        ),
+        ({"worker_reserved_concurrency": 0}, "worker_reserved_concurrency", "between 1 and"),
     ],
 )
 def test_bad_performance_settings_name_the_field(fields: dict[str, Any], field: str, words: str) -> None:
@@ -96,7 +102,38 @@ def test_express_children_fit_when_the_worker_timeout_does() -> None:
 
 
 def test_a_raised_lambda_quota_allows_more_shards_in_flight() -> None:
-    assert _env(max_concurrency_cap=3000, lambda_concurrency_limit=5000).loader.max_concurrency_cap == 3000
+    config = _env(max_concurrency_cap=3000, worker_reserved_concurrency=3000, lambda_concurrency_limit=5000)
+    assert (config.loader.max_concurrency_cap, config.loader.worker_reserved_concurrency) == (3000, 3000)
+
+
+@pytest.mark.parametrize("env", ["dev", "staging", "prod"])
+def test_the_default_cap_fits_the_reserved_workers_and_leaves_lambda_its_unreserved_100(env: str) -> None:
+    loader = load_environment({"environments": {env: {}}}, env).loader
+    assert loader.max_concurrency_cap <= loader.worker_reserved_concurrency
+    assert loader.worker_reserved_concurrency <= loader.lambda_concurrency_limit - 100
+
+
+@pytest.mark.parametrize("name", ["dev", "prod", "variant"])
+def test_the_worker_has_its_reserved_concurrency_and_plan_caps_within_it(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    """Template: the Worker's ReservedConcurrentExecutions is the setting, and the cap Plan applies
+    to maxConcurrency (MAX_CONCURRENCY_CAP) never exceeds it, so no Map run asks for Workers
+    Lambda would throttle."""
+    synth: Synth = request.getfixturevalue(name)
+    template = synth.loader_json
+    worker = template["Resources"][output_target(template, "WorkerFunctionName")]["Properties"]
+    plan = template["Resources"][output_target(template, "PlanFunctionName")]["Properties"]
+    expected = synth.stage.config.loader.worker_reserved_concurrency
+    assert worker["ReservedConcurrentExecutions"] == expected
+    assert int(plan["Environment"]["Variables"]["MAX_CONCURRENCY_CAP"]) <= expected
+    # Only the Worker reserves: the control functions draw on the account's unreserved pool.
+    reserved = [
+        logical
+        for logical, fn in iter_functions(template)
+        if "ReservedConcurrentExecutions" in fn["Properties"]
+    ]
+    assert reserved == [output_target(template, "WorkerFunctionName")]
 
 
 def test_settings_page_lists_every_performance_setting() -> None:
@@ -109,5 +146,6 @@ def test_settings_page_lists_every_performance_setting() -> None:
         "lambda_architecture",
         "map_execution_type",
         "lambda_concurrency_limit",
+        "worker_reserved_concurrency",
     ):
         assert f"`{name}`" in text, name

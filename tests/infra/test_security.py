@@ -38,6 +38,8 @@ UNSCOPED_ALLOWED = {
     "ec2:DeleteNetworkInterface": "functions in the VPC (Neptune loader control)",
     "ec2:AssignPrivateIpAddresses": "functions in the VPC (Neptune loader control)",
     "ec2:UnassignPrivateIpAddresses": "functions in the VPC (Neptune loader control)",
+    # The Graph stack looks up the S3 prefix list id at deploy time (its cluster's egress rule).
+    "ec2:DescribeManagedPrefixLists": "S3 prefix list lookup",
     # CloudWatch metrics have no resource-level permissions; Powertools writes EMF via logs.
     "cloudwatch:PutMetricData": "metrics",
 }

@@ -11,12 +11,24 @@ from tests.infra.support import Synth, flat, output_target, resources
 
 pytestmark = pytest.mark.infra
 
+# What Lambda really reports for a failed invocation (AWS's recommended retrier, plus Unknown:
+# out of memory, some timeouts; and the SDK's client-side timeout).
 LAMBDA_ERRORS = [
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.Unknown",
 ]
+# Throttling waits (capped backoff, many attempts) rather than failing the job after ~2 minutes.
+THROTTLE_RETRIER = {
+    "ErrorEquals": ["Lambda.TooManyRequestsException"],
+    "IntervalSeconds": 2,
+    "MaxAttempts": 40,
+    "BackoffRate": 2,
+    "MaxDelaySeconds": 60,
+    "JitterStrategy": "FULL",
+}
 EXECUTION = {"name.$": "$$.Execution.Name", "id.$": "$$.Execution.Id"}
 
 
@@ -43,6 +55,37 @@ def retrier(errors: list[str], attempts: int, interval: int = 2) -> dict[str, An
         "BackoffRate": 2,
         "JitterStrategy": "FULL",
     }
+
+
+def lambda_retriers(attempts: int = 6, interval: int = 2) -> list[dict[str, Any]]:
+    """The retriers every Lambda task starts with: service errors, then throttling."""
+    return [retrier(LAMBDA_ERRORS, attempts, interval), {**THROTTLE_RETRIER, "IntervalSeconds": interval}]
+
+
+def all_states(states: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every state by name, the Distributed Map's item processor included."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, state in states.items():
+        found[name] = state
+        processor = state.get("ItemProcessor") or state.get("Iterator")
+        if processor:
+            found.update(all_states(processor["States"]))
+    return found
+
+
+def lambda_tasks(asl: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: state
+        for name, state in all_states(asl["States"]).items()
+        if state["Type"] == "Task" and str(state.get("Resource", "")).endswith(":lambda:invoke")
+    }
+
+
+def longest_wait_seconds(retry: dict[str, Any]) -> float:
+    """The most a retrier waits in all (before jitter): capped exponential intervals summed."""
+    interval, cap = retry["IntervalSeconds"], retry.get("MaxDelaySeconds", float("inf"))
+    rate = retry.get("BackoffRate", 2.0)
+    return float(sum(min(interval * rate**attempt, cap) for attempt in range(retry["MaxAttempts"])))
 
 
 CATCH_TO_FINALIZE = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Finalize"}]
@@ -83,7 +126,7 @@ def test_prepare_task(dev: Synth) -> None:
         "compressed.$": "$.Payload.compressed",
     }
     assert prepare["ResultPath"] == "$.prepare"
-    assert prepare["Retry"] == [retrier(LAMBDA_ERRORS, 6)]
+    assert prepare["Retry"] == lambda_retriers()
     # Its own error path, so the report can say the failure happened in Prepare.
     assert prepare["Catch"] == [
         {"ErrorEquals": ["States.ALL"], "ResultPath": "$.prepareError", "Next": "Finalize"}
@@ -105,7 +148,7 @@ def test_plan_task(dev: Synth) -> None:
         "shardCount.$": "$.Payload.shardCount",
     }
     assert plan["ResultPath"] == "$.plan"
-    assert plan["Retry"] == [retrier(LAMBDA_ERRORS, 6)]
+    assert plan["Retry"] == lambda_retriers()
     assert plan["Catch"] == CATCH_TO_FINALIZE
 
 
@@ -147,7 +190,7 @@ def test_worker_task_inside_the_map(dev: Synth) -> None:
     assert worker["Parameters"] == {"FunctionName": function_arn(dev, "Worker"), "Payload.$": "$"}
     assert worker["ResultSelector"] == {"index.$": "$.Payload.index"}
     assert worker["Retry"] == [
-        retrier(LAMBDA_ERRORS, 6),
+        *lambda_retriers(),
         retrier(["ShardWriteError", "Sandbox.Timedout", "States.Timeout"], 2),
     ]
     # States.Timeout needs a Task timeout; it sits beyond the function's own 900 s.
@@ -175,7 +218,7 @@ def test_finalize_task(dev: Synth) -> None:
         "graphLoad.$": "$.Payload.graphLoad",
     }
     assert finalize["ResultPath"] == "$.result"
-    assert finalize["Retry"] == [retrier(LAMBDA_ERRORS, 6)]
+    assert finalize["Retry"] == lambda_retriers()
     assert "Catch" not in finalize
 
 
@@ -203,3 +246,48 @@ def test_retry_interval_is_a_context_override(variant: Synth) -> None:
     asl = definition(variant)
     for retry in asl["States"]["Plan"]["Retry"] + asl["States"]["Finalize"]["Retry"]:
         assert retry["IntervalSeconds"] == 1
+
+
+@pytest.mark.parametrize("name", ["dev", "prod", "variant"])
+def test_every_lambda_task_retries_what_lambda_really_reports(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    tasks = lambda_tasks(definition(request.getfixturevalue(name)))
+    expected = {"Prepare", "Plan", "Worker", "Finalize"}
+    if name != "variant":
+        expected |= {"StartGraphLoad", "PollGraphLoad", "GraphLoadError"}
+    assert set(tasks) == expected
+    for task_name, task in tasks.items():
+        retried = [error for retry in task["Retry"] for error in retry["ErrorEquals"]]
+        for error in [*LAMBDA_ERRORS, "Lambda.TooManyRequestsException"]:
+            assert error in retried, (task_name, error)
+        # Step Functions' rules: a name in one retrier only; States.ALL alone and in the last one.
+        assert len(retried) == len(set(retried)), (task_name, retried)
+        for index, retry in enumerate(task["Retry"]):
+            if "States.ALL" in retry["ErrorEquals"]:
+                assert retry["ErrorEquals"] == ["States.ALL"] and index == len(task["Retry"]) - 1, task_name
+
+
+def test_a_throttled_invocation_waits_minutes_not_two(dev: Synth) -> None:
+    for task_name, task in lambda_tasks(definition(dev)).items():
+        throttle = next(r for r in task["Retry"] if "Lambda.TooManyRequestsException" in r["ErrorEquals"])
+        assert throttle["ErrorEquals"] == ["Lambda.TooManyRequestsException"], task_name
+        # Capped, so no single wait is long, yet together (full jitter halves them on average)
+        # they span well over the ~2 minutes the service retrier's 6 attempts would.
+        assert throttle["MaxDelaySeconds"] == 60
+        assert longest_wait_seconds(throttle) >= 30 * 60, task_name
+
+
+def test_the_state_machine_logs_under_vended_logs_with_a_derived_name(dev: Synth, prod: Synth) -> None:
+    """Step Functions log groups belong under /aws/vendedlogs/ (otherwise each needs an entry in the
+    account's CloudWatch Logs resource policy, capped at 5,120 characters); the rest of the name is
+    derived from the construct path, not chosen per stack."""
+    names = []
+    for synth in (dev, prod):
+        logging = machine(synth)["Properties"]["LoggingConfiguration"]
+        group = logging["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
+        name = synth.loader_json["Resources"][group]["Properties"]["LogGroupName"]
+        assert isinstance(name, str) and name.startswith("/aws/vendedlogs/states/"), name
+        assert len(name) <= 512
+        names.append(name)
+    assert names[0] != names[1]

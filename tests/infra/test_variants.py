@@ -99,7 +99,7 @@ def test_dev_stacks_can_be_deleted(dev: Synth) -> None:
 
 def test_prod_concurrency_cap_and_ledger_ttl(prod: Synth) -> None:
     plan = variables(prod, "Plan")
-    assert plan["MAX_CONCURRENCY_CAP"] == "1000"
+    assert plan["MAX_CONCURRENCY_CAP"] == "800"
     assert plan["LEDGER_TTL_DAYS"] == "90"
     assert json.loads(str(plan["TABLE_KEY"])) == {"pk": "S", "sk": "S"}
 

@@ -14,6 +14,7 @@ ENV = {
     "STAGING_BUCKET": "stg",
     "LEDGER_TABLE": "ledger",
     "TABLE_NAME": "target",
+    "TABLE_ARN": f"arn:aws:dynamodb:{REGION}:123456789012:table/target",
     "TABLE_KEY": json.dumps({"pk": "S", "sk": "S"}),
     "MAX_CONCURRENCY_CAP": "10",
     "LEDGER_TTL_DAYS": "7",

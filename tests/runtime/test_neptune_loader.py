@@ -17,6 +17,7 @@ from adapters.neptune import LoaderClient, base_url
 from adapters.s3 import S3Store
 from handlers import poll_graph_load, start_graph_load
 from handlers.settings import PollGraphLoadSettings, StartGraphLoadSettings
+from logic import graph_load
 from logic.errors import GraphLoaderBusyError, GraphLoaderError
 from mapload.neptune_local import LocalNeptuneLoader
 
@@ -159,6 +160,114 @@ def test_retries_are_bounded_and_end_in_a_clear_error(server: LocalNeptuneLoader
     assert not server.loads
 
 
+S3_SOURCE = "s3://stg/jobs/j/run-1/graph/"
+
+
+@pytest.mark.parametrize(
+    ("fault", "cause"),
+    [
+        (
+            (
+                500,
+                {
+                    "code": "InternalFailureException",
+                    "detailedMessage": f"Unable to connect to S3 endpoint. Provided source = {S3_SOURCE} "
+                    f"and region = {REGION}",
+                },
+            ),
+            r"cannot reach S3.*security group.*egress 443 to the S3 prefix list.*gateway endpoint",
+        ),
+        (
+            (
+                500,
+                {
+                    "code": "InternalFailureException",
+                    "detailedMessage": "Failed to start load because of unknown error from S3: Access Denied "
+                    "(Service: Amazon S3; Status Code: 403; Error Code: AccessDenied)",
+                },
+            ),
+            r"S3 denied the loader role.*iamRoleArn.*s3:GetObject",
+        ),
+        (
+            (400, {"code": "BadRequestException", "detailedMessage": "Unable to perform S3 list operation"}),
+            r"S3 denied the loader role.*s3:ListBucket",
+        ),
+        (
+            (
+                400,
+                {
+                    "code": "BadRequestException",
+                    "detailedMessage": "Couldn't find the AWS credential for iam_role_arn",
+                },
+            ),
+            r"not associated with the cluster",
+        ),
+    ],
+)
+def test_an_s3_access_error_fails_at_once_naming_the_cause(
+    server: LocalNeptuneLoader, fault: tuple[int, dict[str, Any]], cause: str
+) -> None:
+    # The loader answers HTTP 500 for "Unable to connect to S3 endpoint": not transient, since
+    # nothing changes between attempts (the security group, the endpoint, the role stay as they are).
+    server.faults.extend([fault] * 3)
+    loader = client(server)
+    with pytest.raises(GraphLoaderError, match=cause) as caught:
+        loader.start(body())
+    assert not isinstance(caught.value, GraphLoaderBusyError)
+    assert caught.value.status == fault[0]
+    assert loader.retries == 0
+    assert str(fault[1]["detailedMessage"]) in str(caught.value)
+
+
+def test_a_full_load_queue_is_busy_not_failed(server: LocalNeptuneLoader) -> None:
+    # Neptune queues up to 64 loads; the next POST answers "Max concurrent load limit breached".
+    server.hold = True
+    loader = client(server, attempts=2)
+    for _ in range(LocalNeptuneLoader.QUEUE_LIMIT):
+        loader.start(body())
+    with pytest.raises(GraphLoaderBusyError, match="at its concurrent load limit after 2 attempts"):
+        loader.start(body())
+    assert len(server.loads) == LocalNeptuneLoader.QUEUE_LIMIT
+
+
+# The loader's documented statuses (Neptune "Loader Error and Feed Messages"): which ones the poll
+# loop waits through; every other one ends the load.
+DOCUMENTED_PENDING = {
+    "LOAD_NOT_STARTED",
+    "LOAD_IN_QUEUE",
+    "LOAD_IN_PROGRESS",
+    "LOAD_COMMITTED_W_WRITE_CONFLICTS",
+}
+DOCUMENTED_FINAL = {
+    "LOAD_COMPLETED",
+    "LOAD_CANCELLED_BY_USER",
+    "LOAD_CANCELLED_DUE_TO_ERRORS",
+    "LOAD_UNEXPECTED_ERROR",
+    "LOAD_FAILED",
+    "LOAD_S3_READ_ERROR",
+    "LOAD_S3_ACCESS_DENIED_ERROR",
+    "LOAD_DATA_DEADLOCK",
+    "LOAD_DATA_FAILED_DUE_TO_FEED_MODIFIED_OR_DELETED",
+    "LOAD_FAILED_BECAUSE_DEPENDENCY_NOT_SATISFIED",
+    "LOAD_FAILED_INVALID_REQUEST",
+}
+
+
+def test_status_rules_follow_the_documented_semantics() -> None:
+    assert {status for status in DOCUMENTED_PENDING | DOCUMENTED_FINAL if graph_load.is_pending(status)} == (
+        DOCUMENTED_PENDING
+    )
+
+
+def test_only_s3_reach_and_access_answers_have_a_cause() -> None:
+    assert graph_load.access_cause("boom") is None
+    assert graph_load.access_cause("Failed to start new load: max concurrent load limit breached") is None
+    assert graph_load.access_cause("Rate exceeded") is None
+    assert "prefix list" in str(
+        graph_load.access_cause("Unable to connect to S3 endpoint. Provided source = x")
+    )
+
+
 def test_a_connection_refused_is_retried_then_named() -> None:
     loader = LoaderClient(
         "http://127.0.0.1:9", REGION, credentials=CREDENTIALS, attempts=2, sleep=lambda _: None
@@ -295,6 +404,30 @@ def test_a_failed_load_fails_the_job_with_the_loaders_details(server: LocalNeptu
     report = stored_report(aws)
     assert report["status"] == "FAILED" and report["error"]["where"] == "GraphLoad"
     assert report["graph"]["errors"]["first"] == FAILED_LOGS
+
+
+def test_committed_with_write_conflicts_is_pending_while_the_loader_resolves_them(
+    server: LocalNeptuneLoader, aws: Any
+) -> None:
+    # The loader resolves write conflicts in separate transactions and updates the status as it goes.
+    server.script = ["LOAD_COMMITTED_W_WRITE_CONFLICTS", "LOAD_COMMITTED_W_WRITE_CONFLICTS"]
+    load = started(server)
+    server.wait(load["loadId"])
+    for _ in range(2):
+        pending = poll(server, aws, load)
+        assert (pending["pending"], pending["graphStatus"]) == (True, "LOAD_COMMITTED_W_WRITE_CONFLICTS")
+    done = poll(server, aws, load)
+    assert (done["pending"], done["status"], done["graphStatus"]) == (False, "SUCCEEDED", "LOAD_COMPLETED")
+
+
+def test_a_load_s3_denied_names_the_loader_role(server: LocalNeptuneLoader, aws: Any) -> None:
+    server.deny_s3 = True
+    load = started(server)
+    server.wait(load["loadId"])
+    result = poll(server, aws, load)
+    assert (result["status"], result["graphStatus"]) == ("FAILED", "LOAD_FAILED")
+    assert "LOAD_S3_ACCESS_DENIED_ERROR" in result["cause"]
+    assert "S3 denied the loader role" in result["cause"]
 
 
 def test_past_the_deadline_the_load_is_cancelled_and_the_job_fails(

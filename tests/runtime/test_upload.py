@@ -282,6 +282,69 @@ def test_cli_errors_name_the_problem(
         main(["upload", str(tmp_path / "gap"), "s3://err-bkt/d"])  # --env is required
 
 
+@pytest.mark.parametrize(
+    ("variables", "option", "region"),
+    [
+        ({"AWS_DEFAULT_REGION": "eu-west-1"}, [], "eu-west-1"),
+        ({"AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "us-east-1"}, [], "eu-west-1"),
+        ({"AWS_DEFAULT_REGION": "eu-west-1"}, ["--region", "ap-southeast-2"], "ap-southeast-2"),
+    ],
+)
+def test_upload_local_creates_the_bucket_and_ledger_in_the_configured_region(
+    server: Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variables: dict[str, str],
+    option: list[str],
+    region: str,
+) -> None:
+    """Outside us-east-1 CreateBucket needs a LocationConstraint (without it: IllegalLocationConstraint)."""
+    from mapload.cli import main
+
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+
+    assert (
+        main(["upload", str(tmp_path / "p"), "s3://region-bkt/d", "--env", "local", "--quiet", *option]) == 0
+    )
+
+    s3 = boto3.client("s3", region_name=region)
+    assert s3.get_bucket_location(Bucket="region-bkt")["LocationConstraint"] == region
+    assert (
+        upload.LOCAL_LEDGER_TABLE in boto3.client("dynamodb", region_name=region).list_tables()["TableNames"]
+    )
+    assert _object("region-bkt", "d") == b"".join((tmp_path / "p" / f"d_{i}_2").read_bytes() for i in (1, 2))
+
+
+def test_an_aws_error_ends_the_command_in_one_line_not_a_traceback(server: Server, tmp_path: Path) -> None:
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+    # A "ledger" keyed otherwise than pk/sk: DynamoDB refuses the first record (ValidationException).
+    boto3.client("dynamodb").create_table(
+        TableName="not-a-ledger",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "mapload.cli", "upload", str(tmp_path / "p"), "s3://err2-bkt/d"),
+            *("--env", "local", "--quiet", "--ledger-table", "not-a-ledger"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("mapload upload: AWS error: ")
+    assert "ValidationException" in lines[0]
+
+
 def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_next_run(
     server: MotoServer, tmp_path: Path
 ) -> None:

@@ -1,0 +1,37 @@
+"""The AWS region a command works in, and creating a bucket there (the one region-specific call)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+# Where S3 and DynamoDB are when nothing names a region (boto3 itself would refuse to pick one).
+DEFAULT_REGION = "us-east-1"
+# The AWS CLI and SDKs read AWS_REGION before AWS_DEFAULT_REGION; botocore reads only the latter.
+REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def resolve(explicit: str | None = None) -> str:
+    """--region, else AWS_REGION, else AWS_DEFAULT_REGION, else the profile's region, else us-east-1."""
+    if explicit:
+        return explicit
+    for name in REGION_VARIABLES:
+        if os.environ.get(name):
+            return os.environ[name]
+    return boto3.Session().region_name or DEFAULT_REGION
+
+
+def create_bucket(s3: Any, name: str, region: str) -> None:
+    """Create `name` in `region` (S3 wants a LocationConstraint everywhere but us-east-1); a bucket
+    this caller already owns is kept, so re-runs and racing processes are fine."""
+    try:
+        if region == DEFAULT_REGION:
+            s3.create_bucket(Bucket=name)
+        else:
+            s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": region})
+    except ClientError as error:
+        if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+            raise
