@@ -291,7 +291,7 @@ def test_cli_errors_name_the_problem(
     ],
 )
 def test_upload_local_creates_the_bucket_and_ledger_in_the_configured_region(
-    server: Server,
+    server: MotoServer,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     variables: dict[str, str],
@@ -318,7 +318,9 @@ def test_upload_local_creates_the_bucket_and_ledger_in_the_configured_region(
     assert _object("region-bkt", "d") == b"".join((tmp_path / "p" / f"d_{i}_2").read_bytes() for i in (1, 2))
 
 
-def test_an_aws_error_ends_the_command_in_one_line_not_a_traceback(server: Server, tmp_path: Path) -> None:
+def test_an_aws_error_ends_the_command_in_one_line_not_a_traceback(
+    server: MotoServer, tmp_path: Path
+) -> None:
     _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
     # A "ledger" keyed otherwise than pk/sk: DynamoDB refuses the first record (ValidationException).
     boto3.client("dynamodb").create_table(
