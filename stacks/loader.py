@@ -20,7 +20,7 @@ from aws_cdk.aws_lambda_python_alpha import PythonFunction
 from constructs import Construct
 
 from stacks.config import LoaderConfig
-from stacks.data import KEY_READ, KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack, key_use
+from stacks.data import KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack, key_use
 from stacks.graph import GraphStack, GraphTarget
 from stacks.nag import (
     acknowledge,
@@ -107,6 +107,32 @@ class ManifestItemReader(sfn.S3JsonItemReader):
             iam.PolicyStatement(
                 actions=["s3:GetObject"],
                 resources=[self._manifest_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*")],
+            )
+        ]
+
+
+class MapResultWriter(sfn.ResultWriterV2):
+    """ResultWriterV2 whose IAM grant covers only the staging `jobs/` prefix.
+
+    The stock writer grants its four actions on every object of the bucket; the Map's results
+    only ever go to jobs/<jobId>/<runId>/map-results/ (Plan's mapResultsPrefix). The actions are
+    AWS's documented ones for ResultWriter (it writes large result files by multipart upload).
+    """
+
+    def __init__(self, *, bucket: s3.IBucket, prefix: str) -> None:
+        super().__init__(bucket=bucket, prefix=prefix)
+        self._results_bucket = bucket
+
+    def provide_policy_statements(self) -> list[iam.PolicyStatement]:
+        return [
+            iam.PolicyStatement(
+                actions=[
+                    "s3:PutObject",
+                    "s3:GetObject",
+                    "s3:ListMultipartUploadParts",
+                    "s3:AbortMultipartUpload",
+                ],
+                resources=[self._results_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*")],
             )
         ]
 
@@ -270,8 +296,9 @@ class ShardedLoader(Construct):
             ),
         )
         if self._key is not None:
-            # The Distributed Map's ItemReader reads the manifest (staging jobs/*) itself.
-            self.state_machine.add_to_role_policy(key_use(self, self._key, KEY_READ, "s3"))
+            # The Distributed Map's ItemReader reads the manifest (staging jobs/*) itself, and
+            # its ResultWriter writes the children's results there.
+            self.state_machine.add_to_role_policy(key_use(self, self._key, KEY_WRITE, "s3"))
         self._acknowledge_findings(staging_jobs_arn, source_object_arns)
         self._acknowledge_prepared(staging_prepared_arn, source_object_arns)
 
@@ -481,6 +508,7 @@ class ShardedLoader(Construct):
                 "manifestKey": sfn.JsonPath.string_at("$.Payload.manifestKey"),
                 "maxConcurrency": sfn.JsonPath.number_at("$.Payload.maxConcurrency"),
                 "shardCount": sfn.JsonPath.number_at("$.Payload.shardCount"),
+                "mapResultsPrefix": sfn.JsonPath.string_at("$.Payload.mapResultsPrefix"),
             },
             result_path="$.plan",
             # Our own Retry below (with jitter) replaces CDK's default service-error retrier.
@@ -515,6 +543,11 @@ class ShardedLoader(Construct):
                 "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
                 "job": sfn.JsonPath.object_at("$.plan.job"),
             },
+            # The children's outputs go to S3, never into state: collected, they would pass the
+            # 256 KiB state limit at ~17,000 shards (States.DataLimitExceeded, which no Catch sees).
+            result_writer_v2=MapResultWriter(
+                bucket=staging_bucket, prefix=sfn.JsonPath.string_at("$.plan.mapResultsPrefix")
+            ),
             result_path=sfn.JsonPath.DISCARD,
             # EXPRESS children cost less per shard but end after 5 minutes (checked in config).
             map_execution_type=sfn.StateMachineType[self._config.map_execution_type],
