@@ -408,15 +408,19 @@ class Emulator:
             env,
             timeout_seconds=float(props.get("Timeout", 3)),
         )
+        self.add_function(fn, role_arn, runtime=str(props.get("Runtime", "python3.12")))
+
+    def add_function(self, fn: FunctionDef, role_arn: str, *, runtime: str = "python3.12") -> None:
+        """A Lambda function whose invocations run `fn.handler`'s module `handle(event, env)`."""
         self.client("lambda").create_function(
-            FunctionName=name,
-            Runtime=str(props.get("Runtime", "python3.12")),
+            FunctionName=fn.name,
+            Runtime=runtime,
             Role=role_arn,
             Handler=fn.handler,
             Code={"ZipFile": b"embedded: handled in-process"},
-            Environment={"Variables": env},
+            Environment={"Variables": fn.env},
         )
-        self.deployment.functions[logical] = fn
+        self.deployment.functions[fn.logical_id] = fn
         with _SEAM_LOCK:
             _FUNCTIONS[fn.name] = fn
             _FUNCTIONS[fn.arn] = fn

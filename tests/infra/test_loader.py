@@ -236,8 +236,17 @@ def test_state_machine_role_grants(dev: Synth) -> None:
         ("lambda:InvokeFunction", arn + ":*") for arn in functions
     }
     assert {p for p in pairs if p[0].startswith("lambda:")} == invoke
-    # The ItemReader reads manifests from the staging jobs/ prefix, nothing wider.
-    assert {p for p in pairs if p[0].startswith("s3:")} == {("s3:GetObject", STAGING_JOBS)}
+    # The ItemReader reads manifests from the staging jobs/ prefix and the ResultWriter writes the
+    # Map's results there (AWS's documented actions for it: multipart included), nothing wider.
+    assert {p for p in pairs if p[0].startswith("s3:")} == {
+        (action, STAGING_JOBS)
+        for action in (
+            "s3:GetObject",
+            "s3:PutObject",
+            "s3:ListMultipartUploadParts",
+            "s3:AbortMultipartUpload",
+        )
+    }
     logical = next(iter(resources(dev.loader_json, "AWS::StepFunctions::StateMachine")))
     executions = {p for p in pairs if p[0].startswith("states:")}
     assert ("states:StartExecution", "${Ref:" + logical + "}") in executions
