@@ -613,7 +613,7 @@ class ShardedLoader(Construct):
     def _graph_load_states(
         self, execution: Mapping[str, Any], succeeded: sfn.Succeed, failed: sfn.Fail
     ) -> sfn.IChainable:
-        """StartGraphLoad → GraphWait → PollGraphLoad → GraphLoaded? (pending: back to GraphWait).
+        """StartGraphLoad → PollGraphLoad → GraphLoaded? (pending: GraphWait, then poll again).
 
         Polling happens in the state machine, never by sleeping in a Lambda. Poll returns
         Finalize's result shape with the report finished, so Succeeded/Failed serve both paths.
@@ -626,6 +626,7 @@ class ShardedLoader(Construct):
         }
         result_selector["report"] = sfn.JsonPath.object_at("$.Payload.report")
         result_selector["pending"] = sfn.JsonPath.string_at("$.Payload.pending")
+        result_selector["waitSeconds"] = sfn.JsonPath.number_at("$.Payload.waitSeconds")
 
         start = tasks.LambdaInvoke(
             self,
@@ -639,6 +640,7 @@ class ShardedLoader(Construct):
                 "loadId": sfn.JsonPath.string_at("$.Payload.loadId"),
                 "source": sfn.JsonPath.string_at("$.Payload.source"),
                 "waitSeconds": sfn.JsonPath.number_at("$.Payload.waitSeconds"),
+                "startedAt": sfn.JsonPath.number_at("$.Payload.startedAt"),
                 "deadline": sfn.JsonPath.number_at("$.Payload.deadline"),
             },
             result_path="$.graphLoad",
@@ -650,7 +652,8 @@ class ShardedLoader(Construct):
             self,
             "GraphWaitState",
             state_name="GraphWait",
-            time=sfn.WaitTime.seconds_path("$.graphLoad.waitSeconds"),
+            # Poll's own answer: the interval grows with the load's age (runtime/logic/polling.py).
+            time=sfn.WaitTime.seconds_path("$.result.waitSeconds"),
         )
         poll = tasks.LambdaInvoke(
             self,
@@ -692,7 +695,9 @@ class ShardedLoader(Construct):
             .otherwise(failed)
         )
         record_error.next(loaded)
-        return start.next(wait).next(poll).next(loaded)
+        # The first poll right after the start; each later one after the wait Poll asked for.
+        wait.next(poll)
+        return start.next(poll).next(loaded)
 
     # -- cdk-nag -----------------------------------------------------------------------------
 

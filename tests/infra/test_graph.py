@@ -185,14 +185,16 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert start["Parameters"]["FunctionName"] == arn_of(dev, "start_graph_load")
     assert start["Parameters"]["Payload"]["job.$"] == "$.plan.job"
     assert start["ResultPath"] == "$.graphLoad"
-    assert start["Next"] == "GraphWait"
+    # The first poll right after the start; GraphWait only between polls.
+    assert start["Next"] == "PollGraphLoad"
     assert start["Retry"] == [retrier(LAMBDA_ERRORS, 6), retrier(["GraphLoaderBusyError"], 5)]
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.graphError", "Next": "GraphLoadError"}]
     assert start["Catch"] == catch
-    # Wait seconds come from the input (graph.pollSeconds, through StartGraphLoad's result).
+    # Wait seconds come from the last poll: graph.pollSeconds, growing with the load's age
+    # (runtime/logic/polling.py), so the loop fits the execution history.
     assert states["GraphWait"] == {
         "Type": "Wait",
-        "SecondsPath": "$.graphLoad.waitSeconds",
+        "SecondsPath": "$.result.waitSeconds",
         "Next": "PollGraphLoad",
     }
     poll = states["PollGraphLoad"]
