@@ -187,6 +187,7 @@ class ShardedLoader(Construct):
             "Prepare",
             memory_mib=loader_config.worker_memory_mib,
             timeout_seconds=loader_config.worker_timeout_seconds,
+            ephemeral_storage_mib=loader_config.worker_ephemeral_storage_mib,
             environment={
                 "SOURCE_BUCKETS": source_buckets,
                 "STAGING_BUCKET": staging_bucket.bucket_name,
@@ -211,6 +212,7 @@ class ShardedLoader(Construct):
             "Worker",
             memory_mib=loader_config.worker_memory_mib,
             timeout_seconds=loader_config.worker_timeout_seconds,
+            ephemeral_storage_mib=loader_config.worker_ephemeral_storage_mib,
             environment={
                 "SOURCE_BUCKETS": source_buckets,
                 **common_env,
@@ -219,8 +221,8 @@ class ShardedLoader(Construct):
         )
         self.finalize_function = self._function(
             "Finalize",
-            memory_mib=loader_config.control_memory_mib,
-            timeout_seconds=loader_config.control_timeout_seconds,
+            memory_mib=loader_config.finalize_memory_mib,
+            timeout_seconds=loader_config.finalize_timeout_seconds,
             environment=dict(common_env),
         )
         self.start_graph_load_function: PythonFunction | None = None
@@ -265,7 +267,12 @@ class ShardedLoader(Construct):
         # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
         ledger_table.grant(self.worker_function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
 
-        self._allow(self.finalize_function, ["s3:GetObject", "s3:PutObject"], [staging_jobs_arn])
+        # Finalize streams the merged rejects as a multipart upload (aborted if the merge fails).
+        self._allow(
+            self.finalize_function,
+            ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+            [staging_jobs_arn],
+        )
         ledger_table.grant(
             self.finalize_function,
             "dynamodb:Query",
@@ -312,6 +319,7 @@ class ShardedLoader(Construct):
         timeout_seconds: int,
         environment: Mapping[str, str],
         network: Mapping[str, Any] | None = None,
+        ephemeral_storage_mib: int | None = None,
     ) -> PythonFunction:
         log_group = logs.LogGroup(
             self,
@@ -339,6 +347,9 @@ class ShardedLoader(Construct):
             architecture=_ARCHITECTURES[self._config.lambda_architecture],
             memory_size=memory_mib,
             timeout=cdk.Duration.seconds(timeout_seconds),
+            ephemeral_storage_size=cdk.Size.mebibytes(ephemeral_storage_mib)
+            if ephemeral_storage_mib
+            else None,
             environment=dict(environment),
             role=role,
             log_group=log_group,
