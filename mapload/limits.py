@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -141,8 +142,18 @@ def history_length(env: Any) -> int:
     return len(env.event_manager._history_event_list)
 
 
+# The event managers of executions' own histories. moto gives all the children of one
+# Distributed Map run a single shared event manager; on AWS each child is an execution with its
+# own history, and one Worker child never nears the limit, so only these are counted.
+_EXECUTION_HISTORIES: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def _history_full(env: Any) -> bool:
     """AWS logs event 25,000 only if it is ExecutionSucceeded; anything else fails the execution."""
+    if not env.is_frame():
+        _EXECUTION_HISTORIES.add(env.event_manager)
+    if env.event_manager not in _EXECUTION_HISTORIES:
+        return False
     if env.is_running() and history_length(env) >= HISTORY_EVENTS - 1:
         from moto.stepfunctions.parser.api import ExecutionFailedEventDetails
 
