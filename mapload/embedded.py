@@ -23,9 +23,9 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
-from mapload import iamcheck
+from mapload import iamcheck, limits
 from mapload import region as regions
-from mapload.cfn import Resolver
+from mapload.cfn import Resolver, UnresolvedError
 from mapload.neptune_local import LocalNeptuneLoader
 from mapload.synth import StackTemplate
 
@@ -42,6 +42,12 @@ EMULATOR_ONLY = (
     "AWS_ENDPOINT_URL_STEPFUNCTIONS",
     "AWS_ENDPOINT_URL_IAM",
 )
+# How long Emulator.wait waits for one execution by default: longer than any local run takes.
+WAIT_DEADLINE_SECONDS = 6 * 3600.0
+
+
+class EmulatorTimeoutError(Exception):
+    """An execution in the emulator did not end before the caller's deadline."""
 
 
 @dataclass
@@ -52,6 +58,8 @@ class FunctionDef:
     handler: str
     env: dict[str, str]
     principal: iamcheck.Principal | None = None  # its role's policies, for the IAM check
+    # The template's Timeout (CloudFormation's default is 3 s).
+    timeout_seconds: float = 3.0
 
     @property
     def module(self) -> str:
@@ -66,6 +74,8 @@ class FunctionDef:
 @dataclass
 class Deployment:
     outputs: dict[str, str] = field(default_factory=dict)
+    # Outputs naming what the embedded run does not create (a VPC, a dashboard): why, if asked for.
+    unresolved: dict[str, UnresolvedError] = field(default_factory=dict)
     buckets: dict[str, str] = field(default_factory=dict)  # logical id -> name
     tables: dict[str, str] = field(default_factory=dict)
     functions: dict[str, FunctionDef] = field(default_factory=dict)
@@ -75,6 +85,9 @@ class Deployment:
         for name, value in self.outputs.items():
             if name == suffix or name.endswith(suffix):
                 return value
+        for name, error in self.unresolved.items():
+            if name == suffix or name.endswith(suffix):
+                raise error
         raise KeyError(f"no stack output named {suffix} (have {sorted(self.outputs)})")
 
 
@@ -111,17 +124,17 @@ _ORIGINAL_INVOKE = LambdaSimpleBackend.invoke
 def _seam(
     self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
 ) -> Any:
-    """moto's one place where a Lambda invocation lands: call the runtime handler instead."""
+    """moto's one place where a Lambda invocation lands: call the runtime handler instead, within
+    Lambda's limits (payload sizes, the function's timeout, JSON marshalling of the result)."""
     fn = _FUNCTIONS.get(function_name) or _FUNCTIONS.get(function_name.rsplit(":", 1)[-1])
     if fn is None:
         return _ORIGINAL_INVOKE(self, function_name, qualifier, body, headers, response_headers)
+    invocation_type = str((headers or {}).get("X-Amz-Invocation-Type") or "RequestResponse")
+    limits.check_request(fn.name, invocation_type, len(body or b""))
     event = json.loads(body or b"{}")
     try:
-        module = importlib.import_module(fn.module)
-        # The function's own environment, as the template defines it: many functions share
-        # this process, so nothing may come from process-wide variables.
-        with iamcheck.acting_as(fn.principal):
-            result = module.handle(event, fn.env)
+        result = limits.run_with_timeout(fn.name, fn.timeout_seconds, lambda: _call(fn, event))
+        payload = limits.marshal(result)
     except Exception as error:
         response_headers["x-amz-function-error"] = "Unhandled"
         # Lambda's own failures have names no Python class can have (Sandbox.Timedout): an
@@ -139,7 +152,15 @@ def _seam(
         ).encode()
     for observer in _OBSERVER:
         observer.saw(fn, result)
-    return json.dumps(result, default=str).encode()
+    return payload
+
+
+def _call(fn: FunctionDef, event: Any) -> Any:
+    module = importlib.import_module(fn.module)
+    # The function's own environment, as the template defines it: many functions share
+    # this process, so nothing may come from process-wide variables.
+    with iamcheck.acting_as(fn.principal):
+        return module.handle(event, fn.env)
 
 
 def _bucket_name(env_name: str, logical_id: str) -> str:
@@ -175,6 +196,7 @@ class Emulator:
         logging.getLogger("moto").setLevel(logging.CRITICAL)  # its interpreter logs every caught error
         self._mock.start()
         LambdaSimpleBackend.invoke = _seam  # type: ignore[method-assign]
+        limits.install()  # what AWS enforces and moto's interpreter does not (mapload/limits.py)
         _clear_runtime_clients()
         return self
 
@@ -189,6 +211,7 @@ class Emulator:
             ]
             for arn in self._keyed:
                 iamcheck.RECORDER.keys.pop(arn, None)
+        limits.uninstall()
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
@@ -299,7 +322,8 @@ class Emulator:
                 resolver.refs[logical] = f"key-{logical}"
                 resolver.attrs[(logical, "Arn")] = f"arn:aws:kms:{self.region}:{ACCOUNT}:key/{logical}"
             else:
-                resolver.refs.setdefault(logical, logical)
+                # Not created here: a Ref to it fails, naming it, instead of passing its logical id on.
+                resolver.unsupported[logical] = kind
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::S3::Bucket":
@@ -324,7 +348,7 @@ class Emulator:
                 definition = props.get("DefinitionString")
                 if definition is None:
                     definition = json.dumps(props["Definition"])
-                definition = resolver.resolve(definition)
+                definition = resolver.resolve(definition, f"{stack.name}.{logical}.DefinitionString")
                 self.client("stepfunctions").create_state_machine(
                     name=resolver.attrs[(logical, "Name")], definition=definition, roleArn=role_arn
                 )
@@ -334,11 +358,16 @@ class Emulator:
                 with iamcheck.RECORDER.lock:
                     iamcheck.RECORDER.state_machines.append(machine)
         for name, output in stack.template.get("Outputs", {}).items():
-            value = resolver.resolve(output["Value"])
-            self.deployment.outputs[f"{stack.name}.{name}"] = value
+            # An output naming something not created here (a VPC, a dashboard) fails when used.
+            value: Any
+            try:
+                value = resolver.resolve(output["Value"], f"{stack.name}.Outputs.{name}")
+                self.deployment.outputs[f"{stack.name}.{name}"] = value
+            except UnresolvedError as error:
+                value = self.deployment.unresolved[f"{stack.name}.{name}"] = error
             export = output.get("Export", {}).get("Name")
             if export:
-                resolver.exports[resolver.resolve(export)] = value
+                resolver.exports[resolver.resolve(export, f"{stack.name}.Outputs.{name}.Export")] = value
 
     @staticmethod
     def _principal(
@@ -392,18 +421,32 @@ class Emulator:
     ) -> None:
         name = resolver.refs[logical]
         env = {
-            k: str(v) for k, v in resolver.resolve(props.get("Environment", {}).get("Variables", {})).items()
+            k: str(v)
+            for k, v in resolver.resolve(
+                props.get("Environment", {}).get("Variables", {}), f"{logical}.Environment.Variables"
+            ).items()
         }
-        fn = FunctionDef(logical, name, resolver.attrs[(logical, "Arn")], str(props["Handler"]), env)
+        fn = FunctionDef(
+            logical,
+            name,
+            resolver.attrs[(logical, "Arn")],
+            str(props["Handler"]),
+            env,
+            timeout_seconds=float(props.get("Timeout", 3)),
+        )
+        self.add_function(fn, role_arn, runtime=str(props.get("Runtime", "python3.12")))
+
+    def add_function(self, fn: FunctionDef, role_arn: str, *, runtime: str = "python3.12") -> None:
+        """A Lambda function whose invocations run `fn.handler`'s module `handle(event, env)`."""
         self.client("lambda").create_function(
-            FunctionName=name,
-            Runtime=str(props.get("Runtime", "python3.12")),
+            FunctionName=fn.name,
+            Runtime=runtime,
             Role=role_arn,
             Handler=fn.handler,
             Code={"ZipFile": b"embedded: handled in-process"},
-            Environment={"Variables": env},
+            Environment={"Variables": fn.env},
         )
-        self.deployment.functions[logical] = fn
+        self.deployment.functions[fn.logical_id] = fn
         with _SEAM_LOCK:
             _FUNCTIONS[fn.name] = fn
             _FUNCTIONS[fn.arn] = fn
@@ -421,12 +464,21 @@ class Emulator:
         execution_arn: str,
         on_tick: Callable[[], None] | None = None,
         interval: float = 0.25,
+        deadline_seconds: float = WAIT_DEADLINE_SECONDS,
     ) -> dict[str, Any]:
+        """The execution's description once it has ended; EmulatorTimeoutError past the deadline."""
         sfn = self.client("stepfunctions")
+        started = time.monotonic()
         while True:
             described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
             if described["status"] != "RUNNING":
                 return described
+            waited = time.monotonic() - started
+            if waited > deadline_seconds:
+                raise EmulatorTimeoutError(
+                    f"execution {execution_arn} still RUNNING after {waited:.1f} s "
+                    f"(deadline {deadline_seconds:g} s)"
+                )
             if on_tick:
                 on_tick()
             time.sleep(interval)

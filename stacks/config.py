@@ -122,6 +122,11 @@ class LoaderConfig:
     control_memory_mib: int
     control_timeout_seconds: int
     write_concurrency: int
+    # The Worker's (and Prepare's) /tmp, where a shard's rejects and graph file spool past 8 MiB.
+    worker_ephemeral_storage_mib: int
+    # Finalize reads every shard's ledger item (up to 100,000) and merges every reject.
+    finalize_memory_mib: int
+    finalize_timeout_seconds: int
     retry_interval_seconds: int
     retry_max_attempts: int
     retry_backoff_rate: float
@@ -202,6 +207,9 @@ _COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
     "worker_timeout_seconds": 900,
     "control_memory_mib": 512,
     "control_timeout_seconds": 300,
+    "worker_ephemeral_storage_mib": 2048,
+    "finalize_memory_mib": 1024,
+    "finalize_timeout_seconds": 900,
     "write_concurrency": 8,
     "table_billing_mode": "on_demand",
     "table_warm_write_units": None,
@@ -441,6 +449,10 @@ def load_environment(
         worker_timeout_seconds=worker_timeout,
         control_memory_mib=read.int_("control_memory_mib", 128, 10240),
         control_timeout_seconds=read.int_("control_timeout_seconds", 1, 900),
+        # Lambda's limits: /tmp 512 MB to 10,240 MB; memory 128 to 10,240 MB; at most 900 s.
+        worker_ephemeral_storage_mib=read.int_("worker_ephemeral_storage_mib", 512, 10240),
+        finalize_memory_mib=read.int_("finalize_memory_mib", 128, 10240),
+        finalize_timeout_seconds=read.int_("finalize_timeout_seconds", 1, 900),
         write_concurrency=read.int_("write_concurrency", 1, 256),
         # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
         retry_interval_seconds=read.int_("retry_interval_seconds", 1, 3600),

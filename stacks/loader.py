@@ -19,7 +19,7 @@ from constructs import Construct
 
 from stacks.bundling import lambda_code
 from stacks.config import LoaderConfig
-from stacks.data import KEY_READ, KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack, key_use
+from stacks.data import KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, DataStack, key_use
 from stacks.graph import GraphStack, GraphTarget
 from stacks.nag import (
     acknowledge,
@@ -132,6 +132,32 @@ class ManifestItemReader(sfn.S3JsonItemReader):
         ]
 
 
+class MapResultWriter(sfn.ResultWriterV2):
+    """ResultWriterV2 whose IAM grant covers only the staging `jobs/` prefix.
+
+    The stock writer grants its four actions on every object of the bucket; the Map's results
+    only ever go to jobs/<jobId>/<runId>/map-results/ (Plan's mapResultsPrefix). The actions are
+    AWS's documented ones for ResultWriter (it writes large result files by multipart upload).
+    """
+
+    def __init__(self, *, bucket: s3.IBucket, prefix: str) -> None:
+        super().__init__(bucket=bucket, prefix=prefix)
+        self._results_bucket = bucket
+
+    def provide_policy_statements(self) -> list[iam.PolicyStatement]:
+        return [
+            iam.PolicyStatement(
+                actions=[
+                    "s3:PutObject",
+                    "s3:GetObject",
+                    "s3:ListMultipartUploadParts",
+                    "s3:AbortMultipartUpload",
+                ],
+                resources=[self._results_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*")],
+            )
+        ]
+
+
 class ShardedLoader(Construct):
     """Plan → Distributed Map of Workers → Finalize → Done, with narrowly granted functions."""
 
@@ -182,6 +208,7 @@ class ShardedLoader(Construct):
             "Prepare",
             memory_mib=loader_config.worker_memory_mib,
             timeout_seconds=loader_config.worker_timeout_seconds,
+            ephemeral_storage_mib=loader_config.worker_ephemeral_storage_mib,
             environment={
                 "SOURCE_BUCKETS": source_buckets,
                 "STAGING_BUCKET": staging_bucket.bucket_name,
@@ -206,6 +233,7 @@ class ShardedLoader(Construct):
             "Worker",
             memory_mib=loader_config.worker_memory_mib,
             timeout_seconds=loader_config.worker_timeout_seconds,
+            ephemeral_storage_mib=loader_config.worker_ephemeral_storage_mib,
             environment={
                 "SOURCE_BUCKETS": source_buckets,
                 **common_env,
@@ -220,8 +248,8 @@ class ShardedLoader(Construct):
         worker_cfn.reserved_concurrent_executions = loader_config.worker_reserved_concurrency
         self.finalize_function = self._function(
             "Finalize",
-            memory_mib=loader_config.control_memory_mib,
-            timeout_seconds=loader_config.control_timeout_seconds,
+            memory_mib=loader_config.finalize_memory_mib,
+            timeout_seconds=loader_config.finalize_timeout_seconds,
             environment={**common_env, "TABLE_ARN": table.table_arn},
         )
         self.start_graph_load_function: lambda_.Function | None = None
@@ -266,7 +294,12 @@ class ShardedLoader(Construct):
         # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
         ledger_table.grant(self.worker_function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
 
-        self._allow(self.finalize_function, ["s3:GetObject", "s3:PutObject"], [staging_jobs_arn])
+        # Finalize streams the merged rejects as a multipart upload (aborted if the merge fails).
+        self._allow(
+            self.finalize_function,
+            ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+            [staging_jobs_arn],
+        )
         ledger_table.grant(
             self.finalize_function,
             "dynamodb:Query",
@@ -303,8 +336,9 @@ class ShardedLoader(Construct):
             ),
         )
         if self._key is not None:
-            # The Distributed Map's ItemReader reads the manifest (staging jobs/*) itself.
-            self.state_machine.add_to_role_policy(key_use(self, self._key, KEY_READ, "s3"))
+            # The Distributed Map's ItemReader reads the manifest (staging jobs/*) itself, and
+            # its ResultWriter writes the children's results there.
+            self.state_machine.add_to_role_policy(key_use(self, self._key, KEY_WRITE, "s3"))
         self._acknowledge_findings(staging_jobs_arn, source_object_arns)
         self._acknowledge_prepared(staging_prepared_arn, source_object_arns)
 
@@ -318,6 +352,7 @@ class ShardedLoader(Construct):
         timeout_seconds: int,
         environment: Mapping[str, str],
         network: Mapping[str, Any] | None = None,
+        ephemeral_storage_mib: int | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(
             self,
@@ -344,6 +379,9 @@ class ShardedLoader(Construct):
             architecture=_ARCHITECTURES[self._config.lambda_architecture],
             memory_size=memory_mib,
             timeout=cdk.Duration.seconds(timeout_seconds),
+            ephemeral_storage_size=cdk.Size.mebibytes(ephemeral_storage_mib)
+            if ephemeral_storage_mib
+            else None,
             environment=dict(environment),
             role=role,
             log_group=log_group,
@@ -525,6 +563,7 @@ class ShardedLoader(Construct):
                 "manifestKey": sfn.JsonPath.string_at("$.Payload.manifestKey"),
                 "maxConcurrency": sfn.JsonPath.number_at("$.Payload.maxConcurrency"),
                 "shardCount": sfn.JsonPath.number_at("$.Payload.shardCount"),
+                "mapResultsPrefix": sfn.JsonPath.string_at("$.Payload.mapResultsPrefix"),
             },
             result_path="$.plan",
             # Our own Retry below (with jitter) replaces CDK's default service-error retrier.
@@ -559,6 +598,11 @@ class ShardedLoader(Construct):
                 "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
                 "job": sfn.JsonPath.object_at("$.plan.job"),
             },
+            # The children's outputs go to S3, never into state: collected, they would pass the
+            # 256 KiB state limit at ~17,000 shards (States.DataLimitExceeded, which no Catch sees).
+            result_writer_v2=MapResultWriter(
+                bucket=staging_bucket, prefix=sfn.JsonPath.string_at("$.plan.mapResultsPrefix")
+            ),
             result_path=sfn.JsonPath.DISCARD,
             # EXPRESS children cost less per shard but end after 5 minutes (checked in config).
             map_execution_type=sfn.StateMachineType[self._config.map_execution_type],
@@ -624,7 +668,7 @@ class ShardedLoader(Construct):
     def _graph_load_states(
         self, execution: Mapping[str, Any], succeeded: sfn.Succeed, failed: sfn.Fail
     ) -> sfn.IChainable:
-        """StartGraphLoad → GraphWait → PollGraphLoad → GraphLoaded? (pending: back to GraphWait).
+        """StartGraphLoad → PollGraphLoad → GraphLoaded? (pending: GraphWait, then poll again).
 
         Polling happens in the state machine, never by sleeping in a Lambda. Poll returns
         Finalize's result shape with the report finished, so Succeeded/Failed serve both paths.
@@ -636,6 +680,7 @@ class ShardedLoader(Construct):
         }
         result_selector["report"] = sfn.JsonPath.object_at("$.Payload.report")
         result_selector["pending"] = sfn.JsonPath.string_at("$.Payload.pending")
+        result_selector["waitSeconds"] = sfn.JsonPath.number_at("$.Payload.waitSeconds")
 
         start = tasks.LambdaInvoke(
             self,
@@ -649,6 +694,7 @@ class ShardedLoader(Construct):
                 "loadId": sfn.JsonPath.string_at("$.Payload.loadId"),
                 "source": sfn.JsonPath.string_at("$.Payload.source"),
                 "waitSeconds": sfn.JsonPath.number_at("$.Payload.waitSeconds"),
+                "startedAt": sfn.JsonPath.number_at("$.Payload.startedAt"),
                 "deadline": sfn.JsonPath.number_at("$.Payload.deadline"),
             },
             result_path="$.graphLoad",
@@ -660,7 +706,8 @@ class ShardedLoader(Construct):
             self,
             "GraphWaitState",
             state_name="GraphWait",
-            time=sfn.WaitTime.seconds_path("$.graphLoad.waitSeconds"),
+            # Poll's own answer: the interval grows with the load's age (runtime/logic/polling.py).
+            time=sfn.WaitTime.seconds_path("$.result.waitSeconds"),
         )
         poll = tasks.LambdaInvoke(
             self,
@@ -702,7 +749,9 @@ class ShardedLoader(Construct):
             .otherwise(failed)
         )
         record_error.next(loaded)
-        return start.next(wait).next(poll).next(loaded)
+        # The first poll right after the start; each later one after the wait Poll asked for.
+        wait.next(poll)
+        return start.next(poll).next(loaded)
 
     # -- cdk-nag -----------------------------------------------------------------------------
 

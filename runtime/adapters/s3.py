@@ -131,9 +131,71 @@ class S3Store:
         # upload_fileobj switches to multipart for large files, so memory stays bounded.
         self._s3.upload_fileobj(fileobj, bucket, key, ExtraArgs={"ContentType": content_type})
 
+    def streaming_upload(self, bucket: str, key: str, content_type: str) -> StreamingUpload:
+        return StreamingUpload(self._s3, bucket, key, content_type)
+
     def open_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
         try:
             yield from body.iter_lines()
         finally:
             body.close()
+
+
+# S3's smallest part (but the last) is 5 MiB; 8 MiB parts keep memory at one part.
+PART_BYTES = 8 * 1024 * 1024
+
+
+class StreamingUpload:
+    """An S3 object written as it is produced: each full part goes out as a multipart part, so
+    memory holds one part and nothing touches /tmp; a small object is one PutObject. An error
+    inside the `with` aborts the upload (the bucket's lifecycle rule is the backstop)."""
+
+    def __init__(
+        self, client: Any, bucket: str, key: str, content_type: str, part_bytes: int = PART_BYTES
+    ) -> None:
+        self._s3, self.bucket, self.key = client, bucket, key
+        self._content_type = content_type
+        self._part_bytes = part_bytes
+        self._buffer = bytearray()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self.size = 0
+
+    def __enter__(self) -> StreamingUpload:
+        return self
+
+    def write(self, data: bytes) -> None:
+        self._buffer += data
+        self.size += len(data)
+        while len(self._buffer) >= self._part_bytes:
+            self._send(bytes(self._buffer[: self._part_bytes]))
+            del self._buffer[: self._part_bytes]
+
+    def _send(self, body: bytes) -> None:
+        if self._upload_id is None:
+            self._upload_id = self._s3.create_multipart_upload(
+                Bucket=self.bucket, Key=self.key, ContentType=self._content_type
+            )["UploadId"]
+        number = len(self._parts) + 1
+        etag = self._s3.upload_part(
+            Bucket=self.bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=body
+        )["ETag"]
+        self._parts.append({"PartNumber": number, "ETag": etag})
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if error is not None:
+            if self._upload_id is not None:
+                self._s3.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self._upload_id)
+            return
+        if self._upload_id is None:
+            self._s3.put_object(
+                Bucket=self.bucket, Key=self.key, Body=bytes(self._buffer), ContentType=self._content_type
+            )
+            return
+        if self._buffer:
+            self._send(bytes(self._buffer))
+            self._buffer.clear()
+        self._s3.complete_multipart_upload(
+            Bucket=self.bucket, Key=self.key, UploadId=self._upload_id, MultipartUpload={"Parts": self._parts}
+        )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping
 from datetime import datetime
@@ -18,7 +17,6 @@ from handlers.settings import FinalizeSettings
 from logic import layout, report
 
 SETTINGS_CLASS = FinalizeSettings
-SPOOL_BYTES = 8 * 1024 * 1024
 
 
 def _seconds(started: str | None) -> float | None:
@@ -38,17 +36,23 @@ def _merge_rejects(
     manifest: list[dict[str, Any]],
     shards: Mapping[int, Mapping[str, Any]],
 ) -> tuple[str | None, list[dict[str, Any]]]:
-    """One rejects file in file order with absolute line numbers; None when nothing was rejected."""
+    """One rejects file in file order with absolute line numbers; None when nothing was rejected.
+
+    Streamed to S3 in parts as it is merged: memory holds one part, /tmp holds nothing, whatever
+    the number of rejects (S3 cannot copy the shards' files: every line gets its file line number).
+    """
     bases = report.line_numbers(manifest, shards)
     sample: list[dict[str, Any]] = []
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as merged:
-        wrote = False
-        for index in sorted(shards):
-            key = shards[index].get("rejectsKey")
-            if not key:
-                continue
+    keyed = sorted(
+        (index, str(shards[index]["rejectsKey"])) for index in shards if shards[index].get("rejectsKey")
+    )
+    if not keyed:
+        return None, sample
+    key = layout.rejects_key(job_id, run_id)
+    with store.streaming_upload(bucket, key, "application/x-ndjson") as merged:
+        for index, shard_key in keyed:
             base = bases.get(index)
-            for raw in store.open_lines(bucket, str(key)):
+            for raw in store.open_lines(bucket, shard_key):
                 record = json.loads(raw)
                 shard_line = record.pop("shardLine")
                 record = {
@@ -59,14 +63,8 @@ def _merge_rejects(
                 if base is not None:
                     del record["shardLine"]
                 merged.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
-                wrote = True
                 if len(sample) < report.SAMPLE_SIZE:
                     sample.append(report.clip_sample(record))
-        if not wrote:
-            return None, sample
-        merged.seek(0)
-        key = layout.rejects_key(job_id, run_id)
-        store.upload(bucket, key, merged, "application/x-ndjson")
     return f"s3://{bucket}/{key}", sample
 
 

@@ -117,6 +117,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
             "bytes": sum(o.size for o in objects),
         },
         "manifestKey": manifest,
+        "mapResultsPrefix": layout.map_results_prefix(job_id, run_id),
         "maxConcurrency": min(spec.max_concurrency, settings.max_concurrency_cap),
         "shardCount": len(shards),
     }

@@ -13,7 +13,7 @@ from adapters.neptune import LoaderClient, base_url
 from adapters.s3 import S3Store
 from handlers.observability import entry_point, record_graph_load
 from handlers.settings import PollGraphLoadSettings
-from logic import graph_load
+from logic import graph_load, polling
 from logic import report as report_errors
 from logic.errors import GraphLoaderError
 
@@ -50,7 +50,13 @@ def poll(
     error: dict[str, str] | None = None
     if graph_load.is_pending(status):
         if now() < float(load["deadline"]):
-            return {**result, "graphStatus": status, "pending": True}
+            # The next GraphWait: longer as the load ages, so the loop fits the execution history.
+            wait = polling.next_wait(
+                now() - float(load.get("startedAt", now())),
+                int(load["waitSeconds"]),
+                float(load["deadline"]) - now(),
+            )
+            return {**result, "graphStatus": status, "pending": True, "waitSeconds": wait}
         try:  # past the deadline: stop the load rather than leave it running unobserved
             client.cancel(load_id)
             cancelled = "; the load was cancelled"
@@ -112,6 +118,7 @@ def _finish(
         "cause": f"{error['type']} in {error['where']}: {error['message']}" if error else "",
         "graphStatus": graph["status"],
         "pending": False,
+        "waitSeconds": 0,
     }
 
 

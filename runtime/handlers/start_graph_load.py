@@ -47,6 +47,8 @@ def start(
         "loadId": load_id,
         "source": source,
         "waitSeconds": int(graph.get("pollSeconds") or 30),
+        # When the load started (epoch seconds): the poll interval grows with its age.
+        "startedAt": int(started),
         # The poll loop's overall deadline (epoch seconds), from the input's timeoutMinutes.
         "deadline": int(started + 60 * int(graph.get("timeoutMinutes") or 720)),
     }

@@ -11,6 +11,11 @@ def manifest_key(job_id: str, run_id: str) -> str:
     return run_prefix(job_id, run_id) + "manifest.json"
 
 
+def map_results_prefix(job_id: str, run_id: str) -> str:
+    """Where the Distributed Map's ResultWriter puts <map run id>/manifest.json and the results."""
+    return run_prefix(job_id, run_id) + "map-results"
+
+
 def shard_rejects_key(job_id: str, run_id: str, index: int) -> str:
     return run_prefix(job_id, run_id) + f"rejects/{index:06d}.jsonl"
 

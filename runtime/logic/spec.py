@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from logic import polling
 from logic.errors import InputValidationError, SourceNotAllowedError
 
 VERSION = 1
@@ -667,6 +668,13 @@ def _graph(raw: object, *, rdf: bool) -> GraphTarget:
         raise InputValidationError("graph.dependencies", "at most 64 load ids (the loader's queue length)")
     poll = int(_number(raw, "pollSeconds", 30, low=1, high=3600, integer=True, path="graph."))
     timeout = int(_number(raw, "timeoutMinutes", 720, low=1, high=525600, integer=True, path="graph."))
+    if polling.poll_count(timeout, poll) > polling.MAX_POLLS:
+        raise InputValidationError(
+            "graph.timeoutMinutes",
+            f"{timeout} minutes would poll the load {polling.poll_count(timeout, poll)} times; the execution "
+            f"history ({polling.HISTORY_EVENTS:,} events) allows {polling.MAX_POLLS} polls: at pollSeconds "
+            f"{poll}, at most {polling.longest_timeout_minutes(poll, timeout)} minutes",
+        )
     return GraphTarget(
         statements=tuple(statements),
         gzip=_bool(raw, "gzip", False, "graph"),

@@ -85,6 +85,16 @@ def test_overrides_win_and_arrive_as_strings_from_the_cli() -> None:
         ({"max_concurrency_cap": 10_001}, "mapload.environments.dev.max_concurrency_cap: must be"),
         ({"worker_timeout_seconds": 901}, "mapload.environments.dev.worker_timeout_seconds: must be"),
         ({"worker_memory_mib": 64}, "mapload.environments.dev.worker_memory_mib: must be"),
+        (
+            {"worker_ephemeral_storage_mib": 256},
+            "mapload.environments.dev.worker_ephemeral_storage_mib: must be",
+        ),
+        (
+            {"worker_ephemeral_storage_mib": 20480},
+            "mapload.environments.dev.worker_ephemeral_storage_mib: must be",
+        ),
+        ({"finalize_memory_mib": 64}, "mapload.environments.dev.finalize_memory_mib: must be"),
+        ({"finalize_timeout_seconds": 901}, "mapload.environments.dev.finalize_timeout_seconds: must be"),
         ({"retry_interval_seconds": 0}, "mapload.environments.dev.retry_interval_seconds: must be"),
         ({"retry_backoff_rate": 0.5}, "mapload.environments.dev.retry_backoff_rate: must be"),
         ({"retain_data": "yes"}, "mapload.environments.dev.retain_data: must be true or false"),

@@ -301,8 +301,9 @@ def test_each_principal_gets_the_key_only_for_what_it_does_and_only_via_s3_or_dy
     key = key_ref(name)
     for function, expected in EXPECTED_FUNCTION_GRANTS.items():
         assert key_grants(loader, function_role(loader, function), key) == expected, function
-    # The Distributed Map's ItemReader reads the manifest; the Neptune loader reads staged files.
-    assert key_grants(loader, state_machine_role(loader), key) == {"s3": READ}
+    # The Distributed Map's ItemReader reads the manifest and its ResultWriter writes the results;
+    # the Neptune loader reads staged files.
+    assert key_grants(loader, state_machine_role(loader), key) == {"s3": WRITE}
     assert key_grants(graph, neptune_loader_role(graph), key) == {"s3": READ}
 
 

@@ -238,17 +238,19 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert start["Parameters"]["FunctionName"] == arn_of(dev, "start_graph_load")
     assert start["Parameters"]["Payload"]["job.$"] == "$.plan.job"
     assert start["ResultPath"] == "$.graphLoad"
-    assert start["Next"] == "GraphWait"
+    # The first poll right after the start; GraphWait only between polls.
+    assert start["Next"] == "PollGraphLoad"
     # A full loader queue (64 loads) waits for hours, 5 minutes apart at most, not ~1.5 minutes.
     busy = {**retrier(["GraphLoaderBusyError"], 60), "MaxDelaySeconds": 300}
     assert start["Retry"] == [*lambda_retriers(), busy]
     assert longest_wait_seconds(busy) >= 4 * 3600
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.graphError", "Next": "GraphLoadError"}]
     assert start["Catch"] == catch
-    # Wait seconds come from the input (graph.pollSeconds, through StartGraphLoad's result).
+    # Wait seconds come from the last poll: graph.pollSeconds, growing with the load's age
+    # (runtime/logic/polling.py), so the loop fits the execution history.
     assert states["GraphWait"] == {
         "Type": "Wait",
-        "SecondsPath": "$.graphLoad.waitSeconds",
+        "SecondsPath": "$.result.waitSeconds",
         "Next": "PollGraphLoad",
     }
     poll = states["PollGraphLoad"]

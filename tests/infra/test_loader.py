@@ -81,8 +81,14 @@ def test_function_sizes_come_from_config(dev: Synth) -> None:
     assert (sizes["Worker"]["MemorySize"], sizes["Worker"]["Timeout"]) == (1024, 900)
     # Prepare decompresses as long as a function may run, with the worker's memory.
     assert (sizes["Prepare"]["MemorySize"], sizes["Prepare"]["Timeout"]) == (1024, 900)
+    assert (sizes["Plan"]["MemorySize"], sizes["Plan"]["Timeout"]) == (512, 300)
+    # Finalize reads up to 100,000 ledger items (tests/runtime/test_finalize_scale.py measures it).
+    assert (sizes["Finalize"]["MemorySize"], sizes["Finalize"]["Timeout"]) == (1024, 900)
+    # /tmp, where a shard's rejects and graph file spool: worker_ephemeral_storage_mib.
+    for name in ("Worker", "Prepare"):
+        assert sizes[name]["EphemeralStorage"] == {"Size": 2048}, name
     for name in ("Plan", "Finalize"):
-        assert (sizes[name]["MemorySize"], sizes[name]["Timeout"]) == (512, 300)
+        assert "EphemeralStorage" not in sizes[name], name
 
 
 def test_environment_variable_names_are_exactly_the_contract(dev: Synth) -> None:
@@ -178,6 +184,8 @@ def test_finalize_grants_are_exactly_its_needs(dev: Synth) -> None:
     ) | {
         ("s3:GetObject", STAGING_JOBS),
         ("s3:PutObject", STAGING_JOBS),
+        # The merged rejects go up as a streamed multipart upload, aborted if the merge fails.
+        ("s3:AbortMultipartUpload", STAGING_JOBS),
         ("dynamodb:Query", LEDGER),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:UpdateItem", LEDGER),
@@ -236,8 +244,17 @@ def test_state_machine_role_grants(dev: Synth) -> None:
         ("lambda:InvokeFunction", arn + ":*") for arn in functions
     }
     assert {p for p in pairs if p[0].startswith("lambda:")} == invoke
-    # The ItemReader reads manifests from the staging jobs/ prefix, nothing wider.
-    assert {p for p in pairs if p[0].startswith("s3:")} == {("s3:GetObject", STAGING_JOBS)}
+    # The ItemReader reads manifests from the staging jobs/ prefix and the ResultWriter writes the
+    # Map's results there (AWS's documented actions for it: multipart included), nothing wider.
+    assert {p for p in pairs if p[0].startswith("s3:")} == {
+        (action, STAGING_JOBS)
+        for action in (
+            "s3:GetObject",
+            "s3:PutObject",
+            "s3:ListMultipartUploadParts",
+            "s3:AbortMultipartUpload",
+        )
+    }
     logical = next(iter(resources(dev.loader_json, "AWS::StepFunctions::StateMachine")))
     executions = {p for p in pairs if p[0].startswith("states:")}
     assert ("states:StartExecution", "${Ref:" + logical + "}") in executions

@@ -146,6 +146,7 @@ def test_plan_task(dev: Synth) -> None:
         "manifestKey.$": "$.Payload.manifestKey",
         "maxConcurrency.$": "$.Payload.maxConcurrency",
         "shardCount.$": "$.Payload.shardCount",
+        "mapResultsPrefix.$": "$.Payload.mapResultsPrefix",
     }
     assert plan["ResultPath"] == "$.plan"
     assert plan["Retry"] == lambda_retriers()
@@ -166,6 +167,14 @@ def test_shards_is_a_distributed_map_over_the_manifest(dev: Synth) -> None:
     }
     assert shards["MaxConcurrencyPath"] == "$.plan.maxConcurrency"
     assert shards["ItemSelector"] == {"shard.$": "$$.Map.Item.Value", "job.$": "$.plan.job"}
+    # The children's outputs go to S3 under the run's prefix, never into state (256 KiB).
+    assert shards["ResultWriter"] == {
+        "Resource": "arn:${Ref:AWS::Partition}:states:::s3:putObject",
+        "Parameters": {
+            "Bucket": "${Import:Mapload-dev-Data:StagingBucketName}",
+            "Prefix.$": "$.plan.mapResultsPrefix",
+        },
+    }
     assert shards["ResultPath"] is None
     assert shards["Catch"] == CATCH_TO_FINALIZE
     # moto 5.2.5's parser rejects these; the design does without them (Finalize reconciles).
@@ -173,7 +182,6 @@ def test_shards_is_a_distributed_map_over_the_manifest(dev: Synth) -> None:
         "ItemBatcher",
         "ToleratedFailurePercentage",
         "ToleratedFailureCount",
-        "ResultWriter",
         "MaxConcurrency",
         "ItemsPath",
         "Parameters",

@@ -1,0 +1,217 @@
+"""The emulator enforces what AWS enforces and moto does not (mapload/limits.py, the Lambda seam):
+each test shows one limit trip the way AWS reports it, on a small state machine of its own."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from mapload import limits
+from mapload.embedded import ACCOUNT, Deployment, Emulator, EmulatorTimeoutError, FunctionDef
+from mapload.local import run_local
+
+pytestmark = pytest.mark.e2e
+
+REGION = "us-east-1"
+FUNCTION = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:limits-probe"
+
+
+@pytest.fixture
+def emu() -> Iterator[Emulator]:
+    with Emulator("limits", REGION) as emulator:
+        role = emulator.client("iam").create_role(RoleName="limits", AssumeRolePolicyDocument="{}")["Role"]
+        # A 1 s Timeout, as a template's Timeout sets it.
+        probe = FunctionDef("Probe", "limits-probe", FUNCTION, "limit_handlers.handle", {}, 1.0)
+        emulator.add_function(probe, role["Arn"])
+        yield emulator
+
+
+def role(emu: Emulator) -> str:
+    return str(emu.client("iam").get_role(RoleName="limits")["Role"]["Arn"])
+
+
+def run(emu: Emulator, definition: dict[str, Any], payload: Any, deadline: float = 120) -> dict[str, Any]:
+    sfn = emu.client("stepfunctions")
+    name = f"limits-{time.monotonic_ns()}"
+    arn = sfn.create_state_machine(name=name, definition=json.dumps(definition), roleArn=role(emu))[
+        "stateMachineArn"
+    ]
+    execution = emu.start(arn, name, payload)
+    return emu.wait(execution, interval=0.05, deadline_seconds=deadline)
+
+
+def invoke(payload_path: str = "$") -> dict[str, Any]:
+    """One Lambda task whose every error ends in a Catch(States.ALL): what is caught, succeeds."""
+    return {
+        "StartAt": "Invoke",
+        "States": {
+            "Invoke": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::lambda:invoke",
+                "Parameters": {"FunctionName": FUNCTION, "Payload.$": payload_path},
+                "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Caught", "ResultPath": "$.caught"}],
+                "End": True,
+            },
+            "Caught": {"Type": "Pass", "End": True},
+        },
+    }
+
+
+def caught_error(described: dict[str, Any]) -> str:
+    assert described["status"] == "SUCCEEDED", described
+    return str(json.loads(described["output"])["caught"]["Error"])
+
+
+@pytest.mark.parametrize("kind", ["decimal", "set", "datetime"])
+def test_a_result_json_cannot_encode_fails_with_runtime_marshal_error(emu: Emulator, kind: str) -> None:
+    assert caught_error(run(emu, invoke(), {"return": kind})) == "Runtime.MarshalError"
+
+
+def test_a_result_over_6_mb_fails_like_lambda(emu: Emulator) -> None:
+    size = limits.LAMBDA_SYNC_PAYLOAD_BYTES
+    assert (
+        caught_error(run(emu, invoke(), {"return": "bytes", "size": size})) == "Function.ResponseSizeTooLarge"
+    )
+
+
+def test_a_handler_past_its_timeout_fails_with_sandbox_timedout(emu: Emulator) -> None:
+    started = time.monotonic()
+    assert caught_error(run(emu, invoke(), {"return": "sleep", "seconds": 3})) == "Sandbox.Timedout"
+    assert time.monotonic() - started < 3  # ended at the 1 s Timeout, not when the handler did
+
+
+def test_a_handler_within_its_timeout_succeeds(emu: Emulator) -> None:
+    described = run(emu, invoke(), {"return": "sleep", "seconds": 0.2})
+    assert described["status"] == "SUCCEEDED"
+    assert "caught" not in json.loads(described["output"])
+
+
+@pytest.mark.parametrize(
+    ("invocation_type", "size"),
+    [
+        ("RequestResponse", limits.LAMBDA_SYNC_PAYLOAD_BYTES + 1),
+        ("Event", limits.LAMBDA_ASYNC_PAYLOAD_BYTES + 1),
+    ],
+)
+def test_an_oversized_request_is_refused_before_the_handler_runs(
+    emu: Emulator, invocation_type: str, size: int
+) -> None:
+    payload = json.dumps({"return": "echo", "pad": "x" * size}).encode()
+    with pytest.raises(ClientError) as refused:
+        emu.client("lambda").invoke(FunctionName=FUNCTION, InvocationType=invocation_type, Payload=payload)
+    assert refused.value.response["Error"]["Code"] == "RequestEntityTooLargeException"
+
+
+def test_a_task_result_over_256_kib_fails_the_execution_and_no_catch_sees_it(emu: Emulator) -> None:
+    described = run(emu, invoke(), {"return": "bytes", "size": limits.STATE_PAYLOAD_BYTES})
+    assert described["status"] == "FAILED"
+    assert described["error"] == "States.DataLimitExceeded"
+
+
+def map_definition(*, result_writer: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A Map over the input's items whose children each return ~1 KiB; ResultPath drops it."""
+    state: dict[str, Any] = {
+        "Type": "Map",
+        "ItemsPath": "$.items",
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "INLINE"},
+            "StartAt": "Child",
+            "States": {"Child": {"Type": "Pass", "Result": {"pad": "x" * 1024}, "End": True}},
+        },
+        "ResultPath": None,
+        "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Caught", "ResultPath": "$.caught"}],
+        "End": True,
+    }
+    return {"StartAt": "Shards", "States": {"Shards": state, "Caught": {"Type": "Pass", "End": True}}}
+
+
+def test_a_map_collecting_over_256_kib_of_results_fails_with_data_limit_exceeded(emu: Emulator) -> None:
+    described = run(emu, map_definition(), {"items": list(range(300))})
+    assert described["status"] == "FAILED"
+    assert described["error"] == "States.DataLimitExceeded"
+    # Below the limit the same Map succeeds.
+    assert run(emu, map_definition(), {"items": list(range(200))})["status"] == "SUCCEEDED"
+
+
+@pytest.mark.slow
+def test_the_history_limit_fails_the_execution_at_25000_events(emu: Emulator) -> None:
+    # Pass + Choice: 4 events a round, for ever; AWS fails it when event 25,000 is not the end.
+    definition = {
+        "StartAt": "Count",
+        "States": {
+            "Count": {"Type": "Pass", "Next": "Again"},
+            "Again": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.forever", "BooleanEquals": True, "Next": "Count"}],
+                "Default": "Done",
+            },
+            "Done": {"Type": "Succeed"},
+        },
+    }
+    described = run(emu, definition, {"forever": True}, deadline=300)
+    assert described["status"] == "FAILED"
+    assert described["error"] == limits.HISTORY_LIMIT_ERROR
+    assert described["cause"] == limits.HISTORY_LIMIT_CAUSE
+    pages = emu.client("stepfunctions").get_paginator("get_execution_history")
+    events = [e for page in pages.paginate(executionArn=described["executionArn"]) for e in page["events"]]
+    assert len(events) == limits.HISTORY_EVENTS
+    assert events[-1]["type"] == "ExecutionFailed"
+
+
+def test_wait_gives_up_at_its_deadline_naming_the_execution(emu: Emulator) -> None:
+    definition = {"StartAt": "Sleep", "States": {"Sleep": {"Type": "Wait", "Seconds": 30, "End": True}}}
+    sfn = emu.client("stepfunctions")
+    arn = sfn.create_state_machine(name="sleeper", definition=json.dumps(definition), roleArn=role(emu))[
+        "stateMachineArn"
+    ]
+    execution = emu.start(arn, "sleepy", {})
+    with pytest.raises(EmulatorTimeoutError, match=r"execution .*sleepy still RUNNING after 0\.\d s"):
+        emu.wait(execution, interval=0.05, deadline_seconds=0.3)
+    sfn.stop_execution(executionArn=execution)
+
+
+def test_the_map_writes_its_results_to_staging_as_aws_does(tmp_path: Path) -> None:
+    """The synthesized definition's ResultWriter: <run prefix>map-results/<map run id>/manifest.json
+    and SUCCEEDED_0.json, one entry per shard; nothing of it in the execution's state."""
+    source = tmp_path / "rows.csv"
+    source.write_text("id,name\n" + "".join(f"{i},name-{i}\n" for i in range(400)))
+    spec = {
+        "format": "csv",
+        "csv": {"header": True},
+        "dynamodb": {"key": {"pk": "ROW#{id}", "sk": "ROW"}, "attributes": {"name": {"field": "name"}}},
+        "shardSizeMiB": 0.001,
+        "maxConcurrency": 4,
+    }
+    seen: dict[str, Any] = {}
+
+    def inspect(emu: Emulator, deployment: Deployment) -> None:
+        s3 = emu.client("s3")
+        bucket = deployment.output("StagingBucketName")
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="jobs/")["Contents"]]
+        seen["manifests"] = [k for k in keys if "/map-results/" in k and k.endswith("/manifest.json")]
+        seen["objects"] = {
+            k: s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys if "/map-results/" in k
+        }
+
+    report = run_local(source, spec, report_path=tmp_path / "report.json", quiet=True, inspect=inspect)
+    assert report["status"] == "SUCCEEDED"
+    (manifest_key,) = seen["manifests"]
+    prefix = f"jobs/{report['jobId']}/{report['runId']}/map-results/"
+    assert manifest_key.startswith(prefix)
+    manifest = json.loads(seen["objects"][manifest_key])
+    map_run_id = manifest["MapRunArn"].rsplit(":", 1)[-1]
+    assert manifest_key == f"{prefix}{map_run_id}/manifest.json"
+    (succeeded,) = manifest["ResultFiles"]["SUCCEEDED"]
+    assert manifest["ResultFiles"]["FAILED"] == manifest["ResultFiles"]["PENDING"] == []
+    assert succeeded["Key"] == f"{prefix}{map_run_id}/SUCCEEDED_0.json"
+    entries = json.loads(seen["objects"][succeeded["Key"]])
+    assert succeeded["Size"] == len(seen["objects"][succeeded["Key"]])
+    assert len(entries) == report["shards"]["total"] > 1
+    assert sorted(json.loads(e["Output"])["index"] for e in entries) == list(range(len(entries)))
+    assert {e["Status"] for e in entries} == {"SUCCEEDED"}
