@@ -77,6 +77,15 @@ GRAPH_RETRY_ERRORS: Final[Sequence[str]] = ("GraphLoaderBusyError",)
 GRAPH_RETRY_ATTEMPTS: Final[int] = 60
 GRAPH_RETRY_MAX_DELAY_SECONDS: Final[int] = 300
 
+# PollGraphLoad runs once per round of the poll loop, so its retries are paid every round: they
+# stay within the round's share of the 25,000-event history that runtime/logic/polling.py's
+# POLL_ROUND_EVENTS assumes (Wait 2 + Choice 2 + Task 5 + 3 per retry <= 50; tests/infra/
+# test_history.py checks the synthesized definition). A poll that still fails goes to
+# GraphLoadError, which has the full retries: it runs once.
+POLL_SERVICE_RETRY_ATTEMPTS_MAX: Final[int] = 6
+POLL_THROTTLE_ATTEMPTS: Final[int] = 4
+POLL_BUSY_ATTEMPTS: Final[int] = 3
+
 # Where AWS advises Step Functions log groups to live (vended logs need no resource policy).
 VENDED_LOGS_PREFIX: Final[str] = "/aws/vendedlogs/states/"
 
@@ -721,8 +730,12 @@ class ShardedLoader(Construct):
             result_path="$.result",
             retry_on_service_exceptions=False,
         )
-        self._retry_lambda(poll)
-        self._retry(poll, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
+        # Inside the loop: bounded retries (see POLL_SERVICE_RETRY_ATTEMPTS_MAX).
+        self._retry(
+            poll, LAMBDA_SERVICE_ERRORS, min(self._config.retry_max_attempts, POLL_SERVICE_RETRY_ATTEMPTS_MAX)
+        )
+        self._retry(poll, LAMBDA_THROTTLE_ERRORS, POLL_THROTTLE_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS)
+        self._retry(poll, GRAPH_RETRY_ERRORS, POLL_BUSY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
         # A start or poll that failed for good still finishes the report (status FAILED, the error).
         record_error = tasks.LambdaInvoke(
             self,

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources
-from tests.infra.test_state_machine import definition, lambda_retriers, longest_wait_seconds, retrier
+from tests.infra.test_state_machine import (
+    LAMBDA_ERRORS,
+    THROTTLE_RETRIER,
+    definition,
+    lambda_retriers,
+    longest_wait_seconds,
+    retrier,
+)
 
 pytestmark = pytest.mark.infra
 
@@ -258,7 +265,13 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert poll["Parameters"]["Payload"] == {"load.$": "$.graphLoad", "result.$": "$.result"}
     assert poll["ResultPath"] == "$.result"
     assert poll["Catch"] == catch
-    assert poll["Retry"] == [*lambda_retriers(), busy]
+    # Inside the loop every retry is paid each round: few, so a round stays within the history
+    # budget (tests/infra/test_history.py); GraphLoadError, run once, keeps the full retries.
+    assert poll["Retry"] == [
+        retrier(LAMBDA_ERRORS, 6),
+        {**THROTTLE_RETRIER, "MaxAttempts": 4},
+        {**retrier(["GraphLoaderBusyError"], 3), "MaxDelaySeconds": 300},
+    ]
     assert poll["Next"] == "GraphLoaded"
     assert states["GraphLoaded"] == {
         "Type": "Choice",
