@@ -298,7 +298,8 @@ class ShardedLoader(Construct):
                         conditions={"StringEquals": {"kms:ViaService": f"s3.{stack.region}.amazonaws.com"}},
                     )
                 )
-        self._allow(self.worker_function, ["s3:PutObject"], [staging_jobs_arn])
+        # Rejects and graph files stream as multipart uploads (PutObject), aborted on an error.
+        self._allow(self.worker_function, ["s3:PutObject", "s3:AbortMultipartUpload"], [staging_jobs_arn])
         table.grant(self.worker_function, "dynamodb:BatchWriteItem")
         # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
         ledger_table.grant(self.worker_function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")

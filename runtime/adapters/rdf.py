@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import gzip
 import re
-import tempfile
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any, Protocol
 
 import pyoxigraph as ox
 
 from logic.graph import RenderedStatement, RenderedTerm
 from logic.values import Line, Reject
 
-SPOOL_BYTES = 8 * 1024 * 1024
+
+class Writable(Protocol):
+    """Where a staged file goes: anything with write(bytes) (a LazyUpload, or BytesIO in tests)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
 FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "ntriples": ox.RdfFormat.N_TRIPLES}
 _NAMES = {"nquads": "N-Quads", "ntriples": "N-Triples"}
 _POSITION = re.compile(r"^Parser error at line \d+ between columns (\d+) and (\d+): ")
@@ -69,17 +76,17 @@ def to_quad(statement: RenderedStatement) -> ox.Quad | Reject:
 
 
 class GraphStager:
-    """One shard's statements as an N-Quads file (gzip: one text file per .gz), spooled to disk.
+    """One shard's statements as an N-Quads file (gzip: one text file per .gz), written to `out`
+    as they come (the Worker's `out` streams to S3 in parts: nothing is spooled to /tmp).
 
     The loader reads every file under the job's graph prefix; files are written whole, once per
-    shard, under a deterministic key, so a retried shard replaces its own file.
+    shard, under a deterministic key, so a retried shard replaces its own file. Nothing is
+    written to `out` (so no object is made) until the first statements are flushed.
     """
 
-    def __init__(self, *, compress: bool) -> None:
-        self._spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed in file()
-        self._out: IO[bytes] = self._spool
-        if compress:
-            self._out = gzip.GzipFile(fileobj=self._spool, mode="wb", mtime=0)  # type: ignore[assignment]
+    def __init__(self, *, compress: bool, out: Writable) -> None:
+        self._target = out
+        self._out: Any = None  # `out`, or a GzipFile over it once the first statements come
         self.compress = compress
         self.staged = 0
         self._buffer: list[ox.Quad] = []
@@ -92,13 +99,15 @@ class GraphStager:
 
     def _flush(self) -> None:
         if self._buffer:
+            if self._out is None:
+                self._out = (
+                    gzip.GzipFile(fileobj=self._target, mode="wb", mtime=0) if self.compress else self._target
+                )
             ox.serialize(self._buffer, self._out, ox.RdfFormat.N_QUADS)
             self._buffer = []
 
-    def file(self) -> IO[bytes]:
-        """The finished file, positioned at its start."""
+    def finish(self) -> None:
+        """Write what is buffered (and the gzip trailer); `out` then holds the whole file."""
         self._flush()
-        if self.compress:
-            self._out.close()  # writes the gzip trailer; the spool stays open
-        self._spool.seek(0)
-        return self._spool
+        if self.compress and self._out is not None:
+            self._out.close()  # the gzip trailer; `out` itself stays open

@@ -5,7 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -134,6 +134,9 @@ class S3Store:
     def streaming_upload(self, bucket: str, key: str, content_type: str) -> StreamingUpload:
         return StreamingUpload(self._s3, bucket, key, content_type)
 
+    def upload_if_written(self, bucket: str, key: str, content_type: str) -> LazyUpload:
+        return LazyUpload(lambda: self.streaming_upload(bucket, key, content_type))
+
     def open_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
         try:
@@ -199,3 +202,28 @@ class StreamingUpload:
         self._s3.complete_multipart_upload(
             Bucket=self.bucket, Key=self.key, UploadId=self._upload_id, MultipartUpload={"Parts": self._parts}
         )
+
+
+class LazyUpload:
+    """A StreamingUpload opened on the first write: nothing written, no object. A file-like
+    target (write, flush) for a writer that may have nothing to say, such as a shard's rejects."""
+
+    def __init__(self, open_upload: Callable[[], StreamingUpload]) -> None:
+        self._open = open_upload
+        self._upload: StreamingUpload | None = None
+
+    def __enter__(self) -> LazyUpload:
+        return self
+
+    def write(self, data: bytes) -> int:
+        if self._upload is None:
+            self._upload = self._open().__enter__()
+        self._upload.write(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        """Parts go out as they fill; there is nothing to flush before the end."""
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if self._upload is not None:
+            self._upload.__exit__(kind, error, trace)

@@ -6,16 +6,15 @@ import base64
 import contextlib
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import IO, Any
+from typing import Any
 
 from adapters import clients
 from adapters.budget import LeaseBoard, SharedBudget
 from adapters.dynamodb import BatchWriter
 from adapters.ledger import Ledger
-from adapters.rdf import GraphStager, line_parser, to_quad
+from adapters.rdf import GraphStager, Writable, line_parser, to_quad
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
@@ -33,16 +32,16 @@ from logic.values import Reject
 
 SETTINGS_CLASS = WorkerSettings
 SAMPLE_SIZE = 5
-SPOOL_BYTES = 8 * 1024 * 1024
 
 
 class RejectSink:
-    """Rejected records with everything needed to fix and reload them, spooled to disk when large."""
+    """Rejected records with everything needed to fix and reload them, written to `out` as they
+    come (the Worker's `out` streams to S3 in parts: nothing is spooled to /tmp)."""
 
-    def __init__(self, source: str, member: str | None = None) -> None:
+    def __init__(self, source: str, member: str | None = None, *, out: Writable) -> None:
         self._member = member
         self._source = source
-        self._file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed by upload
+        self._file = out
         self.count = 0
         self.by_reason: Counter[str] = Counter()
         self.sample: list[dict[str, Any]] = []
@@ -71,10 +70,6 @@ class RejectSink:
             # The sample travels in the ledger item and the report: keep it small; the rejects
             # file holds the whole line.
             self.sample.append(clip_sample(record))
-
-    def file(self) -> IO[bytes]:
-        self._file.seek(0)
-        return self._file
 
 
 def process_rdf(
@@ -172,31 +167,48 @@ def work(
     start, end = int(shard["start"]), int(shard["end"])
     read_from = start - 1 if start > 0 else 0
     lines = iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
-    # A shard of a decompressed copy (Prepare) names the original source and zip member.
-    rejects = RejectSink(shard.get("source") or f"s3://{obj.bucket}/{obj.key}", shard.get("member"))
+    source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
     writer = None
     if not spec.dry_run and spec.dynamodb is not None:
         writer = BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
-    # A dry run checks every statement but stages none (there is nothing to load).
-    graph = GraphStager(compress=spec.graph.gzip) if spec.graph is not None and not spec.dry_run else None
-    budget: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-    if writer is not None and spec.write_units_per_second is not None:
-        # The job's write budget, re-shared among the running shards (adapters/budget.py).
-        board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
-        budget = SharedBudget(board, index, spec.write_units_per_second, writer)
-    try:
-        with budget:
-            counts = process(lines, spec, shard.get("header"), writer, rejects, graph)
-    finally:
-        stats = writer.close() if writer is not None else None
-    graph_key = None
-    if graph is not None and graph.staged:
-        graph_key = layout.graph_file_key(job_id, plan_id, index, compressed=graph.compress)
-        store.upload(settings.staging_bucket, graph_key, graph.file(), "application/n-quads")
-    rejects_key = None
-    if rejects.count:
-        rejects_key = layout.shard_rejects_key(job_id, run_id, index)
-        store.upload(settings.staging_bucket, rejects_key, rejects.file(), "application/x-ndjson")
+    # Rejects and graph statements stream to staging as multipart uploads while the shard is
+    # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
+    # error aborts both; a retried shard writes the same keys afresh.
+    rejects_key = layout.shard_rejects_key(job_id, run_id, index)
+    stage_graph = spec.graph is not None and not spec.dry_run  # a dry run stages nothing
+    graph_key = layout.graph_file_key(job_id, plan_id, index, compressed=bool(spec.graph and spec.graph.gzip))
+    with contextlib.ExitStack() as outputs:
+        # A shard of a decompressed copy (Prepare) names the original source and zip member.
+        rejects = RejectSink(
+            source,
+            shard.get("member"),
+            out=outputs.enter_context(
+                store.upload_if_written(settings.staging_bucket, rejects_key, "application/x-ndjson")
+            ),
+        )
+        graph = None
+        if stage_graph:
+            assert spec.graph is not None
+            graph = GraphStager(
+                compress=spec.graph.gzip,
+                out=outputs.enter_context(
+                    store.upload_if_written(settings.staging_bucket, graph_key, "application/n-quads")
+                ),
+            )
+        budget: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        if writer is not None and spec.write_units_per_second is not None:
+            # The job's write budget, re-shared among the running shards (adapters/budget.py).
+            board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
+            budget = SharedBudget(board, index, spec.write_units_per_second, writer)
+        try:
+            with budget:
+                counts = process(lines, spec, shard.get("header"), writer, rejects, graph)
+        finally:
+            stats = writer.close() if writer is not None else None
+        if graph is not None:
+            graph.finish()
+    staged_key = graph_key if graph is not None and graph.staged else None
+    written_rejects_key = rejects_key if rejects.count else None
     result = {
         **counts,
         "rejected": rejects.count,
@@ -208,9 +220,9 @@ def work(
         "s3Retries": store.retries,
         "byReason": dict(rejects.by_reason),
         "sample": rejects.sample,
-        "rejectsKey": rejects_key,
+        "rejectsKey": written_rejects_key,
         "graphStaged": graph.staged if graph is not None else 0,
-        "graphKey": graph_key,
+        "graphKey": staged_key,
     }
     ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
     # The state machine keeps only `index`; the rest feeds the EMF metrics (handlers/observability.py).

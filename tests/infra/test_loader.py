@@ -162,6 +162,7 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("s3:GetObject", SOURCE_BUCKET + "/*"),
         ("s3:GetObject", STAGING_PREPARED),
         ("s3:PutObject", STAGING_JOBS),
+        ("s3:AbortMultipartUpload", STAGING_JOBS),  # rejects and graph files stream in parts
         ("dynamodb:BatchWriteItem", TARGET),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:PutItem", LEDGER),

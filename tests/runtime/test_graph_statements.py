@@ -4,7 +4,9 @@ checked by pyoxigraph — including the W3C N-Quads syntax suite, used as it is.
 from __future__ import annotations
 
 import gzip
+import io
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +37,35 @@ def csv_graph(*statements: dict[str, Any], **graph: Any) -> Any:
     return spec(format="csv", graph={"statements": list(statements), **graph})
 
 
+# What a RejectSink or GraphStager wrote (the Worker streams it to S3; here it stays in memory).
+WRITTEN: dict[int, io.BytesIO] = {}
+
+
+def in_memory(make: Callable[[io.BytesIO], Any]) -> Any:
+    out = io.BytesIO()
+    made = make(out)
+    WRITTEN[id(made)] = out
+    return made
+
+
+def written(sink_or_stager: RejectSink | GraphStager) -> bytes:
+    return WRITTEN[id(sink_or_stager)].getvalue()
+
+
 def run_rdf(data: bytes, fmt: str = "nquads") -> tuple[dict[str, int], RejectSink, GraphStager]:
     job = spec(format=fmt, graph={})
     lines = iter_shard_lines([data], read_from=0, start=0, end=len(data))
-    rejects = RejectSink("s3://src/data")
-    stager = GraphStager(compress=False)
+    rejects = in_memory(lambda out: RejectSink("s3://src/data", out=out))
+    stager = in_memory(lambda out: GraphStager(compress=False, out=out))
     counts = process(lines, job, None, None, rejects, stager)
+    stager.finish()
     return counts, rejects, stager
 
 
 def rejected(sink: RejectSink) -> list[dict[str, Any]]:
     import json
 
-    return [json.loads(line) for line in sink.file().read().splitlines()]
+    return [json.loads(line) for line in written(sink).splitlines()]
 
 
 # -- input -----------------------------------------------------------------------------------
@@ -287,7 +305,7 @@ def test_each_bad_line_is_rejected_with_line_offset_and_the_parsers_reason() -> 
     assert records[0]["reason"].startswith("N-Quads syntax error at columns ")
     assert "single triple or quad" in records[1]["reason"]
     assert stager.staged == 2
-    staged = stager.file().read()
+    staged = written(stager)
     assert len(list(ox.parse(input=staged, format=ox.RdfFormat.N_QUADS))) == 2
 
 
@@ -301,10 +319,11 @@ def test_ntriples_refuses_a_graph_name() -> None:
 
 
 def test_gzip_staging_is_one_text_file_per_gz() -> None:
-    stager = GraphStager(compress=True)
+    stager = in_memory(lambda out: GraphStager(compress=True, out=out))
     quad = ox.Quad(ox.NamedNode("http://a/s"), ox.NamedNode("http://a/p"), ox.Literal("x"))
     stager.add([quad, quad])
-    text = gzip.decompress(stager.file().read())
+    stager.finish()
+    text = gzip.decompress(written(stager))
     assert text.count(b"\n") == 2 and len(list(ox.parse(input=text, format=ox.RdfFormat.N_QUADS))) == 2
 
 
@@ -335,7 +354,7 @@ def test_w3c_positive_files_load_completely(name: str) -> None:
     counts, sink, stager = run_rdf(data)
     assert sink.count == 0, rejected(sink)
     assert counts["written"] == counts["read"] == stager.staged == len(expected)
-    staged = list(ox.parse(input=stager.file().read(), format=ox.RdfFormat.N_QUADS))
+    staged = list(ox.parse(input=written(stager), format=ox.RdfFormat.N_QUADS))
     assert staged == expected
 
 
@@ -364,4 +383,4 @@ def test_w3c_negative_files_reject_every_bad_line_and_keep_the_rest(name: str) -
         for q in ox.parse(input=line, format=ox.RdfFormat.N_QUADS)
     ]
     assert stager.staged == len(good) == counts["written"]
-    assert list(ox.parse(input=stager.file().read(), format=ox.RdfFormat.N_QUADS)) == good
+    assert list(ox.parse(input=written(stager), format=ox.RdfFormat.N_QUADS)) == good
