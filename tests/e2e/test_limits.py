@@ -82,8 +82,9 @@ def test_a_result_over_6_mb_fails_like_lambda(emu: Emulator) -> None:
 
 def test_a_handler_past_its_timeout_fails_with_sandbox_timedout(emu: Emulator) -> None:
     started = time.monotonic()
-    assert caught_error(run(emu, invoke(), {"return": "sleep", "seconds": 3})) == "Sandbox.Timedout"
-    assert time.monotonic() - started < 3  # ended at the 1 s Timeout, not when the handler did
+    assert caught_error(run(emu, invoke(), {"return": "sleep", "seconds": 60})) == "Sandbox.Timedout"
+    # Ended at the 1 s Timeout, not when the handler did (a wide margin: the machine may be busy).
+    assert time.monotonic() - started < 45
 
 
 def test_a_handler_within_its_timeout_succeeds(emu: Emulator) -> None:
