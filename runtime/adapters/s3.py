@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from urllib3.exceptions import ProtocolError
@@ -126,10 +126,6 @@ class S3Store:
 
     def get_json(self, bucket: str, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-
-    def upload(self, bucket: str, key: str, fileobj: IO[bytes], content_type: str) -> None:
-        # upload_fileobj switches to multipart for large files, so memory stays bounded.
-        self._s3.upload_fileobj(fileobj, bucket, key, ExtraArgs={"ContentType": content_type})
 
     def streaming_upload(self, bucket: str, key: str, content_type: str) -> StreamingUpload:
         return StreamingUpload(self._s3, bucket, key, content_type)
