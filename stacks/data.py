@@ -82,7 +82,6 @@ class DataStore(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, data_config: DataConfig) -> None:
         super().__init__(scope, construct_id)
         removal = cdk.RemovalPolicy.RETAIN if data_config.retain_data else cdk.RemovalPolicy.DESTROY
-        abort_multipart = cdk.Duration.days(data_config.multipart_abort_days)
         self.key = self._data_key(data_config, removal)
         secure_bucket: dict[str, Any] = {
             "encryption": s3.BucketEncryption.S3_MANAGED,
@@ -95,30 +94,8 @@ class DataStore(Construct):
             # resource), or CloudFormation could not delete one that still holds objects.
             "auto_delete_objects": not data_config.retain_data,
         }
-
-        self.access_logs_bucket = s3.Bucket(
-            self,
-            "AccessLogsBucket",
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="ExpireAccessLogs",
-                    expiration=cdk.Duration.days(data_config.access_log_expiry_days),
-                    abort_incomplete_multipart_upload_after=abort_multipart,
-                )
-            ],
-            **secure_bucket,
-        )
-        # The log sink cannot log to itself without a loop; AwsSolutions-S1 asks for exactly that.
-        log_sink = self.access_logs_bucket.node.default_child
-        assert isinstance(log_sink, cdk.CfnResource)
-        acknowledge(
-            log_sink,
-            "AwsSolutions-S1",
-            "This is the server access log destination of the source and staging buckets; "
-            "logging its own deliveries would log the log deliveries recursively.",
-        )
-
-        # Source and staging: the customer key when one is configured (the log sink above keeps
+        self.access_logs_bucket = self._access_logs_bucket(data_config, secure_bucket)
+        # Source and staging: the customer key when one is configured (the log sink keeps
         # SSE-S3, the only encryption S3 server access logging delivers to).
         data_bucket: dict[str, Any] = {**secure_bucket}
         if self.key is not None:
@@ -127,55 +104,8 @@ class DataStore(Construct):
                 encryption_key=self.key,
                 bucket_key_enabled=True,
             )
-
-        # Versioned so an overwritten or deleted source file can be recovered (and a shard's
-        # recorded ETag still names a readable version); old versions expire to bound cost.
-        self.source_bucket = s3.Bucket(
-            self,
-            "SourceBucket",
-            versioned=True,
-            server_access_logs_bucket=self.access_logs_bucket,
-            server_access_logs_prefix="source/",
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="AbortIncompleteMultipartUploads",
-                    abort_incomplete_multipart_upload_after=abort_multipart,
-                ),
-                s3.LifecycleRule(
-                    id="ExpireNoncurrentVersions",
-                    noncurrent_version_expiration=cdk.Duration.days(
-                        data_config.source_noncurrent_expiry_days
-                    ),
-                ),
-            ],
-            **data_bucket,
-        )
-
-        # Not versioned: everything here is derived from a source file and a run, so a lost
-        # object is re-created by running the job again, and versions would only add cost.
-        self.staging_bucket = s3.Bucket(
-            self,
-            "StagingBucket",
-            server_access_logs_bucket=self.access_logs_bucket,
-            server_access_logs_prefix="staging/",
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="AbortIncompleteMultipartUploads",
-                    abort_incomplete_multipart_upload_after=abort_multipart,
-                ),
-                s3.LifecycleRule(
-                    id="ExpireJobs",
-                    prefix=STAGING_JOBS_PREFIX,
-                    expiration=cdk.Duration.days(data_config.staging_expiry_days),
-                ),
-                s3.LifecycleRule(
-                    id="ExpirePrepared",
-                    prefix=STAGING_PREPARED_PREFIX,
-                    expiration=cdk.Duration.days(data_config.staging_expiry_days),
-                ),
-            ],
-            **data_bucket,
-        )
+        self.source_bucket = self._source_bucket(data_config, data_bucket)
+        self.staging_bucket = self._staging_bucket(data_config, data_bucket)
 
         self.table_created = data_config.table_existing is None
         self.table: dynamodb.ITable = (
@@ -191,7 +121,6 @@ class DataStore(Construct):
             if data_config.table_existing is None
             else existing_table(self, "ExistingTable", data_config.table_existing)
         )
-
         self.ledger_table = self._table(
             "LedgerTable",
             data_config=data_config,
@@ -200,6 +129,75 @@ class DataStore(Construct):
             sort_key=LEDGER_SORT_KEY,
             sort_type="S",
             time_to_live_attribute=LEDGER_TTL_ATTRIBUTE,
+        )
+
+    def _access_logs_bucket(self, data_config: DataConfig, secure_bucket: dict[str, Any]) -> s3.Bucket:
+        """Where S3 delivers the source and staging buckets' server access logs."""
+        bucket = s3.Bucket(
+            self,
+            "AccessLogsBucket",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="ExpireAccessLogs",
+                    expiration=cdk.Duration.days(data_config.access_log_expiry_days),
+                    abort_incomplete_multipart_upload_after=_abort_multipart(data_config),
+                )
+            ],
+            **secure_bucket,
+        )
+        # The log sink cannot log to itself without a loop; AwsSolutions-S1 asks for exactly that.
+        log_sink = bucket.node.default_child
+        assert isinstance(log_sink, cdk.CfnResource)
+        acknowledge(
+            log_sink,
+            "AwsSolutions-S1",
+            "This is the server access log destination of the source and staging buckets; "
+            "logging its own deliveries would log the log deliveries recursively.",
+        )
+        return bucket
+
+    def _source_bucket(self, data_config: DataConfig, data_bucket: dict[str, Any]) -> s3.Bucket:
+        """Versioned so an overwritten or deleted source file can be recovered (and a shard's
+        recorded ETag still names a readable version); old versions expire to bound cost."""
+        return s3.Bucket(
+            self,
+            "SourceBucket",
+            versioned=True,
+            server_access_logs_bucket=self.access_logs_bucket,
+            server_access_logs_prefix="source/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="AbortIncompleteMultipartUploads",
+                    abort_incomplete_multipart_upload_after=_abort_multipart(data_config),
+                ),
+                s3.LifecycleRule(
+                    id="ExpireNoncurrentVersions",
+                    noncurrent_version_expiration=cdk.Duration.days(
+                        data_config.source_noncurrent_expiry_days
+                    ),
+                ),
+            ],
+            **data_bucket,
+        )
+
+    def _staging_bucket(self, data_config: DataConfig, data_bucket: dict[str, Any]) -> s3.Bucket:
+        """Not versioned: everything here is derived from a source file and a run, so a lost
+        object is re-created by running the job again, and versions would only add cost."""
+        expiry = cdk.Duration.days(data_config.staging_expiry_days)
+        return s3.Bucket(
+            self,
+            "StagingBucket",
+            server_access_logs_bucket=self.access_logs_bucket,
+            server_access_logs_prefix="staging/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="AbortIncompleteMultipartUploads",
+                    abort_incomplete_multipart_upload_after=_abort_multipart(data_config),
+                ),
+                s3.LifecycleRule(id="ExpireJobs", prefix=STAGING_JOBS_PREFIX, expiration=expiry),
+                s3.LifecycleRule(id="ExpirePrepared", prefix=STAGING_PREPARED_PREFIX, expiration=expiry),
+            ],
+            **data_bucket,
         )
 
     def _data_key(self, data_config: DataConfig, removal: cdk.RemovalPolicy) -> kms.IKey | None:
@@ -283,6 +281,11 @@ class DataStore(Construct):
                 cdk.RemovalPolicy.RETAIN if data_config.retain_data else cdk.RemovalPolicy.DESTROY
             ),
         )
+
+
+def _abort_multipart(data_config: DataConfig) -> cdk.Duration:
+    """How long an incomplete multipart upload may linger before S3 aborts it."""
+    return cdk.Duration.days(data_config.multipart_abort_days)
 
 
 def _target_capacity(data_config: DataConfig) -> dict[str, Any]:

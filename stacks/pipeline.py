@@ -178,19 +178,7 @@ class PipelineStack(cdk.Stack):
             pipeline_config.branch,
             connection_arn=pipeline_config.connection_arn,
         )
-        self.synth_step = pipelines.ShellStep(
-            "Synth",
-            input=source,
-            install_commands=[
-                "npm ci --no-audit --no-fund --loglevel=error",
-                "python3 -m venv .venv",
-                ".venv/bin/pip install --quiet -r requirements.txt -c constraints.txt",
-            ],
-            # The CLI bundles every stage's Lambda package from PyPI wheels for the Lambda
-            # platform (stacks/bundling.py), as a manual deploy does: no Docker, no QEMU.
-            commands=["node_modules/.bin/cdk synth -c pipeline=true"],
-            primary_output_directory="cdk.out",
-        )
+        self.synth_step = _synth_step(source)
         self.pipeline = pipelines.CodePipeline(
             self,
             "Pipeline",
@@ -205,26 +193,32 @@ class PipelineStack(cdk.Stack):
         self.smoke_tests: dict[str, pipelines.CodeBuildStep] = {}
         self.approvals: dict[str, pipelines.ManualApprovalStep] = {}
         for name in pipeline_config.stages:
-            config = by_name[name]
-            stage = MaploadStage(self, stage_id(name), config=config)
-            self.stages[name] = stage
-            pre: list[pipelines.Step] = []
-            post: list[pipelines.Step] = []
-            if name in pipeline_config.approval_before:
-                approval = pipelines.ManualApprovalStep(
-                    f"PromoteTo{name.capitalize()}",
-                    comment=f"Deploy mapload to {name} ({config.account}/{config.region})?",
-                )
-                self.approvals[name] = approval
-                pre.append(approval)
-            if name in pipeline_config.smoke_test_after:
-                smoke = self._smoke_test(name, *targets[name], source=source, data_key=config.data.data_key)
-                self.smoke_tests[name] = smoke
-                post.append(smoke)
-            self.pipeline.add_stage(stage, pre=pre, post=post)
+            self._add_stage(by_name[name], targets[name], source)
         # Build the pipeline now so its constructs exist for the acknowledgements below.
         self.pipeline.build_pipeline()
         self._acknowledge_findings()
+
+    def _add_stage(
+        self, config: EnvironmentConfig, target: tuple[str, str], source: pipelines.IFileSetProducer
+    ) -> None:
+        """One environment's stage, behind its approval and followed by its smoke test if asked."""
+        name = config.name
+        stage = MaploadStage(self, stage_id(name), config=config)
+        self.stages[name] = stage
+        pre: list[pipelines.Step] = []
+        post: list[pipelines.Step] = []
+        if name in self.config.approval_before:
+            approval = pipelines.ManualApprovalStep(
+                f"PromoteTo{name.capitalize()}",
+                comment=f"Deploy mapload to {name} ({config.account}/{config.region})?",
+            )
+            self.approvals[name] = approval
+            pre.append(approval)
+        if name in self.config.smoke_test_after:
+            smoke = self._smoke_test(name, *target, source=source, data_key=config.data.data_key)
+            self.smoke_tests[name] = smoke
+            post.append(smoke)
+        self.pipeline.add_stage(stage, pre=pre, post=post)
 
     def _smoke_test(
         self,
@@ -236,61 +230,7 @@ class PipelineStack(cdk.Stack):
         data_key: str | None = None,
     ) -> pipelines.CodeBuildStep:
         """Upload a small sample, run it with `mapload start`, fail unless SUCCEEDED and reconciled."""
-        arn = f"arn:{self.partition}"
-        stack_prefix = stage_id(env_name)
-        bucket_prefix = f"{stack_prefix}-{DATA_STACK_ID}-".lower()
-        machine = f"{STATE_MACHINE_LOGICAL_PREFIX}*"
-        statements = [
-            iam.PolicyStatement(
-                sid="ReadStackOutputs",
-                actions=["cloudformation:DescribeStacks"],
-                resources=[
-                    f"{arn}:cloudformation:{region}:{account}:stack/{stack_prefix}-{stack_id}/*"
-                    for stack_id in (DATA_STACK_ID, LOADER_STACK_ID)
-                ],
-            ),
-            iam.PolicyStatement(
-                sid="UploadSample",
-                actions=["s3:PutObject"],
-                resources=[f"{arn}:s3:::{bucket_prefix}*/{SMOKE_PREFIX}*"],
-            ),
-            iam.PolicyStatement(
-                sid="ReadReport",
-                actions=["s3:GetObject"],
-                resources=[f"{arn}:s3:::{bucket_prefix}*/jobs/*"],
-            ),
-            iam.PolicyStatement(
-                sid="StartExecution",
-                actions=["states:StartExecution"],
-                resources=[f"{arn}:states:{region}:{account}:stateMachine:{machine}"],
-            ),
-            iam.PolicyStatement(
-                sid="WatchExecution",
-                actions=["states:DescribeExecution", "states:ListMapRuns"],
-                resources=[f"{arn}:states:{region}:{account}:execution:{machine}:*"],
-            ),
-            iam.PolicyStatement(
-                sid="WatchMapRun",
-                actions=["states:DescribeMapRun"],
-                resources=[f"{arn}:states:{region}:{account}:mapRun:{machine}/*"],
-            ),
-        ]
-        if data_key is not None:
-            # The sample and the report are SSE-KMS objects under the environment's data key. A key
-            # the Data stack creates has a generated id: any key of the account and region, but only
-            # through S3 and only for the environment's buckets (the encryption context names them).
-            key = data_key if data_key != DATA_KEY_CREATE else f"{arn}:kms:{region}:{account}:key/*"
-            statements.append(
-                iam.PolicyStatement(
-                    sid="UseDataKey",
-                    actions=list(KEY_WRITE),
-                    resources=[key],
-                    conditions={
-                        "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
-                        "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"{arn}:s3:::{bucket_prefix}*"},
-                    },
-                )
-            )
+        statements = _smoke_test_statements(f"arn:{self.partition}", env_name, account, region, data_key)
         return pipelines.CodeBuildStep(
             f"SmokeTest{env_name.capitalize()}",
             # The repository at the deployed commit: the mapload command and the example spec.
@@ -347,6 +287,84 @@ class PipelineStack(cdk.Stack):
                     if pattern.fullmatch(finding)
                 }
                 acknowledge_wildcards(construct, reasons)
+
+
+def _synth_step(source: pipelines.IFileSetProducer) -> pipelines.ShellStep:
+    """The CodeBuild synth: the CLI bundles every stage's Lambda package from PyPI wheels for the
+    Lambda platform (stacks/bundling.py), as a manual deploy does: no Docker, no QEMU."""
+    return pipelines.ShellStep(
+        "Synth",
+        input=source,
+        install_commands=[
+            "npm ci --no-audit --no-fund --loglevel=error",
+            "python3 -m venv .venv",
+            ".venv/bin/pip install --quiet -r requirements.txt -c constraints.txt",
+        ],
+        commands=["node_modules/.bin/cdk synth -c pipeline=true"],
+        primary_output_directory="cdk.out",
+    )
+
+
+def _smoke_test_statements(
+    arn: str, env_name: str, account: str, region: str, data_key: str | None
+) -> list[iam.PolicyStatement]:
+    """What the smoke test does in the tested environment: read its stacks' outputs, upload a
+    sample, start and watch an execution, read its report (through the data key if one is set)."""
+    stack_prefix = stage_id(env_name)
+    bucket_prefix = f"{stack_prefix}-{DATA_STACK_ID}-".lower()
+    machine = f"{STATE_MACHINE_LOGICAL_PREFIX}*"
+    statements = [
+        iam.PolicyStatement(
+            sid="ReadStackOutputs",
+            actions=["cloudformation:DescribeStacks"],
+            resources=[
+                f"{arn}:cloudformation:{region}:{account}:stack/{stack_prefix}-{stack_id}/*"
+                for stack_id in (DATA_STACK_ID, LOADER_STACK_ID)
+            ],
+        ),
+        iam.PolicyStatement(
+            sid="UploadSample",
+            actions=["s3:PutObject"],
+            resources=[f"{arn}:s3:::{bucket_prefix}*/{SMOKE_PREFIX}*"],
+        ),
+        iam.PolicyStatement(
+            sid="ReadReport",
+            actions=["s3:GetObject"],
+            resources=[f"{arn}:s3:::{bucket_prefix}*/jobs/*"],
+        ),
+        iam.PolicyStatement(
+            sid="StartExecution",
+            actions=["states:StartExecution"],
+            resources=[f"{arn}:states:{region}:{account}:stateMachine:{machine}"],
+        ),
+        iam.PolicyStatement(
+            sid="WatchExecution",
+            actions=["states:DescribeExecution", "states:ListMapRuns"],
+            resources=[f"{arn}:states:{region}:{account}:execution:{machine}:*"],
+        ),
+        iam.PolicyStatement(
+            sid="WatchMapRun",
+            actions=["states:DescribeMapRun"],
+            resources=[f"{arn}:states:{region}:{account}:mapRun:{machine}/*"],
+        ),
+    ]
+    if data_key is not None:
+        # The sample and the report are SSE-KMS objects under the environment's data key. A key
+        # the Data stack creates has a generated id: any key of the account and region, but only
+        # through S3 and only for the environment's buckets (the encryption context names them).
+        key = data_key if data_key != DATA_KEY_CREATE else f"{arn}:kms:{region}:{account}:key/*"
+        statements.append(
+            iam.PolicyStatement(
+                sid="UseDataKey",
+                actions=list(KEY_WRITE),
+                resources=[key],
+                conditions={
+                    "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
+                    "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"{arn}:s3:::{bucket_prefix}*"},
+                },
+            )
+        )
+    return statements
 
 
 _ACCOUNT_ARN = r"Resource::arn:[a-z*-]+:{service}:[a-z0-9-]*:\d{{12}}:"

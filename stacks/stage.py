@@ -76,9 +76,13 @@ class MaploadStage(cdk.Stage):
             description=f"mapload {config.name}: Plan/Worker/Finalize functions, state machine",
             termination_protection=config.data.retain_data,
         )
-        # In the Loader stack, beside what it watches: no cross-stack exports for alarm metrics.
+        self.monitoring = self._monitoring(config)
+
+    def _monitoring(self, config: EnvironmentConfig) -> LoaderMonitoring:
+        """Alarms and dashboard, in the Loader stack beside what they watch: no cross-stack
+        exports for alarm metrics."""
         loader = self.loader.loader
-        self.monitoring = LoaderMonitoring(
+        return LoaderMonitoring(
             self.loader,
             "Monitoring",
             env_name=config.name,
