@@ -23,7 +23,7 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
-from mapload import iamcheck, limits
+from mapload import iamcheck, limits, moto_speed
 from mapload import region as regions
 from mapload.cfn import Resolver, UnresolvedError
 from mapload.neptune_local import LocalNeptuneLoader
@@ -197,6 +197,7 @@ class Emulator:
         self._mock.start()
         LambdaSimpleBackend.invoke = _seam  # type: ignore[method-assign]
         limits.install()  # what AWS enforces and moto's interpreter does not (mapload/limits.py)
+        moto_speed.install()  # moto's hot paths, cheap for thousands of Map children
         _clear_runtime_clients()
         return self
 
@@ -212,6 +213,7 @@ class Emulator:
             for arn in self._keyed:
                 iamcheck.RECORDER.keys.pop(arn, None)
         limits.uninstall()
+        moto_speed.uninstall()
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
