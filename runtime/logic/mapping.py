@@ -12,11 +12,16 @@ per element, 1 + (for M) the member name's length + the element's size.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from logic.cells import CellError as _Rejected
+from logic.cells import decimal_number as _decimal
+from logic.cells import json_value as _json_value
+from logic.cells import number_text as _number
+from logic.cells import shown as _shown
+from logic.cells import utf8_len as _utf8_len
 from logic.spec import Attribute, JobSpec, Template
 from logic.values import Fields, Item, Reject
 
@@ -24,28 +29,12 @@ __all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]
 
 MAX_ITEM_BYTES = 400 * 1024
 MAX_KEY_BYTES = (2048, 1024)  # partition key, sort key
-MAX_DIGITS = 38
-MIN_EXPONENT, MAX_EXPONENT = -130, 125  # adjusted exponent: 1E-130 .. 9.99...E+125 in magnitude
-MAX_DEPTH = 32
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-# Plain decimals that are non-zero and have no leading zeros: at most 38 characters of them are
-# within every DynamoDB limit, so they are sent as written, without a Decimal round trip.
-_PLAIN_NUMBER = re.compile(r"-?(?:[1-9][0-9]*(?:\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)")
 _TRUE = frozenset(("true", "1", "yes"))
 _FALSE = frozenset(("false", "0", "no"))
 _MISSING = object()
 
 _Producer = Callable[[Fields, dict[str, dict[str, Any]]], int]
-
-
-class _Rejected(Exception):
-    """Unwinds a record's mapping at the first problem; the mapper turns it into a Reject."""
-
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(code, reason)
-        self.code = code
-        self.reason = reason
 
 
 def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
@@ -256,40 +245,6 @@ def _to_bool(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
     raise _Rejected("bad_bool", f"{name}: {_shown(value)} is not a boolean (true/false, 1/0, yes/no)")
 
 
-def _number(text: str, name: str, shown: str) -> tuple[str, int]:
-    """Validate a number's text for DynamoDB's N type -> (text to send, size estimate)."""
-    if len(text) <= MAX_DIGITS and _PLAIN_NUMBER.fullmatch(text) is not None:
-        return text, (len(text) + 1) // 2 + 2
-    if _NUMBER.fullmatch(text) is None:
-        raise _Rejected("bad_number", f"{name}: {shown!r} is not a number")
-    return _decimal(Decimal(text), name)
-
-
-def _decimal(number: Decimal, name: str) -> tuple[str, int]:
-    if not number.is_finite():
-        raise _Rejected("bad_number", f"{name}: {number} is not a number")
-    _, digits, exponent = number.as_tuple()
-    assert isinstance(exponent, int)
-    count = len(digits)
-    if count == 1 and digits[0] == 0:
-        return "0", 2  # "0E+999" and "-0" are zero; send plain 0
-    if count > MAX_DIGITS:
-        # DynamoDB trims leading and trailing zeros before counting (as_tuple has no leading ones).
-        while count > 1 and digits[count - 1] == 0:
-            count -= 1
-        if count > MAX_DIGITS:
-            raise _Rejected(
-                "bad_number", f"{name}: {number} has {count} significant digits; DynamoDB allows {MAX_DIGITS}"
-            )
-    magnitude = exponent + len(digits) - 1
-    if not MIN_EXPONENT <= magnitude <= MAX_EXPONENT:
-        raise _Rejected(
-            "bad_number",
-            f"{name}: {number} is outside DynamoDB's number range (magnitude 1E-130 to 9.99E+125)",
-        )
-    return str(number), (count + 1) // 2 + 2
-
-
 def _copy_all(key_names: frozenset[str], jsonl: bool) -> _Producer:
     """`"attributes": "*"`: every field becomes an attribute; a field named like a key attribute is
     left out because the key template already filled that attribute."""
@@ -320,53 +275,3 @@ def _copy_all(key_names: frozenset[str], jsonl: bool) -> _Producer:
         return size
 
     return copy_json
-
-
-def _json_value(value: Any, name: str, depth: int) -> tuple[dict[str, Any], int]:
-    """A JSON value in DynamoDB's low-level form, with its size."""
-    kind = type(value)
-    if kind is str:
-        return {"S": value}, _utf8_len(value)
-    if kind is Decimal:
-        number, size = _decimal(value, name)
-        return {"N": number}, size
-    if kind is bool:
-        return {"BOOL": value}, 1
-    if value is None:
-        return {"NULL": True}, 1
-    if depth >= MAX_DEPTH:
-        raise _Rejected(
-            "too_deep", f"{name}: nested more than {MAX_DEPTH} levels deep; DynamoDB allows {MAX_DEPTH}"
-        )
-    size = 3
-    if kind is dict:
-        members: dict[str, Any] = {}
-        for member, element in value.items():
-            if not member:
-                raise _Rejected(
-                    "empty_name", f"{name}: a member name is empty; DynamoDB map keys need a character"
-                )
-            members[member], element_size = _json_value(element, name, depth + 1)
-            size += 1 + _utf8_len(member) + element_size
-        return {"M": members}, size
-    elements = []
-    for element in value:
-        converted, element_size = _json_value(element, name, depth + 1)
-        elements.append(converted)
-        size += 1 + element_size
-    return {"L": elements}, size
-
-
-def _utf8_len(text: str) -> int:
-    # ASCII is the common case: its length is its UTF-8 length, with no encoding copy.
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, Decimal)):
-        return repr(str(value))
-    return "an object" if isinstance(value, Mapping) else "a list"
