@@ -1,0 +1,184 @@
+"""The single-item requests of the write modes, run against moto's DynamoDB: the stored table
+equals a sequential model of each mode (logic/writemodes.py)."""
+
+from __future__ import annotations
+
+import contextlib
+from decimal import Decimal
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
+from logic.writemodes import (
+    ADD,
+    DELETE,
+    NEWER_WINS,
+    PUT_IF_ABSENT,
+    SET_IF_ABSENT,
+    UPDATE,
+    WritePlan,
+    single_item_request,
+    written_by_us,
+)
+from mapload.tables import create_pk_sk_table
+
+pytestmark = pytest.mark.runtime
+
+REGION = "eu-west-2"
+KEY = ("pk", "sk")
+
+# A record: key number, version, a text attribute (or absent), a count to add.
+RECORDS = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(0, 4),
+        st.one_of(st.none(), st.sampled_from(["a", "b", "c"])),
+        st.integers(-5, 5),
+    ),
+    max_size=25,
+)
+
+
+def item(key: int, version: int, text: str | None, count: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "pk": {"S": f"K#{key}"},
+        "sk": {"S": "ITEM"},
+        "version": {"N": str(version)},
+        "count": {"N": str(count)},
+        "tags": {"SS": [f"t{version}"]},
+    }
+    if text is not None:
+        out["text"] = {"S": text}
+    return out
+
+
+def model(plan: WritePlan, records: list[tuple[int, int, str | None, int]]) -> dict[str, dict[str, Any]]:
+    """Each mode applied one record after another, in plain Python."""
+    table: dict[str, dict[str, Any]] = {}
+    for key, version, text, count in records:
+        name = f"K#{key}"
+        stored = table.get(name)
+        new = {"version": Decimal(version), "count": Decimal(count), "tags": {f"t{version}"}}
+        if text is not None:
+            new["text"] = text
+        if plan.mode == PUT_IF_ABSENT:
+            if stored is None:
+                table[name] = new
+        elif plan.mode == NEWER_WINS:
+            if stored is None or stored["version"] < version:
+                table[name] = new
+        elif plan.mode == DELETE:
+            table.pop(name, None)
+        else:  # update: count is ADDed, tags ADDed (set union), version set if absent, text SET
+            merged = dict(stored or {})
+            merged["count"] = merged.get("count", Decimal(0)) + count
+            merged["tags"] = set(merged.get("tags", set())) | {f"t{version}"}
+            merged.setdefault("version", Decimal(version))
+            if text is not None:
+                merged["text"] = text
+            table[name] = merged
+    return table
+
+
+def stored(db: Any) -> dict[str, dict[str, Any]]:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    python = TypeDeserializer()
+    out = {}
+    for row in db.scan(TableName="target")["Items"]:
+        values = {k: python.deserialize(v) for k, v in row.items() if k not in KEY}
+        out[row["pk"]["S"]] = values
+    return out
+
+
+PLANS = {
+    PUT_IF_ABSENT: WritePlan(PUT_IF_ABSENT, KEY),
+    NEWER_WINS: WritePlan(NEWER_WINS, KEY, version="version"),
+    UPDATE: WritePlan(UPDATE, KEY, actions={"count": ADD, "tags": ADD, "version": SET_IF_ABSENT}),
+    DELETE: WritePlan(DELETE, KEY),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(PLANS))
+@settings(max_examples=40, deadline=None)
+@given(before=RECORDS, records=RECORDS)
+def test_each_mode_leaves_the_table_its_sequential_model_leaves(
+    mode: str, before: list[Any], records: list[Any]
+) -> None:
+    plan = PLANS[mode]
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name=REGION)
+        create_pk_sk_table(db, "target")
+        for record in before:  # a table that already holds items, written by plain puts
+            db.put_item(TableName="target", Item=item(*record))
+        initial = {f"K#{k}": (k, v, t, c) for k, v, t, c in before}
+        skipped = 0
+        for record in records:
+            method, arguments = single_item_request(plan, item(*record))
+            try:
+                getattr(db, method)(TableName="target", **arguments)
+            except db.exceptions.ConditionalCheckFailedException:
+                skipped += 1
+        expected = model(plan, list(initial.values()) + records)
+        if plan.mode == PUT_IF_ABSENT:
+            # The model's first write of a key is the table's; each later record is skipped.
+            assert skipped == len(records) - len({k for k, *_ in records} - {k for k, *_ in initial.values()})
+        if plan.mode == DELETE:
+            # The initial items came from puts, not from the mode: model them as stored first.
+            expected = {k: v for k, v in model(WritePlan(PUT_IF_ABSENT, KEY), list(initial.values())).items()}
+            for key, *_ in records:
+                expected.pop(f"K#{key}", None)
+        assert stored(db) == expected
+
+
+def test_newer_wins_is_the_same_in_any_order() -> None:
+    records = [(1, 3, "x", 0), (1, 5, "y", 0), (1, 5, "z", 0), (1, 4, "w", 0), (2, 1, None, 0)]
+    tables = []
+    for order in (records, list(reversed(records)), records[2:] + records[:2]):
+        with mock_aws():
+            db = boto3.client("dynamodb", region_name=REGION)
+            create_pk_sk_table(db, "target")
+            for record in order:
+                method, arguments = single_item_request(PLANS[NEWER_WINS], item(*record))
+                with contextlib.suppress(db.exceptions.ConditionalCheckFailedException):
+                    getattr(db, method)(TableName="target", **arguments)
+            tables.append(stored(db))
+    # Highest version per key; of equal versions the first stored stays.
+    assert tables[0]["K#1"]["version"] == 5 and tables[0]["K#1"]["text"] == "y"
+    assert tables[1]["K#1"]["text"] == "z"  # reversed: "z" was stored first
+    assert all(t["K#1"]["version"] == 5 and set(t) == {"K#1", "K#2"} for t in tables)
+
+
+def test_a_retry_after_a_lost_answer_finds_its_own_item_and_counts_it_written() -> None:
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name=REGION)
+        create_pk_sk_table(db, "target")
+        mine = item(1, 2, "x", 0)
+        _method, arguments = single_item_request(PLANS[PUT_IF_ABSENT], mine)
+        db.put_item(TableName="target", **arguments)  # the answer of this attempt is "lost"
+        with pytest.raises(db.exceptions.ConditionalCheckFailedException) as refused:
+            db.put_item(TableName="target", **arguments)
+        found = refused.value.response.get("Item")
+        assert written_by_us(mine, found)
+        assert not written_by_us(item(1, 2, "other", 0), found)
+        assert not written_by_us(mine, None)
+
+
+def test_update_without_attributes_and_delete_send_only_the_key() -> None:
+    plan = WritePlan(UPDATE, KEY)
+    assert single_item_request(plan, {"pk": {"S": "a"}, "sk": {"S": "b"}}) == (
+        "update_item",
+        {"Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}},
+    )
+    assert single_item_request(PLANS[DELETE], item(1, 1, "x", 1)) == (
+        "delete_item",
+        {"Key": {"pk": {"S": "K#1"}, "sk": {"S": "ITEM"}}},
+    )
+    with pytest.raises(ValueError, match="version"):
+        WritePlan(NEWER_WINS, KEY)
+    with pytest.raises(ValueError, match="single-item"):
+        WritePlan("put", KEY)
