@@ -1,7 +1,9 @@
-"""Writes item batches to the target table with BatchWriteItem, many requests in flight, nothing dropped."""
+"""Writes items to the target table, many requests in flight, nothing dropped: batches with BatchWriteItem, or
+single-item PutItem/UpdateItem/DeleteItem for a conditional or update write mode."""
 
 from __future__ import annotations
 
+import queue
 import random
 import threading
 import time
@@ -15,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from logic.errors import ShardWriteError
 from logic.ratecontrol import AimdWindow, TokenBucket
 from logic.retry import backoff_delays
+from logic.writemodes import WritePlan, single_item_request, written_by_us
 
 # Answers that mean "try again later", not "this request is wrong".
 RETRYABLE_CODES = frozenset(
@@ -40,6 +43,8 @@ class WriteStats:
     window_decreases: int = 0
     min_window: int = 0
     budget_wait_seconds: float = 0.0
+    # Single-item writes: records whose condition was not met (logic/writemodes.py).
+    skipped: int = 0
 
 
 @dataclass(frozen=True)
@@ -50,38 +55,28 @@ class RetryPolicy:
     cap_seconds: float = 5.0
 
 
-class BatchWriter:
-    """Send batches of up to 25 low-level items; retry throttling and UnprocessedItems with
-    capped full-jitter backoff until written, or fail loudly with the count not written.
-
-    Rate control (runtime/logic/ratecontrol.py): at most `in_flight` requests, fewer while
-    DynamoDB throttles (an AIMD window), and no faster than `rate` write units per second when a
-    rate is set (`set_rate` changes it while the writer runs: the job's budget is re-shared as
-    shards start and finish).
-    """
+class _PacedWriter:
+    """What both writers share: a pool of sending threads, rate control (at most `in_flight`
+    requests, fewer while DynamoDB throttles: an AIMD window; no faster than `rate` write units
+    per second when one is set, changed by `set_rate` while the writer runs), and each request
+    retried with capped full-jitter backoff until done, or counted as not written."""
 
     def __init__(
         self,
-        client: Any,
         table: str,
         *,
         in_flight: int,
-        policy: RetryPolicy = RetryPolicy(),
-        sleep: Callable[[float], None] = time.sleep,
-        rng: random.Random | None = None,
-        rate: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        policy: RetryPolicy,
+        sleep: Callable[[float], None],
+        rng: random.Random | None,
+        rate: float | None,
+        clock: Callable[[], float],
     ) -> None:
-        self._client = client
         self._table = table
         self._policy = policy
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="batch")
-        # Bounds memory: at most twice the in-flight count of batches exist at once.
-        self._slots = threading.BoundedSemaphore(in_flight * 2)
         self._lock = threading.Lock()
-        self._futures: list[Future[None]] = []
         self.stats = WriteStats()
         self._not_written = 0
         self._first_error: str | None = None
@@ -97,21 +92,7 @@ class BatchWriter:
         with self._lock:
             self._bucket.set_rate(rate, now=self._clock())
 
-    def submit(self, items: list[dict[str, Any]], units: int | None = None) -> None:
-        """Queue one batch; `units` = its write units (default one per item)."""
-        if not items:
-            return
-        self._slots.acquire()
-        future = self._pool.submit(self._write, items, len(items) if units is None else units)
-        future.add_done_callback(lambda _f: self._slots.release())
-        self._futures.append(future)
-        if len(self._futures) > 256:  # keep the list short on long shards
-            self._futures = [f for f in self._futures if not f.done()]
-
-    def close(self) -> WriteStats:
-        self._pool.shutdown(wait=True)
-        for future in self._futures:
-            future.result()
+    def _raise_if_not_written(self) -> WriteStats:
         if self._not_written:
             raise ShardWriteError(
                 f"{self._not_written} records were not written to {self._table} after retries: "
@@ -144,14 +125,95 @@ class BatchWriter:
                 self.window.accepted()
             self._gate.notify_all()
 
-    def _write(self, items: list[dict[str, Any]], units: int) -> None:
-        pending = [{"PutRequest": {"Item": item}} for item in items]
+    def _retrying(self, attempt_once: Callable[[int], tuple[int, str | None]]) -> None:
+        """Call `attempt_once(attempt)` until it leaves nothing pending. It paces itself and
+        returns (records still pending, why); a non-retryable answer is given up inside."""
         delays = backoff_delays(self._policy.base_seconds, self._policy.cap_seconds, self._rng)
         started = time.monotonic()
         attempt = 0
         while True:
             attempt += 1
-            error: str | None = None
+            pending, error = attempt_once(attempt)
+            if not pending:
+                return
+            elapsed = time.monotonic() - started
+            if attempt >= self._policy.max_attempts or elapsed >= self._policy.deadline_seconds:
+                self._give_up(pending, f"gave up after {attempt} attempts / {elapsed:.0f}s: {error}")
+                return
+            with self._lock:
+                self.stats.retries += 1
+            self._sleep(next(delays))
+
+    def _retryable(self, exc: ClientError, count: int) -> str | None:
+        """The error code of a retryable refusal (counted as a throttle); None after giving up."""
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code not in RETRYABLE_CODES:
+            self._give_up(count, f"{code}: {exc}")
+            return None
+        with self._lock:
+            self.stats.throttles += 1
+        return code
+
+    def _give_up(self, count: int, reason: str) -> None:
+        with self._lock:
+            self._not_written += count
+            if self._first_error is None:
+                self._first_error = reason
+
+
+class BatchWriter(_PacedWriter):
+    """Send batches of up to 25 low-level items; retry throttling and UnprocessedItems with
+    capped full-jitter backoff until written, or fail loudly with the count not written.
+
+    Rate control (runtime/logic/ratecontrol.py): at most `in_flight` requests, fewer while
+    DynamoDB throttles (an AIMD window), and no faster than `rate` write units per second when a
+    rate is set (`set_rate` changes it while the writer runs: the job's budget is re-shared as
+    shards start and finish).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        *,
+        in_flight: int,
+        policy: RetryPolicy = RetryPolicy(),
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        rate: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(
+            table, in_flight=in_flight, policy=policy, sleep=sleep, rng=rng, rate=rate, clock=clock
+        )
+        self._client = client
+        self._pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="batch")
+        # Bounds memory: at most twice the in-flight count of batches exist at once.
+        self._slots = threading.BoundedSemaphore(in_flight * 2)
+        self._futures: list[Future[None]] = []
+
+    def submit(self, items: list[dict[str, Any]], units: int | None = None) -> None:
+        """Queue one batch; `units` = its write units (default one per item)."""
+        if not items:
+            return
+        self._slots.acquire()
+        future = self._pool.submit(self._write, items, len(items) if units is None else units)
+        future.add_done_callback(lambda _f: self._slots.release())
+        self._futures.append(future)
+        if len(self._futures) > 256:  # keep the list short on long shards
+            self._futures = [f for f in self._futures if not f.done()]
+
+    def close(self) -> WriteStats:
+        self._pool.shutdown(wait=True)
+        for future in self._futures:
+            future.result()
+        return self._raise_if_not_written()
+
+    def _write(self, items: list[dict[str, Any]], units: int) -> None:
+        pending = [{"PutRequest": {"Item": item}} for item in items]
+
+        def attempt_once(_attempt: int) -> tuple[int, str | None]:
+            nonlocal pending
             # A retry of some items costs their share of the batch's units.
             self._pace(max(1, -(-units * len(pending) // len(items))))
             throttled = True
@@ -162,32 +224,119 @@ class BatchWriter:
                 pending = response.get("UnprocessedItems", {}).get(self._table, [])
                 throttled = bool(pending)
                 if not pending:
-                    return
-                error = f"{len(pending)} UnprocessedItems"
+                    return 0, None
                 with self._lock:
                     self.stats.unprocessed += len(pending)
+                return len(pending), f"{len(pending)} UnprocessedItems"
             except ClientError as exc:
-                code = str(exc.response.get("Error", {}).get("Code", ""))
-                if code not in RETRYABLE_CODES:
-                    self._give_up(len(pending), f"{code}: {exc}")
-                    return
-                error = code
-                with self._lock:
-                    self.stats.throttles += 1
+                code = self._retryable(exc, len(pending))
+                return (len(pending), code) if code else (0, None)
             except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable
-                error = f"{type(exc).__name__}: {exc}"
+                return len(pending), f"{type(exc).__name__}: {exc}"
             finally:
                 self._answered(throttled)
-            elapsed = time.monotonic() - started
-            if attempt >= self._policy.max_attempts or elapsed >= self._policy.deadline_seconds:
-                self._give_up(len(pending), f"gave up after {attempt} attempts / {elapsed:.0f}s: {error}")
-                return
-            with self._lock:
-                self.stats.retries += 1
-            self._sleep(next(delays))
 
-    def _give_up(self, count: int, reason: str) -> None:
+        self._retrying(attempt_once)
+
+
+class ItemWriter(_PacedWriter):
+    """Single-item writes for a conditional or update write mode (logic/writemodes.py): PutItem,
+    UpdateItem or DeleteItem, under the same rate control, retries and bounds as BatchWriter.
+
+    `in_flight` lanes each write their items one after another; an item's lane is chosen by its
+    key, so the records of one key are written in the order they were submitted (file order)
+    while different keys keep the table busy. A refused condition counts the record in
+    `stats.skipped` (its key in `skipped_keys`, up to `sample` of them), unless the stored item
+    is the one this request writes: then an earlier attempt whose answer was lost wrote it.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        plan: WritePlan,
+        *,
+        in_flight: int,
+        policy: RetryPolicy = RetryPolicy(),
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        rate: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sample: int = 10,
+    ) -> None:
+        super().__init__(
+            table, in_flight=in_flight, policy=policy, sleep=sleep, rng=rng, rate=rate, clock=clock
+        )
+        self._client = client
+        self._plan = plan
+        self._sample = sample
+        self.skipped_keys: list[tuple[Any, ...]] = []
+        # Each lane holds at most 2 waiting items: memory stays bounded by the lane count.
+        self._lanes: list[queue.Queue[tuple[tuple[Any, ...], dict[str, Any], int] | None]] = [
+            queue.Queue(maxsize=2) for _ in range(in_flight)
+        ]
+        self._threads = [
+            threading.Thread(target=self._serve, args=(lane,), name=f"item-{i}", daemon=True)
+            for i, lane in enumerate(self._lanes)
+        ]
+        self._failure: BaseException | None = None
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, key: tuple[Any, ...], item: dict[str, Any], units: int = 1) -> None:
+        """Queue one item (low-level form) whose key values are `key`."""
+        self._lanes[hash(key) % len(self._lanes)].put((key, item, units))
+
+    def close(self) -> WriteStats:
+        for lane in self._lanes:
+            lane.put(None)
+        for thread in self._threads:
+            thread.join()
+        if self._failure is not None:
+            raise self._failure
+        return self._raise_if_not_written()
+
+    def _serve(self, lane: queue.Queue[tuple[tuple[Any, ...], dict[str, Any], int] | None]) -> None:
+        while (entry := lane.get()) is not None:
+            try:
+                self._write(*entry)
+            except BaseException as error:  # surfaced by close(); the lane keeps draining
+                with self._lock:
+                    self._failure = self._failure or error
+
+    def _write(self, key: tuple[Any, ...], item: dict[str, Any], units: int) -> None:
+        method, arguments = single_item_request(self._plan, item)
+        call = getattr(self._client, method)
+
+        def attempt_once(attempt: int) -> tuple[int, str | None]:
+            self._pace(units)
+            throttled = False
+            try:
+                call(TableName=self._table, **arguments)
+                with self._lock:
+                    self.stats.requests += 1
+                return 0, None
+            except ClientError as exc:
+                with self._lock:
+                    self.stats.requests += 1
+                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                    stored = exc.response.get("Item")
+                    if not (attempt > 1 and written_by_us(item, stored)):
+                        self._skipped(key)
+                    return 0, None
+                throttled = True
+                code = self._retryable(exc, 1)
+                return (1, code) if code else (0, None)
+            except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable
+                throttled = True
+                return 1, f"{type(exc).__name__}: {exc}"
+            finally:
+                self._answered(throttled)
+
+        self._retrying(attempt_once)
+
+    def _skipped(self, key: tuple[Any, ...]) -> None:
         with self._lock:
-            self._not_written += count
-            if self._first_error is None:
-                self._first_error = reason
+            self.stats.skipped += 1
+            if len(self.skipped_keys) < self._sample:
+                self.skipped_keys.append(key)

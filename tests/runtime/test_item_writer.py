@@ -1,0 +1,110 @@
+"""The single-item writer (conditional and update modes) against moto's DynamoDB and a misbehaving
+wrapper: records of one key keep file order, refused conditions are skipped, lost answers and
+throttling are retried, nothing is lost."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, ReadTimeoutError
+from moto import mock_aws
+
+from adapters.dynamodb import ItemWriter, RetryPolicy
+from logic.errors import ShardWriteError
+from logic.writemodes import NEWER_WINS, PUT_IF_ABSENT, WritePlan
+from mapload.tables import create_pk_sk_table
+
+pytestmark = pytest.mark.runtime
+
+KEY = ("pk", "sk")
+FAST = RetryPolicy(max_attempts=6, base_seconds=0.0, cap_seconds=0.0)
+
+
+def item(key: int, version: int) -> dict[str, Any]:
+    return {"pk": {"S": f"K#{key}"}, "sk": {"S": "I"}, "v": {"N": str(version)}}
+
+
+class Misbehaving:
+    """Wraps a client: every `throttle_every`-th call is throttled before it reaches the table;
+    every `lose_every`-th call is written and then its answer is lost."""
+
+    def __init__(self, client: Any, *, throttle_every: int = 0, lose_every: int = 0) -> None:
+        self._client = client
+        self._throttle_every = throttle_every
+        self._lose_every = lose_every
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def put_item(self, **arguments: Any) -> Any:
+        with self._lock:
+            self.calls += 1
+            call = self.calls
+        if self._throttle_every and call % self._throttle_every == 0:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "PutItem")
+        answer = self._client.put_item(**arguments)
+        if self._lose_every and call % self._lose_every == 0:
+            raise ReadTimeoutError(endpoint_url="http://dynamodb")
+        return answer
+
+
+@pytest.fixture
+def db() -> Any:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="eu-west-2")
+        create_pk_sk_table(client, "target")
+        yield client
+
+
+def table(db: Any) -> dict[str, int]:
+    return {row["pk"]["S"]: int(row["v"]["N"]) for row in db.scan(TableName="target")["Items"]}
+
+
+def test_newer_wins_across_many_lanes_keeps_the_highest_version(db: Any) -> None:
+    writer = ItemWriter(db, "target", WritePlan(NEWER_WINS, KEY, version="v"), in_flight=8, policy=FAST)
+    versions = [(k, v) for v in range(6) for k in range(20)] + [(k, 2) for k in range(20)]
+    for key, version in versions:
+        writer.submit((f"K#{key}", "I"), item(key, version))
+    stats = writer.close()
+    assert table(db) == {f"K#{k}": 5 for k in range(20)}
+    # Per key: versions 0..5 each beat the stored one, the trailing 2 does not.
+    assert stats.skipped == 20 and stats.requests == len(versions)
+
+
+def test_put_if_absent_keeps_the_first_record_of_each_key_in_submission_order(db: Any) -> None:
+    db.put_item(TableName="target", Item=item(0, 99))  # already in the table: left untouched
+    writer = ItemWriter(db, "target", WritePlan(PUT_IF_ABSENT, KEY), in_flight=4, policy=FAST, sample=3)
+    for version in range(5):
+        for key in range(10):
+            writer.submit((f"K#{key}", "I"), item(key, version))
+    stats = writer.close()
+    assert table(db) == {"K#0": 99, **{f"K#{k}": 0 for k in range(1, 10)}}
+    assert stats.skipped == 50 - 9
+    assert len(writer.skipped_keys) == 3
+
+
+def test_throttled_and_lost_answers_are_retried_and_counted_once(db: Any) -> None:
+    flaky = Misbehaving(db, throttle_every=3, lose_every=4)
+    writer = ItemWriter(flaky, "target", WritePlan(PUT_IF_ABSENT, KEY), in_flight=4, policy=FAST)
+    for key in range(40):
+        writer.submit((f"K#{key}", "I"), item(key, 1))
+    stats = writer.close()
+    assert table(db) == {f"K#{k}": 1 for k in range(40)}
+    # A retry after a lost answer finds its own item: written, not skipped.
+    assert stats.skipped == 0
+    assert stats.throttles > 0 and stats.retries > 0
+
+
+def test_a_write_refused_for_good_fails_the_shard_with_the_count() -> None:
+    class Refusing:
+        def put_item(self, **_: Any) -> Any:
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": "bad item"}}, "PutItem")
+
+    writer = ItemWriter(Refusing(), "target", WritePlan(PUT_IF_ABSENT, KEY), in_flight=2, policy=FAST)
+    for key in range(3):
+        writer.submit((f"K#{key}", "I"), item(key, 1))
+    with pytest.raises(ShardWriteError, match="3 records were not written") as failed:
+        writer.close()
+    assert failed.value.not_written == 3
