@@ -1,4 +1,11 @@
-"""Typed, validated per-environment settings parsed from the cdk.json context `mapload` block."""
+"""Typed, validated per-environment settings parsed from the cdk.json context `mapload` block.
+
+One declarative definition: each setting is a field of a pydantic model below (the section a
+stack reads), named in cdk.json by its alias, with its default and a check that coerces CLI
+strings (`-c mapload:max_concurrency_cap=10`) and fails with one line naming the setting. The
+rules between settings are the models' `after` validators. docs/SETTINGS.md is checked against
+these models (tests/infra/test_config.py).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +14,17 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Annotated, Any, Final, Self
+
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError, model_validator
+from pydantic_core import PydanticCustomError, core_schema
 
 # Days CloudWatch Logs accepts as a retention period (anything else is rejected at deploy).
 LOG_RETENTION_DAYS: Final[frozenset[int]] = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192}
     | {2557, 2922, 3288, 3653}
 )
-KEY_TYPES: Final[frozenset[str]] = frozenset({"S", "N", "B"})
+KEY_TYPES: Final[tuple[str, ...]] = ("S", "N", "B")
 # A Distributed Map runs at most 10,000 child executions at once.
 MAX_MAP_CONCURRENCY: Final[int] = 10_000
 TABLE_BILLING_MODES: Final[tuple[str, ...]] = ("on_demand", "provisioned")
@@ -38,14 +48,10 @@ OVERRIDE_PREFIX: Final[str] = "mapload:"
 _ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
-_TABLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
-_TABLE_ARN = re.compile(r"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/(?P<name>[A-Za-z0-9_.-]{3,255})$")
-_NEPTUNE_CLASS = re.compile(r"^db\.(serverless|[a-z0-9]+\.[a-z0-9]+)$")
-_ENGINE_VERSION = re.compile(r"^1\.\d+\.\d+\.\d+$")
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-
-T = TypeVar("T")
+_TABLE_NAME = r"[A-Za-z0-9_.-]{3,255}"
+_TABLE_ARN = re.compile(rf"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{{12}}:table/(?P<name>{_TABLE_NAME})$")
+_KMS_KEY_ARN = r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+"
+_BUCKET_NAME = re.compile(r"^(?!.*\.\.)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
 class MaploadConfigError(ValueError):
@@ -54,6 +60,131 @@ class MaploadConfigError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+def _invalid(message: str, at: str = "") -> PydanticCustomError:
+    """A refusal whose message is used as it is; `at` extends the path (`.name`, `[2]`)."""
+    return PydanticCustomError("mapload", "{message}", {"message": message, "at": at})
+
+
+def _rule(field: str, message: str) -> PydanticCustomError:
+    """A refusal by a rule between settings, naming the setting to change."""
+    return PydanticCustomError("mapload", "{message}", {"message": message, "field": field})
+
+
+def _absent(value: Any) -> bool:
+    return value is None or value == ""
+
+
+class _Check:
+    """A field's check: coerces a cdk.json (or CLI string) value, or refuses it in one line."""
+
+    nullable: bool = False
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(self._validate)
+
+    def _validate(self, value: Any) -> Any:
+        return None if self.nullable and _absent(value) else self.coerce(value)
+
+    def coerce(self, value: Any) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class IntIn(_Check):
+    low: int
+    high: int
+    nullable: bool = False
+    allowed: frozenset[int] | None = None
+
+    def coerce(self, value: Any) -> int:
+        number = _coerce_int(value)
+        if number is None or not self.low <= number <= self.high:
+            hint = "a positive integer" if self.low == 1 else "an integer"
+            raise _invalid(f"must be {hint} between {self.low} and {self.high}, got {value!r}")
+        if self.allowed is not None and number not in self.allowed:
+            listed = ", ".join(str(day) for day in sorted(self.allowed))
+            raise _invalid(f"must be one of {listed}, got {number}")
+        return number
+
+
+@dataclass(frozen=True)
+class NumberIn(_Check):
+    low: float
+    high: float
+
+    def coerce(self, value: Any) -> float:
+        number = value
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                number = float(value)
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, int | float)
+            or not self.low <= number <= self.high
+        ):
+            raise _invalid(f"must be a number between {self.low} and {self.high}, got {value!r}")
+        return float(number)
+
+
+@dataclass(frozen=True)
+class Flag(_Check):
+    def coerce(self, value: Any) -> bool:
+        if isinstance(value, str) and value.lower() in {"true", "false"}:
+            return value.lower() == "true"
+        if not isinstance(value, bool):
+            raise _invalid(f"must be true or false, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class OneOf(_Check):
+    options: tuple[str, ...]
+
+    def coerce(self, value: Any) -> str:
+        if value not in self.options:
+            raise _invalid(f"must be one of {', '.join(self.options)}, got {value!r}")
+        return str(value)
+
+
+@dataclass(frozen=True)
+class Matches(_Check):
+    """A string matching `pattern` (`expected` says what it must be, in the error)."""
+
+    pattern: str
+    expected: str
+    nullable: bool = True
+
+    def coerce(self, value: Any) -> str:
+        if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
+            raise _invalid(f"must be {self.expected}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class NameList(_Check):
+    """A list (JSON, or comma-separated from the CLI) of names each matching `pattern`."""
+
+    pattern: str
+    what: str
+    item: str
+    # The noun of the error when a name appears twice; "" allows repeats.
+    unique: str = ""
+
+    def coerce(self, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
+        if not isinstance(value, list | tuple):
+            raise _invalid(f"must be a list of {self.what}, got {value!r}")
+        for index, name in enumerate(value):
+            if not isinstance(name, str) or not re.fullmatch(self.pattern, name):
+                raise _invalid(f"must be {self.item}, got {name!r}", at=f"[{index}]")
+        if self.unique and len(set(value)) != len(value):
+            raise _invalid(f"must not name a {self.unique} twice")
+        return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -65,28 +196,126 @@ class KeyAttribute:
 
 
 @dataclass(frozen=True)
-class DataConfig:
+class KeyCheck(_Check):
+    """`{"name": ..., "type": "S"|"N"|"B"}` (a JSON string from the CLI) as a KeyAttribute."""
+
+    nullable: bool = False
+
+    def _validate(self, value: Any) -> Any:
+        value = _parse_json_or(value, value) if isinstance(value, str) else value
+        # Only null means "no sort key": an empty string is refused like any other non-key.
+        return None if self.nullable and value is None else self.coerce(value)
+
+    def coerce(self, value: Any) -> KeyAttribute:
+        if not isinstance(value, Mapping) or set(value) != {"name", "type"}:
+            raise _invalid(f'must be {{"name": ..., "type": "S"|"N"|"B"}}, got {value!r}')
+        name, type_ = value["name"], value["type"]
+        if not isinstance(name, str) or not 1 <= len(name) <= 255:
+            raise _invalid(f"must be 1 to 255 characters, got {name!r}", at=".name")
+        if type_ not in KEY_TYPES:
+            raise _invalid(f"must be one of {', '.join(KEY_TYPES)}, got {type_!r}", at=".type")
+        return KeyAttribute(name=name, type=type_)
+
+
+Days = Annotated[int, IntIn(1, 3650)]
+MemoryMiB = Annotated[int, IntIn(128, 10240)]
+# Lambda's limit: at most 900 s.
+TimeoutSeconds = Annotated[int, IntIn(1, 900)]
+TableUnits = Annotated[int | None, IntIn(1, MAX_TABLE_UNITS, nullable=True)]
+Count = Annotated[int, IntIn(1, 10_000_000)]
+Region = Annotated[str | None, Matches(_REGION.pattern, "an AWS region such as eu-west-2 or null")]
+RetainData = Annotated[bool, Flag(), Field(alias="retain_data")]
+
+
+def _coerce_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    return None
+
+
+def _parse_json_or(text: str, fallback: Any) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return fallback
+
+
+class _Section(BaseModel):
+    """A frozen group of settings; a field's alias is its name in cdk.json."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_alias=True, validate_by_name=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
+
+
+class DataConfig(_Section):
     """What the Data stack needs: the target table's shape, lifecycles, retention."""
 
-    table_partition_key: KeyAttribute
-    table_sort_key: KeyAttribute | None
+    table_partition_key: Annotated[KeyAttribute, KeyCheck(), Field(alias="partition_key")] = KeyAttribute(
+        "pk", "S"
+    )
+    table_sort_key: Annotated[KeyAttribute | None, KeyCheck(nullable=True), Field(alias="sort_key")] = (
+        KeyAttribute("sk", "S")
+    )
     # Name or ARN of a table the loader writes to instead of creating one.
-    table_existing: str | None
-    staging_expiry_days: int
-    source_noncurrent_expiry_days: int
-    multipart_abort_days: int
-    access_log_expiry_days: int
-    retain_data: bool
+    table_existing: Annotated[
+        str | None,
+        Matches(
+            rf"{_TABLE_ARN.pattern[1:-1]}|{_TABLE_NAME}",
+            "a DynamoDB table name or table ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)",
+        ),
+        Field(alias="existing_table"),
+    ] = None
+    staging_expiry_days: Days = 14
+    source_noncurrent_expiry_days: Days = 7
+    multipart_abort_days: Annotated[int, IntIn(1, 365)] = 1
+    access_log_expiry_days: Days = 90
+    retain_data: RetainData = False
     # The target table's capacity (a created table only; an existing table keeps its own):
     # "on_demand" (optionally pre-warmed) or "provisioned" with fixed read/write units.
-    table_billing_mode: str = "on_demand"
-    table_warm_write_units: int | None = None
-    table_write_capacity: int | None = None
-    table_read_capacity: int | None = None
+    table_billing_mode: Annotated[str, OneOf(TABLE_BILLING_MODES)] = "on_demand"
+    table_warm_write_units: Annotated[
+        int | None, IntIn(MIN_WARM_WRITE_UNITS, MAX_TABLE_UNITS, nullable=True)
+    ] = None
+    table_write_capacity: TableUnits = None
+    table_read_capacity: TableUnits = None
     # Customer managed KMS key for the buckets (not the access-log bucket), the created tables
     # and the environment's log groups: None (S3-managed and AWS managed keys), DATA_KEY_CREATE
     # (the Data stack creates one) or the ARN of an existing key.
-    data_key: str | None = None
+    data_key: Annotated[
+        str | None,
+        Matches(
+            f"{DATA_KEY_CREATE}|{_KMS_KEY_ARN}",
+            f'null, "{DATA_KEY_CREATE}" (the Data stack creates a key) or a KMS key ARN '
+            "(arn:aws:kms:REGION:ACCOUNT:key/ID)",
+        ),
+    ] = None
+
+    @model_validator(mode="after")
+    def _keys_and_capacity(self) -> Self:
+        if self.table_sort_key and self.table_sort_key.name == self.table_partition_key.name:
+            raise _rule("sort_key.name", "must differ from partition_key.name")
+        units = {
+            "table_write_capacity": self.table_write_capacity,
+            "table_read_capacity": self.table_read_capacity,
+        }
+        for field, value in units.items():
+            if self.table_billing_mode == "provisioned" and value is None:
+                raise _rule(field, "required when table_billing_mode is provisioned (units per second)")
+            if self.table_billing_mode == "on_demand" and value is not None:
+                raise _rule(
+                    field,
+                    "only for table_billing_mode provisioned; an on-demand table is pre-warmed "
+                    "with table_warm_write_units instead",
+                )
+        return self
 
     @property
     def data_key_arn(self) -> str | None:
@@ -110,63 +339,125 @@ class DataConfig:
         return match.group("name") if match else self.table_existing
 
 
-@dataclass(frozen=True)
-class LoaderConfig:
+class LoaderConfig(_Section):
     """What the Loader stack needs: function sizing, concurrency, retries, log retention."""
 
-    source_extra_buckets: tuple[str, ...]
-    source_kms_keys: tuple[str, ...]
-    max_concurrency_cap: int
-    worker_memory_mib: int
-    worker_timeout_seconds: int
-    control_memory_mib: int
-    control_timeout_seconds: int
-    write_concurrency: int
-    # The Worker's (and Prepare's) /tmp, where a shard's rejects and graph file spool past 8 MiB.
-    worker_ephemeral_storage_mib: int
+    source_extra_buckets: Annotated[
+        tuple[str, ...],
+        NameList(_BUCKET_NAME.pattern, "bucket names", "an S3 bucket name", unique="bucket"),
+        Field(alias="extra_source_buckets"),
+    ] = ()
+    source_kms_keys: Annotated[
+        tuple[str, ...],
+        NameList(_KMS_KEY_ARN, "KMS key ARNs", "a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
+    ] = ()
+    max_concurrency_cap: Annotated[int, IntIn(1, MAX_MAP_CONCURRENCY)] = 100
+    worker_memory_mib: MemoryMiB = 1024
+    worker_timeout_seconds: TimeoutSeconds = 900
+    control_memory_mib: MemoryMiB = 512
+    control_timeout_seconds: TimeoutSeconds = 300
+    write_concurrency: Annotated[int, IntIn(1, 256)] = 8
+    # The Worker's (and Prepare's) /tmp: Lambda allows 512 to 10,240 MB.
+    worker_ephemeral_storage_mib: Annotated[int, IntIn(512, 10240)] = 2048
     # Finalize reads every shard's ledger item (up to 100,000) and merges every reject.
-    finalize_memory_mib: int
-    finalize_timeout_seconds: int
-    retry_interval_seconds: int
-    retry_max_attempts: int
-    retry_backoff_rate: float
-    ledger_ttl_days: int
-    log_retention_days: int
-    retain_logs: bool
-    lambda_architecture: str = "arm64"
+    finalize_memory_mib: MemoryMiB = 1024
+    finalize_timeout_seconds: TimeoutSeconds = 900
+    # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
+    retry_interval_seconds: Annotated[int, IntIn(1, 3600)] = 2
+    retry_max_attempts: Annotated[int, IntIn(0, 20)] = 6
+    retry_backoff_rate: Annotated[float, NumberIn(1.0, 10.0)] = 2.0
+    ledger_ttl_days: Days = 30
+    log_retention_days: Annotated[int, IntIn(1, 3653, allowed=LOG_RETENTION_DAYS)] = 30
+    retain_logs: RetainData = False
+    lambda_architecture: Annotated[str, OneOf(LAMBDA_ARCHITECTURES)] = "arm64"
     # Child executions of the Distributed Map: STANDARD, or EXPRESS (cheaper; 5-minute limit).
-    map_execution_type: str = "STANDARD"
+    map_execution_type: Annotated[str, OneOf(MAP_EXECUTION_TYPES)] = "STANDARD"
     # Concurrent Lambda executions the account allows (its quota); bounds the Worker's reservation.
-    lambda_concurrency_limit: int = 1000
+    lambda_concurrency_limit: Count = 1000
     # Executions reserved for (and the most allowed to) the Worker; bounds max_concurrency_cap.
-    worker_reserved_concurrency: int = 100
+    worker_reserved_concurrency: Count = 100
+
+    @model_validator(mode="after")
+    def _concurrency_and_express(self) -> Self:
+        reservable = self.lambda_concurrency_limit - LAMBDA_UNRESERVED_MINIMUM
+        if self.worker_reserved_concurrency > reservable:
+            raise _rule(
+                "worker_reserved_concurrency",
+                f"{self.worker_reserved_concurrency} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} "
+                "unreserved executions of lambda_concurrency_limit (the account's quota) "
+                f"{self.lambda_concurrency_limit}: at most {reservable}; lower it, or raise the quota "
+                "and lambda_concurrency_limit",
+            )
+        if self.max_concurrency_cap > self.worker_reserved_concurrency:
+            raise _rule(
+                "max_concurrency_cap",
+                f"{self.max_concurrency_cap} shards in flight need as many Worker executions, but "
+                f"worker_reserved_concurrency is {self.worker_reserved_concurrency}: lower "
+                "max_concurrency_cap or raise worker_reserved_concurrency",
+            )
+        limit = EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS
+        if self.map_execution_type == "EXPRESS" and self.worker_timeout_seconds > limit:
+            raise _rule(
+                "map_execution_type",
+                f"EXPRESS child executions end after {EXPRESS_MAX_SECONDS} s, but a Worker may run "
+                f"worker_timeout_seconds={self.worker_timeout_seconds} (+{WORKER_TASK_MARGIN_SECONDS} s); "
+                f"set worker_timeout_seconds to at most {limit} (and shardSizeMiB small enough) "
+                "or use STANDARD",
+            )
+        return self
 
 
-@dataclass(frozen=True)
-class MonitoringConfig:
+class MonitoringConfig(_Section):
     """What the dashboard and alarms need: where alarms go and when they fire."""
 
     # Address subscribed to the alarm topic (None: alarms go to the topic only).
-    alarm_email: str | None = None
+    alarm_email: Annotated[str | None, Matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address or null")] = (
+        None
+    )
     # Rejected records as a percentage of records read, per 5 minutes, above which to alarm.
-    alarm_rejected_percent: float = 1.0
+    alarm_rejected_percent: Annotated[float, NumberIn(0.0, 100.0)] = 1.0
     # Throttled DynamoDB writes per 5 minutes that, three periods in a row, count as sustained.
-    alarm_throttle_events: int = 1000
+    alarm_throttle_events: Count = 1000
 
 
-@dataclass(frozen=True)
-class GraphConfig:
+class GraphConfig(_Section):
     """What the Graph stack needs: the Neptune cluster's size, engine, backups and protection."""
 
     # "db.serverless" sizes by Neptune capacity units (min/max); any other class is provisioned.
-    instance_class: str
-    instances: int
-    serverless_min_capacity: float
-    serverless_max_capacity: float
-    engine_version: str
-    backup_retention_days: int
+    instance_class: Annotated[
+        str,
+        Matches(
+            r"db\.(serverless|[a-z0-9]+\.[a-z0-9]+)",
+            '"db.serverless" or a Neptune instance class like db.r6g.large',
+            nullable=False,
+        ),
+        Field(alias="graph_instance_class"),
+    ] = "db.serverless"
+    instances: Annotated[int, IntIn(1, 16), Field(alias="graph_instances")] = 1
+    serverless_min_capacity: Annotated[
+        float, NumberIn(1.0, 128.0), Field(alias="graph_serverless_min_capacity")
+    ] = 1.0
+    serverless_max_capacity: Annotated[
+        float, NumberIn(2.5, 128.0), Field(alias="graph_serverless_max_capacity")
+    ] = 8.0
+    engine_version: Annotated[
+        str,
+        Matches(r"1\.\d+\.\d+\.\d+", "a Neptune engine version like 1.4.5.1", nullable=False),
+        Field(alias="graph_engine_version"),
+    ] = "1.4.5.1"
+    # Neptune keeps automated backups 1 to 35 days.
+    backup_retention_days: Annotated[int, IntIn(1, 35), Field(alias="graph_backup_retention_days")] = 7
     # Deletion protection on the cluster, snapshot on stack deletion (prod).
-    retain: bool
+    retain: RetainData = False
+
+    @model_validator(mode="after")
+    def _capacity_range(self) -> Self:
+        if self.serverless_min_capacity > self.serverless_max_capacity:
+            raise _rule(
+                "graph_serverless_min_capacity",
+                f"must not exceed graph_serverless_max_capacity ({self.serverless_max_capacity:g})",
+            )
+        return self
 
     @property
     def serverless(self) -> bool:
@@ -178,70 +469,68 @@ class GraphConfig:
         return f"neptune{major_minor}"
 
 
-@dataclass(frozen=True)
-class EnvironmentConfig:
-    """One deployment environment (dev, staging, prod)."""
+_SECTIONS: Final[dict[str, type[_Section]]] = {
+    "data": DataConfig,
+    "loader": LoaderConfig,
+    "monitoring": MonitoringConfig,
+    "graph": GraphConfig,
+}
+
+
+class EnvironmentConfig(_Section):
+    """One deployment environment (dev, staging, prod), validated from its flat cdk.json block."""
 
     name: str
-    account: str | None
-    region: str | None
+    account: Annotated[str | None, Matches(_ACCOUNT.pattern, "a 12-digit AWS account id or null")] = None
+    region: Region = None
+    # false: the environment has no Graph stack (graph is None) and refuses graph inputs.
+    graph_enabled: Annotated[bool, Flag()] = True
     data: DataConfig
     loader: LoaderConfig
     monitoring: MonitoringConfig = MonitoringConfig()
-    # None: the environment has no Graph stack (graph_enabled false) and refuses graph inputs.
     graph: GraphConfig | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _sections(cls, raw: Any) -> Any:
+        """Hand each section the settings its fields name (retain_data goes to several)."""
+        flat = dict(raw)
+        sections: dict[str, Any] = {section: _pick(model, flat) for section, model in _SECTIONS.items()}
+        if str(flat.get("graph_enabled")).lower() == "false":
+            sections["graph"] = None
+        own = {name: flat[name] for name in ("name", "account", "region", "graph_enabled") if name in flat}
+        return {**own, **sections}
 
-# Per-environment defaults; cdk.json only states what differs. Prod keeps data and allows
-# the large fan-out the design is for; dev and staging are disposable and smaller.
-_COMMON_DEFAULTS: Final[Mapping[str, Any]] = {
-    "account": None,
-    "region": None,
-    "partition_key": {"name": "pk", "type": "S"},
-    "sort_key": {"name": "sk", "type": "S"},
-    "existing_table": None,
-    "extra_source_buckets": [],
-    "source_kms_keys": [],
-    "max_concurrency_cap": 100,
-    "worker_memory_mib": 1024,
-    "worker_timeout_seconds": 900,
-    "control_memory_mib": 512,
-    "control_timeout_seconds": 300,
-    "worker_ephemeral_storage_mib": 2048,
-    "finalize_memory_mib": 1024,
-    "finalize_timeout_seconds": 900,
-    "write_concurrency": 8,
-    "table_billing_mode": "on_demand",
-    "table_warm_write_units": None,
-    "table_write_capacity": None,
-    "table_read_capacity": None,
-    "lambda_architecture": "arm64",
-    "map_execution_type": "STANDARD",
-    "lambda_concurrency_limit": 1000,
-    "worker_reserved_concurrency": 100,
-    "retry_interval_seconds": 2,
-    "retry_max_attempts": 6,
-    "retry_backoff_rate": 2.0,
-    "ledger_ttl_days": 30,
-    "staging_expiry_days": 14,
-    "source_noncurrent_expiry_days": 7,
-    "multipart_abort_days": 1,
-    "access_log_expiry_days": 90,
-    "log_retention_days": 30,
-    "retain_data": False,
-    "data_key": None,
-    "alarm_email": None,
-    "alarm_rejected_percent": 1.0,
-    "alarm_throttle_events": 1000,
-    "graph_enabled": True,
-    "graph_instance_class": "db.serverless",
-    "graph_instances": 1,
-    "graph_serverless_min_capacity": 1.0,
-    "graph_serverless_max_capacity": 8.0,
-    "graph_engine_version": "1.4.5.1",
-    "graph_backup_retention_days": 7,
-}
-_ENV_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
+    @model_validator(mode="after")
+    def _key_in_region(self) -> Self:
+        # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
+        key = self.data.data_key_arn
+        if key is not None and self.region is not None and key.split(":")[3] != self.region:
+            raise _rule("data_key", f"must be a key in the environment's region {self.region}, got {key!r}")
+        return self
+
+
+def _pick(model: type[_Section], flat: Mapping[str, Any]) -> dict[str, Any]:
+    aliases = {str(field.alias or name) for name, field in model.model_fields.items()}
+    return {alias: flat[alias] for alias in aliases if alias in flat}
+
+
+def setting_defaults() -> dict[str, Any]:
+    """Every field an environment's cdk.json block may set, with its default (before ENVIRONMENT_DEFAULTS)."""
+    defaults: dict[str, Any] = {}
+    models: tuple[type[_Section], ...] = (EnvironmentConfig, *_SECTIONS.values())
+    for model in models:
+        for name, field in model.model_fields.items():
+            if name not in {"name", *_SECTIONS}:
+                defaults[str(field.alias or name)] = field.default
+    return defaults
+
+
+SETTING_NAMES: Final[frozenset[str]] = frozenset(setting_defaults())
+
+# Per-environment defaults (the models hold the common ones); cdk.json only states what differs.
+# Prod keeps data and allows the large fan-out the design is for; dev and staging are smaller.
+ENVIRONMENT_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
     "dev": {},
     # 800 Workers of a 1,000 quota: Lambda keeps 100 unreserved, the rest serves other functions.
     "staging": {"max_concurrency_cap": 800, "worker_reserved_concurrency": 800},
@@ -261,120 +550,6 @@ _ENV_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
 }
 
 
-class _Reader:
-    """Reads one environment's raw mapping, naming `mapload.environments.<env>.<field>` on error."""
-
-    def __init__(self, env: str, raw: Mapping[str, Any], overridden: frozenset[str]) -> None:
-        self.env = env
-        self.raw = raw
-        self.overridden = overridden
-
-    def path(self, field: str) -> str:
-        where = f"mapload.environments.{self.env}.{field}"
-        if field.split(".")[0] in self.overridden:
-            return f"{where} (context {OVERRIDE_PREFIX}{field.split('.')[0]})"
-        return where
-
-    def fail(self, field: str, message: str) -> MaploadConfigError:
-        return MaploadConfigError(self.path(field), message)
-
-    def int_(self, field: str, low: int, high: int) -> int:
-        value = _coerce_int(self.raw[field])
-        if value is None or not low <= value <= high:
-            hint = "a positive integer" if low == 1 else "an integer"
-            raise self.fail(field, f"must be {hint} between {low} and {high}, got {self.raw[field]!r}")
-        return value
-
-    def float_(self, field: str, low: float, high: float) -> float:
-        value = self.raw[field]
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                value = float(value)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-            raise self.fail(field, f"must be a number between {low} and {high}, got {self.raw[field]!r}")
-        return float(value)
-
-    def bool_(self, field: str) -> bool:
-        value = self.raw[field]
-        if isinstance(value, str) and value.lower() in {"true", "false"}:
-            return value.lower() == "true"
-        if not isinstance(value, bool):
-            raise self.fail(field, f"must be true or false, got {value!r}")
-        return value
-
-    def optional(self, field: str, pattern: re.Pattern[str], what: str) -> str | None:
-        value = self.raw[field]
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str) or not pattern.match(value):
-            raise self.fail(field, f"must be {what} or null, got {value!r}")
-        return value
-
-    def key(self, field: str, *, nullable: bool) -> KeyAttribute | None:
-        value = self.raw[field]
-        if isinstance(value, str):
-            value = _parse_json_or(value, value)
-        if value is None and nullable:
-            return None
-        if not isinstance(value, Mapping) or set(value) != {"name", "type"}:
-            raise self.fail(field, f'must be {{"name": ..., "type": "S"|"N"|"B"}}, got {value!r}')
-        name, type_ = value["name"], value["type"]
-        if not isinstance(name, str) or not 1 <= len(name) <= 255:
-            raise self.fail(f"{field}.name", f"must be 1 to 255 characters, got {name!r}")
-        if type_ not in KEY_TYPES:
-            raise self.fail(f"{field}.type", f"must be one of S, N, B, got {type_!r}")
-        return KeyAttribute(name=name, type=type_)
-
-    def kms_key_arns(self, field: str) -> tuple[str, ...]:
-        value = self.raw[field]
-        if isinstance(value, str):
-            value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
-        if not isinstance(value, list | tuple):
-            raise self.fail(field, f"must be a list of KMS key ARNs, got {value!r}")
-        for index, arn in enumerate(value):
-            if not isinstance(arn, str) or not _KMS_KEY_ARN.fullmatch(arn):
-                raise self.fail(
-                    f"{field}[{index}]",
-                    f"must be a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID), got {arn!r}",
-                )
-        return tuple(value)
-
-    def bucket_names(self, field: str) -> tuple[str, ...]:
-        value = self.raw[field]
-        if isinstance(value, str):
-            value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
-        if not isinstance(value, list | tuple):
-            raise self.fail(field, f"must be a list of bucket names, got {value!r}")
-        for index, name in enumerate(value):
-            if not isinstance(name, str) or not _BUCKET_NAME.match(name) or ".." in name:
-                raise self.fail(f"{field}[{index}]", f"must be an S3 bucket name, got {name!r}")
-        if len(set(value)) != len(value):
-            raise self.fail(field, "must not name a bucket twice")
-        return tuple(value)
-
-
-_KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
-
-
-def _coerce_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
-        return int(value)
-    return None
-
-
-def _parse_json_or(text: str, fallback: T) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return fallback
-
-
 def environment_names(context_block: Any) -> tuple[str, ...]:
     """Names of the environments the `mapload` context block defines."""
     return tuple(_environments(context_block))
@@ -389,16 +564,7 @@ def _environments(context_block: Any) -> Mapping[str, Any]:
     return environments
 
 
-def load_environment(
-    context_block: Any,
-    env: str,
-    overrides: Mapping[str, Any] | None = None,
-) -> EnvironmentConfig:
-    """Parse and validate one environment from the `mapload` block.
-
-    `overrides` maps field names to single values (from `-c mapload:<field>=...`); they win over
-    the cdk.json block, which wins over the built-in defaults for that environment name.
-    """
+def _block(context_block: Any, env: str) -> Mapping[str, Any]:
     environments = _environments(context_block)
     if env not in environments:
         known = ", ".join(sorted(environments))
@@ -409,212 +575,48 @@ def load_environment(
         )
     block = environments[env]
     if block is None:
-        block = {}
+        return {}
     if not isinstance(block, Mapping):
         raise MaploadConfigError(f"mapload.environments.{env}", "must be an object")
+    return block
+
+
+def load_environment(
+    context_block: Any,
+    env: str,
+    overrides: Mapping[str, Any] | None = None,
+) -> EnvironmentConfig:
+    """Parse and validate one environment from the `mapload` block.
+
+    `overrides` maps field names to single values (from `-c mapload:<field>=...`); they win over
+    the cdk.json block, which wins over the built-in defaults for that environment name.
+    """
+    block = _block(context_block, env)
     overrides = dict(overrides or {})
     for field in [*block, *overrides]:
-        if field not in _COMMON_DEFAULTS:
+        if field not in SETTING_NAMES:
             where = (
                 f"{OVERRIDE_PREFIX}{field}" if field in overrides else f"mapload.environments.{env}.{field}"
             )
-            raise MaploadConfigError(where, f"unknown setting; known: {', '.join(sorted(_COMMON_DEFAULTS))}")
-    raw = {**_COMMON_DEFAULTS, **_ENV_DEFAULTS.get(env, {}), **block, **overrides}
-    read = _Reader(env, raw, frozenset(overrides))
-
-    worker_timeout = read.int_("worker_timeout_seconds", 1, 900)
-    data = DataConfig(
-        table_partition_key=_required(read.key("partition_key", nullable=False)),
-        table_sort_key=read.key("sort_key", nullable=True),
-        table_existing=_existing_table(read),
-        staging_expiry_days=read.int_("staging_expiry_days", 1, 3650),
-        source_noncurrent_expiry_days=read.int_("source_noncurrent_expiry_days", 1, 3650),
-        multipart_abort_days=read.int_("multipart_abort_days", 1, 365),
-        access_log_expiry_days=read.int_("access_log_expiry_days", 1, 3650),
-        retain_data=read.bool_("retain_data"),
-        **_table_capacity(read),
-        data_key=_data_key(read),
-    )
-    if data.table_sort_key and data.table_sort_key.name == data.table_partition_key.name:
-        raise read.fail("sort_key.name", "must differ from partition_key.name")
-    log_retention = read.int_("log_retention_days", 1, 3653)
-    if log_retention not in LOG_RETENTION_DAYS:
-        allowed = ", ".join(str(day) for day in sorted(LOG_RETENTION_DAYS))
-        raise read.fail("log_retention_days", f"must be one of {allowed}, got {log_retention}")
-    loader = LoaderConfig(
-        source_extra_buckets=read.bucket_names("extra_source_buckets"),
-        source_kms_keys=read.kms_key_arns("source_kms_keys"),
-        max_concurrency_cap=read.int_("max_concurrency_cap", 1, MAX_MAP_CONCURRENCY),
-        worker_memory_mib=read.int_("worker_memory_mib", 128, 10240),
-        worker_timeout_seconds=worker_timeout,
-        control_memory_mib=read.int_("control_memory_mib", 128, 10240),
-        control_timeout_seconds=read.int_("control_timeout_seconds", 1, 900),
-        # Lambda's limits: /tmp 512 MB to 10,240 MB; memory 128 to 10,240 MB; at most 900 s.
-        worker_ephemeral_storage_mib=read.int_("worker_ephemeral_storage_mib", 512, 10240),
-        finalize_memory_mib=read.int_("finalize_memory_mib", 128, 10240),
-        finalize_timeout_seconds=read.int_("finalize_timeout_seconds", 1, 900),
-        write_concurrency=read.int_("write_concurrency", 1, 256),
-        # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
-        retry_interval_seconds=read.int_("retry_interval_seconds", 1, 3600),
-        retry_max_attempts=read.int_("retry_max_attempts", 0, 20),
-        retry_backoff_rate=read.float_("retry_backoff_rate", 1.0, 10.0),
-        ledger_ttl_days=read.int_("ledger_ttl_days", 1, 3650),
-        log_retention_days=log_retention,
-        retain_logs=data.retain_data,
-        lambda_architecture=_choice(read, "lambda_architecture", LAMBDA_ARCHITECTURES),
-        map_execution_type=_choice(read, "map_execution_type", MAP_EXECUTION_TYPES),
-        lambda_concurrency_limit=read.int_("lambda_concurrency_limit", 1, 10_000_000),
-        worker_reserved_concurrency=read.int_("worker_reserved_concurrency", 1, 10_000_000),
-    )
-    _check_concurrency_and_express(read, loader)
-    return EnvironmentConfig(
-        name=env,
-        account=read.optional("account", _ACCOUNT, "a 12-digit AWS account id"),
-        region=read.optional("region", _REGION, "an AWS region such as eu-west-2"),
-        data=data,
-        loader=loader,
-        graph=_graph(read, retain=data.retain_data),
-        monitoring=MonitoringConfig(
-            alarm_email=read.optional("alarm_email", _EMAIL, "an e-mail address"),
-            alarm_rejected_percent=read.float_("alarm_rejected_percent", 0.0, 100.0),
-            alarm_throttle_events=read.int_("alarm_throttle_events", 1, 10_000_000),
-        ),
-    )
+            raise MaploadConfigError(where, f"unknown setting; known: {', '.join(sorted(SETTING_NAMES))}")
+    raw = {**ENVIRONMENT_DEFAULTS.get(env, {}), **block, **overrides}
+    try:
+        return EnvironmentConfig.model_validate({**raw, "name": env})
+    except ValidationError as error:
+        raise _named(error.errors()[0], env, frozenset(overrides)) from None
 
 
-def _graph(read: _Reader, *, retain: bool) -> GraphConfig | None:
-    if not read.bool_("graph_enabled"):
-        return None
-    instance_class = read.raw["graph_instance_class"]
-    if not isinstance(instance_class, str) or not _NEPTUNE_CLASS.match(instance_class):
-        raise read.fail(
-            "graph_instance_class",
-            f'must be "db.serverless" or a Neptune instance class like db.r6g.large, got {instance_class!r}',
-        )
-    engine = read.raw["graph_engine_version"]
-    if not isinstance(engine, str) or not _ENGINE_VERSION.match(engine):
-        raise read.fail(
-            "graph_engine_version", f"must be a Neptune engine version like 1.4.5.1, got {engine!r}"
-        )
-    low = read.float_("graph_serverless_min_capacity", 1.0, 128.0)
-    high = read.float_("graph_serverless_max_capacity", 2.5, 128.0)
-    if low > high:
-        raise read.fail(
-            "graph_serverless_min_capacity", f"must not exceed graph_serverless_max_capacity ({high:g})"
-        )
-    return GraphConfig(
-        instance_class=instance_class,
-        instances=read.int_("graph_instances", 1, 16),
-        serverless_min_capacity=low,
-        serverless_max_capacity=high,
-        engine_version=engine,
-        # Neptune keeps automated backups 1 to 35 days.
-        backup_retention_days=read.int_("graph_backup_retention_days", 1, 35),
-        retain=retain,
-    )
-
-
-def _existing_table(read: _Reader) -> str | None:
-    value = read.raw["existing_table"]
-    if value is None or value == "":
-        return None
-    if isinstance(value, str) and (_TABLE_ARN.match(value) or _TABLE_NAME.match(value)):
-        return value
-    raise read.fail(
-        "existing_table",
-        "must be a DynamoDB table name or table ARN "
-        f"(arn:aws:dynamodb:REGION:ACCOUNT:table/NAME), got {value!r}",
-    )
-
-
-def _data_key(read: _Reader) -> str | None:
-    value = read.raw["data_key"]
-    if value is None or value == "":
-        return None
-    if value == DATA_KEY_CREATE:
-        return DATA_KEY_CREATE
-    if isinstance(value, str) and _KMS_KEY_ARN.fullmatch(value):
-        # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
-        region = read.optional("region", _REGION, "an AWS region such as eu-west-2")
-        key_region = value.split(":")[3]
-        if region is not None and key_region != region:
-            raise read.fail("data_key", f"must be a key in the environment's region {region}, got {value!r}")
-        return value
-    raise read.fail(
-        "data_key",
-        f'must be null, "{DATA_KEY_CREATE}" (the Data stack creates a key) or a KMS key ARN '
-        f"(arn:aws:kms:REGION:ACCOUNT:key/ID), got {value!r}",
-    )
-
-
-def _choice(read: _Reader, field: str, options: tuple[str, ...]) -> str:
-    value = read.raw[field]
-    if value not in options:
-        raise read.fail(field, f"must be one of {', '.join(options)}, got {value!r}")
-    return str(value)
-
-
-def _optional_int(read: _Reader, field: str, low: int, high: int) -> int | None:
-    if read.raw[field] is None or read.raw[field] == "":
-        return None
-    return read.int_(field, low, high)
-
-
-def _table_capacity(read: _Reader) -> dict[str, Any]:
-    mode = _choice(read, "table_billing_mode", TABLE_BILLING_MODES)
-    warm = _optional_int(read, "table_warm_write_units", MIN_WARM_WRITE_UNITS, MAX_TABLE_UNITS)
-    write = _optional_int(read, "table_write_capacity", 1, MAX_TABLE_UNITS)
-    read_units = _optional_int(read, "table_read_capacity", 1, MAX_TABLE_UNITS)
-    if mode == "provisioned" and (write is None or read_units is None):
-        missing = "table_write_capacity" if write is None else "table_read_capacity"
-        raise read.fail(missing, "required when table_billing_mode is provisioned (units per second)")
-    if mode == "on_demand":
-        for field, value in (("table_write_capacity", write), ("table_read_capacity", read_units)):
-            if value is not None:
-                raise read.fail(
-                    field,
-                    "only for table_billing_mode provisioned; an on-demand table is pre-warmed "
-                    "with table_warm_write_units instead",
-                )
-    return {
-        "table_billing_mode": mode,
-        "table_warm_write_units": warm,
-        "table_write_capacity": write,
-        "table_read_capacity": read_units,
-    }
-
-
-def _check_concurrency_and_express(read: _Reader, loader: LoaderConfig) -> None:
-    reservable = loader.lambda_concurrency_limit - LAMBDA_UNRESERVED_MINIMUM
-    if loader.worker_reserved_concurrency > reservable:
-        raise read.fail(
-            "worker_reserved_concurrency",
-            f"{loader.worker_reserved_concurrency} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} "
-            "unreserved executions of lambda_concurrency_limit (the account's quota) "
-            f"{loader.lambda_concurrency_limit}: at most {reservable}; lower it, or raise the quota "
-            "and lambda_concurrency_limit",
-        )
-    if loader.max_concurrency_cap > loader.worker_reserved_concurrency:
-        raise read.fail(
-            "max_concurrency_cap",
-            f"{loader.max_concurrency_cap} shards in flight need as many Worker executions, but "
-            f"worker_reserved_concurrency is {loader.worker_reserved_concurrency}: lower max_concurrency_cap "
-            "or raise worker_reserved_concurrency",
-        )
-    limit = EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS
-    if loader.map_execution_type == "EXPRESS" and loader.worker_timeout_seconds > limit:
-        raise read.fail(
-            "map_execution_type",
-            f"EXPRESS child executions end after {EXPRESS_MAX_SECONDS} s, but a Worker may run "
-            f"worker_timeout_seconds={loader.worker_timeout_seconds} (+{WORKER_TASK_MARGIN_SECONDS} s); "
-            f"set worker_timeout_seconds to at most {limit} (and shardSizeMiB small enough) or use STANDARD",
-        )
-
-
-def _required(value: KeyAttribute | None) -> KeyAttribute:
-    # key(..., nullable=False) never returns None; this narrows the type for mypy.
-    assert value is not None
-    return value
+def _named(error: Mapping[str, Any], env: str, overridden: frozenset[str]) -> MaploadConfigError:
+    """The first refusal as `mapload.environments.<env>.<setting>[ (context ...)]: message`."""
+    context = error.get("ctx") or {}
+    # A section's field is named by its alias (the setting); the section's own name is dropped.
+    loc = [str(part) for part in error["loc"] if part not in _SECTIONS]
+    field = str(context.get("field") or ".".join(loc)) + str(context.get("at", ""))
+    where = f"mapload.environments.{env}.{field}"
+    setting = re.split(r"[.\[]", field, maxsplit=1)[0]
+    if setting in overridden:
+        where += f" (context {OVERRIDE_PREFIX}{setting})"
+    return MaploadConfigError(where, str(context.get("message", error["msg"])))
 
 
 def overrides_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
@@ -624,7 +626,7 @@ def overrides_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
     a bare field name (`retry_interval_seconds` without the prefix) is refused for the same reason.
     """
     for key in context:
-        if key in _COMMON_DEFAULTS:
+        if key in SETTING_NAMES:
             raise MaploadConfigError(key, f"a setting is overridden as {OVERRIDE_PREFIX}{key}, not {key}")
     return {
         key[len(OVERRIDE_PREFIX) :]: value

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stacks.config import (
+    ENVIRONMENT_DEFAULTS,
+    SETTING_NAMES,
     EnvironmentConfig,
     KeyAttribute,
     MaploadConfigError,
     load_environment,
     overrides_from_context,
+    setting_defaults,
 )
 
 pytestmark = pytest.mark.infra
@@ -151,3 +158,69 @@ def test_config_is_frozen() -> None:
     config = load()
     with pytest.raises(AttributeError):
         config.name = "prod"  # type: ignore[misc]
+
+
+def _settings_table() -> list[tuple[list[str], str]]:
+    """docs/SETTINGS.md's environment table as (setting names, default cell) rows."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "SETTINGS.md").read_text(encoding="utf-8")
+    table = text.split("| field | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    rows = []
+    for line in table.strip().splitlines()[1:]:
+        names, default = line.split(" | ")[:2]
+        rows.append((re.findall(r"`(\w+)`", names), default))
+    return rows
+
+
+def _documented_values(cell: str, count: int) -> list[Any]:
+    """`1 / 8` or `2, 6, 2.0` or `{"name": ...}` as values (backticks off, JSON where it parses);
+    one value for several names is the default of each."""
+    parts = [cell] if count == 1 else re.split(r" / |, ", cell)
+    parts = parts * count if len(parts) == 1 else parts
+    assert len(parts) == count, cell
+    values = []
+    for part in parts:
+        part = part.strip().strip("`")
+        try:
+            values.append(json.loads(part))
+        except ValueError:
+            values.append(part)
+    return values
+
+
+def _model_value(value: Any) -> Any:
+    if isinstance(value, KeyAttribute):
+        return asdict(value)
+    return list(value) if isinstance(value, tuple) else value
+
+
+def test_the_settings_page_documents_every_setting_with_its_defaults() -> None:
+    """docs/SETTINGS.md is checked against the models: names, defaults, per-environment defaults."""
+    defaults = setting_defaults()
+    documented: set[str] = set()
+    per_environment: dict[str, dict[str, Any]] = {}
+    for names, cell in _settings_table():
+        documented.update(names)
+        match = re.fullmatch(r"(.+?)(?: \((.+): (.+)\))?", cell)
+        assert match, cell
+        common, envs, env_values = match.groups()
+        assert _documented_values(common, len(names)) == [_model_value(defaults[n]) for n in names], names
+        for env in (envs or "").split(", ") if envs else []:
+            for name, value in zip(names, _documented_values(env_values, len(names)), strict=True):
+                per_environment.setdefault(env.strip("`"), {})[name] = value
+    assert documented == set(defaults) == SETTING_NAMES
+    assert per_environment == {env: dict(values) for env, values in ENVIRONMENT_DEFAULTS.items() if values}
+
+
+def test_an_override_of_a_list_names_the_context_key_at_the_item() -> None:
+    message = error(overrides={"extra_source_buckets": "good-bucket,Bad_Name"})
+    assert message.startswith(
+        "mapload.environments.dev.extra_source_buckets[1] (context mapload:extra_source_buckets): "
+        "must be an S3 bucket name, got 'Bad_Name'"
+    )
+
+
+def test_an_empty_sort_key_is_refused_only_null_means_none() -> None:
+    assert error(overrides={"sort_key": ""}).startswith(
+        "mapload.environments.dev.sort_key (context mapload:sort_key): must be"
+    )
+    assert load(overrides={"sort_key": "null"}).data.table_sort_key is None

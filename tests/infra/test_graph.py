@@ -328,10 +328,10 @@ def test_graph_settings_are_validated_with_the_field_named() -> None:
 
 
 def test_settings_page_lists_every_graph_setting() -> None:
-    from stacks.config import _COMMON_DEFAULTS
+    from stacks.config import SETTING_NAMES
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "SETTINGS.md").read_text()
-    names = [name for name in _COMMON_DEFAULTS if name.startswith("graph_")]
+    names = [name for name in SETTING_NAMES if name.startswith("graph_")]
     assert len(names) == 7
     for name in names:
         assert f"`{name}`" in text, name
