@@ -62,12 +62,12 @@ class MaploadConfigError(ValueError):
         self.field = field
 
 
-def _invalid(message: str, at: str = "") -> PydanticCustomError:
+def invalid(message: str, at: str = "") -> PydanticCustomError:
     """A refusal whose message is used as it is; `at` extends the path (`.name`, `[2]`)."""
     return PydanticCustomError("mapload", "{message}", {"message": message, "at": at})
 
 
-def _rule(field: str, message: str) -> PydanticCustomError:
+def rule_error(field: str, message: str) -> PydanticCustomError:
     """A refusal by a rule between settings, naming the setting to change."""
     return PydanticCustomError("mapload", "{message}", {"message": message, "field": field})
 
@@ -104,10 +104,10 @@ class IntIn(_Check):
         number = _coerce_int(value)
         if number is None or not self.low <= number <= self.high:
             hint = "a positive integer" if self.low == 1 else "an integer"
-            raise _invalid(f"must be {hint} between {self.low} and {self.high}, got {value!r}")
+            raise invalid(f"must be {hint} between {self.low} and {self.high}, got {value!r}")
         if self.allowed is not None and number not in self.allowed:
             listed = ", ".join(str(day) for day in sorted(self.allowed))
-            raise _invalid(f"must be one of {listed}, got {number}")
+            raise invalid(f"must be one of {listed}, got {number}")
         return number
 
 
@@ -126,7 +126,7 @@ class NumberIn(_Check):
             or not isinstance(number, int | float)
             or not self.low <= number <= self.high
         ):
-            raise _invalid(f"must be a number between {self.low} and {self.high}, got {value!r}")
+            raise invalid(f"must be a number between {self.low} and {self.high}, got {value!r}")
         return float(number)
 
 
@@ -136,7 +136,7 @@ class Flag(_Check):
         if isinstance(value, str) and value.lower() in {"true", "false"}:
             return value.lower() == "true"
         if not isinstance(value, bool):
-            raise _invalid(f"must be true or false, got {value!r}")
+            raise invalid(f"must be true or false, got {value!r}")
         return value
 
 
@@ -146,7 +146,7 @@ class OneOf(_Check):
 
     def coerce(self, value: Any) -> str:
         if value not in self.options:
-            raise _invalid(f"must be one of {', '.join(self.options)}, got {value!r}")
+            raise invalid(f"must be one of {', '.join(self.options)}, got {value!r}")
         return str(value)
 
 
@@ -160,7 +160,7 @@ class Matches(_Check):
 
     def coerce(self, value: Any) -> str:
         if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
-            raise _invalid(f"must be {self.expected}, got {value!r}")
+            raise invalid(f"must be {self.expected}, got {value!r}")
         return value
 
 
@@ -178,12 +178,12 @@ class NameList(_Check):
         if isinstance(value, str):
             value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
         if not isinstance(value, list | tuple):
-            raise _invalid(f"must be a list of {self.what}, got {value!r}")
+            raise invalid(f"must be a list of {self.what}, got {value!r}")
         for index, name in enumerate(value):
             if not isinstance(name, str) or not re.fullmatch(self.pattern, name):
-                raise _invalid(f"must be {self.item}, got {name!r}", at=f"[{index}]")
+                raise invalid(f"must be {self.item}, got {name!r}", at=f"[{index}]")
         if self.unique and len(set(value)) != len(value):
-            raise _invalid(f"must not name a {self.unique} twice")
+            raise invalid(f"must not name a {self.unique} twice")
         return tuple(value)
 
 
@@ -208,12 +208,12 @@ class KeyCheck(_Check):
 
     def coerce(self, value: Any) -> KeyAttribute:
         if not isinstance(value, Mapping) or set(value) != {"name", "type"}:
-            raise _invalid(f'must be {{"name": ..., "type": "S"|"N"|"B"}}, got {value!r}')
+            raise invalid(f'must be {{"name": ..., "type": "S"|"N"|"B"}}, got {value!r}')
         name, type_ = value["name"], value["type"]
         if not isinstance(name, str) or not 1 <= len(name) <= 255:
-            raise _invalid(f"must be 1 to 255 characters, got {name!r}", at=".name")
+            raise invalid(f"must be 1 to 255 characters, got {name!r}", at=".name")
         if type_ not in KEY_TYPES:
-            raise _invalid(f"must be one of {', '.join(KEY_TYPES)}, got {type_!r}", at=".type")
+            raise invalid(f"must be one of {', '.join(KEY_TYPES)}, got {type_!r}", at=".type")
         return KeyAttribute(name=name, type=type_)
 
 
@@ -246,7 +246,7 @@ def _parse_json_or(text: str, fallback: Any) -> Any:
         return fallback
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
     """A frozen group of settings; a field's alias is its name in cdk.json."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_by_alias=True, validate_by_name=False)
@@ -255,7 +255,7 @@ class _Section(BaseModel):
         raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
 
 
-class DataConfig(_Section):
+class DataConfig(Section):
     """What the Data stack needs: the target table's shape, lifecycles, retention."""
 
     table_partition_key: Annotated[KeyAttribute, KeyCheck(), Field(alias="partition_key")] = KeyAttribute(
@@ -301,16 +301,16 @@ class DataConfig(_Section):
     @model_validator(mode="after")
     def _keys_and_capacity(self) -> Self:
         if self.table_sort_key and self.table_sort_key.name == self.table_partition_key.name:
-            raise _rule("sort_key.name", "must differ from partition_key.name")
+            raise rule_error("sort_key.name", "must differ from partition_key.name")
         units = {
             "table_write_capacity": self.table_write_capacity,
             "table_read_capacity": self.table_read_capacity,
         }
         for field, value in units.items():
             if self.table_billing_mode == "provisioned" and value is None:
-                raise _rule(field, "required when table_billing_mode is provisioned (units per second)")
+                raise rule_error(field, "required when table_billing_mode is provisioned (units per second)")
             if self.table_billing_mode == "on_demand" and value is not None:
-                raise _rule(
+                raise rule_error(
                     field,
                     "only for table_billing_mode provisioned; an on-demand table is pre-warmed "
                     "with table_warm_write_units instead",
@@ -339,7 +339,7 @@ class DataConfig(_Section):
         return match.group("name") if match else self.table_existing
 
 
-class LoaderConfig(_Section):
+class LoaderConfig(Section):
     """What the Loader stack needs: function sizing, concurrency, retries, log retention."""
 
     source_extra_buckets: Annotated[
@@ -381,7 +381,7 @@ class LoaderConfig(_Section):
     def _concurrency_and_express(self) -> Self:
         reservable = self.lambda_concurrency_limit - LAMBDA_UNRESERVED_MINIMUM
         if self.worker_reserved_concurrency > reservable:
-            raise _rule(
+            raise rule_error(
                 "worker_reserved_concurrency",
                 f"{self.worker_reserved_concurrency} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} "
                 "unreserved executions of lambda_concurrency_limit (the account's quota) "
@@ -389,7 +389,7 @@ class LoaderConfig(_Section):
                 "and lambda_concurrency_limit",
             )
         if self.max_concurrency_cap > self.worker_reserved_concurrency:
-            raise _rule(
+            raise rule_error(
                 "max_concurrency_cap",
                 f"{self.max_concurrency_cap} shards in flight need as many Worker executions, but "
                 f"worker_reserved_concurrency is {self.worker_reserved_concurrency}: lower "
@@ -397,7 +397,7 @@ class LoaderConfig(_Section):
             )
         limit = EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS
         if self.map_execution_type == "EXPRESS" and self.worker_timeout_seconds > limit:
-            raise _rule(
+            raise rule_error(
                 "map_execution_type",
                 f"EXPRESS child executions end after {EXPRESS_MAX_SECONDS} s, but a Worker may run "
                 f"worker_timeout_seconds={self.worker_timeout_seconds} (+{WORKER_TASK_MARGIN_SECONDS} s); "
@@ -407,7 +407,7 @@ class LoaderConfig(_Section):
         return self
 
 
-class MonitoringConfig(_Section):
+class MonitoringConfig(Section):
     """What the dashboard and alarms need: where alarms go and when they fire."""
 
     # Address subscribed to the alarm topic (None: alarms go to the topic only).
@@ -420,7 +420,7 @@ class MonitoringConfig(_Section):
     alarm_throttle_events: Count = 1000
 
 
-class GraphConfig(_Section):
+class GraphConfig(Section):
     """What the Graph stack needs: the Neptune cluster's size, engine, backups and protection."""
 
     # "db.serverless" sizes by Neptune capacity units (min/max); any other class is provisioned.
@@ -453,7 +453,7 @@ class GraphConfig(_Section):
     @model_validator(mode="after")
     def _capacity_range(self) -> Self:
         if self.serverless_min_capacity > self.serverless_max_capacity:
-            raise _rule(
+            raise rule_error(
                 "graph_serverless_min_capacity",
                 f"must not exceed graph_serverless_max_capacity ({self.serverless_max_capacity:g})",
             )
@@ -469,7 +469,7 @@ class GraphConfig(_Section):
         return f"neptune{major_minor}"
 
 
-_SECTIONS: Final[dict[str, type[_Section]]] = {
+_SECTIONS: Final[dict[str, type[Section]]] = {
     "data": DataConfig,
     "loader": LoaderConfig,
     "monitoring": MonitoringConfig,
@@ -477,7 +477,7 @@ _SECTIONS: Final[dict[str, type[_Section]]] = {
 }
 
 
-class EnvironmentConfig(_Section):
+class EnvironmentConfig(Section):
     """One deployment environment (dev, staging, prod), validated from its flat cdk.json block."""
 
     name: str
@@ -506,11 +506,13 @@ class EnvironmentConfig(_Section):
         # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
         key = self.data.data_key_arn
         if key is not None and self.region is not None and key.split(":")[3] != self.region:
-            raise _rule("data_key", f"must be a key in the environment's region {self.region}, got {key!r}")
+            raise rule_error(
+                "data_key", f"must be a key in the environment's region {self.region}, got {key!r}"
+            )
         return self
 
 
-def _pick(model: type[_Section], flat: Mapping[str, Any]) -> dict[str, Any]:
+def _pick(model: type[Section], flat: Mapping[str, Any]) -> dict[str, Any]:
     aliases = {str(field.alias or name) for name, field in model.model_fields.items()}
     return {alias: flat[alias] for alias in aliases if alias in flat}
 
@@ -518,7 +520,7 @@ def _pick(model: type[_Section], flat: Mapping[str, Any]) -> dict[str, Any]:
 def setting_defaults() -> dict[str, Any]:
     """Every field an environment's cdk.json block may set, with its default (before ENVIRONMENT_DEFAULTS)."""
     defaults: dict[str, Any] = {}
-    models: tuple[type[_Section], ...] = (EnvironmentConfig, *_SECTIONS.values())
+    models: tuple[type[Section], ...] = (EnvironmentConfig, *_SECTIONS.values())
     for model in models:
         for name, field in model.model_fields.items():
             if name not in {"name", *_SECTIONS}:
