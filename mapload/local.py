@@ -13,7 +13,7 @@ from typing import Any
 
 from mapload import region as regions
 from mapload.embedded import Deployment, Emulator, observing
-from mapload.ops import report_lines
+from mapload.reports import report_lines
 from mapload.synth import synthesize
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
