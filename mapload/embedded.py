@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
+from mapload import clock as clocks
 from mapload import iamcheck, limits
 from mapload import region as regions
 from mapload.cfn import Resolver, UnresolvedError
@@ -60,6 +62,8 @@ class FunctionDef:
     principal: iamcheck.Principal | None = None  # its role's policies, for the IAM check
     # The template's Timeout (CloudFormation's default is 3 s).
     timeout_seconds: float = 3.0
+    # The emulator's clock, for a handler that reads the time (its `handle` takes `now`).
+    now: Callable[[], float] | None = None
 
     @property
     def module(self) -> str:
@@ -159,8 +163,9 @@ def _call(fn: FunctionDef, event: Any) -> Any:
     module = importlib.import_module(fn.module)
     # The function's own environment, as the template defines it: many functions share
     # this process, so nothing may come from process-wide variables.
+    takes_now = fn.now is not None and "now" in inspect.signature(module.handle).parameters
     with iamcheck.acting_as(fn.principal):
-        return module.handle(event, fn.env)
+        return module.handle(event, fn.env, now=fn.now) if takes_now else module.handle(event, fn.env)
 
 
 def _bucket_name(env_name: str, logical_id: str) -> str:
@@ -170,12 +175,24 @@ def _bucket_name(env_name: str, logical_id: str) -> str:
 class Emulator:
     """An in-process AWS (moto) holding one deployed environment of the CDK app."""
 
-    def __init__(self, env_name: str, region: str = "us-east-1", *, graph_store: Path | None = None) -> None:
+    def __init__(
+        self,
+        env_name: str,
+        region: str = "us-east-1",
+        *,
+        graph_store: Path | None = None,
+        clock: clocks.Clock | None = None,
+        graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
+    ) -> None:
+        """`clock`: the time the Wait states spend and the functions read (default: real time);
+        `graph_loader`: makes the Neptune stand-in from the store's directory."""
         self.env_name = env_name
         self.region = region
         # The Neptune stand-in: started when a template defines a Neptune cluster.
         self.graph_store = graph_store
         self.graph_loader: LocalNeptuneLoader | None = None
+        self._make_graph_loader = graph_loader
+        self.clock = clock
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._saved_env: dict[str, str | None] = {}
         self.deployment = Deployment()
@@ -197,6 +214,8 @@ class Emulator:
         self._mock.start()
         LambdaSimpleBackend.invoke = _seam  # type: ignore[method-assign]
         limits.install()  # what AWS enforces and moto's interpreter does not (mapload/limits.py)
+        if self.clock is not None:
+            clocks.install(self.clock)
         _clear_runtime_clients()
         return self
 
@@ -212,6 +231,7 @@ class Emulator:
             for arn in self._keyed:
                 iamcheck.RECORDER.keys.pop(arn, None)
         limits.uninstall()
+        clocks.uninstall()
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
@@ -382,7 +402,7 @@ class Emulator:
         if self.graph_loader is None:
             if self.graph_store is not None:
                 self.graph_store.mkdir(parents=True, exist_ok=True)
-            self.graph_loader = LocalNeptuneLoader(self.graph_store).__enter__()
+            self.graph_loader = self._make_graph_loader(self.graph_store).__enter__()
         return self.graph_loader
 
     def _create_bucket(self, name: str) -> None:
@@ -433,6 +453,7 @@ class Emulator:
             str(props["Handler"]),
             env,
             timeout_seconds=float(props.get("Timeout", 3)),
+            now=self.clock.time if self.clock is not None else None,
         )
         self.add_function(fn, role_arn, runtime=str(props.get("Runtime", "python3.12")))
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from mapload import region as regions
+from mapload.clock import Clock
 from mapload.embedded import Deployment, Emulator, observing
+from mapload.neptune_local import LocalNeptuneLoader
 from mapload.reports import report_lines
 from mapload.synth import synthesize
 
@@ -88,12 +90,14 @@ def run_local(
     inspect: Callable[[Emulator, Deployment], None] | None = None,
     graph_store: Path | None = None,
     region: str | None = None,
+    clock: Clock | None = None,
+    graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
 ) -> dict[str, Any]:
     """Run FILE through the state machine; `inspect` sees the emulator before it is torn down.
 
     The emulator and every table and bucket it creates are in `region` (default: AWS_REGION,
     AWS_DEFAULT_REGION, the profile's, us-east-1), so a kept endpoint shows them where the
-    user's own tools look."""
+    user's own tools look. `clock` and `graph_loader` go to the Emulator (tests inject them)."""
     if not file.is_file():
         raise LocalRunError(f"{file}: no such file")
     if "source" in spec:
@@ -104,7 +108,10 @@ def run_local(
         raise LocalRunError(str(error)) from error
     run_id = datetime.now(UTC).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     job_id = str(spec.get("jobId") or run_id)
-    with Emulator(env_name, regions.resolve(region), graph_store=graph_store) as emu:
+    emulator = Emulator(
+        env_name, regions.resolve(region), graph_store=graph_store, clock=clock, graph_loader=graph_loader
+    )
+    with emulator as emu:
         deployment = emu.provision(stacks)
         bucket = deployment.output("SourceBucketName")
         emu.client("s3").upload_file(str(file), bucket, file.name)
