@@ -291,59 +291,69 @@ class Emulator:
         resources: dict[str, Any] = stack.template.get("Resources", {})
         # Names first, so every Ref and GetAtt resolves whatever order resources come in.
         for logical, res in resources.items():
-            kind = res["Type"]
-            if kind == "AWS::S3::Bucket":
-                name = _bucket_name(self.env_name, logical)
-                resolver.refs[logical] = name
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:s3:::{name}"
-                resolver.attrs[(logical, "DomainName")] = f"{name}.s3.amazonaws.com"
-                resolver.attrs[(logical, "RegionalDomainName")] = f"{name}.s3.{self.region}.amazonaws.com"
-            elif kind == "AWS::DynamoDB::Table":
-                name = f"mapload-{self.env_name}-{logical}"
-                resolver.refs[logical] = name
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}"
-                resolver.attrs[(logical, "StreamArn")] = (
-                    f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}/stream/x"
-                )
-            elif kind == "AWS::Lambda::Function":
-                name = f"mapload-{self.env_name}-{logical}"[:64]
-                resolver.refs[logical] = name
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
-            elif kind == "AWS::StepFunctions::StateMachine":
-                name = f"mapload-{self.env_name}-{logical}"[:80]
-                arn = f"arn:aws:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
-                resolver.refs[logical] = arn
-                resolver.attrs[(logical, "Arn")] = arn
-                resolver.attrs[(logical, "Name")] = name
-            elif kind == "AWS::IAM::Role":
-                resolver.refs[logical] = f"{logical}"
-                resolver.attrs[(logical, "Arn")] = role_arn
-            elif kind == "AWS::Logs::LogGroup":
-                resolver.refs[logical] = f"/mapload/{self.env_name}/{logical}"
-                resolver.attrs[(logical, "Arn")] = (
-                    f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:/mapload/{self.env_name}/{logical}:*"
-                )
-            elif kind == "AWS::Neptune::DBCluster":
-                # The cluster endpoint is the local loader's URL (scheme included: the client
-                # keeps a scheme it is given), so the functions' own HTTP + SigV4 code talks to it.
-                loader = self._graph_loader()
-                resolver.refs[logical] = f"mapload-{self.env_name}-{logical}".lower()
-                resolver.attrs[(logical, "Endpoint")] = "http://127.0.0.1"
-                resolver.attrs[(logical, "ReadEndpoint")] = "http://127.0.0.1"
-                resolver.attrs[(logical, "Port")] = str(loader.port)
-                resolver.attrs[(logical, "ClusterResourceId")] = f"cluster-{logical}".upper()[:40]
-                iamcheck.RECORDER.graph_clusters[f"http://127.0.0.1:{loader.port}"] = resolver.attrs[
-                    (logical, "ClusterResourceId")
-                ]
-            elif kind == "AWS::EC2::SecurityGroup":
-                resolver.refs[logical] = f"sg-{logical}".lower()
-                resolver.attrs[(logical, "GroupId")] = f"sg-{logical}".lower()
-            elif kind == "AWS::KMS::Key":
-                resolver.refs[logical] = f"key-{logical}"
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:kms:{self.region}:{ACCOUNT}:key/{logical}"
-            else:
-                # Not created here: a Ref to it fails, naming it, instead of passing its logical id on.
-                resolver.unsupported[logical] = kind
+            self._name_resource(logical, res["Type"], resolver, role_arn)
+        self._create_stores(resources, resolver)
+        self._create_functions(resources, resolver, role_arn)
+        self._create_state_machines(stack, resolver, role_arn)
+        self._record_outputs(stack, resolver)
+
+    def _name_resource(self, logical: str, kind: str, resolver: Resolver, role_arn: str) -> None:
+        """The Ref and GetAtt values of one resource, as CloudFormation would give them."""
+        if kind == "AWS::S3::Bucket":
+            name = _bucket_name(self.env_name, logical)
+            resolver.refs[logical] = name
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:s3:::{name}"
+            resolver.attrs[(logical, "DomainName")] = f"{name}.s3.amazonaws.com"
+            resolver.attrs[(logical, "RegionalDomainName")] = f"{name}.s3.{self.region}.amazonaws.com"
+        elif kind == "AWS::DynamoDB::Table":
+            name = f"mapload-{self.env_name}-{logical}"
+            resolver.refs[logical] = name
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}"
+            resolver.attrs[(logical, "StreamArn")] = (
+                f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}/stream/x"
+            )
+        elif kind == "AWS::Lambda::Function":
+            name = f"mapload-{self.env_name}-{logical}"[:64]
+            resolver.refs[logical] = name
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
+        elif kind == "AWS::StepFunctions::StateMachine":
+            name = f"mapload-{self.env_name}-{logical}"[:80]
+            arn = f"arn:aws:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
+            resolver.refs[logical] = arn
+            resolver.attrs[(logical, "Arn")] = arn
+            resolver.attrs[(logical, "Name")] = name
+        elif kind == "AWS::IAM::Role":
+            resolver.refs[logical] = f"{logical}"
+            resolver.attrs[(logical, "Arn")] = role_arn
+        elif kind == "AWS::Logs::LogGroup":
+            resolver.refs[logical] = f"/mapload/{self.env_name}/{logical}"
+            resolver.attrs[(logical, "Arn")] = (
+                f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:/mapload/{self.env_name}/{logical}:*"
+            )
+        elif kind == "AWS::Neptune::DBCluster":
+            # The cluster endpoint is the local loader's URL (scheme included: the client
+            # keeps a scheme it is given), so the functions' own HTTP + SigV4 code talks to it.
+            loader = self._graph_loader()
+            resolver.refs[logical] = f"mapload-{self.env_name}-{logical}".lower()
+            resolver.attrs[(logical, "Endpoint")] = "http://127.0.0.1"
+            resolver.attrs[(logical, "ReadEndpoint")] = "http://127.0.0.1"
+            resolver.attrs[(logical, "Port")] = str(loader.port)
+            resolver.attrs[(logical, "ClusterResourceId")] = f"cluster-{logical}".upper()[:40]
+            iamcheck.RECORDER.graph_clusters[f"http://127.0.0.1:{loader.port}"] = resolver.attrs[
+                (logical, "ClusterResourceId")
+            ]
+        elif kind == "AWS::EC2::SecurityGroup":
+            resolver.refs[logical] = f"sg-{logical}".lower()
+            resolver.attrs[(logical, "GroupId")] = f"sg-{logical}".lower()
+        elif kind == "AWS::KMS::Key":
+            resolver.refs[logical] = f"key-{logical}"
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:kms:{self.region}:{ACCOUNT}:key/{logical}"
+        else:
+            # Not created here: a Ref to it fails, naming it, instead of passing its logical id on.
+            resolver.unsupported[logical] = kind
+
+    def _create_stores(self, resources: Mapping[str, Any], resolver: Resolver) -> None:
+        """Buckets and tables, and the KMS keys that encrypt them (for the IAM check)."""
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::S3::Bucket":
@@ -356,12 +366,17 @@ class Emulator:
             if key is not None:  # the KMS calls S3 or DynamoDB then make for the caller
                 iamcheck.RECORDER.keys[resolver.attrs[(logical, "Arn")]] = key
                 self._keyed.append(resolver.attrs[(logical, "Arn")])
+
+    def _create_functions(self, resources: Mapping[str, Any], resolver: Resolver, role_arn: str) -> None:
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::Lambda::Function":
                 self._create_function(logical, resolver, props, role_arn)
                 fn = self.deployment.functions[logical]
                 fn.principal = self._principal(f"function {fn.role}", resources, props["Role"], resolver)
+
+    def _create_state_machines(self, stack: StackTemplate, resolver: Resolver, role_arn: str) -> None:
+        resources: dict[str, Any] = stack.template.get("Resources", {})
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::StepFunctions::StateMachine":
@@ -377,6 +392,8 @@ class Emulator:
                 self._principals.append(machine)
                 with iamcheck.RECORDER.lock:
                     iamcheck.RECORDER.state_machines.append(machine)
+
+    def _record_outputs(self, stack: StackTemplate, resolver: Resolver) -> None:
         for name, output in stack.template.get("Outputs", {}).items():
             # An output naming something not created here (a VPC, a dashboard) fails when used.
             value: Any

@@ -113,25 +113,9 @@ def run_local(
     )
     with emulator as emu:
         deployment = emu.provision(stacks)
-        bucket = deployment.output("SourceBucketName")
-        emu.client("s3").upload_file(str(file), bucket, file.name)
-        payload = {**spec, "source": f"s3://{bucket}/{file.name}"}
-        state_machine = next(iter(deployment.state_machines.values()))
-        progress = Progress(quiet)
-        with observing() as seen:
-            execution = emu.start(state_machine, run_id, payload)
-            described = emu.wait(
-                execution,
-                on_tick=lambda: progress.show(seen.shards_done, seen.shard_total, seen.records_read),
-            )
-            progress.show(seen.shards_done, seen.shard_total, seen.records_read, final=True)
-            final = seen.final
+        described, final = _execute(emu, deployment, file, spec, run_id, quiet)
         report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)
-        if report.get("seconds") is None and described.get("stopDate"):
-            report["seconds"] = round((described["stopDate"] - described["startDate"]).total_seconds(), 3)
-        report["execution"] = {"name": run_id, "status": described["status"]}
-        if report["status"] == "SUCCEEDED" and described["status"] != "SUCCEEDED":
-            report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
+        _complete(report, described, run_id)
         _copy_rejects(emu, report, report_path)
         if isinstance(report.get("graph"), dict) and emu.graph_loader is not None:
             # What a SPARQL query over the local store sees now (the loader's counts are per load).
@@ -146,6 +130,35 @@ def run_local(
     if not quiet:
         print(summary(report, report_path))
     return report
+
+
+def _execute(
+    emu: Emulator, deployment: Deployment, file: Path, spec: dict[str, Any], run_id: str, quiet: bool
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Upload FILE, run the state machine on it; (the execution's description, the final result
+    Finalize or PollGraphLoad returned, if any)."""
+    bucket = deployment.output("SourceBucketName")
+    emu.client("s3").upload_file(str(file), bucket, file.name)
+    payload = {**spec, "source": f"s3://{bucket}/{file.name}"}
+    state_machine = next(iter(deployment.state_machines.values()))
+    progress = Progress(quiet)
+    with observing() as seen:
+        execution = emu.start(state_machine, run_id, payload)
+        described = emu.wait(
+            execution,
+            on_tick=lambda: progress.show(seen.shards_done, seen.shard_total, seen.records_read),
+        )
+        progress.show(seen.shards_done, seen.shard_total, seen.records_read, final=True)
+        return described, seen.final
+
+
+def _complete(report: dict[str, Any], described: dict[str, Any], run_id: str) -> None:
+    """The execution's name, status and duration in the report; its end decides the status."""
+    if report.get("seconds") is None and described.get("stopDate"):
+        report["seconds"] = round((described["stopDate"] - described["startDate"]).total_seconds(), 3)
+    report["execution"] = {"name": run_id, "status": described["status"]}
+    if report["status"] == "SUCCEEDED" and described["status"] != "SUCCEEDED":
+        report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
 
 
 def summary(report: dict[str, Any], report_path: Path) -> str:
