@@ -148,6 +148,35 @@ def process(
     return {"lines": owned, "read": read, "written": written, "duplicates": batcher.duplicates}
 
 
+def _budget(
+    writer: BatchWriter | None,
+    spec: JobSpec,
+    ledger: Ledger,
+    settings: WorkerSettings,
+    job_id: str,
+    run_id: str,
+    index: int,
+) -> contextlib.AbstractContextManager[Any]:
+    """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has one."""
+    if writer is None or spec.write_units_per_second is None:
+        return contextlib.nullcontext()
+    board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
+    return SharedBudget(board, index, spec.write_units_per_second, writer)
+
+
+def _outputs(
+    rejects: RejectSink, rejects_key: str, graph: GraphStager | None, graph_key: str
+) -> dict[str, Any]:
+    """What the shard wrote besides items: its rejects and staged statements, and their keys."""
+    return {
+        "byReason": dict(rejects.by_reason),
+        "sample": rejects.sample,
+        "rejectsKey": rejects_key if rejects.count else None,
+        "graphStaged": graph.staged if graph is not None else 0,
+        "graphKey": graph_key if graph is not None and graph.staged else None,
+    }
+
+
 def work(
     event: Mapping[str, Any], settings: WorkerSettings, store: S3Store, ledger: Ledger, db: Any
 ) -> dict[str, Any]:
@@ -195,20 +224,13 @@ def work(
                     store.upload_if_written(settings.staging_bucket, graph_key, "application/n-quads")
                 ),
             )
-        budget: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if writer is not None and spec.write_units_per_second is not None:
-            # The job's write budget, re-shared among the running shards (adapters/budget.py).
-            board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
-            budget = SharedBudget(board, index, spec.write_units_per_second, writer)
         try:
-            with budget:
+            with _budget(writer, spec, ledger, settings, job_id, run_id, index):
                 counts = process(lines, spec, shard.get("header"), writer, rejects, graph)
         finally:
             stats = writer.close() if writer is not None else None
         if graph is not None:
             graph.finish()
-    staged_key = graph_key if graph is not None and graph.staged else None
-    written_rejects_key = rejects_key if rejects.count else None
     result = {
         **counts,
         "rejected": rejects.count,
@@ -218,11 +240,7 @@ def work(
         "retries": stats.retries if stats else 0,
         "throttles": stats.throttles if stats else 0,
         "s3Retries": store.retries,
-        "byReason": dict(rejects.by_reason),
-        "sample": rejects.sample,
-        "rejectsKey": written_rejects_key,
-        "graphStaged": graph.staged if graph is not None else 0,
-        "graphKey": staged_key,
+        **_outputs(rejects, rejects_key, graph, graph_key),
     }
     ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
     # The state machine keeps only `index`; the rest feeds the EMF metrics (handlers/observability.py).
