@@ -164,6 +164,37 @@ def _budget(
     return SharedBudget(board, index, spec.write_units_per_second, writer)
 
 
+def _sinks(
+    outputs: contextlib.ExitStack,
+    store: S3Store,
+    settings: WorkerSettings,
+    spec: JobSpec,
+    shard: Mapping[str, Any],
+    source: str,
+    rejects_key: str,
+    graph_key: str,
+) -> tuple[RejectSink, GraphStager | None]:
+    """The shard's rejects and (unless the job has no graph, or is a dry run) its staged statements,
+    each an upload closed with `outputs`."""
+    # A shard of a decompressed copy (Prepare) names the original source and zip member.
+    rejects = RejectSink(
+        source,
+        shard.get("member"),
+        out=outputs.enter_context(
+            store.upload_if_written(settings.staging_bucket, rejects_key, "application/x-ndjson")
+        ),
+    )
+    if spec.graph is None or spec.dry_run:  # a dry run stages nothing
+        return rejects, None
+    graph = GraphStager(
+        compress=spec.graph.gzip,
+        out=outputs.enter_context(
+            store.upload_if_written(settings.staging_bucket, graph_key, "application/n-quads")
+        ),
+    )
+    return rejects, graph
+
+
 def _outputs(
     rejects: RejectSink, rejects_key: str, graph: GraphStager | None, graph_key: str
 ) -> dict[str, Any]:
@@ -204,26 +235,9 @@ def work(
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.
     rejects_key = layout.shard_rejects_key(job_id, run_id, index)
-    stage_graph = spec.graph is not None and not spec.dry_run  # a dry run stages nothing
     graph_key = layout.graph_file_key(job_id, plan_id, index, compressed=bool(spec.graph and spec.graph.gzip))
     with contextlib.ExitStack() as outputs:
-        # A shard of a decompressed copy (Prepare) names the original source and zip member.
-        rejects = RejectSink(
-            source,
-            shard.get("member"),
-            out=outputs.enter_context(
-                store.upload_if_written(settings.staging_bucket, rejects_key, "application/x-ndjson")
-            ),
-        )
-        graph = None
-        if stage_graph:
-            assert spec.graph is not None
-            graph = GraphStager(
-                compress=spec.graph.gzip,
-                out=outputs.enter_context(
-                    store.upload_if_written(settings.staging_bucket, graph_key, "application/n-quads")
-                ),
-            )
+        rejects, graph = _sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_key)
         try:
             with _budget(writer, spec, ledger, settings, job_id, run_id, index):
                 counts = process(lines, spec, shard.get("header"), writer, rejects, graph)
