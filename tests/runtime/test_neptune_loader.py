@@ -378,7 +378,9 @@ def stored_report(aws: Any) -> dict[str, Any]:
     return dict(json.loads(aws.get_object(Bucket="stg", Key="jobs/j/run-1/report.json")["Body"].read()))
 
 
-def test_poll_is_pending_then_completes_and_writes_the_report(server: ScriptedNeptuneLoader, aws: Any) -> None:
+def test_poll_is_pending_then_completes_and_writes_the_report(
+    server: ScriptedNeptuneLoader, aws: Any
+) -> None:
     server.script = ["LOAD_IN_QUEUE"]
     load = started(server)
     server.wait(load["loadId"])
@@ -396,7 +398,9 @@ def test_poll_is_pending_then_completes_and_writes_the_report(server: ScriptedNe
     assert done["report"] == stored_report(aws)
 
 
-def test_a_failed_load_fails_the_job_with_the_loaders_details(server: ScriptedNeptuneLoader, aws: Any) -> None:
+def test_a_failed_load_fails_the_job_with_the_loaders_details(
+    server: ScriptedNeptuneLoader, aws: Any
+) -> None:
     server.fail_with = ("LOAD_FAILED", FAILED_LOGS)
     load = started(server)
     server.wait(load["loadId"])
