@@ -114,9 +114,6 @@ class Resolver:
             raise UnresolvedError(f"Ref {name} at {where}")
         return self.refs[name]
 
-    def resolve_list(self, value: Any, where: str = "") -> list[Any]:
-        return self._list(value, where or "$")
-
     def _list(self, value: Any, where: str) -> list[Any]:
         resolved = self._resolve(value, where)
         if not isinstance(resolved, list):

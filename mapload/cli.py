@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from boto3.exceptions import Boto3Error
 from botocore.exceptions import BotoCoreError, ClientError
@@ -107,10 +108,7 @@ def _estimate(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_run_local(sub: Any) -> None:
     run = sub.add_parser(
         "run-local",
         help="load FILE through the real state machine in the embedded AWS emulator",
@@ -133,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.set_defaults(func=_run_local)
 
+
+def _add_upload(sub: Any) -> None:
     up = sub.add_parser(
         "upload",
         help="upload a file, or a folder of part files, into one S3 object (multipart, multi-host)",
@@ -165,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--region", help=REGION_HELP)
     up.set_defaults(func=_upload)
 
+
+def _add_sample_and_estimate(sub: Any) -> None:
     gen = sub.add_parser("sample", help="write a deterministic UK-postcode-like CSV")
     gen.add_argument("output")
     gen.add_argument("--rows", type=int, default=200_000)
@@ -186,11 +188,22 @@ def main(argv: list[str] | None = None) -> int:
     est.add_argument("--architecture", default="arm64", choices=("arm64", "x86_64"))
     est.set_defaults(func=_estimate)
 
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: run-local, upload, sample, estimate, start and status."""
     from mapload import ops  # start / status on a deployed environment
 
+    command = argparse.ArgumentParser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
+    sub = command.add_subparsers(dest="command", required=True)
+    _add_run_local(sub)
+    _add_upload(sub)
+    _add_sample_and_estimate(sub)
     ops.add_commands(sub)
+    return command
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         return int(args.func(args))
     except (ClientError, BotoCoreError, Boto3Error) as error:

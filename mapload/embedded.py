@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from moto import mock_aws
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
+from mapload import clock as clocks
 from mapload import iamcheck, limits, moto_speed
 from mapload import region as regions
 from mapload.cfn import Resolver, UnresolvedError
@@ -60,6 +62,8 @@ class FunctionDef:
     principal: iamcheck.Principal | None = None  # its role's policies, for the IAM check
     # The template's Timeout (CloudFormation's default is 3 s).
     timeout_seconds: float = 3.0
+    # The emulator's clock, for a handler that reads the time (its `handle` takes `now`).
+    now: Callable[[], float] | None = None
 
     @property
     def module(self) -> str:
@@ -159,8 +163,9 @@ def _call(fn: FunctionDef, event: Any) -> Any:
     module = importlib.import_module(fn.module)
     # The function's own environment, as the template defines it: many functions share
     # this process, so nothing may come from process-wide variables.
+    takes_now = fn.now is not None and "now" in inspect.signature(module.handle).parameters
     with iamcheck.acting_as(fn.principal):
-        return module.handle(event, fn.env)
+        return module.handle(event, fn.env, now=fn.now) if takes_now else module.handle(event, fn.env)
 
 
 def _bucket_name(env_name: str, logical_id: str) -> str:
@@ -170,12 +175,24 @@ def _bucket_name(env_name: str, logical_id: str) -> str:
 class Emulator:
     """An in-process AWS (moto) holding one deployed environment of the CDK app."""
 
-    def __init__(self, env_name: str, region: str = "us-east-1", *, graph_store: Path | None = None) -> None:
+    def __init__(
+        self,
+        env_name: str,
+        region: str = "us-east-1",
+        *,
+        graph_store: Path | None = None,
+        clock: clocks.Clock | None = None,
+        graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
+    ) -> None:
+        """`clock`: the time the Wait states spend and the functions read (default: real time);
+        `graph_loader`: makes the Neptune stand-in from the store's directory."""
         self.env_name = env_name
         self.region = region
         # The Neptune stand-in: started when a template defines a Neptune cluster.
         self.graph_store = graph_store
         self.graph_loader: LocalNeptuneLoader | None = None
+        self._make_graph_loader = graph_loader
+        self.clock = clock
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._saved_env: dict[str, str | None] = {}
         self.deployment = Deployment()
@@ -198,6 +215,8 @@ class Emulator:
         LambdaSimpleBackend.invoke = _seam  # type: ignore[method-assign]
         limits.install()  # what AWS enforces and moto's interpreter does not (mapload/limits.py)
         moto_speed.install()  # moto's hot paths, cheap for thousands of Map children
+        if self.clock is not None:
+            clocks.install(self.clock)
         _clear_runtime_clients()
         return self
 
@@ -214,6 +233,7 @@ class Emulator:
                 iamcheck.RECORDER.keys.pop(arn, None)
         limits.uninstall()
         moto_speed.uninstall()
+        clocks.uninstall()
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
@@ -273,59 +293,69 @@ class Emulator:
         resources: dict[str, Any] = stack.template.get("Resources", {})
         # Names first, so every Ref and GetAtt resolves whatever order resources come in.
         for logical, res in resources.items():
-            kind = res["Type"]
-            if kind == "AWS::S3::Bucket":
-                name = _bucket_name(self.env_name, logical)
-                resolver.refs[logical] = name
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:s3:::{name}"
-                resolver.attrs[(logical, "DomainName")] = f"{name}.s3.amazonaws.com"
-                resolver.attrs[(logical, "RegionalDomainName")] = f"{name}.s3.{self.region}.amazonaws.com"
-            elif kind == "AWS::DynamoDB::Table":
-                name = f"mapload-{self.env_name}-{logical}"
-                resolver.refs[logical] = name
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}"
-                resolver.attrs[(logical, "StreamArn")] = (
-                    f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}/stream/x"
-                )
-            elif kind == "AWS::Lambda::Function":
-                name = f"mapload-{self.env_name}-{logical}"[:64]
-                resolver.refs[logical] = name
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
-            elif kind == "AWS::StepFunctions::StateMachine":
-                name = f"mapload-{self.env_name}-{logical}"[:80]
-                arn = f"arn:aws:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
-                resolver.refs[logical] = arn
-                resolver.attrs[(logical, "Arn")] = arn
-                resolver.attrs[(logical, "Name")] = name
-            elif kind == "AWS::IAM::Role":
-                resolver.refs[logical] = f"{logical}"
-                resolver.attrs[(logical, "Arn")] = role_arn
-            elif kind == "AWS::Logs::LogGroup":
-                resolver.refs[logical] = f"/mapload/{self.env_name}/{logical}"
-                resolver.attrs[(logical, "Arn")] = (
-                    f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:/mapload/{self.env_name}/{logical}:*"
-                )
-            elif kind == "AWS::Neptune::DBCluster":
-                # The cluster endpoint is the local loader's URL (scheme included: the client
-                # keeps a scheme it is given), so the functions' own HTTP + SigV4 code talks to it.
-                loader = self._graph_loader()
-                resolver.refs[logical] = f"mapload-{self.env_name}-{logical}".lower()
-                resolver.attrs[(logical, "Endpoint")] = "http://127.0.0.1"
-                resolver.attrs[(logical, "ReadEndpoint")] = "http://127.0.0.1"
-                resolver.attrs[(logical, "Port")] = str(loader.port)
-                resolver.attrs[(logical, "ClusterResourceId")] = f"cluster-{logical}".upper()[:40]
-                iamcheck.RECORDER.graph_clusters[f"http://127.0.0.1:{loader.port}"] = resolver.attrs[
-                    (logical, "ClusterResourceId")
-                ]
-            elif kind == "AWS::EC2::SecurityGroup":
-                resolver.refs[logical] = f"sg-{logical}".lower()
-                resolver.attrs[(logical, "GroupId")] = f"sg-{logical}".lower()
-            elif kind == "AWS::KMS::Key":
-                resolver.refs[logical] = f"key-{logical}"
-                resolver.attrs[(logical, "Arn")] = f"arn:aws:kms:{self.region}:{ACCOUNT}:key/{logical}"
-            else:
-                # Not created here: a Ref to it fails, naming it, instead of passing its logical id on.
-                resolver.unsupported[logical] = kind
+            self._name_resource(logical, res["Type"], resolver, role_arn)
+        self._create_stores(resources, resolver)
+        self._create_functions(resources, resolver, role_arn)
+        self._create_state_machines(stack, resolver, role_arn)
+        self._record_outputs(stack, resolver)
+
+    def _name_resource(self, logical: str, kind: str, resolver: Resolver, role_arn: str) -> None:
+        """The Ref and GetAtt values of one resource, as CloudFormation would give them."""
+        if kind == "AWS::S3::Bucket":
+            name = _bucket_name(self.env_name, logical)
+            resolver.refs[logical] = name
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:s3:::{name}"
+            resolver.attrs[(logical, "DomainName")] = f"{name}.s3.amazonaws.com"
+            resolver.attrs[(logical, "RegionalDomainName")] = f"{name}.s3.{self.region}.amazonaws.com"
+        elif kind == "AWS::DynamoDB::Table":
+            name = f"mapload-{self.env_name}-{logical}"
+            resolver.refs[logical] = name
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}"
+            resolver.attrs[(logical, "StreamArn")] = (
+                f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{name}/stream/x"
+            )
+        elif kind == "AWS::Lambda::Function":
+            name = f"mapload-{self.env_name}-{logical}"[:64]
+            resolver.refs[logical] = name
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
+        elif kind == "AWS::StepFunctions::StateMachine":
+            name = f"mapload-{self.env_name}-{logical}"[:80]
+            arn = f"arn:aws:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
+            resolver.refs[logical] = arn
+            resolver.attrs[(logical, "Arn")] = arn
+            resolver.attrs[(logical, "Name")] = name
+        elif kind == "AWS::IAM::Role":
+            resolver.refs[logical] = f"{logical}"
+            resolver.attrs[(logical, "Arn")] = role_arn
+        elif kind == "AWS::Logs::LogGroup":
+            resolver.refs[logical] = f"/mapload/{self.env_name}/{logical}"
+            resolver.attrs[(logical, "Arn")] = (
+                f"arn:aws:logs:{self.region}:{ACCOUNT}:log-group:/mapload/{self.env_name}/{logical}:*"
+            )
+        elif kind == "AWS::Neptune::DBCluster":
+            # The cluster endpoint is the local loader's URL (scheme included: the client
+            # keeps a scheme it is given), so the functions' own HTTP + SigV4 code talks to it.
+            loader = self._graph_loader()
+            resolver.refs[logical] = f"mapload-{self.env_name}-{logical}".lower()
+            resolver.attrs[(logical, "Endpoint")] = "http://127.0.0.1"
+            resolver.attrs[(logical, "ReadEndpoint")] = "http://127.0.0.1"
+            resolver.attrs[(logical, "Port")] = str(loader.port)
+            resolver.attrs[(logical, "ClusterResourceId")] = f"cluster-{logical}".upper()[:40]
+            iamcheck.RECORDER.graph_clusters[f"http://127.0.0.1:{loader.port}"] = resolver.attrs[
+                (logical, "ClusterResourceId")
+            ]
+        elif kind == "AWS::EC2::SecurityGroup":
+            resolver.refs[logical] = f"sg-{logical}".lower()
+            resolver.attrs[(logical, "GroupId")] = f"sg-{logical}".lower()
+        elif kind == "AWS::KMS::Key":
+            resolver.refs[logical] = f"key-{logical}"
+            resolver.attrs[(logical, "Arn")] = f"arn:aws:kms:{self.region}:{ACCOUNT}:key/{logical}"
+        else:
+            # Not created here: a Ref to it fails, naming it, instead of passing its logical id on.
+            resolver.unsupported[logical] = kind
+
+    def _create_stores(self, resources: Mapping[str, Any], resolver: Resolver) -> None:
+        """Buckets and tables, and the KMS keys that encrypt them (for the IAM check)."""
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::S3::Bucket":
@@ -338,12 +368,17 @@ class Emulator:
             if key is not None:  # the KMS calls S3 or DynamoDB then make for the caller
                 iamcheck.RECORDER.keys[resolver.attrs[(logical, "Arn")]] = key
                 self._keyed.append(resolver.attrs[(logical, "Arn")])
+
+    def _create_functions(self, resources: Mapping[str, Any], resolver: Resolver, role_arn: str) -> None:
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::Lambda::Function":
                 self._create_function(logical, resolver, props, role_arn)
                 fn = self.deployment.functions[logical]
                 fn.principal = self._principal(f"function {fn.role}", resources, props["Role"], resolver)
+
+    def _create_state_machines(self, stack: StackTemplate, resolver: Resolver, role_arn: str) -> None:
+        resources: dict[str, Any] = stack.template.get("Resources", {})
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::StepFunctions::StateMachine":
@@ -359,6 +394,8 @@ class Emulator:
                 self._principals.append(machine)
                 with iamcheck.RECORDER.lock:
                     iamcheck.RECORDER.state_machines.append(machine)
+
+    def _record_outputs(self, stack: StackTemplate, resolver: Resolver) -> None:
         for name, output in stack.template.get("Outputs", {}).items():
             # An output naming something not created here (a VPC, a dashboard) fails when used.
             value: Any
@@ -384,7 +421,7 @@ class Emulator:
         if self.graph_loader is None:
             if self.graph_store is not None:
                 self.graph_store.mkdir(parents=True, exist_ok=True)
-            self.graph_loader = LocalNeptuneLoader(self.graph_store).__enter__()
+            self.graph_loader = self._make_graph_loader(self.graph_store).__enter__()
         return self.graph_loader
 
     def _create_bucket(self, name: str) -> None:
@@ -435,6 +472,7 @@ class Emulator:
             str(props["Handler"]),
             env,
             timeout_seconds=float(props.get("Timeout", 3)),
+            now=self.clock.time if self.clock is not None else None,
         )
         self.add_function(fn, role_arn, runtime=str(props.get("Runtime", "python3.12")))
 

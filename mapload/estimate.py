@@ -68,6 +68,24 @@ class Estimate:
         return dynamodb + self.lambda_usd + self.step_functions_usd
 
 
+def _check_arguments(
+    rows: int, item_bytes: int, wcu: int | None, concurrency: int, architecture: str
+) -> None:
+    """ValueError naming the option, for an argument no load can have."""
+    if rows < 1:
+        raise ValueError(f"--rows must be at least 1, got {rows}")
+    if not 1 <= item_bytes <= MAX_ITEM_BYTES:
+        raise ValueError(
+            f"--item-bytes must be 1..{MAX_ITEM_BYTES} (DynamoDB's 400 KB item limit), got {item_bytes}"
+        )
+    if wcu is not None and wcu < 1:
+        raise ValueError(f"--wcu must be at least 1, got {wcu}")
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+    if architecture not in LAMBDA_USD_PER_GB_SECOND:
+        raise ValueError(f"architecture must be one of {', '.join(LAMBDA_USD_PER_GB_SECOND)}")
+
+
 def estimate(
     rows: int,
     item_bytes: int,
@@ -86,18 +104,7 @@ def estimate(
     `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
     the lower of that and what `concurrency` workers write; each shard is one worker.
     """
-    if rows < 1:
-        raise ValueError(f"--rows must be at least 1, got {rows}")
-    if not 1 <= item_bytes <= MAX_ITEM_BYTES:
-        raise ValueError(
-            f"--item-bytes must be 1..{MAX_ITEM_BYTES} (DynamoDB's 400 KB item limit), got {item_bytes}"
-        )
-    if wcu is not None and wcu < 1:
-        raise ValueError(f"--wcu must be at least 1, got {wcu}")
-    if concurrency < 1:
-        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
-    if architecture not in LAMBDA_USD_PER_GB_SECOND:
-        raise ValueError(f"architecture must be one of {', '.join(LAMBDA_USD_PER_GB_SECOND)}")
+    _check_arguments(rows, item_bytes, wcu, concurrency, architecture)
     units_per_item = math.ceil(item_bytes / WRITE_UNIT_BYTES)
     write_units = rows * units_per_item
     source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)

@@ -82,11 +82,6 @@ def run_with_timeout(function: str, timeout_seconds: float, call: Callable[[], A
     return outcome.get("result")
 
 
-def payload_size(value: Any) -> int:
-    """A state's input/output as Step Functions measures it: its JSON text in UTF-8."""
-    return len((value if isinstance(value, str) else json.dumps(value)).encode())
-
-
 # -- Step Functions: moto's interpreter, patched in one place -------------------------------
 # moto 5.2.5 checks each state's output and each task's result against 256 KiB, but not a
 # Map's collected results; lets States.ALL catch States.DataLimitExceeded (AWS does not);

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from mapload import region as regions
+from mapload.clock import Clock
 from mapload.embedded import Deployment, Emulator, observing
-from mapload.ops import report_lines
+from mapload.neptune_local import LocalNeptuneLoader
+from mapload.reports import report_lines
 from mapload.synth import synthesize
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
@@ -88,12 +90,14 @@ def run_local(
     inspect: Callable[[Emulator, Deployment], None] | None = None,
     graph_store: Path | None = None,
     region: str | None = None,
+    clock: Clock | None = None,
+    graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
 ) -> dict[str, Any]:
     """Run FILE through the state machine; `inspect` sees the emulator before it is torn down.
 
     The emulator and every table and bucket it creates are in `region` (default: AWS_REGION,
     AWS_DEFAULT_REGION, the profile's, us-east-1), so a kept endpoint shows them where the
-    user's own tools look."""
+    user's own tools look. `clock` and `graph_loader` go to the Emulator (tests inject them)."""
     if not file.is_file():
         raise LocalRunError(f"{file}: no such file")
     if "source" in spec:
@@ -104,27 +108,14 @@ def run_local(
         raise LocalRunError(str(error)) from error
     run_id = datetime.now(UTC).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     job_id = str(spec.get("jobId") or run_id)
-    with Emulator(env_name, regions.resolve(region), graph_store=graph_store) as emu:
+    emulator = Emulator(
+        env_name, regions.resolve(region), graph_store=graph_store, clock=clock, graph_loader=graph_loader
+    )
+    with emulator as emu:
         deployment = emu.provision(stacks)
-        bucket = deployment.output("SourceBucketName")
-        emu.client("s3").upload_file(str(file), bucket, file.name)
-        payload = {**spec, "source": f"s3://{bucket}/{file.name}"}
-        state_machine = next(iter(deployment.state_machines.values()))
-        progress = Progress(quiet)
-        with observing() as seen:
-            execution = emu.start(state_machine, run_id, payload)
-            described = emu.wait(
-                execution,
-                on_tick=lambda: progress.show(seen.shards_done, seen.shard_total, seen.records_read),
-            )
-            progress.show(seen.shards_done, seen.shard_total, seen.records_read, final=True)
-            final = seen.final
+        described, final = _execute(emu, deployment, file, spec, run_id, quiet)
         report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)
-        if report.get("seconds") is None and described.get("stopDate"):
-            report["seconds"] = round((described["stopDate"] - described["startDate"]).total_seconds(), 3)
-        report["execution"] = {"name": run_id, "status": described["status"]}
-        if report["status"] == "SUCCEEDED" and described["status"] != "SUCCEEDED":
-            report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
+        _complete(report, described, run_id)
         _copy_rejects(emu, report, report_path)
         if isinstance(report.get("graph"), dict) and emu.graph_loader is not None:
             # What a SPARQL query over the local store sees now (the loader's counts are per load).
@@ -139,6 +130,35 @@ def run_local(
     if not quiet:
         print(summary(report, report_path))
     return report
+
+
+def _execute(
+    emu: Emulator, deployment: Deployment, file: Path, spec: dict[str, Any], run_id: str, quiet: bool
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Upload FILE, run the state machine on it; (the execution's description, the final result
+    Finalize or PollGraphLoad returned, if any)."""
+    bucket = deployment.output("SourceBucketName")
+    emu.client("s3").upload_file(str(file), bucket, file.name)
+    payload = {**spec, "source": f"s3://{bucket}/{file.name}"}
+    state_machine = next(iter(deployment.state_machines.values()))
+    progress = Progress(quiet)
+    with observing() as seen:
+        execution = emu.start(state_machine, run_id, payload)
+        described = emu.wait(
+            execution,
+            on_tick=lambda: progress.show(seen.shards_done, seen.shard_total, seen.records_read),
+        )
+        progress.show(seen.shards_done, seen.shard_total, seen.records_read, final=True)
+        return described, seen.final
+
+
+def _complete(report: dict[str, Any], described: dict[str, Any], run_id: str) -> None:
+    """The execution's name, status and duration in the report; its end decides the status."""
+    if report.get("seconds") is None and described.get("stopDate"):
+        report["seconds"] = round((described["stopDate"] - described["startDate"]).total_seconds(), 3)
+    report["execution"] = {"name": run_id, "status": described["status"]}
+    if report["status"] == "SUCCEEDED" and described["status"] != "SUCCEEDED":
+        report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
 
 
 def summary(report: dict[str, Any], report_path: Path) -> str:

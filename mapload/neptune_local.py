@@ -4,9 +4,7 @@ The embedded run points the StartGraphLoad/PollGraphLoad functions at it (the cl
 resolves to its URL), so the very client code that runs on AWS - HTTP, SigV4 headers, retries -
 runs locally. It reads the staged files from S3 (the emulator's, or any endpoint boto3 is told
 about), loads them into the store and reports the statuses and counts Neptune's loader does.
-Tests script it: queued and in-progress answers before the outcome, a failed load with error
-details, loads held in the queue until cancelled, or HTTP faults (4xx/5xx, throttling, "too many
-concurrent loads") for the next requests.
+(Tests script a subclass of it, tests/scripted_neptune.py: the command never does.)
 """
 
 from __future__ import annotations
@@ -16,13 +14,12 @@ import json
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import ParseResult, parse_qs, urlparse
 
 import boto3
 import pyoxigraph as ox
@@ -46,17 +43,21 @@ class Load:
     errors: list[dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     finished: float | None = None
-    # Statuses a test wants reported (one per GET) before the real one.
-    scripted: deque[str] = field(default_factory=deque)
     done: threading.Event = field(default_factory=threading.Event)
-    # Held in the queue (behind other loads, as far as the client can tell) until cancelled.
-    held: bool = False
     # The failed feed's own status when it differs from the overall one (an S3 error of one feed
     # sets the overall status to LOAD_FAILED, as Neptune documents).
     feed_status: str | None = None
 
+    def reported_status(self) -> str:
+        """The status a GET answers."""
+        return self.status
+
+    def cancel(self) -> None:
+        """DELETE: a running load stops before its next file."""
+        self.status = "LOAD_CANCELLED_BY_USER"
+
     def answer(self) -> dict[str, Any]:
-        status = self.scripted.popleft() if self.scripted else self.status
+        status = self.reported_status()
         overall: dict[str, Any] = {
             "fullUri": self.request.get("source"),
             "runNumber": 1,
@@ -103,18 +104,8 @@ class LocalNeptuneLoader:
         self._s3 = s3_client or (lambda: boto3.client("s3"))
         self.require_sigv4 = require_sigv4
         self.loads: dict[str, Load] = {}
-        self.requests: list[dict[str, Any]] = []
-        # (HTTP status, JSON body) answered to the next requests instead of serving them.
-        self.faults: deque[tuple[int, dict[str, Any]]] = deque()
-        # Statuses each new load reports (one per GET) before its real one.
-        self.script: list[str] = []
-        # When set, a new load ends with this status and these error logs instead of loading.
-        self.fail_with: tuple[str, list[dict[str, Any]]] | None = None
-        # When set, new loads stay LOAD_IN_QUEUE (never run) until a DELETE cancels them.
-        self.hold = False
-        # When set, reading the source fails as S3 does for a role without access.
-        self.deny_s3 = False
         self._lock = threading.Lock()
+        self._runs: list[threading.Thread] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -155,70 +146,45 @@ class LocalNeptuneLoader:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-        for load in list(self.loads.values()):
-            if not load.held:  # a held load has no thread to wait for
-                load.done.wait(timeout=60)
+        for run in list(self._runs):
+            run.join(timeout=60)
         self.store.flush()
-
-    def wait(self, load_id: str, timeout: float = 60) -> Load:
-        load = self.loads[load_id]
-        load.done.wait(timeout)
-        return load
 
     # -- HTTP --------------------------------------------------------------------------------
 
     def _handle(self, http: BaseHTTPRequestHandler, method: str) -> None:
         length = int(http.headers.get("Content-Length") or 0)
         body = http.rfile.read(length) if length else b""
-        url = urlparse(http.path)
-        with self._lock:
-            self.requests.append({"method": method, "path": url.path, "headers": dict(http.headers.items())})
-            fault = self.faults.popleft() if self.faults else None
-        if fault is not None:
-            self._send(http, *fault)
-            return
-        if self.require_sigv4 and not _signed(http.headers.get("Authorization") or ""):
-            self._send(
-                http,
-                403,
-                {
-                    "code": "AccessDeniedException",
-                    "detailedMessage": "Missing or invalid SigV4 authentication",
-                },
-            )
-            return
+        self._send(http, *self._answer(method, urlparse(http.path), body, dict(http.headers.items())))
+
+    def _answer(
+        self, method: str, url: ParseResult, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, JSON body) for one request, as Neptune's loader answers it."""
+        if self.require_sigv4 and not _signed(headers.get("Authorization") or ""):
+            return 403, {
+                "code": "AccessDeniedException",
+                "detailedMessage": "Missing or invalid SigV4 authentication",
+            }
         parts = [p for p in url.path.split("/") if p]
         if not parts or parts[0] != "loader":
-            self._send(http, 404, {"code": "BadRequestException", "detailedMessage": f"no route {url.path}"})
-        elif method == "POST" and len(parts) == 1:
-            self._send(http, *self._start(body))
-        elif method == "GET" and len(parts) == 1:
+            return 404, {"code": "BadRequestException", "detailedMessage": f"no route {url.path}"}
+        if method == "POST" and len(parts) == 1:
+            return self._start(body)
+        if method == "GET" and len(parts) == 1:
             # Newest first, like Neptune; `limit` (default 50) bounds the list.
             limit = int(parse_qs(url.query).get("limit", ["50"])[0])
-            self._send(
-                http, 200, {"status": "200 OK", "payload": {"loadIds": list(reversed(self.loads))[:limit]}}
-            )
-        elif len(parts) == 2 and parts[1] in self.loads:
+            return 200, {"status": "200 OK", "payload": {"loadIds": list(reversed(self.loads))[:limit]}}
+        if len(parts) == 2 and parts[1] in self.loads:
             load = self.loads[parts[1]]
             if method == "DELETE":
-                load.status = "LOAD_CANCELLED_BY_USER"
-                load.scripted.clear()
-                if load.held:  # no thread runs it: it ends here
-                    load.finished = time.time()
-                    load.done.set()
-                self._send(http, 200, {"status": "200 OK"})
-            else:
-                query = parse_qs(url.query)
-                answer = load.answer()
-                if query.get("errors", ["false"])[0] != "true":
-                    answer["payload"].pop("errors", None)
-                self._send(http, 200, answer)
-        else:
-            self._send(
-                http,
-                404,
-                {"code": "LoadNotFoundException", "detailedMessage": f"load id {parts[-1]} not found"},
-            )
+                load.cancel()
+                return 200, {"status": "200 OK"}
+            answer = load.answer()
+            if parse_qs(url.query).get("errors", ["false"])[0] != "true":
+                answer["payload"].pop("errors", None)
+            return 200, answer
+        return 404, {"code": "LoadNotFoundException", "detailedMessage": f"load id {parts[-1]} not found"}
 
     @staticmethod
     def _send(http: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) -> None:
@@ -230,45 +196,50 @@ class LocalNeptuneLoader:
         http.wfile.write(data)
 
     def _start(self, raw: bytes) -> tuple[int, dict[str, Any]]:
+        request, refused = self._request(raw)
+        if refused is not None:
+            return refused
+        load = self._new_load(request)
+        self.loads[load.load_id] = load
+        self._begin(load)
+        return 200, {"status": "200 OK", "payload": {"loadId": load.load_id}}
+
+    def _new_load(self, request: dict[str, Any]) -> Load:
+        return Load(load_id=str(uuid.uuid4()), request=request)
+
+    def _begin(self, load: Load) -> None:
+        """Run the load in its own thread, as Neptune runs it after answering the POST."""
+        run = threading.Thread(target=self._run, args=(load,), name=f"load-{load.load_id[:8]}", daemon=True)
+        self._runs.append(run)
+        run.start()
+
+    def _request(self, raw: bytes) -> tuple[dict[str, Any], tuple[int, dict[str, Any]] | None]:
+        """The POST's parameters, or the 400 Neptune answers a request it refuses."""
         try:
             request = json.loads(raw or b"{}")
         except ValueError:
-            return 400, {"code": "BadRequestException", "detailedMessage": "the request body is not JSON"}
+            return {}, _bad_request("the request body is not JSON")
         missing = [name for name in REQUIRED if not request.get(name)]
         if missing:
-            return 400, {"code": "BadRequestException", "detailedMessage": f"missing parameter(s): {missing}"}
+            return request, _bad_request(f"missing parameter(s): {missing}")
         if request["format"] not in FORMATS:
-            return 400, {
-                "code": "BadRequestException",
-                "detailedMessage": f"unsupported format {request['format']}",
-            }
+            return request, _bad_request(f"unsupported format {request['format']}")
         if not str(request["source"]).startswith("s3://"):
-            return 400, {"code": "BadRequestException", "detailedMessage": "source must be an s3:// URI"}
+            return request, _bad_request("source must be an s3:// URI")
         if request.get("parallelism", "HIGH") not in PARALLELISM:
-            return 400, {"code": "BadRequestException", "detailedMessage": "invalid parallelism"}
+            return request, _bad_request("invalid parallelism")
         waiting = [load for load in self.loads.values() if load.status in ACTIVE]
         if len(waiting) >= self.QUEUE_LIMIT:
-            return 400, {
-                "code": "BadRequestException",
-                "detailedMessage": f"Failed to start new load for the source {request['source']}. "
-                "Max concurrent load limit breached. Limit is 64",
-            }
-        load = Load(load_id=str(uuid.uuid4()), request=request, scripted=deque(self.script))
-        self.loads[load.load_id] = load
-        if self.hold:
-            load.status, load.held = "LOAD_IN_QUEUE", True
-            return 200, {"status": "200 OK", "payload": {"loadId": load.load_id}}
-        threading.Thread(target=self._run, args=(load,), name=f"load-{load.load_id[:8]}", daemon=True).start()
-        return 200, {"status": "200 OK", "payload": {"loadId": load.load_id}}
+            return request, _bad_request(
+                f"Failed to start new load for the source {request['source']}. "
+                "Max concurrent load limit breached. Limit is 64"
+            )
+        return request, None
 
     # -- the load ----------------------------------------------------------------------------
 
     def _run(self, load: Load) -> None:
         try:
-            if self.fail_with is not None:
-                load.status, load.errors = self.fail_with[0], list(self.fail_with[1])
-                load.parsing_errors = len(load.errors)
-                return
             load.status = "LOAD_IN_PROGRESS"
             self._load(load)
         except Exception as error:  # the loader reports, it does not crash
@@ -282,70 +253,24 @@ class LocalNeptuneLoader:
 
     def _load(self, load: Load) -> None:
         bucket, _, prefix = str(load.request["source"])[5:].partition("/")
-        rdf_format = FORMATS[load.request["format"]]
-        fail_on_error = str(load.request.get("failOnError", "TRUE")).upper() == "TRUE"
         s3 = self._s3()
         try:
-            if self.deny_s3:
-                raise PermissionError(
-                    "Access Denied (Service: Amazon S3; Status Code: 403; Error Code: AccessDenied)"
-                )
-            keys = [
-                obj["Key"]
-                for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-                for obj in page.get("Contents", [])
-            ]
+            keys = self._list_keys(s3, bucket, prefix)
         except Exception as error:
             # A feed's S3 error sets the overall status to LOAD_FAILED; the feed keeps its own.
             denied = "AccessDenied" in str(error) or "Access Denied" in str(error)
-            load.status = "LOAD_FAILED"
-            load.feed_status = "LOAD_S3_ACCESS_DENIED_ERROR" if denied else "LOAD_S3_READ_ERROR"
-            load.errors.append(
-                {
-                    "errorCode": load.feed_status,
-                    "errorMessage": str(error),
-                    "fileName": load.request["source"],
-                    "recordNum": 0,
-                }
-            )
+            code = "LOAD_S3_ACCESS_DENIED_ERROR" if denied else "LOAD_S3_READ_ERROR"
+            _fail(load, code, str(error), feed_status=code)
             return
         if not keys:
-            load.status = "LOAD_FAILED"
-            load.errors.append(
-                {
-                    "errorCode": "NO_FILES",
-                    "errorMessage": "no files under the source",
-                    "fileName": load.request["source"],
-                    "recordNum": 0,
-                }
-            )
+            _fail(load, "NO_FILES", "no files under the source", feed_status=None)
             return
         for key in sorted(keys):
             data = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-            if key.endswith(".gz"):
-                data = gzip.decompress(data)
-            file_name = f"s3://{bucket}/{key}"
-            quads: list[ox.Quad] = []
-            for number, line in enumerate(data.split(b"\n"), start=1):
-                if not line.strip() or line.lstrip().startswith(b"#"):
-                    continue
-                try:
-                    quads.extend(ox.parse(input=line, format=rdf_format))
-                except SyntaxError as error:
-                    load.parsing_errors += 1
-                    if len(load.errors) < MAX_ERRORS_LOGGED:
-                        load.errors.append(
-                            {
-                                "errorCode": "PARSING_ERROR",
-                                "errorMessage": str(error),
-                                "fileName": file_name,
-                                "recordNum": number,
-                            }
-                        )
-                    if fail_on_error:
-                        load.status = "LOAD_FAILED"
-                        return
-            if load.status == "LOAD_CANCELLED_BY_USER":
+            quads = self._parse(
+                load, f"s3://{bucket}/{key}", gzip.decompress(data) if key.endswith(".gz") else data
+            )
+            if quads is None or load.status == "LOAD_CANCELLED_BY_USER":
                 return
             before = len(self.store)
             self.store.extend(quads)
@@ -353,6 +278,54 @@ class LocalNeptuneLoader:
             load.records += len(quads)
             load.duplicates += len(quads) - added
         load.status = "LOAD_COMPLETED"
+
+    def _list_keys(self, s3: Any, bucket: str, prefix: str) -> list[str]:
+        return [
+            obj["Key"]
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for obj in page.get("Contents", [])
+        ]
+
+    @staticmethod
+    def _parse(load: Load, file_name: str, data: bytes) -> list[ox.Quad] | None:
+        """One file's statements, its bad lines counted and logged; None when the load fails on them."""
+        rdf_format = FORMATS[load.request["format"]]
+        fail_on_error = str(load.request.get("failOnError", "TRUE")).upper() == "TRUE"
+        quads: list[ox.Quad] = []
+        for number, line in enumerate(data.split(b"\n"), start=1):
+            if not line.strip() or line.lstrip().startswith(b"#"):
+                continue
+            try:
+                quads.extend(ox.parse(input=line, format=rdf_format))
+            except SyntaxError as error:
+                load.parsing_errors += 1
+                if len(load.errors) < MAX_ERRORS_LOGGED:
+                    load.errors.append(
+                        {
+                            "errorCode": "PARSING_ERROR",
+                            "errorMessage": str(error),
+                            "fileName": file_name,
+                            "recordNum": number,
+                        }
+                    )
+                if fail_on_error:
+                    load.status = "LOAD_FAILED"
+                    return None
+        return quads
+
+
+def _bad_request(message: str) -> tuple[int, dict[str, Any]]:
+    return 400, {"code": "BadRequestException", "detailedMessage": message}
+
+
+def _fail(load: Load, code: str, message: str, *, feed_status: str | None) -> None:
+    """The load fails on its source as a whole: one error log naming it (`feed_status`: the failed
+    feed's own status, None when it is the overall one)."""
+    load.status = "LOAD_FAILED"
+    load.feed_status = feed_status
+    load.errors.append(
+        {"errorCode": code, "errorMessage": message, "fileName": load.request["source"], "recordNum": 0}
+    )
 
 
 def _signed(authorization: str) -> bool:

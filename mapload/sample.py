@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import string
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,7 +155,3 @@ def write_csv(path: Path, rows: int, seed: int = 1, header: bool = True) -> Path
         for code, lat, lon in postcodes(rows, seed):
             out.write(f"{code},{lat},{lon}\n")
     return path
-
-
-def random_word(rng: random.Random, length: int = 8) -> str:
-    return "".join(rng.choice(string.ascii_lowercase) for _ in range(length))

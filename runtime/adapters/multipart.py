@@ -31,6 +31,17 @@ def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+def _conditionally(write: Callable[[], object]) -> bool:
+    """Whether a conditional DynamoDB write happened: False when its condition failed."""
+    try:
+        write()
+    except ClientError as error:
+        if _code(error) == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
 @dataclass(frozen=True)
 class UploadedPart:
     number: int
@@ -196,8 +207,8 @@ class UploadLedger:
 
     def claim(self, owner: str, total: int, name: str) -> bool:
         """The election: the one process whose conditional put succeeds creates the upload."""
-        try:
-            self._db.put_item(
+        return _conditionally(
+            lambda: self._db.put_item(
                 TableName=self._table,
                 Item={
                     "pk": self._pk,
@@ -211,16 +222,12 @@ class UploadLedger:
                 },
                 ConditionExpression="attribute_not_exists(pk)",
             )
-        except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     def take_over(self, old_owner: str, owner: str) -> bool:
         """Replace a creator that claimed the upload but never recorded its UploadId."""
-        try:
-            self._db.update_item(
+        return _conditionally(
+            lambda: self._db.update_item(
                 TableName=self._table,
                 Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
                 UpdateExpression="SET #o = :me, createdAt = :now",
@@ -232,15 +239,11 @@ class UploadLedger:
                     ":now": {"N": str(int(time.time()))},
                 },
             )
-        except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     def set_upload_id(self, owner: str, upload_id: str) -> bool:
-        try:
-            self._db.update_item(
+        return _conditionally(
+            lambda: self._db.update_item(
                 TableName=self._table,
                 Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
                 UpdateExpression="SET uploadId = :id",
@@ -248,11 +251,7 @@ class UploadLedger:
                 ExpressionAttributeNames={"#o": "owner"},
                 ExpressionAttributeValues={":id": {"S": upload_id}, ":me": {"S": owner}},
             )
-        except ClientError as error:
-            if _code(error) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        )
 
     def parts(self) -> dict[int, UploadedPart]:
         found: dict[int, UploadedPart] = {}
@@ -432,6 +431,9 @@ class CoordinatedUpload:
         return upload_id
 
     def run(self, plan: PartPlan, progress: Progress | None = None) -> UploadResult:
+        """Send this process's parts (recorded ones first), complete the object if it counted the
+        last part. Kept whole: the per-part closure shares the counters, the lock and what the
+        ledger and S3 listed with the worker threads; split, each would be one more argument."""
         upload_id = self.upload_id(plan)
         start = self.ledger.get() or {}
         # Every part already counted at the start: the process that counted the last one died

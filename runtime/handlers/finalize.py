@@ -68,6 +68,25 @@ def _merge_rejects(
     return f"s3://{bucket}/{key}", sample
 
 
+def _caught_error(state: Mapping[str, Any], *, planned: bool) -> dict[str, str] | None:
+    """The error a Catch put in the state: a step's, else Prepare's (input, source, archive)."""
+    error = report.describe_error(state.get("error"), planned=planned)
+    if error is None and state.get("prepareError"):
+        error = report.describe_error(state["prepareError"], planned=False)
+        if error is not None:
+            error["where"] = "Prepare"
+    return error
+
+
+def _asked_for(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The source, format and reject limit of an input Plan could not parse, as far as they read."""
+    raw = {k: v for k, v in state.items() if k not in ("error", "plan")}
+    spec = {"source": raw.get("source"), "format": raw.get("format")}
+    if isinstance(raw.get("maxRejectedPercent"), (int, float)):
+        spec["maxRejectedPercent"] = raw["maxRejectedPercent"]
+    return spec
+
+
 def finalize(
     event: Mapping[str, Any], settings: FinalizeSettings, store: S3Store, ledger: Ledger
 ) -> dict[str, Any]:
@@ -78,11 +97,7 @@ def finalize(
     job = (plan or {}).get("job") or {}
     spec = job.get("spec") or {}
     job_id = str(job.get("jobId") or state.get("jobId") or run_id)
-    error = report.describe_error(state.get("error"), planned=plan is not None)
-    if error is None and state.get("prepareError"):  # Prepare's Catch (input, source, archive)
-        error = report.describe_error(state["prepareError"], planned=False)
-        if error is not None:
-            error["where"] = "Prepare"
+    error = _caught_error(state, planned=plan is not None)
     manifest: list[dict[str, Any]] | None = None
     shards: dict[int, dict[str, Any]] = {}
     rejects_location: str | None = None
@@ -94,10 +109,7 @@ def finalize(
             store, settings.staging_bucket, job_id, run_id, manifest or [], shards
         )
     if not spec:  # Plan failed: say what was asked for as far as it can be read
-        raw = {k: v for k, v in state.items() if k not in ("error", "plan")}
-        spec = {"source": raw.get("source"), "format": raw.get("format")}
-        if isinstance(raw.get("maxRejectedPercent"), (int, float)):
-            spec["maxRejectedPercent"] = raw["maxRejectedPercent"]
+        spec = _asked_for(state)
     result = report.build(
         job_id=job_id,
         run_id=run_id,

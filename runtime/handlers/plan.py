@@ -37,36 +37,30 @@ def _header(store: S3Store, obj: ObjectInfo, spec: JobSpec) -> tuple[list[str] |
             probe *= 4
 
 
-def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledger: Ledger) -> dict[str, Any]:
-    execution = event.get("execution") or {}
-    run_id = str(execution.get("name") or "local")
-    raw_input = dict(event.get("input") or {})
-    # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
-    prepared = raw_input.pop("prepare", None) or {}
-    spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
-    if spec.graph is not None and not settings.graph_enabled:
-        raise InputValidationError(
-            "graph" if "graph" in raw_input else "format",
-            "this environment has no graph database (graph_enabled is false in cdk.json): "
-            "it loads csv/jsonl into DynamoDB only",
-        )
-    bucket, key = parse_s3_uri(spec.source)
-    check_source_bucket(bucket, settings.source_buckets)
-    # (bucket, key) of a prepared object -> the source (and zip member) it came from.
-    origin: dict[tuple[str, str], tuple[str, str | None, str]] = {}
-    if prepared.get("preparedKey"):
-        listed = store.get_json(settings.staging_bucket, str(prepared["preparedKey"]))
-        objects = [ObjectInfo(e["bucket"], e["key"], int(e["size"]), str(e["etag"])) for e in listed]
-        origin = {
-            (e["bucket"], e["key"]): (
-                str(e["source"]),
-                e.get("member"),
-                str(e.get("sourceEtag") or e["etag"]),
-            )
-            for e in listed
-        }
-    else:
-        objects = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
+# (bucket, key) of a prepared object -> (its source, zip member, source ETag).
+Origins = dict[tuple[str, str], tuple[str, str | None, str]]
+
+
+def _objects(
+    store: S3Store, settings: PlanSettings, bucket: str, key: str, prepared: Mapping[str, Any]
+) -> tuple[list[ObjectInfo], Origins]:
+    """The objects to load: Prepare's plain copies (with where each came from) or the source's."""
+    if not prepared.get("preparedKey"):
+        listed = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
+        return listed, {}
+    entries = store.get_json(settings.staging_bucket, str(prepared["preparedKey"]))
+    objects = [ObjectInfo(e["bucket"], e["key"], int(e["size"]), str(e["etag"])) for e in entries]
+    origin: Origins = {
+        (e["bucket"], e["key"]): (str(e["source"]), e.get("member"), str(e.get("sourceEtag") or e["etag"]))
+        for e in entries
+    }
+    return objects, origin
+
+
+def _read_headers(
+    store: S3Store, objects: list[ObjectInfo], spec: JobSpec, origin: Origins
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Each object with its header and where its data starts; the lines before its data, by key."""
     planned = []
     line_bases: dict[str, int] = {}
     for obj in objects:
@@ -91,13 +85,39 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
                 "data_start": data_start,
             }
         )
-    shards = planning.cut_shards(planned, spec.shard_size_bytes)
+    return planned, line_bases
+
+
+def _number_and_attribute(shards: list[dict[str, Any]], line_bases: dict[str, int], origin: Origins) -> None:
+    """The first shard of each object knows its first line number; rejects name the source, not
+    the prepared copy."""
     seen: set[str] = set()
-    for shard in shards:  # the first shard of each object knows its first line number
+    for shard in shards:
         shard["lineBase"] = line_bases[shard["key"]] if shard["key"] not in seen else None
         seen.add(shard["key"])
-        if (shard["bucket"], shard["key"]) in origin:  # rejects name the source, not the copy
+        if (shard["bucket"], shard["key"]) in origin:
             shard["source"], shard["member"], shard["sourceEtag"] = origin[(shard["bucket"], shard["key"])]
+
+
+def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledger: Ledger) -> dict[str, Any]:
+    execution = event.get("execution") or {}
+    run_id = str(execution.get("name") or "local")
+    raw_input = dict(event.get("input") or {})
+    # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
+    prepared = raw_input.pop("prepare", None) or {}
+    spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
+    if spec.graph is not None and not settings.graph_enabled:
+        raise InputValidationError(
+            "graph" if "graph" in raw_input else "format",
+            "this environment has no graph database (graph_enabled is false in cdk.json): "
+            "it loads csv/jsonl into DynamoDB only",
+        )
+    bucket, key = parse_s3_uri(spec.source)
+    check_source_bucket(bucket, settings.source_buckets)
+    objects, origin = _objects(store, settings, bucket, key, prepared)
+    planned, line_bases = _read_headers(store, objects, spec, origin)
+    shards = planning.cut_shards(planned, spec.shard_size_bytes)
+    _number_and_attribute(shards, line_bases, origin)
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same

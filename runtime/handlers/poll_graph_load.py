@@ -122,7 +122,9 @@ def _finish(
     }
 
 
-def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def handle(
+    event: Mapping[str, Any], env: Mapping[str, str], now: Callable[[], float] = time.time
+) -> dict[str, Any]:
     settings = PollGraphLoadSettings.from_env(env)
     return poll(
         event,
@@ -130,6 +132,7 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         LoaderClient(base_url(settings.neptune_endpoint, settings.neptune_port), settings.neptune_region),
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        now,
     )
 
 

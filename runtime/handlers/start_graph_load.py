@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters import clients
@@ -18,7 +18,11 @@ SETTINGS_CLASS = StartGraphLoadSettings
 
 
 def start(
-    event: Mapping[str, Any], settings: StartGraphLoadSettings, client: LoaderClient, ledger: Ledger
+    event: Mapping[str, Any],
+    settings: StartGraphLoadSettings,
+    client: LoaderClient,
+    ledger: Ledger,
+    now: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     job = event["job"]
     job_id, run_id = str(job["jobId"]), str(job["runId"])
@@ -29,7 +33,7 @@ def start(
     recorded = ledger.graph_load(job_id, run_id)
     if recorded and recorded.get("loadId"):
         # A retried start (the Lambda timed out after the POST, say): never a second load.
-        load_id, started = str(recorded["loadId"]), float(recorded.get("startedAt") or time.time())
+        load_id, started = str(recorded["loadId"]), float(recorded.get("startedAt") or now())
     else:
         # Claim first, POST second: a claim without a load id means an earlier attempt may have
         # started the load and died before recording it - adopt that load if the loader has it.
@@ -42,7 +46,7 @@ def start(
             )
             adopted = client.start(body)
         load_id = ledger.record_graph_load(job_id, run_id, adopted)
-        started = time.time()
+        started = now()
     return {
         "loadId": load_id,
         "source": source,
@@ -54,13 +58,16 @@ def start(
     }
 
 
-def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def handle(
+    event: Mapping[str, Any], env: Mapping[str, str], now: Callable[[], float] = time.time
+) -> dict[str, Any]:
     settings = StartGraphLoadSettings.from_env(env)
     return start(
         event,
         settings,
         LoaderClient(base_url(settings.neptune_endpoint, settings.neptune_port), settings.neptune_region),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        now,
     )
 
 

@@ -148,6 +148,66 @@ def process(
     return {"lines": owned, "read": read, "written": written, "duplicates": batcher.duplicates}
 
 
+def _budget(
+    writer: BatchWriter | None,
+    spec: JobSpec,
+    ledger: Ledger,
+    settings: WorkerSettings,
+    job_id: str,
+    run_id: str,
+    index: int,
+) -> contextlib.AbstractContextManager[Any]:
+    """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has one."""
+    if writer is None or spec.write_units_per_second is None:
+        return contextlib.nullcontext()
+    board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
+    return SharedBudget(board, index, spec.write_units_per_second, writer)
+
+
+def _sinks(
+    outputs: contextlib.ExitStack,
+    store: S3Store,
+    settings: WorkerSettings,
+    spec: JobSpec,
+    shard: Mapping[str, Any],
+    source: str,
+    rejects_key: str,
+    graph_key: str,
+) -> tuple[RejectSink, GraphStager | None]:
+    """The shard's rejects and (unless the job has no graph, or is a dry run) its staged statements,
+    each an upload closed with `outputs`."""
+    # A shard of a decompressed copy (Prepare) names the original source and zip member.
+    rejects = RejectSink(
+        source,
+        shard.get("member"),
+        out=outputs.enter_context(
+            store.upload_if_written(settings.staging_bucket, rejects_key, "application/x-ndjson")
+        ),
+    )
+    if spec.graph is None or spec.dry_run:  # a dry run stages nothing
+        return rejects, None
+    graph = GraphStager(
+        compress=spec.graph.gzip,
+        out=outputs.enter_context(
+            store.upload_if_written(settings.staging_bucket, graph_key, "application/n-quads")
+        ),
+    )
+    return rejects, graph
+
+
+def _outputs(
+    rejects: RejectSink, rejects_key: str, graph: GraphStager | None, graph_key: str
+) -> dict[str, Any]:
+    """What the shard wrote besides items: its rejects and staged statements, and their keys."""
+    return {
+        "byReason": dict(rejects.by_reason),
+        "sample": rejects.sample,
+        "rejectsKey": rejects_key if rejects.count else None,
+        "graphStaged": graph.staged if graph is not None else 0,
+        "graphKey": graph_key if graph is not None and graph.staged else None,
+    }
+
+
 def work(
     event: Mapping[str, Any], settings: WorkerSettings, store: S3Store, ledger: Ledger, db: Any
 ) -> dict[str, Any]:
@@ -175,40 +235,16 @@ def work(
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.
     rejects_key = layout.shard_rejects_key(job_id, run_id, index)
-    stage_graph = spec.graph is not None and not spec.dry_run  # a dry run stages nothing
     graph_key = layout.graph_file_key(job_id, plan_id, index, compressed=bool(spec.graph and spec.graph.gzip))
     with contextlib.ExitStack() as outputs:
-        # A shard of a decompressed copy (Prepare) names the original source and zip member.
-        rejects = RejectSink(
-            source,
-            shard.get("member"),
-            out=outputs.enter_context(
-                store.upload_if_written(settings.staging_bucket, rejects_key, "application/x-ndjson")
-            ),
-        )
-        graph = None
-        if stage_graph:
-            assert spec.graph is not None
-            graph = GraphStager(
-                compress=spec.graph.gzip,
-                out=outputs.enter_context(
-                    store.upload_if_written(settings.staging_bucket, graph_key, "application/n-quads")
-                ),
-            )
-        budget: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if writer is not None and spec.write_units_per_second is not None:
-            # The job's write budget, re-shared among the running shards (adapters/budget.py).
-            board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
-            budget = SharedBudget(board, index, spec.write_units_per_second, writer)
+        rejects, graph = _sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_key)
         try:
-            with budget:
+            with _budget(writer, spec, ledger, settings, job_id, run_id, index):
                 counts = process(lines, spec, shard.get("header"), writer, rejects, graph)
         finally:
             stats = writer.close() if writer is not None else None
         if graph is not None:
             graph.finish()
-    staged_key = graph_key if graph is not None and graph.staged else None
-    written_rejects_key = rejects_key if rejects.count else None
     result = {
         **counts,
         "rejected": rejects.count,
@@ -218,11 +254,7 @@ def work(
         "retries": stats.retries if stats else 0,
         "throttles": stats.throttles if stats else 0,
         "s3Retries": store.retries,
-        "byReason": dict(rejects.by_reason),
-        "sample": rejects.sample,
-        "rejectsKey": written_rejects_key,
-        "graphStaged": graph.staged if graph is not None else 0,
-        "graphKey": staged_key,
+        **_outputs(rejects, rejects_key, graph, graph_key),
     }
     ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
     # The state machine keeps only `index`; the rest feeds the EMF metrics (handlers/observability.py).

@@ -60,6 +60,21 @@ def line_numbers(
     return bases
 
 
+# The per-shard counts a report sums.
+SUMMED = (
+    "read",
+    "written",
+    "rejected",
+    "duplicates",
+    "retries",
+    "throttles",
+    "requests",
+    "bytes",
+    "lines",
+    "s3Retries",
+)
+
+
 def build(
     *,
     job_id: str,
@@ -77,68 +92,21 @@ def build(
     total = len(manifest) if manifest is not None else 0
     expected = {int(s["index"]) for s in manifest or []}
     missing = sorted(expected - set(shards))
-    totals: Counter[str] = Counter()
-    by_reason: Counter[str] = Counter()
-    unbalanced = []
-    for index, counts in sorted(shards.items()):
-        for name in (
-            "read",
-            "written",
-            "rejected",
-            "duplicates",
-            "retries",
-            "throttles",
-            "requests",
-            "bytes",
-            "lines",
-            "s3Retries",
-        ):
-            totals[name] += int(counts.get(name) or 0)
-        by_reason.update({k: int(v) for k, v in (counts.get("byReason") or {}).items()})
-        if int(counts["read"]) != int(counts["written"]) + int(counts["rejected"]):
-            unbalanced.append(index)
+    totals, by_reason, unbalanced = _sum_shards(shards)
     max_rejected = float((spec or {}).get("maxRejectedPercent", 1))
     rejected_percent = 100.0 * totals["rejected"] / totals["read"] if totals["read"] else 0.0
-    status = "SUCCEEDED"
-    if error is None and missing:
-        listed = ", ".join(str(i) for i in missing[:MISSING_LISTED])
-        error = {
-            "type": "ReconciliationError",
-            "message": f"{len(missing)} of {total} shards have no recorded counts (shard {listed})",
-            "where": "Finalize",
-        }
-    if error is None and unbalanced:
-        error = {
-            "type": "ReconciliationError",
-            "message": f"read != written + rejected in shards {unbalanced[:MISSING_LISTED]}",
-            "where": "Finalize",
-        }
-    if error is None and rejected_percent > max_rejected:
-        error = {
-            "type": "TooManyRejectsError",
-            "message": (
-                f"{totals['rejected']} of {totals['read']} records rejected ({rejected_percent:.2f}%), "
-                f"above maxRejectedPercent {max_rejected:g}; what was written stays written"
-            ),
-            "where": "Finalize",
-        }
-    if error is not None:
-        status = "FAILED"
+    if error is None:
+        error = _reconciliation_error(totals, missing, total, unbalanced, rejected_percent, max_rejected)
     return {
         "version": REPORT_VERSION,
         "jobId": job_id,
         "runId": run_id,
-        "status": status,
+        "status": "FAILED" if error is not None else "SUCCEEDED",
         "error": error,
         "source": (spec or {}).get("source"),
         "format": (spec or {}).get("format"),
         "dryRun": bool((spec or {}).get("dryRun", False)),
-        "records": {
-            "read": totals["read"],
-            "written": totals["written"],
-            "rejected": totals["rejected"],
-            "duplicates": totals["duplicates"],
-        },
+        "records": {name: totals[name] for name in ("read", "written", "rejected", "duplicates")},
         "shards": {
             "total": total,
             "done": len(shards),
@@ -164,6 +132,54 @@ def build(
             "location": rejects_location,
         },
     }
+
+
+def _sum_shards(shards: Mapping[int, Mapping[str, Any]]) -> tuple[Counter[str], Counter[str], list[int]]:
+    """(the summed counts, rejects by reason, the shards whose read != written + rejected)."""
+    totals: Counter[str] = Counter()
+    by_reason: Counter[str] = Counter()
+    unbalanced = []
+    for index, counts in sorted(shards.items()):
+        for name in SUMMED:
+            totals[name] += int(counts.get(name) or 0)
+        by_reason.update({k: int(v) for k, v in (counts.get("byReason") or {}).items()})
+        if int(counts["read"]) != int(counts["written"]) + int(counts["rejected"]):
+            unbalanced.append(index)
+    return totals, by_reason, unbalanced
+
+
+def _reconciliation_error(
+    totals: Counter[str],
+    missing: list[int],
+    total: int,
+    unbalanced: list[int],
+    rejected_percent: float,
+    max_rejected: float,
+) -> dict[str, str] | None:
+    """Why the counts fail the job (the first reason), or None when they reconcile."""
+    if missing:
+        listed = ", ".join(str(i) for i in missing[:MISSING_LISTED])
+        return {
+            "type": "ReconciliationError",
+            "message": f"{len(missing)} of {total} shards have no recorded counts (shard {listed})",
+            "where": "Finalize",
+        }
+    if unbalanced:
+        return {
+            "type": "ReconciliationError",
+            "message": f"read != written + rejected in shards {unbalanced[:MISSING_LISTED]}",
+            "where": "Finalize",
+        }
+    if rejected_percent > max_rejected:
+        return {
+            "type": "TooManyRejectsError",
+            "message": (
+                f"{totals['rejected']} of {totals['read']} records rejected ({rejected_percent:.2f}%), "
+                f"above maxRejectedPercent {max_rejected:g}; what was written stays written"
+            ),
+            "where": "Finalize",
+        }
+    return None
 
 
 def graph_section(

@@ -10,6 +10,8 @@ from typing import Any
 import jsonschema
 import pyoxigraph as ox
 import pytest
+from scripted_neptune import ScriptedNeptuneLoader
+from virtual_clock import VirtualClock
 
 from mapload import ROOT
 from mapload.embedded import Deployment, Emulator
@@ -143,23 +145,18 @@ def test_csv_records_become_graph_statements_and_table_items(tmp_path: Path) -> 
     assert f"{EX}name/Ada%20%3CLovelace%3E" in see_also
 
 
-def test_a_failed_graph_load_fails_the_execution_with_the_loaders_errors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from mapload import neptune_local
-
+def test_a_failed_graph_load_fails_the_execution_with_the_loaders_errors(tmp_path: Path) -> None:
     logs = [{"errorCode": "PARSING_ERROR", "errorMessage": "boom", "fileName": "s3://x/y.nq", "recordNum": 2}]
-    original = neptune_local.LocalNeptuneLoader.__enter__
 
-    def failing(self: neptune_local.LocalNeptuneLoader) -> neptune_local.LocalNeptuneLoader:
-        self.script = ["LOAD_IN_QUEUE", "LOAD_IN_PROGRESS"]
-        self.fail_with = ("LOAD_FAILED", logs)
-        return original(self)
+    def failing(store: Path | None) -> ScriptedNeptuneLoader:
+        loader = ScriptedNeptuneLoader(store)
+        loader.script = ["LOAD_IN_QUEUE", "LOAD_IN_PROGRESS"]
+        loader.fail_with = ("LOAD_FAILED", logs)
+        return loader
 
-    monkeypatch.setattr(neptune_local.LocalNeptuneLoader, "__enter__", failing)
     source = tmp_path / "one.nq"
     source.write_bytes(f"<{EX}a> <{EX}p> <{EX}b> .\n".encode())
-    report, _ = run(tmp_path, source, {"format": "nquads", "graph": GRAPH})
+    report, _ = run(tmp_path, source, {"format": "nquads", "graph": GRAPH}, graph_loader=failing)
     assert report["status"] == "FAILED"
     assert report["execution"]["status"] == "FAILED"
     assert report["error"]["type"] == "GraphLoadFailedError" and report["error"]["where"] == "GraphLoad"
@@ -168,35 +165,29 @@ def test_a_failed_graph_load_fails_the_execution_with_the_loaders_errors(
 
 
 def test_a_load_queued_past_the_deadline_is_cancelled_and_fails_leaving_items_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """Neptune keeps the load LOAD_IN_QUEUE (behind other loads): at the input's deadline the
     poll loop cancels it and the execution fails naming the load; the table keeps exactly the
-    items the Workers wrote - nothing undone, nothing written twice."""
-    import time as real_time
-    from types import SimpleNamespace
+    items the Workers wrote - nothing undone, nothing written twice. The emulator's clock is
+    virtual: the Wait states take no time, so the minute's deadline comes after four polls
+    (at 0, 20, 40 and 60 s) however slow the machine is."""
+    loaders: list[ScriptedNeptuneLoader] = []
 
-    from mapload import neptune_local
+    def holding(store: Path | None) -> ScriptedNeptuneLoader:
+        loader = ScriptedNeptuneLoader(store)
+        loader.hold = True
+        loaders.append(loader)
+        return loader
 
-    loaders: list[neptune_local.LocalNeptuneLoader] = []
-    original = neptune_local.LocalNeptuneLoader.__enter__
-
-    def holding(self: neptune_local.LocalNeptuneLoader) -> neptune_local.LocalNeptuneLoader:
-        self.hold = True
-        loaders.append(self)
-        return original(self)
-
-    monkeypatch.setattr(neptune_local.LocalNeptuneLoader, "__enter__", holding)
-    # timeoutMinutes is whole minutes: StartGraphLoad's clock runs 55 s behind, so the deadline
-    # falls ~5 s into the poll loop (several LOAD_IN_QUEUE answers first) instead of 60 s.
-    monkeypatch.setattr("handlers.start_graph_load.time", SimpleNamespace(time=lambda: real_time.time() - 55))
+    clock = VirtualClock(start=1_800_000_000.0)
     source = tmp_path / "people.csv"
     source.write_text("id,name\n" + "".join(f"{i},name {i}\n" for i in range(40)))
     spec = {
         "format": "csv",
         "dynamodb": {"key": {"pk": "PERSON#{id}", "sk": "PROFILE"}, "attributes": {"name": "{name}"}},
         "graph": {
-            "pollSeconds": 1,
+            "pollSeconds": 20,
             "timeoutMinutes": 1,
             "statements": [
                 {"subject": EX + "person/{id}", "predicate": EX + "name", "object": {"literal": "{name}"}}
@@ -211,7 +202,15 @@ def test_a_load_queued_past_the_deadline_is_cancelled_and_fails_leaving_items_as
         pages = emu.client("dynamodb").get_paginator("scan").paginate(TableName=table)
         items.extend(item for page in pages for item in page["Items"])
 
-    report = run_local(source, spec, report_path=tmp_path / "report.json", quiet=True, inspect=inspect)
+    report = run_local(
+        source,
+        spec,
+        report_path=tmp_path / "report.json",
+        quiet=True,
+        inspect=inspect,
+        clock=clock,
+        graph_loader=holding,
+    )
     jsonschema.validate(report, REPORT_SCHEMA)
     assert report["status"] == "FAILED"
     assert report["execution"]["status"] == "FAILED"
@@ -225,7 +224,8 @@ def test_a_load_queued_past_the_deadline_is_cancelled_and_fails_leaving_items_as
     (loader,) = loaders
     polls = [r for r in loader.requests if r["method"] == "GET" and load_id in r["path"]]
     cancels = [r for r in loader.requests if r["method"] == "DELETE"]
-    assert len(polls) >= 2 and len(cancels) == 1 and load_id in cancels[0]["path"]
+    assert len(polls) == 4 and len(cancels) == 1 and load_id in cancels[0]["path"]
+    assert clock.time() == 1_800_000_000.0 + 60  # GraphWait 20 + 20 + 20 s, no real waiting
     assert loader.loads[load_id].status == "LOAD_CANCELLED_BY_USER"
     assert len(loader.store) == 0
     # DynamoDB: every record written once by the Workers, still there after the graph failed.

@@ -17,8 +17,8 @@ from emulated_stacks import record_stack_outputs
 
 from mapload import cli
 from mapload.embedded import Deployment, Emulator
+from mapload.environment import stack_name
 from mapload.local import LOCAL_CONTEXT
-from mapload.ops import stack_name
 from mapload.sample import write_csv
 from mapload.synth import StackTemplate, synthesize
 
@@ -152,7 +152,7 @@ def test_start_names_the_missing_stack_and_the_bad_spec(
 
 
 def test_a_report_that_does_not_reconcile_is_not_ok_even_when_the_execution_succeeded() -> None:
-    from mapload.ops import reconciliation_problems
+    from mapload.reports import reconciliation_problems
 
     clean = {
         "status": "SUCCEEDED",

@@ -51,3 +51,14 @@ def test_the_scan_sees_imports(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("import boto3.session\nfrom aws_cdk import aws_s3\nfrom . import local\n")
     assert imported_roots(sample) == {"boto3", "aws_cdk"}
+
+
+def test_the_shipped_code_imports_no_test_module() -> None:
+    """Test doubles (tests/scripted_neptune.py, virtual_clock.py, faults.py, ...) stay under tests/:
+    neither the mapload command nor the runtime imports one."""
+    test_modules = {p.stem for p in python_files("tests")} | {"tests"}
+    assert {"scripted_neptune", "virtual_clock", "faults", "emulated_stacks"} <= test_modules
+    files = [*python_files("mapload"), *python_files("runtime")]
+    for path in files:
+        bad = imported_roots(path) & test_modules
+        assert not bad, f"{path.relative_to(ROOT)} imports test code {sorted(bad)}"

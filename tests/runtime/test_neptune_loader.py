@@ -1,5 +1,6 @@
 """The Neptune loader client and the StartGraphLoad/PollGraphLoad handlers against a local HTTP
-server that answers like the Neptune loader (mapload/neptune_local.py), on moto's S3 and DynamoDB."""
+server that answers like the Neptune loader (mapload/neptune_local.py, scripted by
+tests/scripted_neptune.py), on moto's S3 and DynamoDB."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from botocore.credentials import Credentials
 from pipeline_support import REGION
+from scripted_neptune import ScriptedNeptuneLoader
 
 from adapters.ledger import Ledger
 from adapters.neptune import LoaderClient, base_url
@@ -36,14 +38,14 @@ FAILED_LOGS = [
 
 
 @pytest.fixture
-def server(aws: Any) -> Iterator[LocalNeptuneLoader]:
+def server(aws: Any) -> Iterator[ScriptedNeptuneLoader]:
     aws.put_object(Bucket="stg", Key="jobs/j/run-1/graph/000000.nq", Body=NQ)
     aws.put_object(Bucket="stg", Key="jobs/j/run-1/graph/000001.nq", Body=NQ)  # duplicates of the first file
-    with LocalNeptuneLoader() as loader:
+    with ScriptedNeptuneLoader() as loader:
         yield loader
 
 
-def client(server: LocalNeptuneLoader, **kwargs: Any) -> LoaderClient:
+def client(server: ScriptedNeptuneLoader, **kwargs: Any) -> LoaderClient:
     return LoaderClient(server.url, REGION, credentials=CREDENTIALS, sleep=lambda _: None, **kwargs)
 
 
@@ -64,7 +66,7 @@ def test_base_url_keeps_a_given_scheme() -> None:
     assert base_url("http://127.0.0.1", 5000) == "http://127.0.0.1:5000"
 
 
-def test_start_and_poll_a_completed_load_with_sigv4_headers(server: LocalNeptuneLoader) -> None:
+def test_start_and_poll_a_completed_load_with_sigv4_headers(server: ScriptedNeptuneLoader) -> None:
     loader = client(server)
     load_id = loader.start(body())
     server.wait(load_id)
@@ -81,7 +83,7 @@ def test_start_and_poll_a_completed_load_with_sigv4_headers(server: LocalNeptune
     assert [r["method"] for r in server.requests] == ["POST", "GET"]
 
 
-def test_an_unsigned_request_is_refused_like_neptune_with_iam_auth(server: LocalNeptuneLoader) -> None:
+def test_an_unsigned_request_is_refused_like_neptune_with_iam_auth(server: ScriptedNeptuneLoader) -> None:
     import urllib.error
     import urllib.request
 
@@ -90,7 +92,7 @@ def test_an_unsigned_request_is_refused_like_neptune_with_iam_auth(server: Local
     assert caught.value.code == 403
 
 
-def test_queued_and_in_progress_answers_come_before_the_outcome(server: LocalNeptuneLoader) -> None:
+def test_queued_and_in_progress_answers_come_before_the_outcome(server: ScriptedNeptuneLoader) -> None:
     server.script = ["LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS"]
     loader = client(server)
     load_id = loader.start(body())
@@ -99,7 +101,7 @@ def test_queued_and_in_progress_answers_come_before_the_outcome(server: LocalNep
     assert seen == ["LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS", "LOAD_COMPLETED"]
 
 
-def test_a_failed_load_reports_its_error_details(server: LocalNeptuneLoader) -> None:
+def test_a_failed_load_reports_its_error_details(server: ScriptedNeptuneLoader) -> None:
     server.fail_with = ("LOAD_FAILED", FAILED_LOGS)
     loader = client(server)
     load_id = loader.start(body())
@@ -109,7 +111,7 @@ def test_a_failed_load_reports_its_error_details(server: LocalNeptuneLoader) -> 
     assert payload["errors"]["errorLogs"] == FAILED_LOGS
 
 
-def test_a_4xx_is_not_retried_and_names_the_answer(server: LocalNeptuneLoader) -> None:
+def test_a_4xx_is_not_retried_and_names_the_answer(server: ScriptedNeptuneLoader) -> None:
     loader = client(server)
     with pytest.raises(
         GraphLoaderError, match=r"POST /loader refused: HTTP 400 BadRequestException: .*format"
@@ -137,7 +139,7 @@ def test_a_4xx_is_not_retried_and_names_the_answer(server: LocalNeptuneLoader) -
     ],
 )
 def test_5xx_throttling_and_too_many_loads_are_retried(
-    server: LocalNeptuneLoader, fault: tuple[int, dict[str, Any]]
+    server: ScriptedNeptuneLoader, fault: tuple[int, dict[str, Any]]
 ) -> None:
     server.faults.extend([fault, fault])
     loader = client(server)
@@ -147,7 +149,7 @@ def test_5xx_throttling_and_too_many_loads_are_retried(
     assert len(server.loads) == 1
 
 
-def test_retries_are_bounded_and_end_in_a_clear_error(server: LocalNeptuneLoader) -> None:
+def test_retries_are_bounded_and_end_in_a_clear_error(server: ScriptedNeptuneLoader) -> None:
     busy = (400, {"code": "BadRequestException", "detailedMessage": "max concurrent load limit breached"})
     server.faults.extend([busy] * 3)
     with pytest.raises(GraphLoaderBusyError, match="at its concurrent load limit after 3 attempts"):
@@ -205,7 +207,7 @@ S3_SOURCE = "s3://stg/jobs/j/run-1/graph/"
     ],
 )
 def test_an_s3_access_error_fails_at_once_naming_the_cause(
-    server: LocalNeptuneLoader, fault: tuple[int, dict[str, Any]], cause: str
+    server: ScriptedNeptuneLoader, fault: tuple[int, dict[str, Any]], cause: str
 ) -> None:
     # The loader answers HTTP 500 for "Unable to connect to S3 endpoint": not transient, since
     # nothing changes between attempts (the security group, the endpoint, the role stay as they are).
@@ -219,7 +221,7 @@ def test_an_s3_access_error_fails_at_once_naming_the_cause(
     assert str(fault[1]["detailedMessage"]) in str(caught.value)
 
 
-def test_a_full_load_queue_is_busy_not_failed(server: LocalNeptuneLoader) -> None:
+def test_a_full_load_queue_is_busy_not_failed(server: ScriptedNeptuneLoader) -> None:
     # Neptune queues up to 64 loads; the next POST answers "Max concurrent load limit breached".
     server.hold = True
     loader = client(server, attempts=2)
@@ -300,12 +302,12 @@ def ledger() -> Ledger:
     return Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
 
 
-def started(server: LocalNeptuneLoader) -> dict[str, Any]:
+def started(server: ScriptedNeptuneLoader) -> dict[str, Any]:
     settings = StartGraphLoadSettings.from_env(START_ENV)
     return start_graph_load.start({"job": JOB}, settings, client(server), ledger())
 
 
-def test_start_is_idempotent_a_retry_starts_no_second_load(server: LocalNeptuneLoader) -> None:
+def test_start_is_idempotent_a_retry_starts_no_second_load(server: ScriptedNeptuneLoader) -> None:
     first = started(server)
     again = started(server)
     assert again["loadId"] == first["loadId"]
@@ -323,7 +325,7 @@ def test_start_is_idempotent_a_retry_starts_no_second_load(server: LocalNeptuneL
     assert request["updateSingleCardinalityProperties"] == "FALSE"
 
 
-def test_a_start_that_died_after_its_post_adopts_that_load(server: LocalNeptuneLoader) -> None:
+def test_a_start_that_died_after_its_post_adopts_that_load(server: ScriptedNeptuneLoader) -> None:
     source = "s3://stg/jobs/j/run-1/graph/"
     # The earlier attempt: claimed, started the load, and died before recording its id.
     assert ledger().claim_graph_load("j", "run-1", source)
@@ -336,7 +338,7 @@ def test_a_start_that_died_after_its_post_adopts_that_load(server: LocalNeptuneL
     assert ledger().graph_load("j", "run-1")["loadId"] == lost  # type: ignore[index]
 
 
-def test_a_claim_without_a_started_load_starts_it(server: LocalNeptuneLoader) -> None:
+def test_a_claim_without_a_started_load_starts_it(server: ScriptedNeptuneLoader) -> None:
     assert ledger().claim_graph_load("j", "run-1", "s3://stg/jobs/j/run-1/graph/")
     first = started(server)
     assert [r["method"] for r in server.requests] == ["GET", "POST"]
@@ -359,7 +361,7 @@ def finalize_result(aws: Any) -> dict[str, Any]:
 
 
 def poll(
-    server: LocalNeptuneLoader, aws: Any, load: dict[str, Any], now: float | None = None
+    server: ScriptedNeptuneLoader, aws: Any, load: dict[str, Any], now: float | None = None
 ) -> dict[str, Any]:
     settings = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
     return poll_graph_load.poll(
@@ -376,7 +378,9 @@ def stored_report(aws: Any) -> dict[str, Any]:
     return dict(json.loads(aws.get_object(Bucket="stg", Key="jobs/j/run-1/report.json")["Body"].read()))
 
 
-def test_poll_is_pending_then_completes_and_writes_the_report(server: LocalNeptuneLoader, aws: Any) -> None:
+def test_poll_is_pending_then_completes_and_writes_the_report(
+    server: ScriptedNeptuneLoader, aws: Any
+) -> None:
     server.script = ["LOAD_IN_QUEUE"]
     load = started(server)
     server.wait(load["loadId"])
@@ -394,7 +398,9 @@ def test_poll_is_pending_then_completes_and_writes_the_report(server: LocalNeptu
     assert done["report"] == stored_report(aws)
 
 
-def test_a_failed_load_fails_the_job_with_the_loaders_details(server: LocalNeptuneLoader, aws: Any) -> None:
+def test_a_failed_load_fails_the_job_with_the_loaders_details(
+    server: ScriptedNeptuneLoader, aws: Any
+) -> None:
     server.fail_with = ("LOAD_FAILED", FAILED_LOGS)
     load = started(server)
     server.wait(load["loadId"])
@@ -407,7 +413,7 @@ def test_a_failed_load_fails_the_job_with_the_loaders_details(server: LocalNeptu
 
 
 def test_committed_with_write_conflicts_is_pending_while_the_loader_resolves_them(
-    server: LocalNeptuneLoader, aws: Any
+    server: ScriptedNeptuneLoader, aws: Any
 ) -> None:
     # The loader resolves write conflicts in separate transactions and updates the status as it goes.
     server.script = ["LOAD_COMMITTED_W_WRITE_CONFLICTS", "LOAD_COMMITTED_W_WRITE_CONFLICTS"]
@@ -420,7 +426,7 @@ def test_committed_with_write_conflicts_is_pending_while_the_loader_resolves_the
     assert (done["pending"], done["status"], done["graphStatus"]) == (False, "SUCCEEDED", "LOAD_COMPLETED")
 
 
-def test_a_load_s3_denied_names_the_loader_role(server: LocalNeptuneLoader, aws: Any) -> None:
+def test_a_load_s3_denied_names_the_loader_role(server: ScriptedNeptuneLoader, aws: Any) -> None:
     server.deny_s3 = True
     load = started(server)
     server.wait(load["loadId"])
@@ -431,7 +437,7 @@ def test_a_load_s3_denied_names_the_loader_role(server: LocalNeptuneLoader, aws:
 
 
 def test_past_the_deadline_the_load_is_cancelled_and_the_job_fails(
-    server: LocalNeptuneLoader, aws: Any
+    server: ScriptedNeptuneLoader, aws: Any
 ) -> None:
     server.script = ["LOAD_IN_PROGRESS"] * 5
     load = started(server)

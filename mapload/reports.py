@@ -1,0 +1,100 @@
+"""A job's report as the commands show it: fetched, checked for reconciliation, rendered as lines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from mapload.environment import Clients, Environment
+
+
+def job_report(
+    clients: Clients, environment: Environment, described: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The job report: the execution's output when it succeeded, else Finalize's report.json."""
+    if described.get("output"):
+        output = json.loads(described["output"])
+        if isinstance(output, dict) and isinstance(output.get("report"), dict):
+            return dict(output["report"])
+    run_id = str(described.get("name") or described["executionArn"].rsplit(":", 1)[-1])
+    try:
+        payload = json.loads(described.get("input") or "{}")
+    except json.JSONDecodeError:
+        payload = {}
+    job_id = str(payload.get("jobId") or run_id) if isinstance(payload, dict) else run_id
+    key = f"jobs/{job_id}/{run_id}/report.json"  # docs/CONTRACTS.md "Staging bucket layout"
+    try:
+        body = clients.s3.get_object(Bucket=environment.staging_bucket, Key=key)["Body"].read()
+    except ClientError:
+        return None  # Finalize never ran (the execution was aborted or Finalize itself failed)
+    report = json.loads(body)
+    return dict(report) if isinstance(report, dict) else None
+
+
+def reconciliation_problems(report: Mapping[str, Any] | None, status: str) -> list[str]:
+    """Why this job does not count as a clean load (empty when it does)."""
+    if report is None:
+        return [f"execution {status} without a report"]
+    problems = []
+    if status != "SUCCEEDED":
+        problems.append(f"execution {status}")
+    if report.get("status") != "SUCCEEDED":
+        problems.append(f"report status {report.get('status')}")
+    records = report.get("records") or {}
+    read, written, rejected = (int(records.get(k) or 0) for k in ("read", "written", "rejected"))
+    if read != written + rejected:
+        problems.append(f"records read {read} != written {written} + rejected {rejected}")
+    shards = report.get("shards") or {}
+    if shards.get("done") != shards.get("total") or shards.get("missing"):
+        problems.append(f"shards done {shards.get('done')} of {shards.get('total')}")
+    return problems
+
+
+def summary(report: Mapping[str, Any] | None, described: Mapping[str, Any]) -> str:
+    lines = [f"execution {described.get('name')}: {described['status']}"]
+    if described.get("error"):
+        lines.append(f"  error     {described.get('error')}: {described.get('cause', '')[:500]}")
+    if report is None:
+        return "\n".join(lines)
+    lines.append(f"  job       {report.get('jobId')} (report status {report.get('status')})")
+    return "\n".join(lines + report_lines(report))
+
+
+def _table(dynamodb: Mapping[str, Any]) -> str:
+    """The table's name, with its region and account from its ARN when the report has it."""
+    arn = str(dynamodb.get("tableArn") or "")
+    parts = arn.split(":")
+    where = f" ({parts[3]}, account {parts[4]})" if len(parts) > 5 else ""
+    return f"{dynamodb.get('table')}{where}"
+
+
+def report_lines(report: Mapping[str, Any]) -> list[str]:
+    """A report's counts, shards, time, table, graph load, rejects and error, a line each
+    (`mapload status` and `mapload run-local` print them the same way)."""
+    rec = report.get("records") or {}
+    shards = report.get("shards") or {}
+    lines = [
+        f"  records   read {rec.get('read', 0):,} = written {rec.get('written', 0):,} + rejected "
+        f"{rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
+        f"  shards    {shards.get('done')}/{shards.get('total')} done",
+        f"  seconds   {report.get('seconds')}",
+        f"  table     {_table(report.get('dynamodb') or {})}",
+    ]
+    graph = report.get("graph")
+    if isinstance(graph, dict):
+        lines.append(
+            f"  graph     staged {graph.get('staged')} · loaded {graph.get('loaded')} · {graph.get('status')}"
+            + (f" · store {graph['store']['statements']} statements" if graph.get("store") else "")
+        )
+    rejects = report.get("rejects") or {}
+    if rejects.get("count"):
+        lines.append(
+            f"  rejects   {rejects['count']:,} {rejects.get('byReason')} -> {rejects.get('location')}"
+        )
+    if report.get("error"):
+        err = report["error"]
+        lines.append(f"  error     {err.get('type')} in {err.get('where')}: {err.get('message')}")
+    return lines
