@@ -16,6 +16,7 @@ from stacks.lambda_tasks import (
     THROTTLE_MAX_DELAY_SECONDS,
     TaskRetries,
     lambda_task,
+    payload_fields,
 )
 
 # The loader client's own retries are exhausted (its queue of 64 loads is full, or it is
@@ -36,16 +37,16 @@ POLL_THROTTLE_ATTEMPTS: Final[int] = 4
 POLL_BUSY_ATTEMPTS: Final[int] = 3
 
 
-def _poll_result_selector() -> dict[str, Any]:
-    """Finalize's result shape with the report finished, plus whether to poll again and when."""
-    selector: dict[str, Any] = {
-        name: sfn.JsonPath.string_at(f"$.Payload.{name}")
+# Finalize's result shape with the report finished, plus whether to poll again and when.
+POLL_RESULT: Final[Mapping[str, str]] = {
+    **{
+        name: "string"
         for name in ("status", "jobId", "reportUri", "error", "cause", "graphLoad", "graphStatus")
-    }
-    selector["report"] = sfn.JsonPath.object_at("$.Payload.report")
-    selector["pending"] = sfn.JsonPath.string_at("$.Payload.pending")
-    selector["waitSeconds"] = sfn.JsonPath.number_at("$.Payload.waitSeconds")
-    return selector
+    },
+    "report": "object",
+    "pending": "string",
+    "waitSeconds": "number",
+}
 
 
 class GraphLoadLoop(Construct):
@@ -69,24 +70,7 @@ class GraphLoadLoop(Construct):
         failed: sfn.Fail,
     ) -> None:
         super().__init__(scope, construct_id)
-        start = lambda_task(
-            self,
-            "StartGraphLoad",
-            function=start_function,
-            payload=sfn.TaskInput.from_object(
-                {"job": sfn.JsonPath.object_at("$.plan.job"), "execution": execution}
-            ),
-            retries=retries,
-            result_selector={
-                "loadId": sfn.JsonPath.string_at("$.Payload.loadId"),
-                "source": sfn.JsonPath.string_at("$.Payload.source"),
-                "waitSeconds": sfn.JsonPath.number_at("$.Payload.waitSeconds"),
-                "startedAt": sfn.JsonPath.number_at("$.Payload.startedAt"),
-                "deadline": sfn.JsonPath.number_at("$.Payload.deadline"),
-            },
-            result_path="$.graphLoad",
-        )
-        retries.add(start, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
+        start = self._start(start_function, retries, execution)
         wait = sfn.Wait(
             self,
             "GraphWaitState",
@@ -107,7 +91,7 @@ class GraphLoadLoop(Construct):
                 }
             ),
             retries=retries,
-            result_selector=_poll_result_selector(),
+            result_selector=payload_fields(POLL_RESULT),
             result_path="$.result",
         )
         start.add_catch(record_error, errors=[sfn.Errors.ALL], result_path="$.graphError")
@@ -123,6 +107,32 @@ class GraphLoadLoop(Construct):
         wait.next(poll)
         self.start: sfn.IChainable = start.next(poll).next(loaded)
 
+    def _start(
+        self, function: lambda_.IFunction, retries: TaskRetries, execution: Mapping[str, Any]
+    ) -> tasks.LambdaInvoke:
+        """Start the Neptune bulk load of the job's staged graph files (or adopt a started one)."""
+        start = lambda_task(
+            self,
+            "StartGraphLoad",
+            function=function,
+            payload=sfn.TaskInput.from_object(
+                {"job": sfn.JsonPath.object_at("$.plan.job"), "execution": execution}
+            ),
+            retries=retries,
+            result_selector=payload_fields(
+                {
+                    "loadId": "string",
+                    "source": "string",
+                    "waitSeconds": "number",
+                    "startedAt": "number",
+                    "deadline": "number",
+                }
+            ),
+            result_path="$.graphLoad",
+        )
+        retries.add(start, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
+        return start
+
     def _poll(self, function: lambda_.IFunction, retries: TaskRetries) -> tasks.LambdaInvoke:
         """One round's poll: bounded retries inside the loop (see POLL_SERVICE_RETRY_ATTEMPTS_MAX)."""
         poll = lambda_task(
@@ -133,7 +143,7 @@ class GraphLoadLoop(Construct):
                 {"load": sfn.JsonPath.object_at("$.graphLoad"), "result": sfn.JsonPath.object_at("$.result")}
             ),
             retries=None,
-            result_selector=_poll_result_selector(),
+            result_selector=payload_fields(POLL_RESULT),
             result_path="$.result",
         )
         retries.add(poll, LAMBDA_SERVICE_ERRORS, min(retries.max_attempts, POLL_SERVICE_RETRY_ATTEMPTS_MAX))

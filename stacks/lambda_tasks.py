@@ -73,6 +73,16 @@ class TaskRetries:
         self.add(task, LAMBDA_THROTTLE_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS)
 
 
+def payload_fields(fields: Mapping[str, str]) -> dict[str, Any]:
+    """A result selector of the function's answer: field -> "string", "number" or "object"."""
+    read = {
+        "string": sfn.JsonPath.string_at,
+        "number": sfn.JsonPath.number_at,
+        "object": sfn.JsonPath.object_at,
+    }
+    return {name: read[kind](f"$.Payload.{name}") for name, kind in fields.items()}
+
+
 def lambda_task(
     scope: Construct,
     state_name: str,

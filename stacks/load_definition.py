@@ -16,7 +16,7 @@ from constructs import Construct
 from stacks.config import LoaderConfig
 from stacks.data import STAGING_JOBS_PREFIX
 from stacks.graph_load import GraphLoadLoop
-from stacks.lambda_tasks import TaskRetries, lambda_task
+from stacks.lambda_tasks import TaskRetries, lambda_task, payload_fields
 from stacks.loader_functions import LoaderFunctions
 
 # Worker-only retries: the runtime's ShardWriteError, a function that hit its own timeout
@@ -72,16 +72,6 @@ class MapResultWriter(sfn.ResultWriterV2):
         ]
 
 
-def _selected(fields: Mapping[str, str]) -> dict[str, Any]:
-    """A result selector from the Payload: field -> "string", "number" or "object"."""
-    read = {
-        "string": sfn.JsonPath.string_at,
-        "number": sfn.JsonPath.number_at,
-        "object": sfn.JsonPath.object_at,
-    }
-    return {name: read[kind](f"$.Payload.{name}") for name, kind in fields.items()}
-
-
 class LoadDefinition(Construct):
     """The states of one load, chained; `chain` is the state machine's definition.
 
@@ -112,7 +102,9 @@ class LoadDefinition(Construct):
             function=functions.prepare_function,
             payload=sfn.TaskInput.from_object({"input": sfn.JsonPath.object_at("$"), "execution": execution}),
             retries=self._retries,
-            result_selector=_selected({"preparedKey": "string", "objects": "number", "compressed": "number"}),
+            result_selector=payload_fields(
+                {"preparedKey": "string", "objects": "number", "compressed": "number"}
+            ),
             # Plan reads $.prepare from its input (and leaves it out of the spec).
             result_path="$.prepare",
         )
@@ -122,7 +114,7 @@ class LoadDefinition(Construct):
             function=functions.plan_function,
             payload=sfn.TaskInput.from_object({"input": sfn.JsonPath.object_at("$"), "execution": execution}),
             retries=self._retries,
-            result_selector=_selected(
+            result_selector=payload_fields(
                 {
                     "job": "object",
                     "manifestKey": "string",
@@ -197,7 +189,7 @@ class LoadDefinition(Construct):
                 }
             ),
             retries=self._retries,
-            result_selector=_selected(
+            result_selector=payload_fields(
                 {
                     "status": "string",
                     "jobId": "string",

@@ -101,10 +101,15 @@ class ShardedLoader(Construct):
             functions=functions,
             staging_bucket=staging_bucket,
         )
-        self.state_machine = sfn.StateMachine(
+        self.state_machine = self._state_machine(definition.chain, data_key)
+        self._acknowledge_state_machine()
+
+    def _state_machine(self, definition: sfn.IChainable, data_key: kms.IKey | None) -> sfn.StateMachine:
+        """STANDARD, traced, logging every event without execution data."""
+        state_machine = sfn.StateMachine(
             self,
             "StateMachine",
-            definition_body=sfn.DefinitionBody.from_chainable(definition.chain),
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
             state_machine_type=sfn.StateMachineType.STANDARD,
             tracing_enabled=True,
             logs=sfn.LogOptions(
@@ -117,8 +122,8 @@ class ShardedLoader(Construct):
         if data_key is not None:
             # The Distributed Map's ItemReader reads the manifest (staging jobs/*) itself, and
             # its ResultWriter writes the children's results there.
-            self.state_machine.add_to_role_policy(key_use(self, data_key, KEY_WRITE, "s3"))
-        self._acknowledge_state_machine()
+            state_machine.add_to_role_policy(key_use(self, data_key, KEY_WRITE, "s3"))
+        return state_machine
 
     def _acknowledge_state_machine(self) -> None:
         """Acknowledge, finding by finding, the wildcards the state machine's roles need."""

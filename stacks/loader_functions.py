@@ -208,19 +208,37 @@ class LoaderFunctions:
         function.node.add_dependency(log_group)
         return function
 
-    def _load_functions(
-        self,
-    ) -> tuple[lambda_.Function, lambda_.Function, lambda_.Function, lambda_.Function]:
+    def _environments(self) -> dict[str, dict[str, str]]:
+        """Each load function's environment variables (runtime/handlers/settings.py reads them)."""
         config, data = self._config, self._data
-        common_env = {
+        common = {
             "STAGING_BUCKET": data.staging_bucket.bucket_name,
             "LEDGER_TABLE": data.ledger_table.table_name,
             "TABLE_NAME": data.table.table_name,
             "LEDGER_TTL_DAYS": str(config.ledger_ttl_days),
         }
-        source_buckets = ",".join([data.source_bucket.bucket_name, *config.source_extra_buckets])
+        sources = {"SOURCE_BUCKETS": ",".join([data.source_bucket.bucket_name, *config.source_extra_buckets])}
         # Partition key first, as the runtime's spec parser expects.
         table_key = json.dumps(dict(data.table_key))
+        return {
+            "Prepare": {**sources, "STAGING_BUCKET": data.staging_bucket.bucket_name, "TABLE_KEY": table_key},
+            "Plan": {
+                **sources,
+                **common,
+                "TABLE_KEY": table_key,
+                "MAX_CONCURRENCY_CAP": str(config.max_concurrency_cap),
+                # Plan refuses a graph input where there is no cluster to load it into.
+                "GRAPH_ENABLED": "true" if data.graph is not None else "false",
+            },
+            "Worker": {**sources, **common, "WRITE_CONCURRENCY": str(config.write_concurrency)},
+            "Finalize": {**common, "TABLE_ARN": data.table.table_arn},
+        }
+
+    def _load_functions(
+        self,
+    ) -> tuple[lambda_.Function, lambda_.Function, lambda_.Function, lambda_.Function]:
+        config = self._config
+        environments = self._environments()
         worker_sizing: dict[str, Any] = {
             "memory_mib": config.worker_memory_mib,
             "timeout_seconds": config.worker_timeout_seconds,
@@ -228,37 +246,14 @@ class LoaderFunctions:
         }
         # Prepare decompresses gzip/zip sources into staging prepared/*; it streams for as long as
         # the worker limit allows (docs: about how many GB one run can decompress).
-        prepare = self._function(
-            "Prepare",
-            **worker_sizing,
-            environment={
-                "SOURCE_BUCKETS": source_buckets,
-                "STAGING_BUCKET": data.staging_bucket.bucket_name,
-                "TABLE_KEY": table_key,
-            },
-        )
+        prepare = self._function("Prepare", **worker_sizing, environment=environments["Prepare"])
         plan = self._function(
             "Plan",
             memory_mib=config.control_memory_mib,
             timeout_seconds=config.control_timeout_seconds,
-            environment={
-                "SOURCE_BUCKETS": source_buckets,
-                **common_env,
-                "TABLE_KEY": table_key,
-                "MAX_CONCURRENCY_CAP": str(config.max_concurrency_cap),
-                # Plan refuses a graph input where there is no cluster to load it into.
-                "GRAPH_ENABLED": "true" if data.graph is not None else "false",
-            },
+            environment=environments["Plan"],
         )
-        worker = self._function(
-            "Worker",
-            **worker_sizing,
-            environment={
-                "SOURCE_BUCKETS": source_buckets,
-                **common_env,
-                "WRITE_CONCURRENCY": str(config.write_concurrency),
-            },
-        )
+        worker = self._function("Worker", **worker_sizing, environment=environments["Worker"])
         # Reserved concurrency: a full-width load cannot starve the account's other functions, and
         # the Worker always has its executions (max_concurrency_cap <= this, stacks/config.py).
         # Set on the L1 so that _function stays one shape for every function.
@@ -269,7 +264,7 @@ class LoaderFunctions:
             "Finalize",
             memory_mib=config.finalize_memory_mib,
             timeout_seconds=config.finalize_timeout_seconds,
-            environment={**common_env, "TABLE_ARN": data.table.table_arn},
+            environment=environments["Finalize"],
         )
         return prepare, plan, worker, finalize
 
