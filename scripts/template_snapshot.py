@@ -36,9 +36,13 @@ ASSET_HASH = re.compile(r"\b[0-9a-f]{64}(:[0-9]{12}-[a-z0-9-]+-[0-9a-f]{8})?\b")
 def variants() -> dict[str, dict[str, Any]]:
     """The contexts tests/infra synthesizes (the same dicts), plus staging and the pipeline."""
     from tests.infra import support
-    from tests.infra.test_pipeline import mapload_block
+    from tests.infra.test_pipeline import PIPELINE_BLOCK, mapload_block
 
     cdk_json = json.loads((ROOT / "cdk.json").read_text())
+    # As tests/infra/test_data_key.py's pipeline: smoke tests of environments with data keys.
+    keyed = mapload_block(cdk_json, {**PIPELINE_BLOCK, "smoke_test_after": ["dev", "staging"]})
+    keyed["environments"]["dev"]["data_key"] = support.DATA_KEY_ARN
+    keyed["environments"]["staging"]["data_key"] = "create"
     return {
         "dev": {"env": "dev"},
         "staging": {"env": "staging"},
@@ -47,6 +51,7 @@ def variants() -> dict[str, dict[str, Any]]:
         "data_key_created": support.DATA_KEY_CREATED_CONTEXT,
         "data_key_imported": support.DATA_KEY_IMPORTED_CONTEXT,
         "pipeline": {"mapload": mapload_block(cdk_json), "pipeline": "true"},
+        "pipeline_data_keys": {"mapload": keyed, "pipeline": "true"},
     }
 
 
