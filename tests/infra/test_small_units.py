@@ -15,7 +15,15 @@ MAX_LINES = 60
 # A longer function says why in its docstring, with these words.
 REASON = "Long because"
 # Configuration loading, which issue 13 rewrites as declarative models (not this module's units).
-KNOWN_LONG = {("stacks/config.py", "load_environment"), ("stacks/pipeline.py", "load_pipeline")}
+KNOWN_LONG = {
+    ("stacks/config.py", "load_environment"),
+    ("stacks/pipeline.py", "load_pipeline"),
+    # Split on main by 068af5f (after this branch started): drop these four when merging.
+    ("stacks/data.py", "__init__"),
+    ("stacks/pipeline.py", "__init__"),
+    ("stacks/pipeline.py", "_smoke_test"),
+    ("stacks/stage.py", "__init__"),
+}
 # Blocks built in one place only: the helper that builds them (file, constructor as written).
 ONE_BUILDER = {
     "tasks.LambdaInvoke": "stacks/lambda_tasks.py",
