@@ -126,7 +126,7 @@ class LoaderFunctions:
         self._data = data
         # One package for all six functions (stacks/bundling.py): same code root, same pins.
         self._code = lambda_code(loader_config.lambda_architecture)
-        self.log_removal = (
+        self._log_removal = (
             cdk.RemovalPolicy.RETAIN if loader_config.retain_logs else cdk.RemovalPolicy.DESTROY
         )
         self.arns = ObjectArns.of(scope, loader_config, data)
@@ -161,7 +161,7 @@ class LoaderFunctions:
             self._scope,
             construct_id,
             retention=RETENTION_DAYS[self._config.log_retention_days],
-            removal_policy=self.log_removal,
+            removal_policy=self._log_removal,
             encryption_key=self._data.data_key,
             **kwargs,
         )
