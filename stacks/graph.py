@@ -107,8 +107,30 @@ class GraphDatabase(Construct):
         data_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        removal = cdk.RemovalPolicy.RETAIN if graph_config.retain else cdk.RemovalPolicy.DESTROY
-        self.vpc = ec2.Vpc(
+        self._config = graph_config
+        self._removal = cdk.RemovalPolicy.RETAIN if graph_config.retain else cdk.RemovalPolicy.DESTROY
+        self._log_retention = log_retention
+        self._data_key = data_key
+        self.vpc = self._vpc()
+        self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        self.database_security_group, self.loader_control_security_group = self._security_groups()
+        self.loader_role = self._loader_role(staging_bucket)
+        self.cluster = self._cluster()
+        self.instances = self._instances()
+        self._acknowledge(staging_bucket)
+
+    def _log_group(self, construct_id: str) -> logs.LogGroup:
+        return logs.LogGroup(
+            self,
+            construct_id,
+            retention=self._log_retention,
+            removal_policy=self._removal,
+            encryption_key=self._data_key,
+        )
+
+    def _vpc(self) -> ec2.Vpc:
+        """Isolated subnets in two AZs, gateway endpoints to S3 and DynamoDB, rejected flows logged."""
+        vpc = ec2.Vpc(
             self,
             "Vpc",
             max_azs=GRAPH_AZS,
@@ -128,81 +150,76 @@ class GraphDatabase(Construct):
             # nothing here uses the default group (every resource has its own), so no extra function.
             restrict_default_security_group=False,
         )
-        flow_logs = logs.LogGroup(
-            self, "FlowLogs", retention=log_retention, removal_policy=removal, encryption_key=data_key
-        )
-        self.vpc.add_flow_log(
+        vpc.add_flow_log(
             "FlowLog",
-            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(self._log_group("FlowLogs")),
             traffic_type=ec2.FlowLogTrafficType.REJECT,
         )
-        self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        return vpc
 
-        self.database_security_group = ec2.SecurityGroup(
+    def _security_groups(self) -> tuple[ec2.SecurityGroup, ec2.SecurityGroup]:
+        """The cluster's group and the loader-control functions' group: 8182 between them, 443 out."""
+        database = ec2.SecurityGroup(
             self,
             "DatabaseSecurityGroup",
             vpc=self.vpc,
             description="mapload Neptune cluster: port 8182 from the loader-control functions only",
             allow_all_outbound=False,
         )
-        self.loader_control_security_group = ec2.SecurityGroup(
+        control = ec2.SecurityGroup(
             self,
             "LoaderControlSecurityGroup",
             vpc=self.vpc,
             description="mapload StartGraphLoad/PollGraphLoad: to Neptune 8182 and HTTPS (gateway endpoints)",
             allow_all_outbound=False,
         )
-        self.database_security_group.add_ingress_rule(
-            self.loader_control_security_group,
-            ec2.Port.tcp(NEPTUNE_PORT),
-            "Neptune loader API from the loader-control functions",
+        database.add_ingress_rule(
+            control, ec2.Port.tcp(NEPTUNE_PORT), "Neptune loader API from the loader-control functions"
         )
-        self.loader_control_security_group.add_egress_rule(
-            self.database_security_group, ec2.Port.tcp(NEPTUNE_PORT), "Neptune loader API"
-        )
-        lookup_logs = logs.LogGroup(
-            self,
-            "S3PrefixListLookupLogs",
-            retention=log_retention,
-            removal_policy=removal,
-            encryption_key=data_key,
-        )
+        control.add_egress_rule(database, ec2.Port.tcp(NEPTUNE_PORT), "Neptune loader API")
+        lookup_logs = self._log_group("S3PrefixListLookupLogs")
         # The bulk loader reads the staged files from the cluster's own network interfaces through
         # the S3 gateway endpoint: HTTPS to S3's prefix list, nothing else.
-        self.database_security_group.add_egress_rule(
+        database.add_egress_rule(
             ec2.Peer.prefix_list(s3_prefix_list_id(self, lookup_logs)),
             ec2.Port.tcp(443),
             "Neptune bulk loader to S3 through the gateway endpoint",
         )
         # Isolated subnets have no route to the internet: 443 reaches only the S3 and DynamoDB
         # gateway endpoints (their prefix lists are not exposed to CloudFormation by name).
-        self.loader_control_security_group.add_egress_rule(
+        control.add_egress_rule(
             ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "S3 and DynamoDB through the gateway endpoints"
         )
+        return database, control
 
-        # The role the Neptune cluster assumes to read the staged files: read-only, graph prefix only.
-        self.loader_role = iam.Role(
+    def _loader_role(self, staging_bucket: s3.IBucket) -> iam.Role:
+        """The role the Neptune cluster assumes to read the staged files: read-only, graph prefix only."""
+        role = iam.Role(
             self,
             "LoaderRole",
             assumed_by=iam.ServicePrincipal("rds.amazonaws.com"),
             description="mapload Neptune bulk loader: read the staged graph files",
         )
-        self.loader_role.add_to_policy(
+        role.add_to_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject"], resources=[staging_bucket.arn_for_objects(GRAPH_OBJECTS)]
             )
         )
-        self.loader_role.add_to_policy(
+        role.add_to_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
                 resources=[staging_bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [f"{STAGING_JOBS_PREFIX}*"]}},
             )
         )
-        if data_key is not None:
+        if self._data_key is not None:
             # Staged files are SSE-KMS objects under the data key: the loader decrypts them via S3.
-            self.loader_role.add_to_policy(key_use(self, data_key, KEY_READ, "s3"))
+            role.add_to_policy(key_use(self, self._data_key, KEY_READ, "s3"))
+        return role
 
+    def _cluster(self) -> neptune.CfnDBCluster:
+        """IAM-authenticated, encrypted, audit-logged; a final snapshot when a retained one goes."""
+        config = self._config
         subnet_group = neptune.CfnDBSubnetGroup(
             self,
             "SubnetGroup",
@@ -213,21 +230,21 @@ class GraphDatabase(Construct):
             self,
             "ClusterParameters",
             description="mapload Neptune: audit log on",
-            family=graph_config.parameter_group_family,
+            family=config.parameter_group_family,
             parameters={"neptune_enable_audit_log": 1},
         )
-        self.cluster = neptune.CfnDBCluster(
+        cluster = neptune.CfnDBCluster(
             self,
             "Cluster",
-            engine_version=graph_config.engine_version,
+            engine_version=config.engine_version,
             iam_auth_enabled=True,
             storage_encrypted=True,
-            backup_retention_period=graph_config.backup_retention_days,
+            backup_retention_period=config.backup_retention_days,
             preferred_backup_window="02:00-03:00",
             preferred_maintenance_window="sun:04:00-sun:05:00",
             copy_tags_to_snapshot=True,
             enable_cloudwatch_logs_exports=["audit"],
-            deletion_protection=graph_config.retain,
+            deletion_protection=config.retain,
             db_cluster_parameter_group_name=parameters.ref,
             db_subnet_group_name=subnet_group.ref,
             vpc_security_group_ids=[self.database_security_group.security_group_id],
@@ -235,36 +252,39 @@ class GraphDatabase(Construct):
             associated_roles=[neptune.CfnDBCluster.DBClusterRoleProperty(role_arn=self.loader_role.role_arn)],
             serverless_scaling_configuration=(
                 neptune.CfnDBCluster.ServerlessScalingConfigurationProperty(
-                    min_capacity=graph_config.serverless_min_capacity,
-                    max_capacity=graph_config.serverless_max_capacity,
+                    min_capacity=config.serverless_min_capacity,
+                    max_capacity=config.serverless_max_capacity,
                 )
-                if graph_config.serverless
+                if config.serverless
                 else None
             ),
         )
         # Retained clusters leave a final snapshot when their stack goes; others are disposable.
-        self.cluster.apply_removal_policy(cdk.RemovalPolicy.SNAPSHOT if graph_config.retain else removal)
-        self.instances = []
-        for index in range(graph_config.instances):
+        cluster.apply_removal_policy(cdk.RemovalPolicy.SNAPSHOT if config.retain else self._removal)
+        return cluster
+
+    def _instances(self) -> list[neptune.CfnDBInstance]:
+        """`graph_instances` instances; with fewer than two, the single-AZ finding acknowledged."""
+        instances = []
+        for index in range(self._config.instances):
             instance = neptune.CfnDBInstance(
                 self,
                 f"Instance{index + 1}",
-                db_instance_class=graph_config.instance_class,
+                db_instance_class=self._config.instance_class,
                 db_cluster_identifier=self.cluster.ref,
                 auto_minor_version_upgrade=True,
                 # No AZ pinned: Neptune places instances across the subnet group's two AZs.
             )
-            instance.apply_removal_policy(removal)
-            self.instances.append(instance)
-        if graph_config.instances < 2:
+            instance.apply_removal_policy(self._removal)
+            instances.append(instance)
+        if self._config.instances < 2:
             acknowledge(
                 self.cluster,
                 "AwsSolutions-N1",
                 "Single-instance cluster by configuration (graph_instances = 1, dev/staging): storage is "
                 "replicated across three AZs anyway; prod runs a second instance in the other AZ.",
             )
-
-        self._acknowledge(staging_bucket)
+        return instances
 
     def _acknowledge(self, staging_bucket: s3.IBucket) -> None:
         acknowledge_wildcards(

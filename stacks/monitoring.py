@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import aws_cdk as cdk
@@ -45,6 +46,50 @@ def service_name(env_name: str) -> str:
     return f"mapload-{env_name}"
 
 
+@dataclass(frozen=True)
+class LoadMetrics:
+    """What the alarms and the dashboard watch: the Worker's EMF metrics and the executions'."""
+
+    emf: Mapping[str, cloudwatch.Metric]
+    failed: cloudwatch.Metric
+    timed_out: cloudwatch.Metric
+    rejected_percent: cloudwatch.MathExpression
+    items_per_second: cloudwatch.MathExpression
+
+
+def emf_metric(service: str, name: str, statistic: str = "Sum") -> cloudwatch.Metric:
+    """One of the runtime's Powertools metrics of this environment's service."""
+    return cloudwatch.Metric(
+        namespace=METRIC_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": service},
+        statistic=statistic,
+        period=PERIOD,
+    )
+
+
+def load_metrics(service: str, state_machine: sfn.StateMachine) -> LoadMetrics:
+    metrics = {name: emf_metric(service, name) for name in WORKER_METRICS}
+    one_minute = cdk.Duration.minutes(1)
+    return LoadMetrics(
+        emf=metrics,
+        failed=state_machine.metric_failed(period=one_minute, statistic="Sum"),
+        timed_out=state_machine.metric_timed_out(period=one_minute, statistic="Sum"),
+        rejected_percent=cloudwatch.MathExpression(
+            expression="IF(read > 0, 100 * rejected / read, 0)",
+            using_metrics={"read": metrics["RecordsRead"], "rejected": metrics["RecordsRejected"]},
+            label="rejected % of read",
+            period=PERIOD,
+        ),
+        items_per_second=cloudwatch.MathExpression(
+            expression="written / PERIOD(written)",
+            using_metrics={"written": metrics["RecordsWritten"]},
+            label="records written / s",
+            period=PERIOD,
+        ),
+    )
+
+
 class LoaderMonitoring(Construct):
     """Alarms on what a platform team is paged for, a dashboard of a running load.
 
@@ -68,119 +113,16 @@ class LoaderMonitoring(Construct):
         graph_poll: lambda_.Function | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._env_name = env_name
+        self._config = monitoring_config
         self.service = service_name(env_name)
         for function in functions:
             # Powertools reads these; the runtime's settings classes list them (contract test).
             function.add_environment(POWERTOOLS_SERVICE_NAME, self.service)
             function.add_environment(POWERTOOLS_METRICS_NAMESPACE, METRIC_NAMESPACE)
-
-        self.key = kms.Key(
-            self,
-            "AlarmTopicKey",
-            description=f"mapload {env_name}: encrypts the alarm topic",
-            enable_key_rotation=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
-        )
-        # CloudWatch publishes alarm notifications to the encrypted topic with this key.
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],  # in a key policy, "*" means this key
-                conditions={"StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account}},
-            )
-        )
-        self.topic = sns.Topic(
-            self,
-            "AlarmTopic",
-            display_name=f"mapload {env_name} alarms",
-            master_key=self.key,
-            enforce_ssl=True,
-        )
-        if monitoring_config.alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(monitoring_config.alarm_email))
-
-        def emf(name: str, statistic: str = "Sum") -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace=METRIC_NAMESPACE,
-                metric_name=name,
-                dimensions_map={"service": self.service},
-                statistic=statistic,
-                period=PERIOD,
-            )
-
-        metrics = {name: emf(name) for name in WORKER_METRICS}
-        one_minute = cdk.Duration.minutes(1)
-        failed = state_machine.metric_failed(period=one_minute, statistic="Sum")
-        timed_out = state_machine.metric_timed_out(period=one_minute, statistic="Sum")
-        rejected_percent = cloudwatch.MathExpression(
-            expression="IF(read > 0, 100 * rejected / read, 0)",
-            using_metrics={"read": metrics["RecordsRead"], "rejected": metrics["RecordsRejected"]},
-            label="rejected % of read",
-            period=PERIOD,
-        )
-        items_per_second = cloudwatch.MathExpression(
-            expression="written / PERIOD(written)",
-            using_metrics={"written": metrics["RecordsWritten"]},
-            label="records written / s",
-            period=PERIOD,
-        )
-
-        self.alarms: dict[str, cloudwatch.Alarm] = {
-            "ExecutionFailed": cloudwatch.Alarm(
-                self,
-                "ExecutionFailedAlarm",
-                alarm_description=f"mapload {env_name}: a load execution FAILED (see its report.json)",
-                metric=failed,
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            "ExecutionTimedOut": cloudwatch.Alarm(
-                self,
-                "ExecutionTimedOutAlarm",
-                alarm_description=f"mapload {env_name}: a load execution TIMED_OUT",
-                metric=timed_out,
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            "ThrottlingSustained": cloudwatch.Alarm(
-                self,
-                "ThrottlingSustainedAlarm",
-                alarm_description=(
-                    f"mapload {env_name}: DynamoDB throttled more than "
-                    f"{monitoring_config.alarm_throttle_events} writes per 5 minutes for "
-                    f"{SUSTAINED_PERIODS * 5} minutes (raise the table's capacity or lower maxConcurrency)"
-                ),
-                metric=metrics["Throttles"],
-                threshold=monitoring_config.alarm_throttle_events,
-                evaluation_periods=SUSTAINED_PERIODS,
-                datapoints_to_alarm=SUSTAINED_PERIODS,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-            "RejectsAboveTolerance": cloudwatch.Alarm(
-                self,
-                "RejectsAboveToleranceAlarm",
-                alarm_description=(
-                    f"mapload {env_name}: more than {monitoring_config.alarm_rejected_percent}% of "
-                    "records read were rejected in 5 minutes (see the job's rejects.jsonl)"
-                ),
-                metric=rejected_percent,
-                threshold=monitoring_config.alarm_rejected_percent,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            ),
-        }
-        action = cw_actions.SnsAction(self.topic)
-        for alarm in self.alarms.values():
-            alarm.add_alarm_action(action)
-            alarm.add_ok_action(action)
-
+        self.key, self.topic = self._alarm_topic(retain)
+        metrics = load_metrics(self.service, state_machine)
+        self.alarms = self._alarms(metrics)
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",
@@ -192,6 +134,107 @@ class LoaderMonitoring(Construct):
         stack = cdk.Stack.of(self)
         cdk.CfnOutput(stack, "DashboardName", value=self.dashboard.dashboard_name)
         cdk.CfnOutput(stack, "AlarmTopicArn", value=self.topic.topic_arn)
+        self._add_widgets(metrics, state_machine, worker, graph_poll)
+
+    # -- the alarm topic and the alarms ------------------------------------------------------
+
+    def _alarm_topic(self, retain: bool) -> tuple[kms.Key, sns.Topic]:
+        """A KMS-encrypted, TLS-only topic, with the configured e-mail subscribed."""
+        env_name = self._env_name
+        key = kms.Key(
+            self,
+            "AlarmTopicKey",
+            description=f"mapload {env_name}: encrypts the alarm topic",
+            enable_key_rotation=True,
+            removal_policy=cdk.RemovalPolicy.RETAIN if retain else cdk.RemovalPolicy.DESTROY,
+        )
+        # CloudWatch publishes alarm notifications to the encrypted topic with this key.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],  # in a key policy, "*" means this key
+                conditions={"StringEquals": {"aws:SourceAccount": cdk.Stack.of(self).account}},
+            )
+        )
+        topic = sns.Topic(
+            self, "AlarmTopic", display_name=f"mapload {env_name} alarms", master_key=key, enforce_ssl=True
+        )
+        if self._config.alarm_email:
+            topic.add_subscription(subscriptions.EmailSubscription(self._config.alarm_email))
+        return key, topic
+
+    def _alarm(
+        self,
+        name: str,
+        description: str,
+        metric: cloudwatch.IMetric,
+        threshold: float,
+        *,
+        above: bool = False,
+        periods: int = 1,
+    ) -> cloudwatch.Alarm:
+        """`<name>Alarm`: `metric` at `threshold` or more (above it, with `above`) in `periods`
+        consecutive periods; no data is no alarm; notifies the topic when it fires and clears."""
+        comparison = cloudwatch.ComparisonOperator
+        alarm = cloudwatch.Alarm(
+            self,
+            f"{name}Alarm",
+            alarm_description=f"mapload {self._env_name}: {description}",
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=periods,
+            datapoints_to_alarm=periods if periods > 1 else None,
+            comparison_operator=comparison.GREATER_THAN_THRESHOLD
+            if above
+            else comparison.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        action = cw_actions.SnsAction(self.topic)
+        alarm.add_alarm_action(action)
+        alarm.add_ok_action(action)
+        return alarm
+
+    def _alarms(self, metrics: LoadMetrics) -> dict[str, cloudwatch.Alarm]:
+        config = self._config
+        alarms = {
+            "ExecutionFailed": self._alarm(
+                "ExecutionFailed", "a load execution FAILED (see its report.json)", metrics.failed, 1
+            ),
+            "ExecutionTimedOut": self._alarm(
+                "ExecutionTimedOut", "a load execution TIMED_OUT", metrics.timed_out, 1
+            ),
+            "ThrottlingSustained": self._alarm(
+                "ThrottlingSustained",
+                f"DynamoDB throttled more than {config.alarm_throttle_events} writes per 5 minutes for "
+                f"{SUSTAINED_PERIODS * 5} minutes (raise the table's capacity or lower maxConcurrency)",
+                metrics.emf["Throttles"],
+                config.alarm_throttle_events,
+                above=True,
+                periods=SUSTAINED_PERIODS,
+            ),
+            "RejectsAboveTolerance": self._alarm(
+                "RejectsAboveTolerance",
+                f"more than {config.alarm_rejected_percent}% of records read were rejected in 5 minutes "
+                "(see the job's rejects.jsonl)",
+                metrics.rejected_percent,
+                config.alarm_rejected_percent,
+                above=True,
+            ),
+        }
+        return alarms
+
+    # -- the dashboard -----------------------------------------------------------------------
+
+    def _add_widgets(
+        self,
+        metrics: LoadMetrics,
+        state_machine: sfn.StateMachine,
+        worker: lambda_.Function,
+        graph_poll: lambda_.Function | None,
+    ) -> None:
+        """A title row, then executions and progress, then throttles, rejects and alarms."""
+        env_name, emf = self._env_name, metrics.emf
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown=(
@@ -218,55 +261,58 @@ class LoaderMonitoring(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Map run progress (shards completed)",
-                left=[metrics["ShardsCompleted"]],
-                right=[worker.metric_invocations(statistic="Sum"), worker.metric_errors(statistic="Sum")],
+                left=[emf["ShardsCompleted"]],
+                right=_calls(worker),
                 width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Records written per second",
-                left=[items_per_second],
-                right=[metrics["Bytes"]],
+                left=[metrics.items_per_second],
+                right=[emf["Bytes"]],
                 width=8,
             ),
         )
-        self.dashboard.add_widgets(
+        self.dashboard.add_widgets(*self._problem_widgets(metrics))
+        if graph_poll is not None:
+            # Neptune bulk loads: how many ended (PollGraphLoad's EMF metrics) and the poller's health.
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Neptune graph load status",
+                    left=[emf_metric(self.service, name) for name in GRAPH_METRICS],
+                    right=_calls(graph_poll),
+                    width=24,
+                )
+            )
+
+    def _problem_widgets(self, metrics: LoadMetrics) -> list[cloudwatch.IWidget]:
+        """Throttles and retries, rejects (with the alarms' thresholds), and the alarms' states."""
+        emf, config = metrics.emf, self._config
+        return [
             cloudwatch.GraphWidget(
                 title="DynamoDB throttles and retries",
-                left=[metrics["Throttles"], metrics["Retries"]],
+                left=[emf["Throttles"], emf["Retries"]],
                 left_annotations=[
                     cloudwatch.HorizontalAnnotation(
-                        value=monitoring_config.alarm_throttle_events, label="alarm threshold"
+                        value=config.alarm_throttle_events, label="alarm threshold"
                     )
                 ],
                 width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Rejected records",
-                left=[metrics["RecordsRejected"], metrics["RecordsRead"]],
-                right=[rejected_percent],
+                left=[emf["RecordsRejected"], emf["RecordsRead"]],
+                right=[metrics.rejected_percent],
                 right_annotations=[
                     cloudwatch.HorizontalAnnotation(
-                        value=monitoring_config.alarm_rejected_percent, label="alarm threshold %"
+                        value=config.alarm_rejected_percent, label="alarm threshold %"
                     )
                 ],
                 width=8,
             ),
-            cloudwatch.AlarmStatusWidget(
-                title="Alarms",
-                alarms=list(self.alarms.values()),
-                width=8,
-            ),
-        )
-        if graph_poll is not None:
-            # Neptune bulk loads: how many ended (PollGraphLoad's EMF metrics) and the poller's health.
-            self.dashboard.add_widgets(
-                cloudwatch.GraphWidget(
-                    title="Neptune graph load status",
-                    left=[emf(name) for name in GRAPH_METRICS],
-                    right=[
-                        graph_poll.metric_invocations(statistic="Sum"),
-                        graph_poll.metric_errors(statistic="Sum"),
-                    ],
-                    width=24,
-                )
-            )
+            cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values()), width=8),
+        ]
+
+
+def _calls(function: lambda_.Function) -> list[cloudwatch.IMetric]:
+    """A function's invocations and errors (sums), the right axis of a progress widget."""
+    return [function.metric_invocations(statistic="Sum"), function.metric_errors(statistic="Sum")]

@@ -1,0 +1,237 @@
+"""The state machine's definition: Prepare → Plan → Shards (Distributed Map of Workers) → Finalize → Done."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from stacks.config import LoaderConfig
+from stacks.data import STAGING_JOBS_PREFIX
+from stacks.graph_load import GraphLoadLoop
+from stacks.lambda_tasks import TaskRetries, lambda_task, payload_fields
+from stacks.loader_functions import LoaderFunctions
+
+# Worker-only retries: the runtime's ShardWriteError, a function that hit its own timeout
+# (Lambda reports Sandbox.Timedout) and a Task that outlived its timeout.
+WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "Sandbox.Timedout", "States.Timeout")
+WORKER_RETRY_ATTEMPTS: Final[int] = 2
+FAILED_ERROR: Final[str] = "MaploadJobFailed"
+
+
+class ManifestItemReader(sfn.S3JsonItemReader):
+    """S3JsonItemReader whose IAM grant covers only the staging `jobs/` prefix.
+
+    The stock reader grants s3:GetObject on the whole bucket; manifests only ever live under
+    `jobs/`, so the state machine role gets exactly that prefix.
+    """
+
+    def __init__(self, *, bucket: s3.IBucket, key: str) -> None:
+        super().__init__(bucket=bucket, key=key)
+        self._manifest_bucket = bucket
+
+    def provide_policy_statements(self) -> list[iam.PolicyStatement]:
+        return [
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[self._manifest_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*")],
+            )
+        ]
+
+
+class MapResultWriter(sfn.ResultWriterV2):
+    """ResultWriterV2 whose IAM grant covers only the staging `jobs/` prefix.
+
+    The stock writer grants its four actions on every object of the bucket; the Map's results
+    only ever go to jobs/<jobId>/<runId>/map-results/ (Plan's mapResultsPrefix). The actions are
+    AWS's documented ones for ResultWriter (it writes large result files by multipart upload).
+    """
+
+    def __init__(self, *, bucket: s3.IBucket, prefix: str) -> None:
+        super().__init__(bucket=bucket, prefix=prefix)
+        self._results_bucket = bucket
+
+    def provide_policy_statements(self) -> list[iam.PolicyStatement]:
+        return [
+            iam.PolicyStatement(
+                actions=[
+                    "s3:PutObject",
+                    "s3:GetObject",
+                    "s3:ListMultipartUploadParts",
+                    "s3:AbortMultipartUpload",
+                ],
+                resources=[self._results_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*")],
+            )
+        ]
+
+
+class LoadDefinition(Construct):
+    """The states of one load, chained; `chain` is the state machine's definition.
+
+    Finalize runs after a failed Prepare, Plan or Map too, so every execution writes a report;
+    with a graph target, a succeeded job that staged graph files goes on to the graph load loop.
+    States only: no resource of its own, so its construct path names no logical id.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        loader_config: LoaderConfig,
+        functions: LoaderFunctions,
+        staging_bucket: s3.IBucket,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = loader_config
+        self._retries = TaskRetries.of(loader_config)
+        execution = {
+            "name": sfn.JsonPath.string_at("$$.Execution.Name"),
+            "id": sfn.JsonPath.string_at("$$.Execution.Id"),
+        }
+        prepare = lambda_task(
+            self,
+            "Prepare",
+            function=functions.prepare_function,
+            payload=sfn.TaskInput.from_object({"input": sfn.JsonPath.object_at("$"), "execution": execution}),
+            retries=self._retries,
+            result_selector=payload_fields(
+                {"preparedKey": "string", "objects": "number", "compressed": "number"}
+            ),
+            # Plan reads $.prepare from its input (and leaves it out of the spec).
+            result_path="$.prepare",
+        )
+        plan = lambda_task(
+            self,
+            "Plan",
+            function=functions.plan_function,
+            payload=sfn.TaskInput.from_object({"input": sfn.JsonPath.object_at("$"), "execution": execution}),
+            retries=self._retries,
+            result_selector=payload_fields(
+                {
+                    "job": "object",
+                    "manifestKey": "string",
+                    "maxConcurrency": "number",
+                    "shardCount": "number",
+                    "mapResultsPrefix": "string",
+                }
+            ),
+            result_path="$.plan",
+        )
+        shards = self._shards(functions.worker_function, staging_bucket)
+        graph_enabled = functions.poll_graph_load_function is not None
+        finalize = self._finalize(functions.finalize_function, execution, graph_enabled)
+        # Its own path, so the report can say the error happened in Prepare.
+        prepare.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.prepareError")
+        plan.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
+        shards.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
+        done = self._done(functions, execution)
+        self.chain: sfn.IChainable = prepare.next(plan).next(shards).next(finalize).next(done)
+
+    def _shards(self, worker_function: lambda_.IFunction, staging_bucket: s3.IBucket) -> sfn.DistributedMap:
+        """One Worker per shard of Plan's manifest, as many at once as Plan allowed."""
+        worker = lambda_task(
+            self,
+            "Worker",
+            function=worker_function,
+            payload=sfn.TaskInput.from_json_path_at("$"),
+            retries=self._retries,
+            result_selector={"index": sfn.JsonPath.number_at("$.Payload.index")},
+            # A little beyond the function's own timeout: States.Timeout then means the
+            # invocation itself hung, and the shard is retried.
+            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(self._config.worker_timeout_seconds + 60)),
+        )
+        self._retries.add(worker, WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS)
+        shards = sfn.DistributedMap(
+            self,
+            "ShardsMap",
+            state_name="Shards",
+            item_reader=ManifestItemReader(
+                bucket=staging_bucket, key=sfn.JsonPath.string_at("$.plan.manifestKey")
+            ),
+            max_concurrency_path=sfn.JsonPath.string_at("$.plan.maxConcurrency"),
+            item_selector={
+                "shard": sfn.JsonPath.object_at("$$.Map.Item.Value"),
+                "job": sfn.JsonPath.object_at("$.plan.job"),
+            },
+            # The children's outputs go to S3, never into state: collected, they would pass the
+            # 256 KiB state limit at ~17,000 shards (States.DataLimitExceeded, which no Catch sees).
+            result_writer_v2=MapResultWriter(
+                bucket=staging_bucket, prefix=sfn.JsonPath.string_at("$.plan.mapResultsPrefix")
+            ),
+            result_path=sfn.JsonPath.DISCARD,
+            # EXPRESS children cost less per shard but end after 5 minutes (checked in config).
+            map_execution_type=sfn.StateMachineType[self._config.map_execution_type],
+        )
+        shards.item_processor(worker)
+        return shards
+
+    def _finalize(
+        self, function: lambda_.IFunction, execution: Mapping[str, Any], graph_enabled: bool
+    ) -> tasks.LambdaInvoke:
+        """The report of every execution; with a graph target, whether a graph load follows."""
+        return lambda_task(
+            self,
+            "Finalize",
+            function=function,
+            payload=sfn.TaskInput.from_object(
+                {
+                    "state": sfn.JsonPath.object_at("$"),
+                    # The start time lets the report say how long the whole job took.
+                    "execution": {**execution, "startTime": sfn.JsonPath.string_at("$$.Execution.StartTime")},
+                }
+            ),
+            retries=self._retries,
+            result_selector=payload_fields(
+                {
+                    "status": "string",
+                    "jobId": "string",
+                    "report": "object",
+                    "reportUri": "string",
+                    "error": "string",
+                    "cause": "string",
+                    **({"graphLoad": "string"} if graph_enabled else {}),
+                }
+            ),
+            result_path="$.result",
+        )
+
+    def _done(self, functions: LoaderFunctions, execution: Mapping[str, Any]) -> sfn.Choice:
+        """Succeeded or Failed by Finalize's status, through the graph load loop when it asks for one."""
+        succeeded = sfn.Succeed(self, "SucceededState", state_name="Succeeded", output_path="$.result")
+        failed = sfn.Fail(
+            self,
+            "FailedState",
+            state_name="Failed",
+            error=FAILED_ERROR,
+            cause_path=sfn.JsonPath.string_at("$.result.cause"),
+        )
+        done = sfn.Choice(self, "DoneChoice", state_name="Done")
+        start, poll = functions.start_graph_load_function, functions.poll_graph_load_function
+        if start is not None and poll is not None:
+            loop = GraphLoadLoop(
+                self,
+                "GraphLoad",
+                start_function=start,
+                poll_function=poll,
+                retries=self._retries,
+                execution=execution,
+                succeeded=succeeded,
+                failed=failed,
+            )
+            done.when(
+                sfn.Condition.and_(
+                    sfn.Condition.string_equals("$.result.status", "SUCCEEDED"),
+                    sfn.Condition.boolean_equals("$.result.graphLoad", True),
+                ),
+                loop.start,
+            )
+        done.when(sfn.Condition.string_equals("$.result.status", "SUCCEEDED"), succeeded).otherwise(failed)
+        return done

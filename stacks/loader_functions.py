@@ -1,0 +1,482 @@
+"""The loader's Lambda functions, each with its own log group and role, and what each may do."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from stacks.bundling import lambda_code
+from stacks.config import LoaderConfig
+from stacks.data import KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, key_use
+from stacks.graph import GraphTarget
+from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
+
+HANDLER_INDEX: Final[Mapping[str, str]] = {
+    "Prepare": "handlers/prepare.py",
+    "Plan": "handlers/plan.py",
+    "Worker": "handlers/worker.py",
+    "Finalize": "handlers/finalize.py",
+    "StartGraphLoad": "handlers/start_graph_load.py",
+    "PollGraphLoad": "handlers/poll_graph_load.py",
+}
+HANDLER_FUNCTION: Final[str] = "lambda_handler"
+
+RETENTION_DAYS: Final[Mapping[int, logs.RetentionDays]] = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1096: logs.RetentionDays.THREE_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    2192: logs.RetentionDays.SIX_YEARS,
+    2557: logs.RetentionDays.SEVEN_YEARS,
+    2922: logs.RetentionDays.EIGHT_YEARS,
+    3288: logs.RetentionDays.NINE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+_ARCHITECTURES: Final[Mapping[str, lambda_.Architecture]] = {
+    "arm64": lambda_.Architecture.ARM_64,
+    "x86_64": lambda_.Architecture.X86_64,
+}
+
+
+def handler_path(name: str) -> str:
+    """Lambda's `Handler` for a function: handlers/plan.py -> handlers.plan.lambda_handler."""
+    return HANDLER_INDEX[name].removesuffix(".py").replace("/", ".") + "." + HANDLER_FUNCTION
+
+
+def allow(function: lambda_.IFunction, actions: list[str], resources: list[str]) -> None:
+    """One statement on the function's role: exactly these actions on exactly these resources."""
+    function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
+
+
+@dataclass(frozen=True)
+class LoaderData:
+    """What the loader reads and writes: buckets, tables, the graph target, the data key."""
+
+    source_bucket: s3.IBucket
+    staging_bucket: s3.IBucket
+    table: dynamodb.ITable
+    table_key: Mapping[str, str]
+    ledger_table: dynamodb.ITable
+    graph: GraphTarget | None
+    data_key: kms.IKey | None
+
+
+@dataclass(frozen=True)
+class ObjectArns:
+    """The S3 ARNs the grants name (and the cdk-nag acknowledgements explain)."""
+
+    source_buckets: list[str]
+    source_objects: list[str]
+    staging_jobs: str
+    staging_prepared: str
+
+    @classmethod
+    def of(cls, scope: Construct, config: LoaderConfig, data: LoaderData) -> ObjectArns:
+        stack = cdk.Stack.of(scope)
+        extra = [
+            stack.format_arn(service="s3", region="", account="", resource=name)
+            for name in config.source_extra_buckets
+        ]
+        buckets = [data.source_bucket.bucket_arn, *extra]
+        return cls(
+            source_buckets=buckets,
+            source_objects=[f"{arn}/*" for arn in buckets],
+            staging_jobs=data.staging_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*"),
+            staging_prepared=data.staging_bucket.arn_for_objects(f"{STAGING_PREPARED_PREFIX}*"),
+        )
+
+
+class LoaderFunctions:
+    """Prepare, Plan, Worker, Finalize (and StartGraphLoad, PollGraphLoad with a graph target).
+
+    Not a Construct of its own: it adds to its owner's scope, so the functions, roles and log
+    groups keep the logical ids (`ShardedLoader<Name>...`) they were first deployed with.
+    Least privilege, statement by statement; no grantRead/grantReadWriteData helpers, which would
+    add List*/GetBucket*/Scan/Query/DeleteItem the functions never call.
+    """
+
+    def __init__(self, scope: Construct, *, loader_config: LoaderConfig, data: LoaderData) -> None:
+        self._scope = scope
+        self._config = loader_config
+        self._data = data
+        # One package for all six functions (stacks/bundling.py): same code root, same pins.
+        self._code = lambda_code(loader_config.lambda_architecture)
+        self._log_removal = (
+            cdk.RemovalPolicy.RETAIN if loader_config.retain_logs else cdk.RemovalPolicy.DESTROY
+        )
+        self.arns = ObjectArns.of(scope, loader_config, data)
+        self.prepare_function, self.plan_function, self.worker_function, self.finalize_function = (
+            self._load_functions()
+        )
+        self.start_graph_load_function: lambda_.Function | None = None
+        self.poll_graph_load_function: lambda_.Function | None = None
+        self._grant_prepare()
+        self._grant_plan()
+        self._grant_worker()
+        self._grant_finalize()
+        if data.graph is not None:
+            self.start_graph_load_function, self.poll_graph_load_function = self._graph_functions(data.graph)
+        self._grant_data_key()
+        self._acknowledge()
+
+    @property
+    def all(self) -> tuple[lambda_.Function, ...]:
+        graph = (self.start_graph_load_function, self.poll_graph_load_function)
+        return (
+            self.prepare_function,
+            self.plan_function,
+            self.worker_function,
+            self.finalize_function,
+            *(function for function in graph if function is not None),
+        )
+
+    def log_group(self, construct_id: str, **kwargs: Any) -> logs.LogGroup:
+        """A log group of the loader: the environment's retention, removal policy and data key."""
+        return logs.LogGroup(
+            self._scope,
+            construct_id,
+            retention=RETENTION_DAYS[self._config.log_retention_days],
+            removal_policy=self._log_removal,
+            encryption_key=self._data.data_key,
+            **kwargs,
+        )
+
+    def _function(
+        self,
+        name: str,
+        *,
+        memory_mib: int,
+        timeout_seconds: int,
+        environment: Mapping[str, str],
+        network: Mapping[str, Any] | None = None,
+        ephemeral_storage_mib: int | None = None,
+    ) -> lambda_.Function:
+        log_group = self.log_group(f"{name}Logs")
+        # An explicit role instead of the AWSLambdaBasicExecutionRole managed policy, which
+        # would allow writing to every log group in the account.
+        role = iam.Role(
+            self._scope,
+            f"{name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"mapload {name} function",
+        )
+        log_group.grant_write(role)
+        function = lambda_.Function(
+            self._scope,
+            name,
+            code=self._code,
+            handler=handler_path(name),
+            runtime=lambda_.Runtime.PYTHON_3_12,
+            architecture=_ARCHITECTURES[self._config.lambda_architecture],
+            memory_size=memory_mib,
+            timeout=cdk.Duration.seconds(timeout_seconds),
+            ephemeral_storage_size=cdk.Size.mebibytes(ephemeral_storage_mib)
+            if ephemeral_storage_mib
+            else None,
+            environment=dict(environment),
+            role=role,
+            log_group=log_group,
+            description=f"mapload {name.lower()} (runtime/{HANDLER_INDEX[name]})",
+            **dict(network or {}),
+        )
+        # The log group must exist before the function first runs, or Lambda creates its own.
+        function.node.add_dependency(log_group)
+        return function
+
+    def _environments(self) -> dict[str, dict[str, str]]:
+        """Each load function's environment variables (runtime/handlers/settings.py reads them)."""
+        config, data = self._config, self._data
+        common = {
+            "STAGING_BUCKET": data.staging_bucket.bucket_name,
+            "LEDGER_TABLE": data.ledger_table.table_name,
+            "TABLE_NAME": data.table.table_name,
+            "LEDGER_TTL_DAYS": str(config.ledger_ttl_days),
+        }
+        sources = {"SOURCE_BUCKETS": ",".join([data.source_bucket.bucket_name, *config.source_extra_buckets])}
+        # Partition key first, as the runtime's spec parser expects.
+        table_key = json.dumps(dict(data.table_key))
+        return {
+            "Prepare": {**sources, "STAGING_BUCKET": data.staging_bucket.bucket_name, "TABLE_KEY": table_key},
+            "Plan": {
+                **sources,
+                **common,
+                "TABLE_KEY": table_key,
+                "MAX_CONCURRENCY_CAP": str(config.max_concurrency_cap),
+                # Plan refuses a graph input where there is no cluster to load it into.
+                "GRAPH_ENABLED": "true" if data.graph is not None else "false",
+            },
+            "Worker": {**sources, **common, "WRITE_CONCURRENCY": str(config.write_concurrency)},
+            "Finalize": {**common, "TABLE_ARN": data.table.table_arn},
+        }
+
+    def _load_functions(
+        self,
+    ) -> tuple[lambda_.Function, lambda_.Function, lambda_.Function, lambda_.Function]:
+        config = self._config
+        environments = self._environments()
+        worker_sizing: dict[str, Any] = {
+            "memory_mib": config.worker_memory_mib,
+            "timeout_seconds": config.worker_timeout_seconds,
+            "ephemeral_storage_mib": config.worker_ephemeral_storage_mib,
+        }
+        # Prepare decompresses gzip/zip sources into staging prepared/*; it streams for as long as
+        # the worker limit allows (docs: about how many GB one run can decompress).
+        prepare = self._function("Prepare", **worker_sizing, environment=environments["Prepare"])
+        plan = self._function(
+            "Plan",
+            memory_mib=config.control_memory_mib,
+            timeout_seconds=config.control_timeout_seconds,
+            environment=environments["Plan"],
+        )
+        worker = self._function("Worker", **worker_sizing, environment=environments["Worker"])
+        # Reserved concurrency: a full-width load cannot starve the account's other functions, and
+        # the Worker always has its executions (max_concurrency_cap <= this, stacks/config.py).
+        # Set on the L1 so that _function stays one shape for every function.
+        worker_cfn = worker.node.default_child
+        assert isinstance(worker_cfn, lambda_.CfnFunction)
+        worker_cfn.reserved_concurrent_executions = config.worker_reserved_concurrency
+        finalize = self._function(
+            "Finalize",
+            memory_mib=config.finalize_memory_mib,
+            timeout_seconds=config.finalize_timeout_seconds,
+            environment=environments["Finalize"],
+        )
+        return prepare, plan, worker, finalize
+
+    # -- grants, per function, in the order its role's policy lists them ----------------------
+
+    def _grant_prepare(self) -> None:
+        """List and read sources; write (multipart: PutObject, and AbortMultipartUpload on
+        failure) and head what it wrote under prepared/*."""
+        arns, function = self.arns, self.prepare_function
+        allow(function, ["s3:ListBucket"], arns.source_buckets)
+        allow(function, ["s3:GetObject"], arns.source_objects)
+        allow(function, ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"], [arns.staging_prepared])
+        self._grant_source_keys(function)
+
+    def _grant_plan(self) -> None:
+        """Read the plain objects Prepare wrote and the sources; write the manifest under jobs/*."""
+        arns, function = self.arns, self.plan_function
+        allow(function, ["s3:GetObject"], [arns.staging_prepared])
+        allow(function, ["s3:ListBucket"], arns.source_buckets)
+        allow(function, ["s3:GetObject"], arns.source_objects)
+        allow(function, ["s3:PutObject"], [arns.staging_jobs])
+        self._data.ledger_table.grant(function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+        self._grant_source_keys(function)
+
+    def _grant_worker(self) -> None:
+        arns, function = self.arns, self.worker_function
+        allow(function, ["s3:GetObject"], [arns.staging_prepared])
+        allow(function, ["s3:GetObject"], arns.source_objects)
+        self._grant_source_keys(function)
+        # Rejects and graph files stream as multipart uploads (PutObject), aborted on an error.
+        allow(function, ["s3:PutObject", "s3:AbortMultipartUpload"], [arns.staging_jobs])
+        self._data.table.grant(function, "dynamodb:BatchWriteItem")
+        # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
+        self._data.ledger_table.grant(function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
+
+    def _grant_finalize(self) -> None:
+        """Finalize streams the merged rejects as a multipart upload (aborted if the merge fails)."""
+        function = self.finalize_function
+        allow(function, ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], [self.arns.staging_jobs])
+        self._data.ledger_table.grant(
+            function, "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"
+        )
+
+    def _grant_source_keys(self, function: lambda_.Function) -> None:
+        """Source objects encrypted with a customer managed key: decrypt with exactly the keys
+        the environment allows, and only when S3 asks on the function's behalf."""
+        if not self._config.source_kms_keys:
+            return
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["kms:Decrypt"],
+                resources=list(self._config.source_kms_keys),
+                conditions={
+                    "StringEquals": {"kms:ViaService": f"s3.{cdk.Stack.of(self._scope).region}.amazonaws.com"}
+                },
+            )
+        )
+
+    def _grant_data_key(self) -> None:
+        """The data key, per function, for exactly the services through which it touches encrypted
+        data: S3 (source and staging objects) and DynamoDB (the ledger, a created target table)."""
+        key = self._data.data_key
+        if key is None:
+            return
+        # Every function here that reads S3 also writes it (staging), and every DynamoDB user writes.
+        uses: list[tuple[lambda_.IFunction | None, tuple[str, ...]]] = [
+            (self.prepare_function, ("s3",)),
+            (self.plan_function, ("s3", "dynamodb")),
+            (self.worker_function, ("s3", "dynamodb")),
+            (self.finalize_function, ("s3", "dynamodb")),
+            # StartGraphLoad only claims the load in the ledger; Poll also rewrites the report.
+            (self.start_graph_load_function, ("dynamodb",)),
+            (self.poll_graph_load_function, ("s3", "dynamodb")),
+        ]
+        for function, services in uses:
+            if function is not None:
+                for service in services:
+                    function.add_to_role_policy(key_use(self._scope, key, KEY_WRITE, service))
+
+    # -- the graph load's functions ----------------------------------------------------------
+
+    def _graph_functions(self, graph: GraphTarget) -> tuple[lambda_.Function, lambda_.Function]:
+        """StartGraphLoad and PollGraphLoad: in the VPC, the only callers of the Neptune loader API."""
+        config, data = self._config, self._data
+        neptune_env = {
+            "NEPTUNE_ENDPOINT": graph.endpoint,
+            "NEPTUNE_PORT": graph.port,
+            "NEPTUNE_REGION": cdk.Aws.REGION,
+        }
+        ledger_env = {
+            "STAGING_BUCKET": data.staging_bucket.bucket_name,
+            "LEDGER_TABLE": data.ledger_table.table_name,
+            "LEDGER_TTL_DAYS": str(config.ledger_ttl_days),
+        }
+        network = {"vpc": graph.vpc, "vpc_subnets": graph.subnets, "security_groups": [graph.security_group]}
+        control: dict[str, Any] = {
+            "memory_mib": config.control_memory_mib,
+            "timeout_seconds": config.control_timeout_seconds,
+            "network": network,
+        }
+        start = self._function(
+            "StartGraphLoad",
+            environment={**neptune_env, "LOADER_ROLE_ARN": graph.loader_role_arn, **ledger_env},
+            **control,
+        )
+        poll = self._function("PollGraphLoad", environment={**neptune_env, **ledger_env}, **control)
+        # neptune-db actions are scoped by the cluster's resource id (arn:...:neptune-db:region:account:id/*).
+        neptune_arn = cdk.Stack.of(self._scope).format_arn(
+            service="neptune-db",
+            resource=graph.cluster_resource_id,
+            resource_name="*",
+            arn_format=cdk.ArnFormat.SLASH_RESOURCE_NAME,
+        )
+        # List/GetStatus: a retried start adopts the load an earlier attempt started.
+        allow(
+            start,
+            ["neptune-db:StartLoaderJob", "neptune-db:ListLoaderJobs", "neptune-db:GetLoaderJobStatus"],
+            [neptune_arn],
+        )
+        # UpdateItem: Ledger.record_graph_load writes the started load's id into the job item.
+        data.ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+        allow(poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [neptune_arn])
+        allow(poll, ["s3:PutObject"], [self.arns.staging_jobs])
+        data.ledger_table.grant(poll, "dynamodb:UpdateItem")
+        for function in (start, poll):
+            _allow_network_interfaces(function)
+        self._acknowledge_graph(start, poll, neptune_arn)
+        return start, poll
+
+    def _acknowledge_graph(self, start: lambda_.Function, poll: lambda_.Function, neptune_arn: str) -> None:
+        neptune_reason = {
+            resource_finding(self._scope, neptune_arn): (
+                "neptune-db data actions are granted per cluster as <cluster resource id>/*; these "
+                "functions call only the loader API actions listed, on this one cluster."
+            )
+        }
+        acknowledge_wildcards(default_policy(start.role), neptune_reason)
+        acknowledge_wildcards(
+            default_policy(poll.role),
+            {
+                **neptune_reason,
+                resource_finding(self._scope, self.arns.staging_jobs): (
+                    "PollGraphLoad rewrites the job report under jobs/<jobId>/<runId>/ when the load ends."
+                ),
+            },
+        )
+
+    # -- cdk-nag -----------------------------------------------------------------------------
+
+    def _acknowledge(self) -> None:
+        """Acknowledge, finding by finding, the wildcards the functions' roles need (see the reasons)."""
+        for function in self.all:
+            cfn_function = function.node.default_child
+            assert isinstance(cfn_function, cdk.CfnResource)
+            acknowledge(
+                cfn_function,
+                "AwsSolutions-L1",
+                "Pinned to python3.12 (docs/CONTRACTS.md): the runtime, its pinned dependencies and "
+                "the embedded runner are tested on 3.12; moving the runtime is a deliberate change.",
+            )
+        scope, arns = self._scope, self.arns
+        staging = self.staging_jobs_finding()
+        sources = {
+            resource_finding(scope, arn): (
+                "Any object of an allowed source bucket: each execution names its own source "
+                "key or prefix; the grant is read-only (s3:GetObject)."
+            )
+            for arn in arns.source_objects
+        }
+        prepared = {
+            resource_finding(scope, arns.staging_prepared): (
+                "Objects under the staging bucket's prepared/ prefix only: Prepare writes "
+                "prepared/<jobId>/<runId>/... per run (decompressed sources); Plan and Worker read them."
+            )
+        }
+        prepare_sources = {
+            resource_finding(scope, arn): (
+                "Any object of an allowed source bucket: each execution names its own source key or "
+                "prefix; Prepare only reads it (s3:GetObject) to detect and decompress gzip/zip."
+            )
+            for arn in arns.source_objects
+        }
+        for function in (self.plan_function, self.worker_function):
+            acknowledge_wildcards(default_policy(function.role), {**staging, **sources})
+            acknowledge_wildcards(default_policy(function.role), prepared)
+        acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
+        acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **prepare_sources})
+
+    def staging_jobs_finding(self) -> dict[str, str]:
+        """The staging jobs/* wildcard, explained, for the state machine's role as well."""
+        return {
+            resource_finding(self._scope, self.arns.staging_jobs): (
+                "Objects under the staging bucket's jobs/ prefix only: keys are "
+                "jobs/<jobId>/<runId>/... and created per run, so the prefix is the narrowest grant."
+            )
+        }
+
+
+def _allow_network_interfaces(function: lambda_.Function) -> None:
+    """ENIs in the VPC: AWS's own policy for exactly that (ec2:Create/Describe/Delete
+    NetworkInterface and IP assignment, which take no narrower resource)."""
+    role = function.role
+    assert isinstance(role, iam.Role)
+    role.add_managed_policy(
+        iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole")
+    )
+    cfn_role = role.node.default_child
+    assert isinstance(cfn_role, cdk.CfnResource)
+    acknowledge(
+        cfn_role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+        "AWSLambdaVPCAccessExecutionRole]",
+        "A function in a VPC needs to create and delete its network interfaces; AWS maintains "
+        "this policy for exactly that and the EC2 actions take no narrower resource.",
+    )
