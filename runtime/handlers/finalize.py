@@ -138,11 +138,17 @@ def finalize(
     store.put_json(settings.staging_bucket, key, result)
     if plan is not None:
         ledger.finish_job(job_id, run_id, result["status"])
+    return _answer(result, f"s3://{settings.staging_bucket}/{key}")
+
+
+def _answer(result: dict[str, Any], report_uri: str) -> dict[str, Any]:
+    """What Finalize returns to the state machine: the status, the report and its location."""
     err = result["error"]
+    graph = result.get("graph")
     return {
         "status": result["status"],
-        "jobId": job_id,
-        "reportUri": f"s3://{settings.staging_bucket}/{key}",
+        "jobId": result["jobId"],
+        "reportUri": report_uri,
         "report": result,
         "error": err["type"] if err else None,
         "cause": f"{err['type']} in {err['where']}: {err['message']}" if err else "",

@@ -29,7 +29,7 @@ def iter_shard_lines(chunks: Iterable[bytes], *, read_from: int, start: int, end
     the previous shard's last line (if byte `start - 1` is itself "\\n", the line at `start` is
     ours). A last line without "\\n" is a line. Memory stays within one chunk plus the longest line.
 
-    Long on purpose: one generator over the chunk loop, the worker's hottest path (every byte of a
+    Kept whole: one generator over the chunk loop, the worker's hottest path (every byte of a
     shard passes here); helpers per line or chunk would add a call per line for no clarity.
     """
     if start > 0 and not 0 <= read_from <= start - 1:
