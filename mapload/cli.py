@@ -12,8 +12,7 @@ from boto3.exceptions import Boto3Error
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mapload import sample
-
-REGION_HELP = "AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1)"
+from mapload.arguments import add_job_arguments, add_region_argument
 
 
 def _run_local(args: argparse.Namespace) -> int:
@@ -119,11 +118,9 @@ def _add_run_local(sub: Any) -> None:
         ),
     )
     run.add_argument("file", help="the file to load (CSV, JSON Lines, N-Quads or N-Triples)")
-    run.add_argument("--spec", required=True, help="execution input as JSON, without 'source'")
+    add_job_arguments(run, env_help="which environment's settings to use (default: dev)", env_default="dev")
     run.add_argument("--report", required=True, help="where to write the run report (JSON)")
-    run.add_argument("--env", default="dev", help="which environment's settings to use (default: dev)")
     run.add_argument("--quiet", action="store_true", help="no progress line")
-    run.add_argument("--region", help=REGION_HELP)
     run.add_argument(
         "--graph-store",
         metavar="DIR",
@@ -162,7 +159,7 @@ def _add_upload(sub: Any) -> None:
         "--ledger-table", help="ledger table name (default: the stack's, or mapload-local-ledger)"
     )
     up.add_argument("--quiet", action="store_true", help="no progress bar")
-    up.add_argument("--region", help=REGION_HELP)
+    add_region_argument(up)
     up.set_defaults(func=_upload)
 
 

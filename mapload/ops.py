@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from botocore.exceptions import ClientError
 
+from mapload.arguments import DEPLOYED_ENV_HELP, DEPLOYED_REGION_HELP, add_job_arguments, add_region_argument
 from mapload.environment import Clients, Environment, OpsError, describe_environment, target_key
 from mapload.progress import ProgressBar, map_run_progress, progress_line, watch
 from mapload.reports import job_report, reconciliation_problems, summary
@@ -189,9 +190,7 @@ def add_commands(sub: Any) -> None:
         ),
     )
     run.add_argument("source", help="a local file (uploaded first) or s3://bucket/key (or prefix/)")
-    run.add_argument("--env", required=True, help="the deployed environment (stacks Mapload-<env>-*)")
-    run.add_argument("--spec", required=True, help="execution input as JSON, without 'source'")
-    run.add_argument("--region", help="AWS region (default: the standard AWS settings)")
+    add_job_arguments(run, env_help=DEPLOYED_ENV_HELP, region_help=DEPLOYED_REGION_HELP)
     run.add_argument(
         "--key-prefix", default=DEFAULT_KEY_PREFIX, help="where a local file goes in the source bucket"
     )
@@ -206,6 +205,6 @@ def add_commands(sub: Any) -> None:
         description="Show one execution's progress or report, or list the latest executions.",
     )
     show.add_argument("execution", nargs="?", help="execution name or ARN (default: the latest)")
-    show.add_argument("--env", required=True, help="the deployed environment (stacks Mapload-<env>-*)")
-    show.add_argument("--region", help="AWS region (default: the standard AWS settings)")
+    show.add_argument("--env", required=True, help=DEPLOYED_ENV_HELP)
+    add_region_argument(show, DEPLOYED_REGION_HELP)
     show.set_defaults(func=_status_command)
