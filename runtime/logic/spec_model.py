@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
-from pydantic.json_schema import JsonSchemaValue
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from logic import polling
@@ -106,6 +106,31 @@ class Checked:
         self, schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         return {**handler(schema), "pattern": self.pattern}
+
+
+class _NotNull:
+    """An Optional field whose None means absent: the input may leave it out but not give null."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(_not_null, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        branches = [branch for branch in generated.get("anyOf", ()) if branch != {"type": "null"}]
+        return branches[0] if len(branches) == 1 else generated
+
+
+def _not_null(value: object) -> object:
+    if value is None:
+        raise ValueError("must not be null (leave the field out instead)")
+    return value
+
+
+# Absent is None; null is refused (the schema has no default for it, and no null).
+ABSENT: Any = Field(default=None, json_schema_extra=lambda schema: schema.pop("default", None))
+NotNull = _NotNull()
 
 
 def matches(pattern: str, message: Callable[[object], str]) -> Checked:
@@ -425,7 +450,7 @@ class Statement(Model):
     subject: Subject
     predicate: Predicate
     object: Object
-    graph: Predicate | None = None
+    graph: Predicate | None = None  # null: no graph name, as when absent
 
 
 class GraphOptions(Model):
@@ -439,8 +464,8 @@ class GraphOptions(Model):
     queue_request: bool = True
     update_single_cardinality_properties: bool = False
     dependencies: list[LoadId] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
-    poll_seconds: Annotated[int, WholeNumber, Field(ge=1, le=MAX_POLL_SECONDS)] = 30
-    timeout_minutes: Annotated[int, WholeNumber, Field(ge=1, le=MAX_TIMEOUT_MINUTES)] = 720
+    poll_seconds: Annotated[int, WholeNumber] = Field(default=30, ge=1, le=MAX_POLL_SECONDS)
+    timeout_minutes: Annotated[int, WholeNumber] = Field(default=720, ge=1, le=MAX_TIMEOUT_MINUTES)
 
     @model_validator(mode="after")
     def _polls_fit_the_history(self) -> GraphOptions:
@@ -525,8 +550,8 @@ _NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["
 class RecordInput(Common):
     """CSV or JSON Lines records: to DynamoDB items, graph statements, or both."""
 
-    dynamodb: DynamoDbTarget | None = None
-    graph: RecordGraph | None = None
+    dynamodb: Annotated[DynamoDbTarget | None, NotNull] = ABSENT
+    graph: Annotated[RecordGraph | None, NotNull] = ABSENT
 
     @model_validator(mode="after")
     def _has_a_target(self) -> RecordInput:
@@ -577,3 +602,37 @@ Input = Annotated[
     Annotated[CsvInput, Tag("csv")] | Annotated[JsonlInput, Tag("jsonl")] | Annotated[RdfInput, Tag("rdf")],
     Discriminator(_format, custom_error_type="spec_format", custom_error_message="format"),
 ]
+
+
+SCHEMA_ID = "https://mapload.example/schemas/input.schema.json"
+
+
+class _Untitled(GenerateJsonSchema):
+    """pydantic's generated titles ("Shardsizemib") say less than the field names: leave them out."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def json_schema() -> dict[str, Any]:
+    """The published JSON Schema (Draft 2020-12) of the input, generated from the models above."""
+    from pydantic import TypeAdapter
+
+    generated = TypeAdapter(Input).json_schema(mode="validation", schema_generator=_Untitled)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "mapload execution input, version 1",
+        "description": " ".join(
+            (
+                "What a Step Functions execution of the mapload state machine takes as input.",
+                "Generated from runtime/logic/spec_model.py (make schemas); do not edit.",
+                "Rules that depend on the deployment or the data are checked by the loader only:",
+                "dynamodb.key must name exactly the target table's key attributes,",
+                "no attribute may be named like a key attribute, jobId defaults to the execution name,",
+                "templates may only name columns of the CSV header,",
+                "and graph.timeoutMinutes at graph.pollSeconds must fit the execution history.",
+            )
+        ),
+        **generated,
+    }
