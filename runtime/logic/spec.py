@@ -456,14 +456,21 @@ def _graph(given: model.RecordGraph | model.RdfGraph) -> GraphTarget:
     )
 
 
-def _term(given: str | model.IriNode | model.BlankNode | model.LiteralTerm) -> Term:
+def _term(
+    given: str
+    | model.IriNode
+    | model.BlankNode
+    | model.OptionalIri
+    | model.OptionalBlank
+    | model.LiteralTerm,
+) -> Term:
     """A validated term; its templates split (they were checked, so splitting cannot fail)."""
     if isinstance(given, str):
         return Term("iri", _template(given))
-    optional = getattr(given, "optional", False)
-    if isinstance(given, model.IriNode):
+    optional = given.optional
+    if isinstance(given, model.IriNode | model.OptionalIri):
         return Term("iri", _template(given.iri), optional=optional)
-    if isinstance(given, model.BlankNode):
+    if isinstance(given, model.BlankNode | model.OptionalBlank):
         return Term("blank", _template(given.blank), optional=optional)
     datatype = given.datatype
     if datatype is not None and re.fullmatch(r"xsd:[A-Za-z]+", datatype):

@@ -48,8 +48,8 @@ MAX_CONCURRENCY = 10000
 # increase first; the bound only catches a misplaced digit.
 MAX_WRITE_UNITS_PER_SECOND = 10_000_000
 MAX_DEPENDENCIES = 64  # the loader's queue length
-MAX_POLL_SECONDS = 3600
-MAX_TIMEOUT_MINUTES = 525_600
+MAX_POLL_SECONDS = polling.MAX_WAIT_SECONDS  # a poll never waits longer than an hour anyway
+MAX_TIMEOUT_MINUTES = 525_600  # a year
 
 # The end of the string in both ECMA-262 and Python `re` (no multiline flag in either).
 END = r"(?![\s\S])"
@@ -129,7 +129,7 @@ def _not_null(value: object) -> object:
 
 
 # Absent is None; null is refused (the schema has no default for it, and no null).
-ABSENT: Any = Field(default=None, json_schema_extra=lambda schema: schema.pop("default", None))
+ABSENT: Any = Field(default=None, json_schema_extra=lambda schema: _no_default(schema))
 NotNull = _NotNull()
 
 
@@ -390,19 +390,35 @@ class DynamoDbTarget(Model):
     )
 
 
+def _not_optional(value: object) -> object:
+    if value is not False:
+        raise ValueError(f"only the object of a statement may be optional, got {kind(value)}")
+    return value
+
+
+# A subject, predicate or graph name is never optional: `"optional": false` is all it may say.
+NeverOptional = Annotated[Literal[False], BeforeValidator(_not_optional)]
+
+
 class IriNode(Model):
     iri: IriTemplateText
+    optional: NeverOptional = False
 
 
 class BlankNode(Model):
     blank: KeyTemplateText
+    optional: NeverOptional = False
 
 
-class OptionalIri(IriNode):
+class OptionalIri(Model):
+    """An object's IRI; optional: the statement is left out when a field it names is empty."""
+
+    iri: IriTemplateText
     optional: bool = False
 
 
-class OptionalBlank(BlankNode):
+class OptionalBlank(Model):
+    blank: KeyTemplateText
     optional: bool = False
 
 

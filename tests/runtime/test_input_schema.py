@@ -114,7 +114,7 @@ DRIFT: list[tuple[dict[str, Any], str]] = [
         "graph.statements[0].subject.optional",
     ),
     (
-        _with(GRAPH_CSV, "graph.statements.0.subject", {"blank": "b{id}", "optional": False}),
+        _with(GRAPH_CSV, "graph.statements.0.subject", {"blank": "b{id}", "optional": True}),
         "graph.statements[0].subject.optional",
     ),
     (_with(NQUADS, "graph", {"statements": [STATEMENT]}), "graph.statements"),
@@ -145,7 +145,17 @@ def test_the_schema_and_parse_spec_both_refuse_what_once_drifted(raw: dict[str, 
     assert "\n" not in str(caught.value).replace("\\n", "")
 
 
-@pytest.mark.parametrize("raw", [CSV, GRAPH_CSV, NQUADS, _with(NQUADS, "graph", {"statements": []})])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        CSV,
+        GRAPH_CSV,
+        NQUADS,
+        _with(NQUADS, "graph", {"statements": []}),
+        _with(GRAPH_CSV, "graph.statements.0.subject", {"iri": "http://example.org/{id}", "optional": False}),
+        _with(GRAPH_CSV, "graph.statements.0.object", {"iri": "http://example.org/{id}", "optional": True}),
+    ],
+)
 def test_the_schema_and_parse_spec_both_accept_the_seeds(raw: dict[str, Any]) -> None:
     assert VALIDATOR.is_valid(raw)
     parse(raw)
