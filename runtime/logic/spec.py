@@ -279,13 +279,13 @@ def references(spec: JobSpec) -> Iterator[tuple[str, str]]:
         return
     for key in spec.dynamodb.key:
         for name in key.template.fields:
-            yield f"dynamodb.key.{key.name}", name
+            yield f"dynamodb.key.{_name(key.name)}", name
     for attribute in spec.dynamodb.attributes:
         if attribute.template is not None:
             for name in attribute.template.fields:
-                yield f"dynamodb.attributes.{attribute.name}", name
+                yield f"dynamodb.attributes.{_name(attribute.name)}", name
         elif attribute.field is not None:
-            yield f"dynamodb.attributes.{attribute.name}.field", attribute.field
+            yield f"dynamodb.attributes.{_name(attribute.name)}.field", attribute.field
 
 
 def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
@@ -406,12 +406,12 @@ def _dynamodb(
             hint = difflib.get_close_matches(name, key_names, n=1, cutoff=0.6)
             suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
             raise InputValidationError(
-                f"dynamodb.key.{name}",
+                f"dynamodb.key.{_name(name)}",
                 f"not a key attribute of the table{suggestion}; its key is {described}",
             )
     keys = []
     for name, kind in key_schema:
-        path = f"dynamodb.key.{name}"
+        path = f"dynamodb.key.{_name(name)}"
         if name not in given.key:
             raise InputValidationError(
                 path, f"missing: give a template for each key attribute of the table: {described}"
@@ -421,7 +421,7 @@ def _dynamodb(
         return DynamoDbTarget(key=tuple(keys), copy_all=True)
     attributes = []
     for name, value in given.attributes.items():
-        path = f"dynamodb.attributes.{name}"
+        path = f"dynamodb.attributes.{_name(name)}"
         if name in key_names:
             raise InputValidationError(
                 path, "is a key attribute of the table; key attributes are filled from dynamodb.key"
@@ -560,5 +560,11 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
 def _path(loc: Sequence[str | int]) -> str:
     path = ""
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+        path += f"[{part}]" if isinstance(part, int) else f".{_name(part)}" if path else _name(part)
     return path or "$"
+
+
+def _name(name: str) -> str:
+    """A name as a path part: quoted when it holds a newline or other unprintable character, so
+    the error stays one line."""
+    return name if name.isprintable() else repr(name)

@@ -190,6 +190,14 @@ def _strategy(text: str) -> st.SearchStrategy[Any]:
     return from_schema({**node, "$defs": SCHEMA["$defs"]})
 
 
+def test_a_name_with_a_newline_is_quoted_so_the_error_stays_one_line() -> None:
+    raw = _with(CSV, "dynamodb.attributes", {"a\nb": {"field": "a\nb", "type": "X"}})
+    with pytest.raises(InputValidationError) as caught:
+        parse(raw)
+    assert caught.value.field == "dynamodb.attributes.'a\\nb'.type"
+    assert "\n" not in str(caught.value)
+
+
 def _semantic_or_accepted(raw: Any) -> None:
     try:
         parse(raw)
