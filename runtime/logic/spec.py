@@ -266,7 +266,9 @@ def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:
     for path, name in [*references(spec), *graph_references(spec)]:
         if name not in known:
             hint = difflib.get_close_matches(name, list(columns), n=1, cutoff=0.6)
-            shown = ", ".join(list(columns)[:20]) + (", ..." if len(columns) > 20 else "")
+            shown = ", ".join(_name(column) for column in list(columns)[:20]) + (
+                ", ..." if len(columns) > 20 else ""
+            )
             suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
             raise InputValidationError(
                 path, f"names field {name!r}, which is not a column{suggestion}; columns: {shown}"

@@ -198,6 +198,13 @@ def test_a_name_with_a_newline_is_quoted_so_the_error_stays_one_line() -> None:
     assert "\n" not in str(caught.value)
 
 
+def test_columns_with_a_newline_are_quoted_so_the_error_stays_one_line() -> None:
+    raw = _with(CSV, "csv", {"header": False, "columns": ["#\n", "n"]})
+    with pytest.raises(InputValidationError, match="not a column") as caught:
+        parse(raw)
+    assert "\n" not in str(caught.value)
+
+
 def _semantic_or_accepted(raw: Any) -> None:
     try:
         parse(raw)
@@ -282,11 +289,11 @@ def _mutated(draw: st.DrawFn) -> dict[str, Any]:
             node = draw(st.sampled_from(children))[1]
         key = draw(NAMES) if isinstance(node, dict) else draw(st.integers(0, max(0, len(node) - 1)))
         if isinstance(node, list) and not node:
-            node.append(draw(TRICKY))
+            node.append(copy.deepcopy(draw(TRICKY)))  # TRICKY shares STATEMENT: never mutate it
         elif isinstance(node, dict) and key in node and draw(st.booleans()):
             del node[key]
         else:
-            node[key] = draw(TRICKY)
+            node[key] = copy.deepcopy(draw(TRICKY))
     return raw
 
 
