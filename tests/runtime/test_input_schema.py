@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+import shutil
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -95,6 +98,83 @@ CSV = {
 }
 GRAPH_CSV = {"source": "s3://source-bucket/in.csv", "format": "csv", "graph": {"statements": [STATEMENT]}}
 NQUADS = {"source": "s3://source-bucket/in.nq", "format": "nquads"}
+
+
+def _patterns(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["pattern"]} if isinstance(node.get("pattern"), str) else set()
+        return found.union(*(_patterns(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_patterns(value) for value in node))
+    return set()
+
+
+PROBES = [
+    *(
+        "",
+        "a",
+        "\n",
+        "a\n",
+        "a\r",
+        "\u2028",
+        "job-1",
+        "job-1\n",
+        "#",
+        "#\n",
+        ",",
+        ";\n",
+        '"',
+        "en-GB",
+        "en\n",
+    ),
+    *(
+        "s3://bucket",
+        "s3://bucket\n",
+        "s3://bucket/k\n",
+        "s3://Bucket/k",
+        "http://e.org/{a}",
+        "http://e.org/{a}\n",
+    ),
+    *(
+        "http://e.org/{{a}}",
+        "{a}",
+        "{a}\n",
+        "{{",
+        "}",
+        "xsd:int",
+        "xsd:int\n",
+        "load-1",
+        "load-1\n",
+        "a b",
+        "\U0001f600",
+    ),
+]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node (the CDK CLI's runtime) is not installed")
+def test_every_pattern_matches_the_same_strings_in_python_and_ecma_262() -> None:
+    # JSON Schema patterns are ECMA-262 regexes (ajv compiles them with the "u" flag); Python's
+    # jsonschema and the loader run them with re.search. Both must agree, e.g. on a final "\n".
+    patterns = sorted(_patterns(SCHEMA))
+    script = (
+        "const [patterns, probes] = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "console.log(JSON.stringify(patterns.map(p => [new RegExp(p, 'u'), new RegExp(p)]"
+        ".map(r => probes.map(s => r.test(s))))));"
+    )
+    out = subprocess.run(
+        ["node", "-e", script],
+        input=json.dumps([patterns, PROBES]),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    bmp = [all(ord(c) <= 0xFFFF for c in probe) for probe in PROBES]  # without "u" a 😀 is 2 units
+    for pattern, (unicode, plain) in zip(patterns, json.loads(out.stdout), strict=True):
+        python = [re.search(pattern, probe) is not None for probe in PROBES]
+        assert unicode == python, pattern
+        assert [p for p, b in zip(plain, bmp, strict=True) if b] == [
+            p for p, b in zip(python, bmp, strict=True) if b
+        ]
 
 
 def _with(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
