@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit scan synth deploy clean bench-upload bench bench-graph
+.PHONY: setup demo test lint typecheck unit scan synth deploy clean bench-upload bench bench-graph schemas
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -47,6 +47,10 @@ bench: $(VENV)/.bench-installed
 $(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt constraints.txt
 	$(BIN)/python -m pip install --quiet -r requirements-bench.txt -c constraints.txt
 	touch $@
+
+# schemas/input.schema.json from the input's pydantic models (a test fails when it is stale).
+schemas: setup
+	$(BIN)/python scripts/input_schema.py
 
 lint: setup
 	$(BIN)/ruff check .

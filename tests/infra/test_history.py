@@ -3,6 +3,8 @@ sees): the worst case is computed from the synthesized definition for the larges
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +20,11 @@ pytestmark = pytest.mark.infra
 # The graph poll loop: the states a pending load goes round.
 POLL_LOOP = ("GraphWait", "PollGraphLoad", "GraphLoaded")
 # The largest inputs the spec allows (schemas/input.schema.json's bounds).
-LARGEST_TIMEOUT_MINUTES, SMALLEST_POLL_SECONDS = 525_600, 1
+_GRAPH = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "input.schema.json").read_text())[
+    "$defs"
+]["RdfGraph"]["properties"]
+LARGEST_TIMEOUT_MINUTES = _GRAPH["timeoutMinutes"]["maximum"]
+SMALLEST_POLL_SECONDS = _GRAPH["pollSeconds"]["minimum"]
 
 
 def state_events(state: dict[str, Any]) -> int:

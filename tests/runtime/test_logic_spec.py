@@ -350,6 +350,7 @@ SCHEMA_GOOD: list[dict[str, Any]] = [
 # What only parse_spec can judge: the deployment's table key, and columns named by the spec.
 SCHEMA_CANNOT_JUDGE = {
     ("dynamodb.key.sk", "missing"),
+    ("dynamodb.key.sort", "not a key attribute"),
     ("dynamodb.attributes.pk", "key attribute"),
     ("dynamodb.attributes.latitude.field", "not a column"),
 }

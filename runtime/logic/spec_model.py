@@ -1,0 +1,654 @@
+"""The execution input (version 1) as pydantic models: the one definition of its shape.
+
+schemas/input.schema.json is generated from these models (`make schemas`); logic.spec turns a
+validated model into the normalized JobSpec and runs the checks no schema can state (the table's
+key, columns named by templates, the poll budget). A rule the schema states is written here once:
+a constraint, a regex pattern (exact in ECMA-262 and Python `re`: ends are `(?![\\s\\S])`, since
+Python's `$` also matches before a trailing newline), or a cross-field rule with its schema form.
+Checks that raise ValueError name no field: pydantic's location of the error names it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    Tag,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+
+from logic import polling
+
+VERSION = 1
+FORMATS = ("csv", "jsonl", "nquads", "ntriples")
+# Formats whose lines are RDF statements: they go to the graph target only.
+RDF_FORMATS = ("nquads", "ntriples")
+PARALLELISM = ("LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE")
+ATTRIBUTE_TYPES = ("S", "N", "BOOL")
+COPY_ALL = "*"
+MAX_SHARD_SIZE_MIB = 10240
+# The Distributed Map's own limit (tests/contract ties it to stacks.config.MAX_MAP_CONCURRENCY).
+MAX_CONCURRENCY = 10000
+# A job-wide write budget above DynamoDB's default per-table quota (40,000 WCU) needs a quota
+# increase first; the bound only catches a misplaced digit.
+MAX_WRITE_UNITS_PER_SECOND = 10_000_000
+MAX_DEPENDENCIES = 64  # the loader's queue length
+MAX_POLL_SECONDS = polling.MAX_WAIT_SECONDS  # a poll never waits longer than an hour anyway
+MAX_TIMEOUT_MINUTES = 525_600  # a year
+
+# The end of the string in both ECMA-262 and Python `re` (no multiline flag in either).
+END = r"(?![\s\S])"
+JOB_ID_PATTERN = r"^[A-Za-z0-9._-]{1,80}" + END
+# Bucket naming rules (3-63 characters of lowercase letters, digits, dots and hyphens, starting
+# and ending with a letter or digit); the key is anything, including nothing (a prefix).
+S3_URI_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/([\s\S]*))?" + END
+_FIELD = r"\{[^{}]+\}"
+TEMPLATE_PATTERN = r"^(?:[^{}]|\{\{|\}\}|" + _FIELD + ")*" + END
+# An absolute IRI: a scheme first; literal parts hold no character an IRI cannot (nor braces).
+IRI_TEMPLATE_PATTERN = r'^[A-Za-z][A-Za-z0-9+.-]*:(?:[^{}\u0000-\u0020<>"|\\^`]|' + _FIELD + ")*" + END
+IRI_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*:"
+DATATYPE_PATTERN = r'^(?:xsd:[A-Za-z]+|[A-Za-z][A-Za-z0-9+.-]*:[^\s<>"{}|\\^`]+)' + END
+LANGUAGE_PATTERN = r"^[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*" + END
+LOAD_ID_PATTERN = r"^[A-Za-z0-9-]{1,64}" + END
+DELIMITER_PATTERN = r'^[^\n\r"]' + END
+COMMENT_PATTERN = r"^[^\n\r]+" + END
+
+
+def kind(value: object) -> str:
+    """How an unexpected JSON value is named in an error."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    if isinstance(value, int | float):
+        return f"number {value!r}"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return type(value).__name__
+
+
+def fail(message: str, *at: str | int) -> PydanticCustomError:
+    """An error `message` at the validated value's location, plus `at` (e.g. a sub-field)."""
+    return PydanticCustomError("spec", "{message}", {"message": message, "at": at})
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A string that `check` accepts (it raises ValueError naming what is wrong); the schema states
+    `pattern`, which accepts exactly the same strings (tests/runtime/test_input_schema.py)."""
+
+    pattern: str
+    check: Callable[[object], object]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "pattern": self.pattern}
+
+
+class _NotNull:
+    """An Optional field whose None means absent: the input may leave it out but not give null."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(_not_null, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        branches = [branch for branch in generated.get("anyOf", ()) if branch != {"type": "null"}]
+        return branches[0] if len(branches) == 1 else generated
+
+
+def _not_null(value: object) -> object:
+    if value is None:
+        raise ValueError("must not be null (leave the field out instead)")
+    return value
+
+
+# Absent is None; null is refused (the schema has no default for it, and no null).
+ABSENT: Any = Field(default=None, json_schema_extra=lambda schema: _no_default(schema))
+NotNull = _NotNull()
+
+
+def matches(pattern: str, message: Callable[[object], str]) -> Checked:
+    """A string matching `pattern` (run with `re.search`, as Python's jsonschema does)."""
+    compiled = re.compile(pattern)
+
+    def check(value: object) -> object:
+        if not isinstance(value, str) or compiled.search(value) is None:
+            raise ValueError(message(value))
+        return value
+
+    return Checked(pattern, check)
+
+
+def split_template(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`{field}` template -> (literals, fields); `{{`/`}}` are literal braces. Raises ValueError.
+
+    Rendering is `literals[0] + value(fields[0]) + literals[1] + ... + literals[-1]`.
+    """
+    literals: list[str] = []
+    fields: list[str] = []
+    buf: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "{}" and text.startswith(c * 2, i):
+            buf.append(c)
+            i += 2
+        elif c == "{":
+            close = text.find("}", i + 1)
+            name = text[i + 1 : close]
+            if close < 0 or "{" in name:
+                raise ValueError(
+                    f"unclosed '{{' at position {i} in {text!r} (write '{{{{' for a literal brace)"
+                )
+            if not name:
+                raise ValueError(f"empty field name '{{}}' at position {i} in {text!r}")
+            literals.append("".join(buf))
+            buf = []
+            fields.append(name)
+            i = close + 1
+        elif c == "}":
+            raise ValueError(f"unmatched '}}' at position {i} in {text!r} (write '}}}}' for a literal brace)")
+        else:
+            buf.append(c)
+            i += 1
+    literals.append("".join(buf))
+    return tuple(literals), tuple(fields)
+
+
+def template_check(*, allow_empty: bool, iri: bool = False) -> Callable[[object], object]:
+    def check(value: object) -> object:
+        if not isinstance(value, str):
+            raise ValueError(f'must be a template string like "ITEM#{{id}}", got {kind(value)}')
+        if not value and not allow_empty:
+            raise ValueError("must not be empty")
+        literals, _ = split_template(value)
+        if iri:
+            check_iri_literals(value, literals)
+        return value
+
+    return check
+
+
+def check_iri_literals(text: str, literals: tuple[str, ...]) -> None:
+    """An IRI template starts with a scheme, and its literal parts hold no character an IRI cannot."""
+    if not re.match(IRI_SCHEME, literals[0]):
+        raise ValueError(
+            f"an IRI template must start with a scheme such as http://example.org/, got {text!r}"
+        )
+    for literal in literals:
+        bad = re.search(r'[\x00-\x20<>"{}|\\^`]', literal)
+        if bad:
+            raise ValueError(f"{bad.group()!r} may not appear in an IRI (in {text!r})")
+
+
+TemplateText = Annotated[str, Checked(TEMPLATE_PATTERN, template_check(allow_empty=True))]
+KeyTemplateText = Annotated[
+    str, Field(min_length=1), Checked(TEMPLATE_PATTERN, template_check(allow_empty=False))
+]
+IriTemplateText = Annotated[str, Checked(IRI_TEMPLATE_PATTERN, template_check(allow_empty=False, iri=True))]
+
+
+def _whole_number(value: object) -> object:
+    if isinstance(value, float) and not isinstance(value, bool):
+        if not value.is_integer():
+            raise ValueError(f"must be a whole number, got {value!r}")
+        return int(value)
+    return value
+
+
+def _version(value: object) -> object:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == VERSION:
+        return VERSION
+    raise ValueError(f"unsupported version {value!r}; this loader reads version {VERSION}")
+
+
+def s3_uri_message(value: object) -> str:
+    if not isinstance(value, str):
+        return f"must be a string like s3://bucket/key, got {kind(value)}"
+    if not value.startswith("s3://"):
+        return f"must start with s3:// (s3://bucket/key or s3://bucket/prefix/), got {value!r}"
+    bucket = value[5:].split("/", 1)[0]
+    return (
+        f"{bucket!r} is not a valid bucket name (3-63 lowercase letters, digits, dots and hyphens, "
+        "starting and ending with a letter or digit)"
+    )
+
+
+def _delimiter_message(value: object) -> str:
+    if not isinstance(value, str) or len(value) != 1:
+        return f"must be one character, got {value!r}"
+    return f"{value!r} cannot be a delimiter (newlines and '\"' have other meanings)"
+
+
+WholeNumber = BeforeValidator(_whole_number)
+S3Uri = Annotated[str, matches(S3_URI_PATTERN, s3_uri_message)]
+JobId = Annotated[
+    str, matches(JOB_ID_PATTERN, lambda v: f"must be 1-80 letters, digits, '.', '_' or '-', got {v!r}")
+]
+Delimiter = Annotated[str, matches(DELIMITER_PATTERN, _delimiter_message)]
+Comment = Annotated[
+    str,
+    matches(COMMENT_PATTERN, lambda v: f"must be null or a non-empty one-line prefix like '#', got {v!r}"),
+]
+LoadId = Annotated[str, matches(LOAD_ID_PATTERN, lambda v: f"must be a loader load id, got {v!r}")]
+Datatype = Annotated[
+    str, matches(DATATYPE_PATTERN, lambda v: f"must be an absolute IRI or xsd:NAME, got {v!r}")
+]
+Language = Annotated[
+    str, matches(LANGUAGE_PATTERN, lambda v: f"must be a language tag like en or en-GB, got {v!r}")
+]
+
+
+def _unknown_field(name: str, allowed: list[str]) -> str:
+    hint = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+    suggestion = f"did you mean {hint[0]!r}?" if hint else f"allowed: {', '.join(allowed)}"
+    return f"unknown field {name!r} ({suggestion})"
+
+
+class Model(BaseModel):
+    """A JSON object of the input: strict JSON types, unknown fields are errors."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, alias_generator=to_camel, allow_inf_nan=False
+    )
+    # Fields another form of the input has, and why they are refused here ({format} is filled in).
+    refused: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            allowed = [field.alias or name for name, field in cls.model_fields.items()]
+            for name in data:
+                if name not in allowed:
+                    why = cls.refused.get(name)
+                    message = (
+                        why.format(format=data.get("format")) if why else _unknown_field(str(name), allowed)
+                    )
+                    raise fail(message, str(name))
+        return data
+
+
+def _shape(choose: Callable[[Any], str | None], shape: str) -> Discriminator:
+    return Discriminator(choose, custom_error_type="spec_shape", custom_error_message=f"must be {shape}")
+
+
+def _term_shape(*kinds: str) -> Discriminator:
+    """A term: an IRI template string, or an object with exactly one of `kinds`."""
+
+    def choose(value: Any) -> str | None:
+        if isinstance(value, str):
+            return "~text"
+        given = [kind for kind in kinds if isinstance(value, Mapping) and kind in value]
+        return f"~{given[0]}" if len(given) == 1 else None
+
+    return _shape(choose, f"an IRI template or an object with exactly one of: {', '.join(kinds)}")
+
+
+class CsvOptions(Model):
+    """How CSV lines split into fields."""
+
+    header: bool = Field(
+        default=True, description="The first line (after blank and comment lines) names the columns."
+    )
+    delimiter: Delimiter = Field(default=",", description="One character between fields.")
+    columns: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = Field(
+        default=None,
+        description="Column names in order; required when header is false, not allowed when it is true.",
+        json_schema_extra={"uniqueItems": True},
+    )
+    comment: Comment | None = Field(default=None, description="Lines starting with this prefix are skipped.")
+    model_config = ConfigDict(
+        title="CsvOptions",
+        json_schema_extra={
+            "if": {"required": ["header"], "properties": {"header": {"const": False}}},
+            "then": {"required": ["columns"], "properties": {"columns": {"type": "array"}}},
+            "else": {"properties": {"columns": {"type": "null"}}},
+        },
+    )
+
+    @model_validator(mode="after")
+    def _columns_follow_header(self) -> CsvOptions:
+        if self.header and self.columns is not None:
+            raise fail("only allowed when csv.header is false (the header line names the columns)", "columns")
+        if not self.header and self.columns is None:
+            raise fail("required when csv.header is false: list the column names in order", "columns")
+        seen: set[str] = set()
+        for index, name in enumerate(self.columns or ()):
+            if name in seen:
+                raise fail(f"duplicate column name {name!r}", "columns", index)
+            seen.add(name)
+        return self
+
+
+class TypedField(Model):
+    """One field copied as S, N or BOOL; an optional attribute is left out when the field is missing,
+    null or empty."""
+
+    field: str = Field(min_length=1)
+    type: Literal["S", "N", "BOOL"] = "S"
+    optional: bool = False
+
+
+AttributeValue = Annotated[
+    Annotated[TemplateText, Tag("~text")] | Annotated[TypedField, Tag("~field")],
+    _shape(
+        lambda v: "~text" if isinstance(v, str) else "~field" if isinstance(v, Mapping) else None,
+        'a template string or {"field": ..., "type": "S"|"N"|"BOOL", "optional": false}',
+    ),
+]
+
+
+def _attributes_shape(value: Any) -> str | None:
+    if value == COPY_ALL:
+        return "~all"
+    return "~map" if isinstance(value, Mapping) else None
+
+
+class DynamoDbTarget(Model):
+    """How a record becomes a DynamoDB item."""
+
+    key: dict[str, KeyTemplateText] = Field(
+        description="A template for each key attribute of the target table (and no other).",
+        examples=[{"pk": "POSTCODE#{postcode}", "sk": "LOCATION"}],
+    )
+    attributes: Annotated[
+        Annotated[Literal["*"], Tag("~all")]
+        | Annotated[dict[Annotated[str, Field(min_length=1)], AttributeValue], Tag("~map")],
+        _shape(_attributes_shape, 'an object of attributes or "*" (copy every field)'),
+    ] = Field(
+        default_factory=dict,
+        description="The other attributes: a template string (type S) or a typed field per attribute name; "
+        'or "*" to copy every field (CSV as strings, JSON Lines keeping JSON types). '
+        "Absent: items hold the key attributes alone.",
+    )
+
+
+def _not_optional(value: object) -> object:
+    if value is not False:
+        raise ValueError(f"only the object of a statement may be optional, got {kind(value)}")
+    return value
+
+
+# A subject, predicate or graph name is never optional: `"optional": false` is all it may say.
+NeverOptional = Annotated[Literal[False], BeforeValidator(_not_optional)]
+
+
+class IriNode(Model):
+    iri: IriTemplateText
+    optional: NeverOptional = False
+
+
+class BlankNode(Model):
+    blank: KeyTemplateText
+    optional: NeverOptional = False
+
+
+class OptionalIri(Model):
+    """An object's IRI; optional: the statement is left out when a field it names is empty."""
+
+    iri: IriTemplateText
+    optional: bool = False
+
+
+class OptionalBlank(Model):
+    blank: KeyTemplateText
+    optional: bool = False
+
+
+class LiteralTerm(Model):
+    """A literal with a datatype or a language (not both); optional: left out when its fields are empty."""
+
+    literal: TemplateText
+    datatype: Datatype | None = None
+    language: Language | None = None
+    optional: bool = False
+    model_config = ConfigDict(
+        title="Literal", json_schema_extra={"not": {"required": ["datatype", "language"]}}
+    )
+
+    @model_validator(mode="after")
+    def _datatype_or_language(self) -> LiteralTerm:
+        if self.datatype is not None and self.language is not None:
+            raise fail("a literal has a datatype or a language, not both")
+        return self
+
+
+Subject = Annotated[
+    Annotated[IriTemplateText, Tag("~text")]
+    | Annotated[IriNode, Tag("~iri")]
+    | Annotated[BlankNode, Tag("~blank")],
+    _term_shape("iri", "blank"),
+]
+Predicate = Annotated[
+    Annotated[IriTemplateText, Tag("~text")] | Annotated[IriNode, Tag("~iri")],
+    _term_shape("iri"),
+]
+Object = Annotated[
+    Annotated[IriTemplateText, Tag("~text")]
+    | Annotated[OptionalIri, Tag("~iri")]
+    | Annotated[OptionalBlank, Tag("~blank")]
+    | Annotated[LiteralTerm, Tag("~literal")],
+    _term_shape("iri", "blank", "literal"),
+]
+
+
+class Statement(Model):
+    """subject, predicate, object (and optional graph name) templates: one statement per record.
+    Only the object may be optional (a subject, predicate or graph has no `optional`)."""
+
+    subject: Subject
+    predicate: Predicate
+    object: Object
+    graph: Predicate | None = None  # null: no graph name, as when absent
+
+
+class GraphOptions(Model):
+    """The Neptune loader's settings (POST /loader) and the poll loop; defaults are Neptune's own."""
+
+    gzip: bool = Field(
+        default=False, description="stage each shard's file gzip-compressed (one text file per .gz)"
+    )
+    parallelism: Literal["LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE"] = "HIGH"
+    fail_on_error: bool = True
+    queue_request: bool = True
+    update_single_cardinality_properties: bool = False
+    dependencies: list[LoadId] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
+    poll_seconds: Annotated[int, WholeNumber] = Field(default=30, ge=1, le=MAX_POLL_SECONDS)
+    timeout_minutes: Annotated[int, WholeNumber] = Field(default=720, ge=1, le=MAX_TIMEOUT_MINUTES)
+
+    @model_validator(mode="after")
+    def _polls_fit_the_history(self) -> GraphOptions:
+        # The execution history's limit depends on the poll schedule: no schema can state it.
+        timeout, poll = self.timeout_minutes, self.poll_seconds
+        polls = polling.poll_count(timeout, poll)
+        if polls > polling.MAX_POLLS:
+            raise fail(
+                f"{timeout} minutes would poll the load {polls} times; the execution history "
+                f"({polling.HISTORY_EVENTS:,} events) allows {polling.MAX_POLLS} polls: at pollSeconds "
+                f"{poll}, at most {polling.longest_timeout_minutes(poll, timeout)} minutes",
+                "timeoutMinutes",
+            )
+        return self
+
+
+class RecordGraph(GraphOptions):
+    """The graph target of CSV/JSON Lines records: statements made from each record."""
+
+    statements: list[Statement] = Field(min_length=1)
+
+
+class RdfGraph(GraphOptions):
+    """The graph target of N-Quads/N-Triples: each line already is a statement (`[]` is allowed)."""
+
+    statements: list[Statement] = Field(default_factory=list, max_length=0)
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+class Common(Model):
+    """The fields every format has."""
+
+    version: Annotated[Literal[1], BeforeValidator(_version)] = Field(
+        default=1, description="Input format version."
+    )
+    source: S3Uri = Field(
+        description="The object (s3://bucket/key) or every object under a prefix (s3://bucket/prefix/, or "
+        "s3://bucket) to load.",
+        examples=["s3://my-source-bucket/ukpostcodes.csv", "s3://my-source-bucket/exports/2026-11/"],
+    )
+    shard_size_mib: float = Field(
+        default=64,
+        alias="shardSizeMiB",
+        gt=0,
+        le=MAX_SHARD_SIZE_MIB,
+        description="Bytes of source per shard (one Worker invocation), in MiB; fractions make small shards.",
+    )
+    max_concurrency: Annotated[int, WholeNumber] = Field(
+        default=100,
+        ge=1,
+        le=MAX_CONCURRENCY,
+        description="Shards processed at once (capped by the deployment's MAX_CONCURRENCY_CAP).",
+    )
+    max_rejected_percent: float = Field(
+        default=1,
+        ge=0,
+        le=100,
+        description="The job fails when more than this percentage of records is rejected.",
+    )
+    job_id: JobId = Field(
+        default="",  # absent: the execution name (defaults are not validated; the schema shows none)
+        description="Names the job in the ledger and the staging bucket; defaults to the execution name.",
+        json_schema_extra=_no_default,
+    )
+    dry_run: bool = Field(
+        default=False, description="Parse, map and count every record without writing to the table."
+    )
+    write_units_per_second: Annotated[float, Field(gt=0, le=MAX_WRITE_UNITS_PER_SECOND)] | None = Field(
+        default=None,
+        description="Job-wide DynamoDB write units per second, shared by the running shards (re-balanced as "
+        "shards start and finish); null: no budget, each worker backs off only when throttled.",
+    )
+
+
+_CSV_ONLY = {"csv": "only allowed when format is 'csv' (format is {format!r})"}
+_NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["graph"]}]}
+
+
+class RecordInput(Common):
+    """CSV or JSON Lines records: to DynamoDB items, graph statements, or both."""
+
+    dynamodb: Annotated[DynamoDbTarget | None, NotNull] = ABSENT
+    graph: Annotated[RecordGraph | None, NotNull] = ABSENT
+
+    @model_validator(mode="after")
+    def _has_a_target(self) -> RecordInput:
+        if self.dynamodb is None and self.graph is None:
+            raise fail(
+                'required (unless "graph" is given): {"key": {...}, "attributes": {...} or "*"}', "dynamodb"
+            )
+        return self
+
+
+class CsvInput(RecordInput):
+    format: Literal["csv"]
+    csv: CsvOptions = Field(
+        CsvOptions(),
+        description="CSV options; only with format csv. Quoted fields may not hold newlines.",
+    )
+    model_config = ConfigDict(title="CSV", json_schema_extra=_NEEDS_TARGET)
+
+
+class JsonlInput(RecordInput):
+    format: Literal["jsonl"]
+    refused = _CSV_ONLY
+    model_config = ConfigDict(title="JSON Lines", json_schema_extra=_NEEDS_TARGET)
+
+
+class RdfInput(Common):
+    """N-Quads or N-Triples lines: RDF statements, to the graph target only (`"graph": {}` is implied)."""
+
+    format: Literal["nquads", "ntriples"]
+    graph: RdfGraph = RdfGraph()
+    refused = {
+        **_CSV_ONLY,
+        "dynamodb": "not allowed with format {format!r}: RDF statements go to the graph target only",
+    }
+    model_config = ConfigDict(title="RDF")
+
+
+def _format(value: Any) -> str | None:
+    fmt = value.get("format") if isinstance(value, Mapping) else None
+    return (
+        {"csv": "csv", "jsonl": "jsonl", "nquads": "rdf", "ntriples": "rdf"}.get(fmt)
+        if isinstance(fmt, str)
+        else None
+    )
+
+
+Input = Annotated[
+    Annotated[CsvInput, Tag("csv")] | Annotated[JsonlInput, Tag("jsonl")] | Annotated[RdfInput, Tag("rdf")],
+    Discriminator(_format, custom_error_type="spec_format", custom_error_message="format"),
+]
+
+
+SCHEMA_ID = "https://mapload.example/schemas/input.schema.json"
+
+
+class _Untitled(GenerateJsonSchema):
+    """pydantic's generated titles ("Shardsizemib") say less than the field names: leave them out."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def json_schema() -> dict[str, Any]:
+    """The published JSON Schema (Draft 2020-12) of the input, generated from the models above."""
+    from pydantic import TypeAdapter
+
+    generated = TypeAdapter(Input).json_schema(mode="validation", schema_generator=_Untitled)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "mapload execution input, version 1",
+        "description": " ".join(
+            (
+                "What a Step Functions execution of the mapload state machine takes as input.",
+                "Generated from runtime/logic/spec_model.py (make schemas); do not edit.",
+                "Rules that depend on the deployment or the data are checked by the loader only:",
+                "dynamodb.key must name exactly the target table's key attributes,",
+                "no attribute may be named like a key attribute, jobId defaults to the execution name,",
+                "templates may only name columns of the CSV header,",
+                "and graph.timeoutMinutes at graph.pollSeconds must fit the execution history.",
+            )
+        ),
+        **generated,
+    }

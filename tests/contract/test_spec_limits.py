@@ -1,0 +1,37 @@
+"""The input's bounds (schemas/input.schema.json, generated from runtime/logic/spec_model.py) and
+the AWS limits stacks/config.py checks the deployment against are the same numbers.
+
+stacks/ may not import runtime code, so neither side imports the other: this test reads both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks import config
+
+pytestmark = pytest.mark.infra
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA: dict[str, Any] = json.loads((ROOT / "schemas" / "input.schema.json").read_text())
+
+
+def _properties(name: str) -> dict[str, Any]:
+    return dict(SCHEMA["$defs"][name]["properties"])
+
+
+@pytest.mark.parametrize("branch", ["CsvInput", "JsonlInput", "RdfInput"])
+def test_max_concurrency_is_the_distributed_maps_limit(branch: str) -> None:
+    # A deployment's max_concurrency_cap and an input's maxConcurrency both stop at the Map's limit.
+    assert _properties(branch)["maxConcurrency"]["maximum"] == config.MAX_MAP_CONCURRENCY
+
+
+@pytest.mark.parametrize("branch", ["CsvInput", "JsonlInput", "RdfInput"])
+def test_the_write_budget_stops_where_a_tables_capacity_does(branch: str) -> None:
+    # A job-wide budget above what any table can be given only catches a misplaced digit.
+    budget, null = _properties(branch)["writeUnitsPerSecond"]["anyOf"]
+    assert (budget["maximum"], null) == (config.MAX_TABLE_UNITS, {"type": "null"})
