@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,6 +200,10 @@ class Emulator:
         self._keyed: list[str] = []  # encrypted buckets and tables, for the IAM check
 
     def __enter__(self) -> Emulator:
+        # Everything __enter__ changes is undone by one ExitStack, last change first: a step
+        # that fails on exit does not leave the later ones (moto's patches, os.environ) undone.
+        undo = self._undo = ExitStack()
+        undo.callback(_clear_runtime_clients)
         overrides = {"AWS_DEFAULT_REGION": self.region, "AWS_REGION": self.region}
         general = os.environ.get("AWS_ENDPOINT_URL")
         for name in DATA_ENDPOINTS:  # a general endpoint serves the data services only
@@ -210,40 +214,47 @@ class Emulator:
             os.environ[name] = value
         for name in ("AWS_ENDPOINT_URL", *EMULATOR_ONLY):
             self._saved_env[name] = os.environ.pop(name, None)
+        undo.callback(self._restore_environment)
         logging.getLogger("moto").setLevel(logging.CRITICAL)  # its interpreter logs every caught error
-        self._mock.start()
         LambdaSimpleBackend.invoke = _seam  # type: ignore[method-assign]
         limits.install()  # what AWS enforces and moto's interpreter does not (mapload/limits.py)
+        undo.callback(limits.uninstall)
         moto_speed.install()  # moto's hot paths, cheap for thousands of Map children
+        undo.callback(moto_speed.uninstall)
         if self.clock is not None:
             clocks.install(self.clock)
+            undo.callback(clocks.uninstall)
+        undo.callback(self._forget_deployment)
+        self._mock.start()
+        undo.callback(self._mock.stop)
         _clear_runtime_clients()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.graph_loader is not None:
-            self.graph_loader.__exit__(None, None, None)
-            self.graph_loader = None
-        self._mock.stop()
+        with self._undo:
+            if self.graph_loader is not None:
+                self.graph_loader.__exit__(None, None, None)
+                self.graph_loader = None
+
+    def _forget_deployment(self) -> None:
+        """Drop this emulator's principals, keys and functions from the process-wide registries."""
         with iamcheck.RECORDER.lock:
             iamcheck.RECORDER.state_machines[:] = [
                 p for p in iamcheck.RECORDER.state_machines if p not in self._principals
             ]
             for arn in self._keyed:
                 iamcheck.RECORDER.keys.pop(arn, None)
-        limits.uninstall()
-        moto_speed.uninstall()
-        clocks.uninstall()
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
                 _FUNCTIONS.pop(fn.arn, None)
+
+    def _restore_environment(self) -> None:
         for name, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        _clear_runtime_clients()
 
     def client(self, service: str) -> Any:
         return boto3.client(service, region_name=self.region)

@@ -196,11 +196,14 @@ class LocalNeptuneLoader:
         http.wfile.write(data)
 
     def _start(self, raw: bytes) -> tuple[int, dict[str, Any]]:
-        request, refused = self._request(raw)
-        if refused is not None:
-            return refused
-        load = self._new_load(request)
-        self.loads[load.load_id] = load
+        # One POST at a time from the limit check to the insert: two server threads must not
+        # both pass the concurrent-load limit with the last free place.
+        with self._lock:
+            request, refused = self._request(raw)
+            if refused is not None:
+                return refused
+            load = self._new_load(request)
+            self.loads[load.load_id] = load
         self._begin(load)
         return 200, {"status": "200 OK", "payload": {"loadId": load.load_id}}
 

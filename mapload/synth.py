@@ -20,8 +20,9 @@ from mapload import ROOT
 CACHE_DIR = ROOT / ".cache" / "synth"
 # package-lock.json pins the CDK CLI; the installed libraries are hashed by version below.
 _INPUTS = ("app.py", "cdk.json", "package-lock.json")
-# The libraries that shape a template: a new version can synthesize a different one.
-_SYNTH_LIBRARIES = ("aws-cdk-lib", "constructs", "cdk-nag", "jsii")
+# The libraries that shape a template (pydantic parses the settings): a new version can
+# synthesize a different one.
+_SYNTH_LIBRARIES = ("aws-cdk-lib", "constructs", "cdk-nag", "jsii", "pydantic", "pydantic_core")
 _TREES = ("stacks", "runtime")
 # Cache entries kept (each a whole cloud assembly of a few MB: one per context and code version).
 KEEP_ENTRIES = 16

@@ -46,11 +46,11 @@ LAMBDA_UNRESERVED_MINIMUM: Final[int] = 100
 OVERRIDE_PREFIX: Final[str] = "mapload:"
 
 _ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
-_ACCOUNT = re.compile(r"^\d{12}$")
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+_ACCOUNT = re.compile(r"^[0-9]{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]+$")
 _TABLE_NAME = r"[A-Za-z0-9_.-]{3,255}"
-_TABLE_ARN = re.compile(rf"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{{12}}:table/(?P<name>{_TABLE_NAME})$")
-_KMS_KEY_ARN = r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+"
+_TABLE_ARN = re.compile(rf"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{{12}}:table/(?P<name>{_TABLE_NAME})$")
+_KMS_KEY_ARN = r"arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+"
 _BUCKET_NAME = re.compile(r"^(?!.*\.\.)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
@@ -234,7 +234,7 @@ def _coerce_int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
         return int(value)
     return None
 
@@ -442,7 +442,7 @@ class GraphConfig(Section):
     ] = 8.0
     engine_version: Annotated[
         str,
-        Matches(r"1\.\d+\.\d+\.\d+", "a Neptune engine version like 1.4.5.1", nullable=False),
+        Matches(r"1\.[0-9]+\.[0-9]+\.[0-9]+", "a Neptune engine version like 1.4.5.1", nullable=False),
         Field(alias="graph_engine_version"),
     ] = "1.4.5.1"
     # Neptune keeps automated backups 1 to 35 days.

@@ -43,7 +43,7 @@ STATE_MACHINE_LOGICAL_PREFIX: Final[str] = "ShardedLoaderStateMachine"
 BUILD_IMAGE: Final[codebuild.IBuildImage] = codebuild.LinuxBuildImage.STANDARD_7_0
 
 _CONNECTION_ARN = (
-    r"arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:\d{12}:connection/[A-Za-z0-9-]+"
+    r"arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:[0-9]{12}:connection/[A-Za-z0-9-]+"
 )
 _ENV_NAMES = r"[a-z][a-z0-9]{0,15}"
 _WHERE = "mapload.pipeline"
@@ -70,9 +70,9 @@ class PipelineConfig(Section):
     # Defaults are checked too: a required setting left out (jsii drops null values) is named.
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
-    account: Annotated[str, Required(r"\d{12}", "the 12-digit AWS account the pipeline runs in")] = ""
+    account: Annotated[str, Required(r"[0-9]{12}", "the 12-digit AWS account the pipeline runs in")] = ""
     region: Annotated[
-        str, Required(r"[a-z]{2}(-[a-z]+)+-\d+", "the AWS region the pipeline runs in, such as eu-west-2")
+        str, Required(r"[a-z]{2}(-[a-z]+)+-[0-9]+", "the AWS region the pipeline runs in, such as eu-west-2")
     ] = ""
     connection_arn: Annotated[
         str,

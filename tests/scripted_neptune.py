@@ -55,9 +55,10 @@ class ScriptedNeptuneLoader(LocalNeptuneLoader):
         self._requests_lock = threading.Lock()
 
     def wait(self, load_id: str, timeout: float = 60) -> Load:
-        """The load once it has ended (or after `timeout` s)."""
+        """The load once it has ended; TimeoutError naming it after `timeout` s."""
         load = self.loads[load_id]
-        load.done.wait(timeout)
+        if not load.done.wait(timeout):
+            raise TimeoutError(f"load {load_id} still {load.status} after {timeout:g} s")
         return load
 
     def _answer(
