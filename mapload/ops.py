@@ -36,15 +36,45 @@ def execution_name(spec: Mapping[str, Any]) -> str:
     return f"{base}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
-def check_spec(spec: Mapping[str, Any], source_uri: str, table_key: Mapping[str, str], name: str) -> None:
-    """The checks Plan makes of the execution input, here, naming the field."""
+def check_spec(
+    spec: Mapping[str, Any],
+    source_uri: str,
+    table_key: Mapping[str, str],
+    name: str,
+    local_file: Path | None = None,
+    *,
+    graph_enabled: bool = True,
+) -> None:
+    """The checks Plan makes of the execution input, here, naming the field: the spec itself
+    and, for a local plain CSV file, its header against the fields the spec names (a compressed
+    file's header is Plan's to read, after Prepare)."""
+    from logic.compression import detect
     from logic.errors import InputValidationError
-    from logic.spec import parse_spec
+    from logic.planning import probe_header
+    from logic.spec import check_fields, check_graph_database, parse_spec
 
+    refused = "the spec is not valid (nothing uploaded or started)"
     try:
-        parse_spec({**spec, "source": source_uri}, table_key=table_key, execution_name=name)
+        parsed = parse_spec({**spec, "source": source_uri}, table_key=table_key, execution_name=name)
+        check_graph_database(parsed, spec, graph_enabled=graph_enabled)
     except InputValidationError as error:
-        raise OpsError(f"the spec is not valid (nothing uploaded or started): {error}") from error
+        raise OpsError(f"{refused}: {error}") from error
+    if local_file is None or parsed.csv is None or not local_file.is_file():
+        return  # a missing file is the upload's to name
+    with local_file.open("rb") as handle:
+
+        def read_range(first: int, last: int) -> bytes:
+            handle.seek(first)
+            return handle.read(last - first + 1)
+
+        if detect(read_range(0, 3)) is not None:
+            return
+        try:
+            header, _, _ = probe_header(read_range, local_file.stat().st_size, parsed)
+            if header is not None:
+                check_fields(parsed, header)
+        except InputValidationError as error:
+            raise OpsError(f"{refused}: {error} (header of {local_file})") from error
 
 
 def start(
@@ -74,7 +104,10 @@ def start(
         if source.startswith("s3://")
         else f"s3://{environment.source_bucket}/{key_prefix}{Path(source).name}"
     )
-    check_spec(spec, planned_uri, target_key(environment), name)
+    local = None if source.startswith("s3://") else Path(source)
+    # An environment deployed before the GraphEnabled output: Plan alone decides.
+    graph_enabled = environment.outputs.get("GraphEnabled", "true") == "true"
+    check_spec(spec, planned_uri, target_key(environment), name, local, graph_enabled=graph_enabled)
     if source.startswith("s3://"):
         uri = source
     else:

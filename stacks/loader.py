@@ -205,6 +205,8 @@ class LoaderStack(cdk.Stack):
         cdk.CfnOutput(self, "StateMachineName", value=self.loader.state_machine.state_machine_name)
         # The TABLE_KEY Plan validates against: `mapload start` checks a spec with it before uploading.
         cdk.CfnOutput(self, "TableKey", value=json.dumps(dict(table_key)))
+        # Whether Plan accepts graph inputs here (GRAPH_ENABLED): `mapload start` checks it too.
+        cdk.CfnOutput(self, "GraphEnabled", value="true" if graph is not None else "false")
         cdk.CfnOutput(self, "PrepareFunctionName", value=self.loader.prepare_function.function_name)
         cdk.CfnOutput(self, "PlanFunctionName", value=self.loader.plan_function.function_name)
         cdk.CfnOutput(self, "WorkerFunctionName", value=self.loader.worker_function.function_name)

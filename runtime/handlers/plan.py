@@ -13,28 +13,22 @@ from handlers.observability import entry_point
 from handlers.settings import PlanSettings
 from logic import layout, planning
 from logic.errors import InputValidationError
-from logic.spec import JobSpec, check_fields, check_source_bucket, parse_s3_uri, parse_spec, spec_to_json
+from logic.spec import (
+    JobSpec,
+    check_fields,
+    check_graph_database,
+    check_source_bucket,
+    parse_s3_uri,
+    parse_spec,
+    spec_to_json,
+)
 
 SETTINGS_CLASS = PlanSettings
-HEADER_PROBE_BYTES = 64 * 1024
-HEADER_MAX_BYTES = 1024 * 1024
 
 
 def _header(store: S3Store, obj: ObjectInfo, spec: JobSpec) -> tuple[list[str] | None, int, int]:
     """The object's CSV header, the byte where its data starts and how many lines precede it."""
-    if obj.size == 0:
-        return None, 0, 0
-    probe = HEADER_PROBE_BYTES
-    while True:
-        prefix = store.read_range(obj, 0, min(probe, obj.size) - 1)
-        try:
-            fields, data_start = planning.read_header(prefix, spec, obj.size)
-            return fields, data_start, prefix[:data_start].count(b"\n")
-        except Exception:
-            # A header longer than the probe: read more, up to a limit that stays cheap.
-            if probe >= HEADER_MAX_BYTES or probe >= obj.size:
-                raise
-            probe *= 4
+    return planning.probe_header(lambda first, last: store.read_range(obj, first, last), obj.size, spec)
 
 
 # (bucket, key) of a prepared object -> (its source, zip member, source ETag).
@@ -106,12 +100,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
     prepared = raw_input.pop("prepare", None) or {}
     spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
-    if spec.graph is not None and not settings.graph_enabled:
-        raise InputValidationError(
-            "graph" if "graph" in raw_input else "format",
-            "this environment has no graph database (graph_enabled is false in cdk.json): "
-            "it loads csv/jsonl into DynamoDB only",
-        )
+    check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     objects, origin = _objects(store, settings, bucket, key, prepared)

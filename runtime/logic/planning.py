@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,34 @@ class SourceObject:
     etag: str
     header: list[str] | None = None
     data_start: int = 0
+
+
+# How much of an object's start probe_header reads first, and at most (a longer header fails).
+HEADER_PROBE_BYTES = 64 * 1024
+HEADER_MAX_BYTES = 1024 * 1024
+
+
+def probe_header(
+    read_range: Callable[[int, int], bytes], size: int, spec: JobSpec
+) -> tuple[list[str] | None, int, int]:
+    """An object's CSV header, the byte where its data starts and how many lines precede it.
+
+    `read_range(first, last)` returns the object's bytes first..last (inclusive), as a ranged GET
+    does: Plan reads S3 objects with it, `mapload start` the local file before uploading it.
+    """
+    if size == 0:
+        return None, 0, 0
+    probe = HEADER_PROBE_BYTES
+    while True:
+        prefix = read_range(0, min(probe, size) - 1)
+        try:
+            fields, data_start = read_header(prefix, spec, size)
+            return fields, data_start, prefix[:data_start].count(b"\n")
+        except Exception:
+            # A header longer than the probe: read more, up to a limit that stays cheap.
+            if probe >= HEADER_MAX_BYTES or probe >= size:
+                raise
+            probe *= 4
 
 
 def read_header(prefix: bytes, spec: JobSpec, object_size: int) -> tuple[list[str] | None, int]:

@@ -256,6 +256,16 @@ def check_source_bucket(bucket: str, allowed: Collection[str]) -> None:
         )
 
 
+def check_graph_database(spec: JobSpec, raw: Mapping[str, Any], *, graph_enabled: bool) -> None:
+    """Raise InputValidationError for a graph input where the environment has no graph database."""
+    if spec.graph is not None and not graph_enabled:
+        raise InputValidationError(
+            "graph" if "graph" in raw else "format",
+            "this environment has no graph database (graph_enabled is false in cdk.json): "
+            "it loads csv/jsonl into DynamoDB only",
+        )
+
+
 def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:
     """Raise InputValidationError when a template or attribute names a field that is not a column.
 

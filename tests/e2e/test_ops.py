@@ -145,6 +145,20 @@ def test_start_names_the_missing_stack_and_the_bad_spec(
         == uploads
     )
 
+    # A template naming a column the file's header does not have: refused before the upload.
+    typo = tmp_path / "typo.json"
+    typo.write_text(
+        json.dumps({**SPEC, "dynamodb": {**SPEC["dynamodb"], "key": {"pk": "{postcod}", "sk": "X"}}})
+    )
+    assert cli.main(["start", "--env", "dev", str(source), "--spec", str(typo)]) == 2
+    err = capsys.readouterr().err
+    assert "dynamodb.key.pk: names field 'postcod', which is not a column (did you mean 'postcode'?)" in err
+    assert f"(header of {source})" in err and "nothing uploaded" in err
+    assert (
+        emu.client("s3").list_objects_v2(Bucket=deployment.output("SourceBucketName")).get("KeyCount", 0)
+        == uploads
+    )
+
     assert cli.main(["start", "--env", "dev", str(tmp_path / "nope.csv"), "--spec", str(spec_file)]) == 2
     assert "nope.csv: no such file" in capsys.readouterr().err
     assert cli.main(["status", "--env", "dev", "no-such-run"]) == 2
@@ -230,3 +244,22 @@ def test_start_and_status_follow_the_standard_endpoint_setting(
     )
     assert cli.main(["status", "--env", "remote"]) == 0
     assert "SUCCEEDED" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_graph_input_is_refused_before_the_upload_where_the_environment_has_no_graph(
+    tmp_path: Path,
+) -> None:
+    from mapload.environment import OpsError
+    from mapload.ops import check_spec
+
+    spec = {"format": "nquads", "graph": {}}
+    check_spec(spec, "s3://source-bucket/k.nq", {"pk": "S", "sk": "S"}, "run-1", graph_enabled=True)
+    with pytest.raises(
+        OpsError, match=r"nothing uploaded or started\): graph: this environment has no graph"
+    ):
+        check_spec(spec, "s3://source-bucket/k.nq", {"pk": "S", "sk": "S"}, "run-1", graph_enabled=False)
+
+
+def test_the_loader_stack_says_whether_its_environment_has_a_graph(stacks: list[StackTemplate]) -> None:
+    loader = next(s for s in stacks if s.name.endswith("-Loader"))
+    assert loader.template["Outputs"]["GraphEnabled"]["Value"] == "true"

@@ -280,6 +280,8 @@ def test_loader_outputs(dev: Synth) -> None:
         "FinalizeFunctionName",
         # The table key Plan validates against, for `mapload start` to check a spec locally.
         "TableKey",
+        # Whether Plan accepts graph inputs (GRAPH_ENABLED), for `mapload start` to check too.
+        "GraphEnabled",
         # stacks/monitoring.py: which dashboard and alarm topic are this environment's.
         "DashboardName",
         "AlarmTopicArn",
