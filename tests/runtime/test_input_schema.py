@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import _from_schema, from_schema
 
 from logic.errors import InputValidationError
-from logic.spec import parse_spec
+from logic.spec import parse_spec, spec_to_json
 from logic.spec_model import json_schema
 
 pytestmark = [
@@ -287,10 +287,16 @@ def test_columns_with_a_newline_are_quoted_so_the_error_stays_one_line() -> None
 
 def _semantic_or_accepted(raw: Any) -> None:
     try:
-        parse(raw)
+        spec = parse(raw)
     except InputValidationError as error:
         assert any(words in error.message for words in SEMANTIC), (raw, str(error))
         assert error.field and "\n" not in str(error).replace("\\n", "")
+        return
+    # Plan hands the Workers spec_to_json's form: a field it left out would silently be its
+    # default in every Worker. The normalized form is a valid input and parses to the same spec.
+    normalized = spec_to_json(spec)
+    assert VALIDATOR.is_valid(normalized), normalized
+    assert parse(normalized) == spec
 
 
 @PROPERTY
