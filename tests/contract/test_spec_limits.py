@@ -35,3 +35,14 @@ def test_the_write_budget_stops_where_a_tables_capacity_does(branch: str) -> Non
     # A job-wide budget above what any table can be given only catches a misplaced digit.
     budget, null = _properties(branch)["writeUnitsPerSecond"]["anyOf"]
     assert (budget["maximum"], null) == (config.MAX_TABLE_UNITS, {"type": "null"})
+
+
+def test_the_table_key_types_a_deployment_may_declare_are_the_ones_plan_accepts() -> None:
+    # stacks/config.py checks cdk.json's partition_key/sort_key types; runtime/logic/spec.py checks
+    # the TABLE_KEY the Loader passes to Plan (from those same settings) against its own list.
+    import sys
+
+    sys.path.insert(0, str(ROOT / "runtime"))
+    from logic import spec
+
+    assert tuple(config.KEY_TYPES) == tuple(spec.KEY_TYPES)
