@@ -395,3 +395,37 @@ def test_parse_spec_accepts_only_what_the_schema_accepts(raw: dict[str, Any]) ->
             assert any(words in error.message for words in SEMANTIC), (raw, str(error))
     else:
         assert schema_accepts, raw
+
+
+def _schema_fields() -> dict[str, dict[str, Any]]:
+    """Every input field two levels deep (`csv.header`), as the format branches define it."""
+
+    def resolved(node: dict[str, Any]) -> dict[str, Any]:
+        for option in node.get("anyOf", [node]):
+            if "$ref" in option:
+                return dict(SCHEMA["$defs"][option["$ref"].rsplit("/", 1)[1]])
+        return node
+
+    fields: dict[str, dict[str, Any]] = {}
+    for branch in ("CsvInput", "JsonlInput", "RdfInput"):
+        for name, node in SCHEMA["$defs"][branch]["properties"].items():
+            fields.setdefault(name, node)
+            for member, inner in resolved(node).get("properties", {}).items():
+                fields.setdefault(f"{name}.{member}", inner)
+    return fields
+
+
+def test_the_readmes_input_reference_lists_every_field_with_the_schemas_default() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = (
+        readme.split("## Input reference (version 1)", 1)[1].split("\n\n| field |", 1)[1].split("\n\n", 1)[0]
+    )
+    rows = dict(re.findall(r"^\| `([\w.]+)` \| (.*?) \|", table, flags=re.MULTILINE))
+    fields = _schema_fields()
+    assert set(rows) == set(fields), (sorted(set(fields) - set(rows)), sorted(set(rows) - set(fields)))
+    for name, cell in rows.items():
+        literal = re.fullmatch(r"`(.+)`", cell)
+        if literal and "default" in fields[name]:
+            default = fields[name]["default"]
+            shown = literal.group(1)
+            assert (shown if isinstance(default, str) else json.loads(shown)) == default, (name, cell)
