@@ -522,13 +522,13 @@ _MESSAGES = {
     "list_type": "must be a list, got {kind}",
     "model_type": "must be an object, got {kind}",
     "dict_type": "must be an object, got {kind}",
-    "greater_than": "must be more than {gt}, got {input!r}",
-    "greater_than_equal": "must be at least {ge}, got {input!r}",
-    "less_than_equal": "must be at most {le}, got {input!r}",
+    "greater_than": "must be more than {gt}, got {shown}",
+    "greater_than_equal": "must be at least {ge}, got {shown}",
+    "less_than_equal": "must be at most {le}, got {shown}",
     "too_short": "must have at least one item",
     "too_long": "must have at most {max_length} items, got {actual_length}",
     "string_too_short": "must be a non-empty string",
-    "literal_error": "must be one of {expected}, got {input!r}",
+    "literal_error": "must be one of {expected}, got {shown}",
     "spec_shape": "{msg}, got {kind}",
 }
 # What an error means at one field, where the generic wording says too little.
@@ -541,7 +541,10 @@ _AT_FIELD = {
     ("graph.statements", "too_long"): "not allowed with an RDF format: each line already is a statement",
     ("dynamodb.key", "missing"): "required: an object with a template for each key attribute of the table: "
     "{described}",
+    ("csv", "model_type"): 'must be an object like {{"header": true, "delimiter": ","}}, got {kind}',
 }
+# The longest value an error message repeats; a longer one is cut (a 400-digit number, a long text).
+_SHOWN_CHARS = 60
 
 
 def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
@@ -550,8 +553,13 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
     if kind == "spec_format":
         fmt = value.get("format") if isinstance(value, Mapping) else None
         if fmt is None:
-            return InputValidationError("format", f"required: one of {', '.join(FORMATS)}")
-        return InputValidationError("format", f"{fmt!r} is not supported; use one of: {', '.join(FORMATS)}")
+            given = isinstance(value, Mapping) and "format" in value
+            return InputValidationError(
+                "format", f"{'must not be null' if given else 'required'}: one of {', '.join(FORMATS)}"
+            )
+        return InputValidationError(
+            "format", f"{_shown(fmt)} is not supported; use one of: {', '.join(FORMATS)}"
+        )
     loc = [part for part in error["loc"][1:] if not (isinstance(part, str) and part.startswith("~"))]
     if "[key]" in loc:  # a dict's key: the error is about the object holding it
         return InputValidationError(_path(loc[: loc.index("[key]") - 1]), "names must be non-empty strings")
@@ -563,10 +571,28 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
     if kind == "literal_error":
         ctx["expected"] = ", ".join(re.findall(r"'([^']*)'", ctx["expected"]))
     template = _AT_FIELD.get((path, kind)) or _MESSAGES.get(kind, "{msg}")
+    bounds = {name: _number(ctx[name]) for name in ("gt", "ge", "le") if name in ctx}
     return InputValidationError(
         path,
-        template.format(**ctx, kind=model.kind(value), input=value, msg=error["msg"], described=described),
+        template.format(
+            **{**ctx, **bounds},
+            kind=model.kind(value),
+            shown=_shown(value),
+            msg=error["msg"],
+            described=described,
+        ),
     )
+
+
+def _number(bound: Any) -> Any:
+    """A bound as people write it: 0 rather than 0.0."""
+    return int(bound) if isinstance(bound, float) and bound.is_integer() else bound
+
+
+def _shown(value: Any) -> str:
+    """A value as an error message repeats it: its repr, cut to _SHOWN_CHARS characters."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[: _SHOWN_CHARS - 3]}... ({len(text)} characters)"
 
 
 def _path(loc: Sequence[str | int]) -> str:

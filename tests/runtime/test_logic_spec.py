@@ -381,3 +381,23 @@ def test_without_attributes_items_hold_the_key_alone() -> None:
     spec = parse(changed(POSTCODES, "dynamodb.attributes", DELETE))
     assert (spec.dynamodb.attributes, spec.dynamodb.copy_all) == ((), False)
     assert spec_to_json(spec)["dynamodb"]["attributes"] == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"format": None}, "format: must not be null: one of csv, jsonl, nquads, ntriples"),
+        ({"shardSizeMiB": 0}, "shardSizeMiB: must be more than 0, got 0"),
+        ({"maxConcurrency": 10**400}, "maxConcurrency: must be at most 10000, got 1000000"),
+        ({"csv": []}, 'csv: must be an object like {"header": true, "delimiter": ","}, got a list'),
+        ({"format": "x" * 200}, "format: 'xxxxxxxx"),
+    ],
+)
+def test_messages_say_null_bounds_as_written_and_cut_long_values(
+    change: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InputValidationError) as refused:
+        parse({**POSTCODES, **change})
+    text = str(refused.value)
+    assert text.startswith(message), text
+    assert len(text) < 200, text  # a 400-digit number or a 200-character format is cut
