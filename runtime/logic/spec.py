@@ -571,11 +571,13 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
     if kind == "literal_error":
         ctx["expected"] = ", ".join(re.findall(r"'([^']*)'", ctx["expected"]))
     template = _AT_FIELD.get((path, kind)) or _MESSAGES.get(kind, "{msg}")
-    bounds = {name: _number(ctx[name]) for name in ("gt", "ge", "le") if name in ctx}
+    for bound in ("gt", "ge", "le"):
+        if bound in ctx:
+            ctx[bound] = _number(ctx[bound])
     return InputValidationError(
         path,
         template.format(
-            **{**ctx, **bounds},
+            **ctx,
             kind=model.kind(value),
             shown=_shown(value),
             msg=error["msg"],
