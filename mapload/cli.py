@@ -164,6 +164,8 @@ def _add_upload(sub: Any) -> None:
 
 
 def _add_sample_and_estimate(sub: Any) -> None:
+    from mapload import estimate
+
     gen = sub.add_parser("sample", help="write a deterministic UK-postcode-like CSV")
     gen.add_argument("output")
     gen.add_argument("--rows", type=int, default=200_000)
@@ -179,10 +181,15 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument(
         "--wcu", type=int, help="write units/s the load may use (default: a new on-demand table's 4000)"
     )
-    est.add_argument("--concurrency", type=int, default=100, help="maxConcurrency: workers in flight")
-    est.add_argument("--shard-mib", type=float, default=64.0, help="shardSizeMiB")
-    est.add_argument("--memory-mib", type=int, default=1024, help="worker_memory_mib")
-    est.add_argument("--architecture", default="arm64", choices=("arm64", "x86_64"))
+    est.add_argument(
+        "--concurrency",
+        type=int,
+        default=estimate.DEFAULT_CONCURRENCY,
+        help="maxConcurrency: workers in flight",
+    )
+    est.add_argument("--shard-mib", type=float, default=estimate.DEFAULT_SHARD_MIB, help="shardSizeMiB")
+    est.add_argument("--memory-mib", type=int, default=estimate.DEFAULT_MEMORY_MIB, help="worker_memory_mib")
+    est.add_argument("--architecture", default=estimate.DEFAULT_ARCHITECTURE, choices=estimate.ARCHITECTURES)
     est.set_defaults(func=_estimate)
 
 

@@ -9,10 +9,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from logic.mapping import MAX_ITEM_BYTES
+from logic.spec_model import Common
+
+# The defaults of what is estimated: the input's (maxConcurrency, shardSizeMiB), read from its
+# models; the environment's (worker_memory_mib, lambda_architecture) from stacks/config.py, which
+# the installed command cannot import: tests/contract/test_spec_limits.py checks they are equal.
+DEFAULT_CONCURRENCY: int = Common.model_fields["max_concurrency"].default
+DEFAULT_SHARD_MIB: float = float(Common.model_fields["shard_size_mib"].default)
+DEFAULT_MEMORY_MIB = 1024
+DEFAULT_ARCHITECTURE = "arm64"
+ARCHITECTURES = ("arm64", "x86_64")
+
 # -- documented limits (DynamoDB developer guide, "Service, account, and table quotas" and
 #    "Warm throughput"; Lambda developer guide, "Lambda quotas"; as of 2025) ------------------
 WRITE_UNIT_BYTES = 1024  # one write unit per started KB of item size (standard writes)
-MAX_ITEM_BYTES = 400 * 1024  # DynamoDB's item size limit
 PARTITION_WRITE_UNITS = 1000  # write units/s one partition accepts
 NEW_ON_DEMAND_WRITE_UNITS = 4000  # a new on-demand table's warm throughput (writes/s)
 TABLE_WRITE_QUOTA = 40_000  # default per-table write quota (on demand and provisioned)
@@ -91,12 +102,12 @@ def estimate(
     item_bytes: int,
     *,
     wcu: int | None = None,
-    concurrency: int = 100,
-    shard_mib: float = 64.0,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    shard_mib: float = DEFAULT_SHARD_MIB,
     row_bytes: int | None = None,
     worker_items_per_second: float = BENCH_WORKER_ITEMS_PER_SECOND,
-    memory_mib: int = 1024,
-    architecture: str = "arm64",
+    memory_mib: int = DEFAULT_MEMORY_MIB,
+    architecture: str = DEFAULT_ARCHITECTURE,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 

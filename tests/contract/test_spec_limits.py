@@ -46,3 +46,13 @@ def test_the_table_key_types_a_deployment_may_declare_are_the_ones_plan_accepts(
     from logic import spec
 
     assert tuple(config.KEY_TYPES) == tuple(spec.KEY_TYPES)
+
+
+def test_mapload_estimates_with_the_environments_defaults() -> None:
+    # The installed `mapload` command cannot import stacks/: its defaults are checked here.
+    from mapload import estimate
+
+    loader = config.LoaderConfig.model_fields
+    assert loader["worker_memory_mib"].default == estimate.DEFAULT_MEMORY_MIB
+    assert loader["lambda_architecture"].default == estimate.DEFAULT_ARCHITECTURE
+    assert estimate.ARCHITECTURES == config.LAMBDA_ARCHITECTURES
