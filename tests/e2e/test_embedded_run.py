@@ -128,7 +128,13 @@ def test_jsonl_with_star_attributes_keeps_json_types(tmp_path: Path, run_file: C
     run = run_file(source, spec)
 
     assert run.report["status"] == "SUCCEEDED", run.report["error"]
-    assert run.report["records"] == {"read": 1_502, "written": 1_500, "skipped": 0, "rejected": 2, "duplicates": 0}
+    assert run.report["records"] == {
+        "read": 1_502,
+        "written": 1_500,
+        "skipped": 0,
+        "rejected": 2,
+        "duplicates": 0,
+    }
     assert len(run.items) == 1_500
     item = run.items[("USER#u7", "PROFILE")]
     assert item["age"] == {"N": "7"}

@@ -101,7 +101,13 @@ def test_a_worker_killed_mid_shard_is_retried_and_its_shard_counted_once(
 
     assert report["status"] == "SUCCEEDED", report["error"]
     assert len(calls) == report["shards"]["total"] + 1  # one shard ran twice
-    assert report["records"] == {"read": 2_000, "written": 2_000, "skipped": 0, "rejected": 0, "duplicates": 0}
+    assert report["records"] == {
+        "read": 2_000,
+        "written": 2_000,
+        "skipped": 0,
+        "rejected": 0,
+        "duplicates": 0,
+    }
     assert _table_count(moto_server, report["dynamodb"]["table"]) == 2_000
 
 
@@ -133,7 +139,13 @@ def test_a_failed_job_rerun_skips_the_shards_done_and_finishes_the_rest(
 
     assert second["status"] == "SUCCEEDED", second["error"]
     assert second["shards"]["skipped"] == second["shards"]["total"] - 1
-    assert second["records"] == {"read": 2_000, "written": 2_000, "skipped": 0, "rejected": 0, "duplicates": 0}
+    assert second["records"] == {
+        "read": 2_000,
+        "written": 2_000,
+        "skipped": 0,
+        "rejected": 0,
+        "duplicates": 0,
+    }
     assert _table_count(moto_server, second["dynamodb"]["table"]) == 2_000
 
 
