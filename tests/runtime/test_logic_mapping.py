@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typed_support import TYPED_ATTRIBUTES
 
 from logic.mapping import MAX_ITEM_BYTES, Item, Reject, make_mapper
 from logic.spec import parse_spec
@@ -342,16 +343,6 @@ def test_a_number_is_sent_exactly_when_dynamodb_can_hold_it(text: str) -> None:
     assert sent == text.strip() or sent == str(value) or (value.is_zero() and sent == "0")
 
 
-TYPED_ATTRIBUTES = {
-    "tags": {"field": "tags", "type": "SS", "separator": ";"},
-    "codes": {"field": "codes", "type": "NS"},
-    "blobs": {"field": "blobs", "type": "BS"},
-    "data": {"field": "data", "type": "B"},
-    "nothing": {"field": "nothing", "type": "NULL"},
-    "list": {"field": "list", "type": "L"},
-    "map": {"field": "map", "type": "M"},
-    "expires": {"field": "expires", "type": "N", "from": "iso8601"},
-}
 TYPED_CSV = {
     "postcode": "AB1",
     "tags": "a;b;a",

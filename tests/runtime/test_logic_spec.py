@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from typed_support import TYPED_ATTRIBUTES
 
 from logic.errors import InputValidationError
 from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, parse_template, spec_to_json
@@ -110,16 +111,7 @@ VERSIONED = with_mode("newerWins", version="latitude")
 TYPED = changed(
     POSTCODES,
     "dynamodb.attributes",
-    {
-        "tags": {"field": "tags", "type": "SS", "separator": ";"},
-        "codes": {"field": "codes", "type": "NS", "optional": True},
-        "blobs": {"field": "blobs", "type": "BS"},
-        "data": {"field": "data", "type": "B"},
-        "nothing": {"field": "nothing", "type": "NULL"},
-        "list": {"field": "list", "type": "L"},
-        "map": {"field": "map", "type": "M"},
-        "expires": {"field": "expires", "type": "N", "from": "iso8601"},
-    },
+    {**TYPED_ATTRIBUTES, "codes": {**TYPED_ATTRIBUTES["codes"], "optional": True}},
 )
 UPDATING = changed(
     with_mode("update"),
