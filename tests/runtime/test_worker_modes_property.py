@@ -2,7 +2,8 @@
 random files with repeated keys and versions, cut at random shard sizes, the shards run in a
 random order and one of them run again (a Worker retried after it wrote its items but before
 its counts were recorded) — the table equals a sequential model of the mode applied to the
-records in the order they were written; for newerWins, to the file in any order."""
+records in the order they were written. For newerWins, any order gives each key the same
+version (the file's highest); of equal versions, the first written stays."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 from pipeline_support import ENV, REGION
@@ -122,8 +123,17 @@ def _run(mode: str, records: list[tuple[int, int, str]], shard_bytes: int, order
 
 
 @pytest.mark.parametrize("mode", MODES)
-@settings(max_examples=15, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+# No shrinking: each example runs a whole pipeline, and shrinking one failure outlasts the timeout.
+@settings(
+    max_examples=15,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.generate),
+)
 @given(records=RECORDS, shard_bytes=st.integers(4, 60), seed=st.integers(0, 2**16))
+# Found by this test: key 2 twice at version 0 in two shards; the first written stays.
+@example(records=[(0, 0, "a"), (2, 0, "b"), (0, 0, "a"), (2, 0, "a")], shard_bytes=4, seed=0)
 def test_the_table_equals_the_sequential_model(
     monkeypatch: pytest.MonkeyPatch, mode: str, records: list[Any], shard_bytes: int, seed: int
 ) -> None:
@@ -139,5 +149,7 @@ def test_the_table_equals_the_sequential_model(
     counts = report["records"]
     assert report["status"] == "SUCCEEDED", report["error"]
     assert counts["read"] == len(records) == counts["written"] + counts["skipped"]
-    # newerWins: the file's own order (any order gives the same table); the others: as written.
-    assert table == model(mode, records if mode == "newerWins" else written)
+    assert table == model(mode, written)
+    if mode == "newerWins":  # whatever the order: the file's highest version of each key
+        in_file_order = model(mode, records)
+        assert {key: v for key, (v, _) in table.items()} == {key: v for key, (v, _) in in_file_order.items()}
