@@ -121,7 +121,9 @@ def test_each_write_mode_against_a_table_that_holds_items(server: Server) -> Non
     # newerWins, many small shards run 4 at a time: any order keeps each key's highest version.
     server.seeded()
     records = server.run(ROWS, _spec("newerWins", shardSizeMiB=0.00003))
-    assert (records["written"], records["skipped"], records["rejected"]) == (4, 2, 1)
+    # The counts depend on the order (D at 2 before D at 4 writes both); A at 3 is always skipped.
+    assert records["written"] + records["skipped"] == 6 and 1 <= records["skipped"] <= 3
+    assert records["rejected"] == 1
     assert server.report["shards"]["total"] > 2
     after = server.items()
     assert _versions(after) == {"A": "6", "B": "7", "C": "9", "D": "4"}
