@@ -50,7 +50,7 @@ def _fallback_report(described: dict[str, Any], job_id: str, run_id: str) -> dic
             "message": described.get("cause") or "the execution ended without a report",
             "where": "StateMachine",
         },
-        "records": {"read": 0, "written": 0, "rejected": 0, "duplicates": 0},
+        "records": {"read": 0, "written": 0, "skipped": 0, "rejected": 0, "duplicates": 0},
         "shards": {"total": 0, "done": 0, "failed": 0, "missing": []},
         "seconds": None,
         "dynamodb": {"table": None},

@@ -219,7 +219,7 @@ def add_commands(sub: Any) -> None:
         description=(
             "Read the environment's names from its stack outputs, upload SOURCE when it is a local "
             "file, start an execution, show the Map run's progress and print the report. Exit 0 "
-            "only when the execution SUCCEEDED and read = written + rejected over all shards."
+            "only when the execution SUCCEEDED and read = written + skipped + rejected over all shards."
         ),
     )
     run.add_argument("source", help="a local file (uploaded first) or s3://bucket/key (or prefix/)")

@@ -8,6 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from logic.report import balanced
 from mapload.environment import Clients, Environment
 
 
@@ -44,9 +45,11 @@ def reconciliation_problems(report: Mapping[str, Any] | None, status: str) -> li
     if report.get("status") != "SUCCEEDED":
         problems.append(f"report status {report.get('status')}")
     records = report.get("records") or {}
-    read, written, rejected = (int(records.get(k) or 0) for k in ("read", "written", "rejected"))
-    if read != written + rejected:
-        problems.append(f"records read {read} != written {written} + rejected {rejected}")
+    read, written, skipped, rejected = (
+        int(records.get(k) or 0) for k in ("read", "written", "skipped", "rejected")
+    )
+    if read != balanced(records):
+        problems.append(f"records read {read} != written {written} + skipped {skipped} + rejected {rejected}")
     shards = report.get("shards") or {}
     if shards.get("done") != shards.get("total") or shards.get("missing"):
         problems.append(f"shards done {shards.get('done')} of {shards.get('total')}")
@@ -77,8 +80,10 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
     rec = report.get("records") or {}
     shards = report.get("shards") or {}
     lines = [
-        f"  records   read {rec.get('read', 0):,} = written {rec.get('written', 0):,} + rejected "
-        f"{rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
+        f"  records   read {rec.get('read', 0):,} = written {rec.get('written', 0):,}"
+        # skipped: a write mode's condition not met; shown when there are any
+        + (f" + skipped {rec['skipped']:,}" if rec.get("skipped") else "")
+        + f" + rejected {rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
         f"  shards    {shards.get('done')}/{shards.get('total')} done",
         f"  seconds   {report.get('seconds')}",
         f"  table     {_table(report.get('dynamodb') or {})}",

@@ -296,7 +296,16 @@ class LoaderFunctions:
         self._grant_source_keys(function)
         # Rejects and graph files stream as multipart uploads (PutObject), aborted on an error.
         allow(function, ["s3:PutObject", "s3:AbortMultipartUpload"], [arns.staging_jobs])
-        self._data.table.grant(function, "dynamodb:BatchWriteItem")
+        # The write mode is chosen per execution (the input's dynamodb.writeMode), so the Worker holds
+        # what every mode calls: BatchWriteItem (put), PutItem (putIfAbsent, newerWins), UpdateItem
+        # (update), DeleteItem (delete) — no reads, no other table.
+        self._data.table.grant(
+            function,
+            "dynamodb:BatchWriteItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+        )
         # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
         self._data.ledger_table.grant(function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
 

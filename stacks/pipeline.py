@@ -237,7 +237,7 @@ class PipelineStack(cdk.Stack):
             ],
             commands=[
                 f".venv/bin/mapload sample smoke.csv --rows {self.config.smoke_test_rows}",
-                # Exits non-zero unless the execution SUCCEEDED and read == written + rejected.
+                # Exits non-zero unless the execution SUCCEEDED and read == written + skipped + rejected.
                 f".venv/bin/mapload start --env {env_name} --region {region} smoke.csv "
                 f"--key-prefix {SMOKE_PREFIX} --spec examples/postcodes.spec.json "
                 "--report smoke-report.json --no-progress",

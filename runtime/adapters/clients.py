@@ -35,8 +35,9 @@ def dynamodb(pool: int = 10) -> Any:
     # The batch writer retries throttling and UnprocessedItems itself (and counts them), so
     # botocore makes one attempt per call; the pool holds one connection per request in flight
     # (kept alive between requests). Parameter validation is off: this client only sends
-    # BatchWriteItem requests whose items the mapper built in low-level form (logic/mapping.py),
-    # so botocore's walk over every attribute value of every request would only cost CPU.
+    # BatchWriteItem requests and the single-item writes of a write mode (logic/writemodes.py),
+    # whose items the mapper built in low-level form (logic/mapping.py), so botocore's walk over
+    # every attribute value of every request would only cost CPU.
     return boto3.session.Session(botocore_session=_core()).client(
         "dynamodb",
         config=Config(

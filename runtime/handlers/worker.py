@@ -1,4 +1,5 @@
-"""Worker: stream one shard's byte range, parse and map its records, write them in batches."""
+"""Worker: stream one shard's byte range, parse and map its records, write them (in batches for
+`put`, one item at a time in the spec's write mode otherwise)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 from adapters import clients
 from adapters.budget import LeaseBoard, SharedBudget
-from adapters.dynamodb import BatchWriter
+from adapters.dynamodb import BatchWriter, ItemWriter
 from adapters.ledger import Ledger
 from adapters.rdf import GraphStager, Writable, line_parser, to_quad
 from adapters.s3 import ObjectInfo, S3Store
@@ -26,9 +27,10 @@ from logic.mapping import make_mapper
 from logic.parsing import is_skipped, make_parser
 from logic.ratecontrol import write_units
 from logic.records import Line, iter_shard_lines
-from logic.report import clip_sample
+from logic.report import SKIPPED_SAMPLE_SIZE, clip_sample
 from logic.spec import RDF_FORMATS, JobSpec, parse_spec
-from logic.values import Reject
+from logic.values import Item, Reject
+from logic.writemodes import write_plan
 
 SETTINGS_CLASS = WorkerSettings
 SAMPLE_SIZE = 5
@@ -95,11 +97,40 @@ def process_rdf(
     return {"lines": owned, "read": read, "written": written, "duplicates": 0}
 
 
+class _Sender:
+    """Hands mapped items to the writer: `put` in batches of 25 (the Batcher keeps the later of two
+    records with one key and counts the other in `duplicates`), any other write mode one item at a
+    time in file order (no dedupe: each record's condition or update must see the ones before)."""
+
+    def __init__(self, writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> None:
+        assert spec.dynamodb is not None
+        self._writer = writer
+        self._batcher = Batcher(25) if spec.dynamodb.write_mode == "put" else None
+
+    def add(self, item: Item) -> None:
+        if self._batcher is None:
+            if isinstance(self._writer, ItemWriter):
+                self._writer.submit(item.key, item.attributes, write_units((item.size,)))
+            return
+        self._send(self._batcher.add(item))
+
+    def finish(self) -> int:
+        """Send what is left; the duplicates superseded in a batch."""
+        if self._batcher is None:
+            return 0
+        self._send(self._batcher.flush())
+        return self._batcher.duplicates
+
+    def _send(self, batch: list[Item] | None) -> None:
+        if batch and isinstance(self._writer, BatchWriter):
+            self._writer.submit([i.attributes for i in batch], write_units(i.size for i in batch))
+
+
 def process(
     lines: Iterable[Line],
     spec: JobSpec,
     header: list[str] | None,
-    writer: BatchWriter | None,
+    writer: BatchWriter | ItemWriter | None,
     rejects: RejectSink,
     graph: GraphStager | None = None,
 ) -> dict[str, int]:
@@ -109,7 +140,7 @@ def process(
     parse = make_parser(spec, header)
     to_item = make_mapper(spec) if spec.dynamodb is not None else None
     to_statements = make_graph_mapper(spec) if spec.graph is not None else None
-    batcher = Batcher(25)
+    sender = _Sender(writer, spec) if spec.dynamodb is not None else None
     read = written = owned = 0
     for line in lines:
         owned += 1
@@ -137,19 +168,41 @@ def process(
             if graph is not None:
                 graph.add([quad for quad in quads if not isinstance(quad, Reject)])
         written += 1
-        if item is None:
-            continue
-        batch = batcher.add(item)
-        if batch and writer is not None:
-            writer.submit([i.attributes for i in batch], write_units(i.size for i in batch))
-    last = batcher.flush()
-    if last and writer is not None:
-        writer.submit([i.attributes for i in last], write_units(i.size for i in last))
-    return {"lines": owned, "read": read, "written": written, "duplicates": batcher.duplicates}
+        if item is not None and sender is not None:
+            sender.add(item)
+    duplicates = sender.finish() if sender is not None else 0
+    return {"lines": owned, "read": read, "written": written, "duplicates": duplicates}
+
+
+def _writer(
+    db: Any, item_db: Any, spec: JobSpec, settings: WorkerSettings
+) -> BatchWriter | ItemWriter | None:
+    """BatchWriter for `put`, ItemWriter with the spec's plan for another write mode; None in a
+    dry run or without a DynamoDB target."""
+    if spec.dry_run or spec.dynamodb is None:
+        return None
+    plan = write_plan(spec.dynamodb)
+    if plan is None:
+        return BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
+    return ItemWriter(
+        item_db, settings.table_name, plan, in_flight=settings.write_concurrency, sample=SKIPPED_SAMPLE_SIZE
+    )
+
+
+def _skipped_keys(writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> list[dict[str, str]]:
+    """The sample of skipped keys as JSON: {key attribute: value} (numbers as text, binary as base64)."""
+    if not isinstance(writer, ItemWriter) or spec.dynamodb is None:
+        return []
+    names = [key.name for key in spec.dynamodb.key]
+
+    def text(value: Any) -> str:
+        return base64.b64encode(value).decode() if isinstance(value, bytes) else str(value)
+
+    return [dict(zip(names, map(text, key), strict=True)) for key in writer.skipped_keys]
 
 
 def _budget(
-    writer: BatchWriter | None,
+    writer: BatchWriter | ItemWriter | None,
     spec: JobSpec,
     ledger: Ledger,
     settings: WorkerSettings,
@@ -209,8 +262,14 @@ def _outputs(
 
 
 def work(
-    event: Mapping[str, Any], settings: WorkerSettings, store: S3Store, ledger: Ledger, db: Any
+    event: Mapping[str, Any],
+    settings: WorkerSettings,
+    store: S3Store,
+    ledger: Ledger,
+    db: Any,
+    item_db: Any = None,
 ) -> dict[str, Any]:
+    """`db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of another write mode."""
     shard = event["shard"]
     job = event["job"]
     job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
@@ -228,9 +287,7 @@ def work(
     read_from = start - 1 if start > 0 else 0
     lines = iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
     source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
-    writer = None
-    if not spec.dry_run and spec.dynamodb is not None:
-        writer = BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
+    writer = _writer(db, item_db or db, spec, settings)
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.
@@ -245,10 +302,14 @@ def work(
             stats = writer.close() if writer is not None else None
         if graph is not None:
             graph.finish()
+    skipped = stats.skipped if stats else 0
     result = {
         **counts,
         "rejected": rejects.count,
-        "written": counts["written"],
+        # A record whose condition was not met was read and accepted, but not written.
+        "written": counts["written"] - skipped,
+        "skipped": skipped,
+        "skippedSample": _skipped_keys(writer, spec),
         "bytes": end - start,
         "requests": stats.requests if stats else 0,
         "retries": stats.retries if stats else 0,
@@ -264,12 +325,14 @@ def work(
 
 def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     settings = WorkerSettings.from_env(env)
+    pool = settings.write_concurrency + 2
     return work(
         event,
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
-        clients.batch_writes(settings.write_concurrency + 2),
+        clients.batch_writes(pool),
+        clients.dynamodb(pool),  # PutItem/UpdateItem/DeleteItem: the botocore client batch_writes wraps
     )
 
 

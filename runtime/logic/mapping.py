@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from logic import cells
 from logic.cells import CellError as _Rejected
 from logic.cells import decimal_number as _decimal
 from logic.cells import json_value as _json_value
@@ -185,11 +186,14 @@ def _producer(attribute: Attribute, jsonl: bool) -> _Producer:
     field = attribute.field
     optional = attribute.optional
     assert field is not None
-    convert = {"S": _to_string, "N": _to_number, "BOOL": _to_bool}[attribute.type]
+    convert = _converter(attribute)
+    # A JSON null is a value for NULL (the others reject it, or leave an optional attribute out).
+    null_is_value = attribute.type == "NULL"
+    empty_code = "empty_set" if attribute.type in ("SS", "NS", "BS") else "empty_value"
 
     def field_attribute(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
         value = fields.get(field, _MISSING)
-        if value is _MISSING or value is None:
+        if value is _MISSING or (value is None and not null_is_value):
             if optional:
                 return 0
             raise _Rejected(
@@ -204,12 +208,19 @@ def _producer(attribute: Attribute, jsonl: bool) -> _Producer:
                 out[name] = {"S": ""}  # empty strings are fine in non-key attributes
                 return name_len
             raise _Rejected(
-                "empty_value", f'{name}: empty value (make the attribute "optional" to leave it out)'
+                empty_code, f'{name}: empty value (make the attribute "optional" to leave it out)'
             )
         out[name] = converted[0]
         return name_len + converted[1]
 
     return field_attribute
+
+
+def _converter(attribute: Attribute) -> cells.Converter:
+    """S, N and BOOL here; the other types (and N from an ISO-8601 timestamp) in logic/cells.py."""
+    if attribute.source is None and attribute.type in ("S", "N", "BOOL"):
+        return {"S": _to_string, "N": _to_number, "BOOL": _to_bool}[attribute.type]
+    return cells.converter(attribute.type, separator=attribute.separator, source=attribute.source)
 
 
 def _to_string(value: Any, name: str) -> tuple[dict[str, Any], int] | None:

@@ -9,6 +9,8 @@ from typing import Any
 
 REPORT_VERSION = 1
 SAMPLE_SIZE = 10
+# Skipped keys kept: each shard records up to this many, the report the first this many.
+SKIPPED_SAMPLE_SIZE = 5
 MISSING_LISTED = 20
 SAMPLE_TEXT_CHARS = 1000
 
@@ -64,6 +66,7 @@ def line_numbers(
 SUMMED = (
     "read",
     "written",
+    "skipped",
     "rejected",
     "duplicates",
     "retries",
@@ -106,7 +109,7 @@ def build(
         "source": (spec or {}).get("source"),
         "format": (spec or {}).get("format"),
         "dryRun": bool((spec or {}).get("dryRun", False)),
-        "records": {name: totals[name] for name in ("read", "written", "rejected", "duplicates")},
+        "records": {name: totals[name] for name in ("read", "written", "skipped", "rejected", "duplicates")},
         "shards": {
             "total": total,
             "done": len(shards),
@@ -123,6 +126,7 @@ def build(
             "throttles": totals["throttles"],
         },
         "s3": {"retries": totals["s3Retries"]},
+        "skipped": {"count": totals["skipped"], "sample": _skipped_sample(shards)},
         "rejects": {
             "count": totals["rejected"],
             "percent": round(rejected_percent, 4),
@@ -135,7 +139,7 @@ def build(
 
 
 def _sum_shards(shards: Mapping[int, Mapping[str, Any]]) -> tuple[Counter[str], Counter[str], list[int]]:
-    """(the summed counts, rejects by reason, the shards whose read != written + rejected)."""
+    """(the summed counts, rejects by reason, the shards whose read != written + skipped + rejected)."""
     totals: Counter[str] = Counter()
     by_reason: Counter[str] = Counter()
     unbalanced = []
@@ -143,9 +147,23 @@ def _sum_shards(shards: Mapping[int, Mapping[str, Any]]) -> tuple[Counter[str], 
         for name in SUMMED:
             totals[name] += int(counts.get(name) or 0)
         by_reason.update({k: int(v) for k, v in (counts.get("byReason") or {}).items()})
-        if int(counts["read"]) != int(counts["written"]) + int(counts["rejected"]):
+        if int(counts["read"]) != balanced(counts):
             unbalanced.append(index)
     return totals, by_reason, unbalanced
+
+
+def balanced(records: Mapping[str, Any]) -> int:
+    """What `read` must equal: every record read is written, skipped (its write mode's condition
+    was not met) or rejected. A count recorded before `skipped` existed has none."""
+    return sum(int(records.get(name) or 0) for name in ("written", "skipped", "rejected"))
+
+
+def _skipped_sample(shards: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The first skipped keys, in shard order (each shard keeps a few)."""
+    sample: list[dict[str, Any]] = []
+    for _, counts in sorted(shards.items()):
+        sample.extend(counts.get("skippedSample") or ())
+    return sample[:SKIPPED_SAMPLE_SIZE]
 
 
 def _reconciliation_error(
@@ -167,7 +185,7 @@ def _reconciliation_error(
     if unbalanced:
         return {
             "type": "ReconciliationError",
-            "message": f"read != written + rejected in shards {unbalanced[:MISSING_LISTED]}",
+            "message": f"read != written + skipped + rejected in shards {unbalanced[:MISSING_LISTED]}",
             "where": "Finalize",
         }
     if rejected_percent > max_rejected:

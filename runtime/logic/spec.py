@@ -95,13 +95,19 @@ class KeyAttribute:
 
 @dataclass(frozen=True)
 class Attribute:
-    """One non-key attribute: a template (type S) or a typed copy of one field."""
+    """One non-key attribute: a template (type S) or a typed copy of one field.
+
+    `update` is how writeMode update writes it (set, add, setIfAbsent); `separator` splits a set's
+    cell; `source` is "iso8601" when an N attribute's cell is a timestamp."""
 
     name: str
     type: str
     template: Template | None = None
     field: str | None = None
     optional: bool = False
+    update: str = "set"
+    separator: str = "|"
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ class DynamoDbTarget:
     key: tuple[KeyAttribute, ...]
     attributes: tuple[Attribute, ...] = ()
     copy_all: bool = False
+    write_mode: str = "put"
+    version: str | None = None  # newerWins: the attribute (type N) that orders records
 
 
 @dataclass(frozen=True)
@@ -345,12 +353,25 @@ def _dynamodb_to_json(target: DynamoDbTarget) -> dict[str, Any]:
             if attribute.template is not None:
                 attributes[attribute.name] = attribute.template.text
             else:
-                attributes[attribute.name] = {
-                    "field": attribute.field,
-                    "type": attribute.type,
-                    "optional": attribute.optional,
-                }
-    return {"key": {k.name: k.template.text for k in target.key}, "attributes": attributes}
+                attributes[attribute.name] = _typed_to_json(attribute, target.write_mode)
+    out: dict[str, Any] = {"key": {k.name: k.template.text for k in target.key}}
+    if target.write_mode != "delete":
+        out["attributes"] = attributes
+    out["writeMode"] = target.write_mode
+    if target.version is not None:
+        out["version"] = target.version
+    return out
+
+
+def _typed_to_json(attribute: Attribute, write_mode: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"field": attribute.field, "type": attribute.type, "optional": attribute.optional}
+    if write_mode == "update":
+        out["update"] = attribute.update
+    if attribute.type in model.SET_TYPES:
+        out["separator"] = attribute.separator
+    if attribute.source is not None:
+        out["from"] = attribute.source
+    return out
 
 
 def _term_to_json(term: Term) -> str | dict[str, Any]:
@@ -429,8 +450,10 @@ def _dynamodb(
                 path, f"missing: give a template for each key attribute of the table: {described}"
             )
         keys.append(KeyAttribute(name, kind, parse_template(given.key[name], path)))
+    mode, version = given.write_mode, given.version
     if isinstance(given.attributes, str):  # COPY_ALL
-        return DynamoDbTarget(key=tuple(keys), copy_all=True)
+        _check_version(version, ())
+        return DynamoDbTarget(key=tuple(keys), copy_all=True, write_mode=mode)
     attributes = []
     for name, value in given.attributes.items():
         path = f"dynamodb.attributes.{_name(name)}"
@@ -441,8 +464,33 @@ def _dynamodb(
         if isinstance(value, str):
             attributes.append(Attribute(name, "S", template=parse_template(value, path)))
         else:
-            attributes.append(Attribute(name, value.type, field=value.field, optional=value.optional))
-    return DynamoDbTarget(key=tuple(keys), attributes=tuple(attributes))
+            attributes.append(
+                Attribute(
+                    name,
+                    value.type,
+                    field=value.field,
+                    optional=value.optional,
+                    update=value.update or "set",
+                    separator="|" if value.separator is None else value.separator,
+                    source=value.from_,
+                )
+            )
+    _check_version(version, attributes)
+    return DynamoDbTarget(key=tuple(keys), attributes=tuple(attributes), write_mode=mode, version=version)
+
+
+def _check_version(version: str | None, attributes: Sequence[Attribute]) -> None:
+    """newerWins compares versions in a condition: every item must hold one, a number."""
+    if version is None:
+        return
+    found = next((a for a in attributes if a.name == version), None)
+    if found is None or found.type != "N" or found.optional or found.field is None:
+        mapped = ", ".join(_name(a.name) for a in attributes if a.type == "N" and not a.optional) or "none"
+        raise InputValidationError(
+            "dynamodb.version",
+            f"{version!r} is not a mapped attribute of type N that is not optional "
+            f"(in dynamodb.attributes; such attributes: {mapped})",
+        )
 
 
 def _graph(given: model.RecordGraph | model.RdfGraph) -> GraphTarget:

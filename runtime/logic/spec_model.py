@@ -39,7 +39,11 @@ FORMATS = ("csv", "jsonl", "nquads", "ntriples")
 # Formats whose lines are RDF statements: they go to the graph target only.
 RDF_FORMATS = ("nquads", "ntriples")
 PARALLELISM = ("LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE")
-ATTRIBUTE_TYPES = ("S", "N", "BOOL")
+ATTRIBUTE_TYPES = ("S", "N", "BOOL", "NULL", "B", "SS", "NS", "BS", "L", "M")
+SET_TYPES = ("SS", "NS", "BS")
+# logic/writemodes.py's MODES and UPDATE_ACTIONS (a test holds them equal).
+WRITE_MODES = ("put", "putIfAbsent", "newerWins", "update", "delete")
+UPDATE_ACTIONS = ("set", "add", "setIfAbsent")
 COPY_ALL = "*"
 MAX_SHARD_SIZE_MIB = 10240
 # The Distributed Map's own limit (tests/contract ties it to stacks.config.MAX_MAP_CONCURRENCY).
@@ -128,8 +132,12 @@ def _not_null(value: object) -> object:
     return value
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
 # Absent is None; null is refused (the schema has no default for it, and no null).
-ABSENT: Any = Field(default=None, json_schema_extra=lambda schema: _no_default(schema))
+ABSENT: Any = Field(default=None, json_schema_extra=_no_default)
 NotNull = _NotNull()
 
 
@@ -347,20 +355,70 @@ class CsvOptions(Model):
         return self
 
 
+def _when(name: str, value: str) -> JsonDict:
+    """The JSON Schema condition "field `name` is given and equals `value`"."""
+    return {"required": [name], "properties": {name: {"const": value}}}
+
+
+_TYPE_IN_SETS: JsonDict = {"required": ["type"], "properties": {"type": {"enum": list(SET_TYPES)}}}
+
+
 class TypedField(Model):
-    """One field copied as S, N or BOOL; an optional attribute is left out when the field is missing,
-    null or empty."""
+    """One field copied as a typed attribute; an optional attribute is left out when the field is
+    missing, null or empty."""
 
     field: str = Field(min_length=1)
-    type: Literal["S", "N", "BOOL"] = "S"
+    type: Literal["S", "N", "BOOL", "NULL", "B", "SS", "NS", "BS", "L", "M"] = "S"
     optional: bool = False
+    update: Annotated[Literal["set", "add", "setIfAbsent"] | None, NotNull] = Field(
+        default=None,
+        json_schema_extra=_no_default,
+        description='writeMode "update" only: SET (default), ADD (sets only) or set if absent '
+        "(if_not_exists).",
+    )
+    separator: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
+        default=None,
+        json_schema_extra=_no_default,
+        description='Sets (SS, NS, BS) only: what splits a CSV cell into elements; default "|".',
+    )
+    from_: Annotated[Literal["iso8601"] | None, NotNull] = Field(
+        default=None,
+        alias="from",
+        json_schema_extra=_no_default,
+        description="N only: the cell is an ISO-8601 timestamp with an offset; stored as epoch seconds.",
+    )
+    model_config = ConfigDict(
+        json_schema_extra={
+            "dependentSchemas": {
+                "separator": _TYPE_IN_SETS,
+                "from": {"required": ["type"], "properties": {"type": {"const": "N"}}},
+            },
+            "if": _when("update", "add"),
+            "then": _TYPE_IN_SETS,
+        }
+    )
+
+    @model_validator(mode="after")
+    def _options_fit_the_type(self) -> TypedField:
+        sets = ", ".join(SET_TYPES)
+        if self.separator is not None and self.type not in SET_TYPES:
+            raise fail(f"only for sets ({sets}), not type {self.type}", "separator")
+        if self.from_ is not None and self.type != "N":
+            raise fail(f"only for type N (epoch seconds), not type {self.type}", "from")
+        if self.update == "add" and self.type not in SET_TYPES:
+            # A numeric ADD done twice (a retried shard) counts twice: not offered.
+            raise fail(
+                f"add is only for sets ({sets}); a numeric add would count twice when a shard is retried",
+                "update",
+            )
+        return self
 
 
 AttributeValue = Annotated[
     Annotated[TemplateText, Tag("~text")] | Annotated[TypedField, Tag("~field")],
     _shape(
         lambda v: "~text" if isinstance(v, str) else "~field" if isinstance(v, Mapping) else None,
-        'a template string or {"field": ..., "type": "S"|"N"|"BOOL", "optional": false}',
+        'a template string or {"field": ..., "type": "S", "optional": false}',
     ),
 ]
 
@@ -388,6 +446,63 @@ class DynamoDbTarget(Model):
         'or "*" to copy every field (CSV as strings, JSON Lines keeping JSON types). '
         "Absent: items hold the key attributes alone.",
     )
+    write_mode: Literal["put", "putIfAbsent", "newerWins", "update", "delete"] = Field(
+        default="put",
+        description="put: BatchWriteItem, the later write wins; putIfAbsent: only keys not in the table; "
+        "newerWins: only when the stored item's version is lower; update: UpdateItem keeping other "
+        "attributes; delete: DeleteItem by the key (no attributes).",
+    )
+    version: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
+        default=None,
+        json_schema_extra=_no_default,
+        description="newerWins only (and required there): a mapped attribute of type N, not optional.",
+    )
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {
+                    "if": _when("writeMode", "newerWins"),
+                    "then": {"required": ["version"]},
+                    "else": {"not": {"required": ["version"]}},
+                },
+                {"if": _when("writeMode", "delete"), "then": {"not": {"required": ["attributes"]}}},
+                {
+                    "if": {"not": _when("writeMode", "update")},
+                    "then": {
+                        "properties": {
+                            "attributes": {
+                                "additionalProperties": {"not": {"type": "object", "required": ["update"]}}
+                            }
+                        }
+                    },
+                },
+            ]
+        }
+    )
+
+    @model_validator(mode="after")
+    def _fields_fit_the_mode(self) -> DynamoDbTarget:
+        mode = self.write_mode
+        if mode == "newerWins" and self.version is None:
+            raise fail(
+                "required when writeMode is newerWins: the attribute (type N) that orders records", "version"
+            )
+        if mode != "newerWins" and self.version is not None:
+            raise fail(f"only allowed when writeMode is newerWins (writeMode is {mode!r})", "version")
+        if mode == "delete" and "attributes" in self.model_fields_set:
+            raise fail(
+                "not allowed when writeMode is delete: items are deleted by their key alone", "attributes"
+            )
+        if mode != "update" and isinstance(self.attributes, dict):
+            for name, value in self.attributes.items():
+                if isinstance(value, TypedField) and value.update is not None:
+                    raise fail(
+                        f"only allowed when writeMode is update (writeMode is {mode!r})",
+                        "attributes",
+                        name,
+                        "update",
+                    )
+        return self
 
 
 def _not_optional(value: object) -> object:
@@ -508,10 +623,6 @@ class RdfGraph(GraphOptions):
     """The graph target of N-Quads/N-Triples: each line already is a statement (`[]` is allowed)."""
 
     statements: list[Statement] = Field(default_factory=list, max_length=0)
-
-
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
 
 
 class Common(Model):

@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from logic.spec import DynamoDbTarget
 
 PUT: Final = "put"
 PUT_IF_ABSENT: Final = "putIfAbsent"
@@ -52,6 +55,18 @@ class WritePlan:
         unknown = sorted(set(self.actions.values()) - set(UPDATE_ACTIONS))
         if unknown:
             raise ValueError(f"unknown update actions {unknown}")
+
+
+def write_plan(target: DynamoDbTarget) -> WritePlan | None:
+    """The spec's single-item write plan; None for `put` (batches, no plan)."""
+    if target.write_mode == PUT:
+        return None
+    return WritePlan(
+        mode=target.write_mode,
+        key=tuple(key.name for key in target.key),
+        version=target.version,
+        actions={a.name: a.update for a in target.attributes if a.update != SET},
+    )
 
 
 Request = tuple[str, dict[str, Any]]

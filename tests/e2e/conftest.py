@@ -80,7 +80,10 @@ def run_file(tmp_path: Path) -> Callable[..., Run]:
         for reject in result.rejects():
             jsonschema.validate(reject, reject_schema)
         # Nothing lost, in every report.
-        assert report["records"]["read"] == report["records"]["written"] + report["records"]["rejected"]
+        assert (
+            report["records"]["read"]
+            == report["records"]["written"] + report["records"]["skipped"] + report["records"]["rejected"]
+        )
         assert report["rejects"]["count"] == len(result.rejects()) == report["records"]["rejected"]
         return result
 

@@ -71,7 +71,7 @@ def test_csv_with_bad_rows_loads_every_good_row_and_rejects_every_bad_one(
     assert report["status"] == "SUCCEEDED", report["error"]
     records = report["records"]
     assert records["read"] == len(good) + len(BAD_CSV_ROWS)
-    assert records["read"] == records["written"] + records["rejected"]
+    assert records["read"] == records["written"] + records["skipped"] + records["rejected"]
     assert records["rejected"] == len(BAD_CSV_ROWS)
     assert report["shards"]["total"] > 5
     assert report["shards"]["done"] == report["shards"]["total"]
@@ -128,7 +128,13 @@ def test_jsonl_with_star_attributes_keeps_json_types(tmp_path: Path, run_file: C
     run = run_file(source, spec)
 
     assert run.report["status"] == "SUCCEEDED", run.report["error"]
-    assert run.report["records"] == {"read": 1_502, "written": 1_500, "rejected": 2, "duplicates": 0}
+    assert run.report["records"] == {
+        "read": 1_502,
+        "written": 1_500,
+        "skipped": 0,
+        "rejected": 2,
+        "duplicates": 0,
+    }
     assert len(run.items) == 1_500
     item = run.items[("USER#u7", "PROFILE")]
     assert item["age"] == {"N": "7"}
@@ -151,7 +157,10 @@ def test_too_many_rejects_fails_the_execution_after_writing_the_report(
     assert report["status"] == "FAILED"
     assert report["error"]["type"] == "TooManyRejectsError"
     assert report["records"]["written"] == len(good)  # what was written stays written
-    assert report["records"]["read"] == report["records"]["written"] + report["records"]["rejected"]
+    assert (
+        report["records"]["read"]
+        == report["records"]["written"] + report["records"]["skipped"] + report["records"]["rejected"]
+    )
     assert len(run.items) == len(good)
 
 
@@ -301,7 +310,7 @@ def test_duplicate_keys_in_a_batch_send_the_later_record_and_are_counted(
 
     run = run_file(source, spec)
 
-    assert run.report["records"] == {"read": 5, "written": 5, "rejected": 0, "duplicates": 2}
+    assert run.report["records"] == {"read": 5, "written": 5, "skipped": 0, "rejected": 0, "duplicates": 2}
     assert {k: v["v"]["N"] for k, v in run.items.items()} == {
         ("a", "X"): "3",
         ("b", "X"): "1",

@@ -77,7 +77,7 @@ def test_start_uploads_runs_shows_progress_and_reports_a_reconciled_job(
     assert f"uploaded {source} to s3://{deployment.output('SourceBucketName')}/uploads/postcodes.csv" in err
     report = json.loads(report_path.read_text())
     assert report["status"] == "SUCCEEDED"
-    assert report["records"] == {"read": ROWS, "written": ROWS, "rejected": 0, "duplicates": 0}
+    assert report["records"] == {"read": ROWS, "written": ROWS, "skipped": 0, "rejected": 0, "duplicates": 0}
     total = report["shards"]["total"]
     assert total > 1 and report["shards"]["done"] == total
     # The last progress line is the Map run's own count of finished shards.
@@ -173,9 +173,14 @@ def test_a_report_that_does_not_reconcile_is_not_ok_even_when_the_execution_succ
         "records": {"read": 10, "written": 9, "rejected": 1},
         "shards": {"total": 2, "done": 2, "missing": []},
     }
-    assert reconciliation_problems(clean, "SUCCEEDED") == []
+    assert reconciliation_problems(clean, "SUCCEEDED") == []  # no `skipped`: a report from before it
     lost = {**clean, "records": {"read": 10, "written": 8, "rejected": 1}}
-    assert reconciliation_problems(lost, "SUCCEEDED") == ["records read 10 != written 8 + rejected 1"]
+    assert reconciliation_problems(lost, "SUCCEEDED") == [
+        "records read 10 != written 8 + skipped 0 + rejected 1"
+    ]
+    # A write mode's skipped records balance the count (putIfAbsent, newerWins).
+    skipping = {**clean, "records": {"read": 10, "written": 6, "skipped": 3, "rejected": 1}}
+    assert reconciliation_problems(skipping, "SUCCEEDED") == []
     missing = {**clean, "shards": {"total": 2, "done": 1, "missing": [1]}}
     assert reconciliation_problems(missing, "SUCCEEDED") == ["shards done 1 of 2"]
     assert reconciliation_problems(None, "ABORTED") == ["execution ABORTED without a report"]
@@ -211,7 +216,7 @@ def test_start_and_status_follow_the_standard_endpoint_setting(
     report = {
         "jobId": "remote",
         "status": "SUCCEEDED",
-        "records": {"read": 3, "written": 3, "rejected": 0, "duplicates": 0},
+        "records": {"read": 3, "written": 3, "skipped": 0, "rejected": 0, "duplicates": 0},
         "shards": {"total": 1, "done": 1, "missing": []},
     }
     # A stand-in with the loader's output shape: this test is about where the calls go.

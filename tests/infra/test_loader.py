@@ -164,19 +164,25 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("s3:PutObject", STAGING_JOBS),
         ("s3:AbortMultipartUpload", STAGING_JOBS),  # rejects and graph files stream in parts
         ("dynamodb:BatchWriteItem", TARGET),
+        ("dynamodb:PutItem", TARGET),  # putIfAbsent, newerWins
+        ("dynamodb:UpdateItem", TARGET),  # update
+        ("dynamodb:DeleteItem", TARGET),  # delete
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:PutItem", LEDGER),
         ("dynamodb:Query", LEDGER),  # counts write-budget leases (runtime/adapters/budget.py)
     }
 
 
-def test_worker_may_only_batch_write_the_target_table(dev: Synth) -> None:
+WRITES = {"dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+
+
+def test_worker_may_only_write_the_target_table(dev: Synth) -> None:
     on_target = {
         action
         for action, resource in grants(policy_statements(dev.loader_json, role_of(dev, "Worker")))
         if resource.startswith(TARGET)
     }
-    assert on_target == {"dynamodb:BatchWriteItem"}
+    assert on_target == WRITES  # each write mode's call; no read
 
 
 def test_finalize_grants_are_exactly_its_needs(dev: Synth) -> None:

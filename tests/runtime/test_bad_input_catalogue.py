@@ -1,6 +1,6 @@
 """Every kind of bad input in README's catalogue, through Plan → Workers → Finalize on moto.
 
-In every case: read == written + rejected, each reject names its source, line, byte offset,
+In every case: read == written + skipped + rejected, each reject names its source, line, byte offset,
 reason and raw line, and the status is what maxRejectedPercent says.
 """
 
@@ -37,7 +37,7 @@ def _load(
     result = run_pipeline(aws, {**spec, "source": f"s3://src/{key}"})
     report = result["report"]
     records = report["records"]
-    assert records["read"] == records["written"] + records["rejected"], report
+    assert records["read"] == records["written"] + records["skipped"] + records["rejected"], report
     found = rejects(aws, report)
     assert len(found) == records["rejected"]
     for reject in found:
@@ -73,7 +73,7 @@ def test_a_bad_csv_row_is_rejected_with_its_reason_and_nothing_else_is_lost(
     report, found = _load(aws, body, CSV_SPEC)
 
     assert report["status"] == "SUCCEEDED"
-    assert report["records"] == {"read": 3, "written": 2, "rejected": 1, "duplicates": 0}, case
+    assert report["records"] == {"read": 3, "written": 2, "skipped": 0, "rejected": 1, "duplicates": 0}, case
     assert [r["code"] for r in found] == [code]
     assert found[0]["line"] == 3
     assert set(scan()) == {("P#AB1 0AA", "LOC"), ("P#AB1 0AB", "LOC")}
@@ -84,7 +84,7 @@ def test_a_quoted_newline_is_refused_fragment_by_fragment_never_split_into_items
 
     report, found = _load(aws, body, CSV_SPEC)
 
-    assert report["records"] == {"read": 3, "written": 1, "rejected": 2, "duplicates": 0}
+    assert report["records"] == {"read": 3, "written": 1, "skipped": 0, "rejected": 2, "duplicates": 0}
     assert [r["line"] for r in found] == [2, 3]
     assert all("newline" in r["reason"] or "quote" in r["reason"] for r in found)
     assert set(scan()) == {("P#AB1 0AB", "LOC")}
@@ -95,7 +95,7 @@ def test_a_bom_crlf_endings_and_a_last_line_without_newline_load_cleanly(aws: An
 
     report, _ = _load(aws, body, CSV_SPEC)
 
-    assert report["records"] == {"read": 2, "written": 2, "rejected": 0, "duplicates": 0}
+    assert report["records"] == {"read": 2, "written": 2, "skipped": 0, "rejected": 0, "duplicates": 0}
     items = scan()
     assert set(items) == {("P#AB1 0AA", "LOC"), ("P#AB1 0AB", "LOC")}
     assert items[("P#AB1 0AB", "LOC")]["lat"] == {"N": "50.2"}
@@ -133,7 +133,7 @@ def test_malformed_json_lines_are_rejected(aws: Any) -> None:
 
     report, found = _load(aws, body, JSONL_SPEC, key="in.jsonl")
 
-    assert report["records"] == {"read": 5, "written": 2, "rejected": 3, "duplicates": 0}
+    assert report["records"] == {"read": 5, "written": 2, "skipped": 0, "rejected": 3, "duplicates": 0}
     assert sorted(r["code"] for r in found) == ["invalid_json", "not_an_object", "not_an_object"]
 
 
@@ -156,7 +156,7 @@ def test_shards_that_own_no_line_are_accounted_for(aws: Any) -> None:
 
     assert report["shards"]["total"] >= 5
     assert report["shards"]["done"] == report["shards"]["total"]
-    assert report["records"] == {"read": 2, "written": 2, "rejected": 0, "duplicates": 0}
+    assert report["records"] == {"read": 2, "written": 2, "skipped": 0, "rejected": 0, "duplicates": 0}
 
 
 def test_a_missing_source_fails_naming_bucket_and_key(aws: Any) -> None:

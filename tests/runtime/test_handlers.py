@@ -91,7 +91,13 @@ def test_a_retried_shard_writes_its_items_and_is_counted_once(aws: Any) -> None:
     assert again == {"index": 0, "skipped": True}
     result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
     assert result["status"] == "SUCCEEDED", result["cause"]
-    assert result["report"]["records"] == {"read": 300, "written": 300, "rejected": 0, "duplicates": 0}
+    assert result["report"]["records"] == {
+        "read": 300,
+        "written": 300,
+        "skipped": 0,
+        "rejected": 0,
+        "duplicates": 0,
+    }
     items = boto3.client("dynamodb", region_name=REGION).scan(TableName="target", Select="COUNT")["Count"]
     assert items == 300
 

@@ -45,6 +45,7 @@ SEMANTIC = (
     "is a key attribute",
     "not a column",
     "would poll",
+    "not a mapped attribute of type N",
 )
 PROPERTY = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typed_support import TYPED_ATTRIBUTES
 
 from logic.mapping import MAX_ITEM_BYTES, Item, Reject, make_mapper
 from logic.spec import parse_spec
@@ -340,3 +341,100 @@ def test_a_number_is_sent_exactly_when_dynamodb_can_hold_it(text: str) -> None:
     sent = result.attributes["n"]["N"]
     assert Decimal(sent) == value
     assert sent == text.strip() or sent == str(value) or (value.is_zero() and sent == "0")
+
+
+TYPED_CSV = {
+    "postcode": "AB1",
+    "tags": "a;b;a",
+    "codes": "1|2.50|1.0",
+    "blobs": "AQI=|/w==",
+    "data": "aGVsbG8=",
+    "nothing": "",
+    "list": '[1, "x", {"y": 0.1}]',
+    "map": '{"n": 12345678901234567890.123, "t": true, "z": null}',
+    "expires": "2026-12-01T00:00:01.5+01:00",
+}
+TYPED_ITEM = {
+    "pk": {"S": "POSTCODE#AB1"},
+    "sk": {"S": "LOCATION"},
+    "tags": {"SS": ["a", "b"]},
+    "codes": {"NS": ["1", "2.50"]},
+    "blobs": {"BS": [b"\x01\x02", b"\xff"]},
+    "data": {"B": b"hello"},
+    "nothing": {"NULL": True},
+    "list": {"L": [{"N": "1"}, {"S": "x"}, {"M": {"y": {"N": "0.1"}}}]},
+    "map": {"M": {"n": {"N": "12345678901234567890.123"}, "t": {"BOOL": True}, "z": {"NULL": True}}},
+    "expires": {"N": "1796079601.5"},  # datetime(...).timestamp()
+}
+
+
+def test_every_type_from_csv_cells() -> None:
+    item = mapper(TYPED_ATTRIBUTES)(TYPED_CSV)
+    assert isinstance(item, Item)
+    assert item.attributes == TYPED_ITEM
+
+
+def test_every_type_from_json_lines_values() -> None:
+    fields = {
+        **TYPED_CSV,
+        "tags": ["a", "b", "a"],
+        "codes": [Decimal(1), Decimal("2.50"), "1.0"],
+        "blobs": ["AQI=", "/w=="],
+        "nothing": None,
+        "list": [Decimal(1), "x", {"y": Decimal("0.1")}],
+        "map": {"n": Decimal("12345678901234567890.123"), "t": True, "z": None},
+    }
+    item = mapper(TYPED_ATTRIBUTES, fmt="jsonl")(fields)
+    assert isinstance(item, Item)
+    assert item.attributes == TYPED_ITEM
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "code"),
+    [
+        ("codes", "1|x", "bad_number"),
+        ("codes", "1||2", "bad_number"),
+        ("data", "not base64!", "bad_base64"),
+        ("blobs", "AQI=|AQ", "bad_base64"),
+        ("list", "[1,", "bad_json"),
+        ("list", '{"a": 1}', "bad_json"),
+        ("map", "[1]", "bad_json"),
+        ("expires", "2026-12-01T00:00:00", "bad_timestamp"),
+        ("expires", "yesterday", "bad_timestamp"),
+        ("nothing", "nil", "bad_null"),
+        ("tags", "", "empty_set"),
+        ("codes", "", "empty_set"),
+        ("data", "", "empty_value"),
+        ("expires", "", "empty_value"),
+    ],
+)
+def test_every_bad_cell_is_a_reject_naming_the_attribute(name: str, value: str, code: str) -> None:
+    for fmt in ("csv", "jsonl"):
+        got, reason = reject(mapper(TYPED_ATTRIBUTES, fmt=fmt)({**TYPED_CSV, name: value}))
+        assert (got, reason.split(":")[0]) == (code, name), (fmt, reason)
+
+
+def test_json_lines_values_of_the_wrong_kind_are_rejects() -> None:
+    to_item = mapper(TYPED_ATTRIBUTES, fmt="jsonl")
+    assert reject(to_item({**TYPED_CSV, "tags": {"a": 1}}))[0] == "bad_set"
+    assert reject(to_item({**TYPED_CSV, "data": Decimal(1)}))[0] == "bad_base64"
+    assert reject(to_item({**TYPED_CSV, "nothing": True}))[0] == "bad_null"
+
+
+def test_optional_typed_attributes_are_left_out_when_empty() -> None:
+    optional = {name: {**value, "optional": True} for name, value in TYPED_ATTRIBUTES.items()}
+    item = mapper(optional)({**dict.fromkeys(TYPED_CSV, ""), "postcode": "AB1"})
+    assert isinstance(item, Item)
+    # NULL's empty cell is its value; every other empty cell leaves the attribute out.
+    assert set(item.attributes) == {"pk", "sk", "nothing"}
+
+
+def test_typed_sizes_count_toward_the_item_limit() -> None:
+    small = mapper({"data": {"field": "data", "type": "B"}})({"postcode": "AB1", "data": "AAAA"})
+    big = mapper({"data": {"field": "data", "type": "B"}})({"postcode": "AB1", "data": "AAAA" * 1000})
+    assert isinstance(small, Item) and isinstance(big, Item)
+    assert big.size - small.size == 3 * 999
+    huge = "A" * (4 * 140_000)
+    assert reject(mapper({"data": {"field": "data", "type": "B"}})({"postcode": "AB1", "data": huge}))[0] == (
+        "item_too_large"
+    )

@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from typed_support import TYPED_ATTRIBUTES
 
 from logic.errors import InputValidationError
 from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, parse_template, spec_to_json
@@ -101,6 +102,50 @@ def test_fractional_shard_sizes_make_small_shards() -> None:
     assert parse({**MINIMAL, "shardSizeMiB": 1e-9}).shard_size_bytes == 1
 
 
+def with_mode(mode: str, **dynamodb: Any) -> dict[str, Any]:
+    """POSTCODES in write mode `mode`, its dynamodb section given the other fields too."""
+    return changed(POSTCODES, "dynamodb", {**POSTCODES["dynamodb"], "writeMode": mode, **dynamodb})
+
+
+VERSIONED = with_mode("newerWins", version="latitude")
+TYPED = changed(
+    POSTCODES,
+    "dynamodb.attributes",
+    {**TYPED_ATTRIBUTES, "codes": {**TYPED_ATTRIBUTES["codes"], "optional": True}},
+)
+UPDATING = changed(
+    with_mode("update"),
+    "dynamodb.attributes",
+    {
+        "tags": {"field": "tags", "type": "SS", "update": "add"},
+        "first": {"field": "latitude", "type": "N", "update": "setIfAbsent"},
+        "latitude": {"field": "latitude", "type": "N", "update": "set"},
+    },
+)
+DELETING = changed(
+    with_mode("delete"), "dynamodb", {"key": POSTCODES["dynamodb"]["key"], "writeMode": "delete"}
+)
+
+
+def test_write_modes_and_typed_attributes_parse() -> None:
+    assert parse(POSTCODES).dynamodb.write_mode == "put"
+    versioned = parse(VERSIONED).dynamodb
+    assert (versioned.write_mode, versioned.version) == ("newerWins", "latitude")
+    typed = {a.name: a for a in parse(TYPED).dynamodb.attributes}
+    assert (typed["tags"].separator, typed["codes"].separator) == (";", "|")
+    assert (typed["expires"].type, typed["expires"].source) == ("N", "iso8601")
+    updating = {a.name: a.update for a in parse(UPDATING).dynamodb.attributes}
+    assert updating == {"tags": "add", "first": "setIfAbsent", "latitude": "set"}
+    assert parse(DELETING).dynamodb.attributes == ()
+
+
+def test_the_spec_model_names_the_modes_and_actions_of_writemodes() -> None:
+    from logic import spec_model, writemodes
+
+    assert spec_model.WRITE_MODES == writemodes.MODES
+    assert spec_model.UPDATE_ACTIONS == writemodes.UPDATE_ACTIONS
+
+
 def test_a_whole_number_written_as_float_is_an_integer() -> None:
     assert parse({**MINIMAL, "maxConcurrency": 8.0}).max_concurrency == 8
 
@@ -110,6 +155,10 @@ def test_a_whole_number_written_as_float_is_an_integer() -> None:
     [
         POSTCODES,
         MINIMAL,
+        VERSIONED,
+        TYPED,
+        UPDATING,
+        DELETING,
         changed(
             POSTCODES,
             "csv",
@@ -137,6 +186,64 @@ def test_the_normalized_form_is_explicit() -> None:
 
 # (input, field path named by the error, words the message contains)
 BAD_INPUTS: list[tuple[Any, str, str]] = [
+    (with_mode("overwrite"), "dynamodb.writeMode", "putIfAbsent, newerWins, update, delete"),
+    (with_mode("newerWins"), "dynamodb.version", "required when writeMode is newerWins"),
+    (with_mode("put", version="latitude"), "dynamodb.version", "only allowed when writeMode is newerWins"),
+    (with_mode("newerWins", version=""), "dynamodb.version", "non-empty"),
+    (with_mode("newerWins", version="label"), "dynamodb.version", "not a mapped attribute of type N"),
+    (with_mode("newerWins", version="nope"), "dynamodb.version", "not a mapped attribute of type N"),
+    (
+        changed(VERSIONED, "dynamodb.attributes.latitude.optional", True),
+        "dynamodb.version",
+        "not a mapped attribute of type N",
+    ),
+    (with_mode("delete"), "dynamodb.attributes", "not allowed when writeMode is delete"),
+    (
+        changed(with_mode("delete"), "dynamodb.attributes", {}),
+        "dynamodb.attributes",
+        "not allowed when writeMode is delete",
+    ),
+    (
+        changed(POSTCODES, "dynamodb.attributes.latitude.update", "set"),
+        "dynamodb.attributes.latitude.update",
+        "only allowed when writeMode is update",
+    ),
+    (
+        changed(UPDATING, "dynamodb.attributes.latitude.update", "add"),
+        "dynamodb.attributes.latitude.update",
+        "add is only for sets",
+    ),
+    (
+        changed(UPDATING, "dynamodb.attributes.latitude.update", "increment"),
+        "dynamodb.attributes.latitude.update",
+        "set, add, setIfAbsent",
+    ),
+    (
+        changed(TYPED, "dynamodb.attributes.tags.separator", ""),
+        "dynamodb.attributes.tags.separator",
+        "non-empty",
+    ),
+    (
+        changed(TYPED, "dynamodb.attributes.data.separator", ","),
+        "dynamodb.attributes.data.separator",
+        "only for sets",
+    ),
+    (
+        changed(TYPED, "dynamodb.attributes.tags.from", "iso8601"),
+        "dynamodb.attributes.tags.from",
+        "only for type N",
+    ),
+    (
+        changed(TYPED, "dynamodb.attributes.expires.from", "unix"),
+        "dynamodb.attributes.expires.from",
+        "iso8601",
+    ),
+    (changed(TYPED, "dynamodb.attributes.map.type", "MAP"), "dynamodb.attributes.map.type", "NULL, B, SS"),
+    (
+        changed(TYPED, "dynamodb.attributes.tags.separator", None),
+        "dynamodb.attributes.tags.separator",
+        "null",
+    ),
     ([1, 2], "$", "JSON object"),
     (changed(POSTCODES, "shardSize", 3), "shardSize", "did you mean 'shardSizeMiB'?"),
     (changed(POSTCODES, "version", 2), "version", "unsupported version"),
@@ -329,6 +436,12 @@ def test_check_fields_against_a_header() -> None:
 # The JSON Schema documents the input: it must accept and reject what parse_spec does.
 SCHEMA_GOOD: list[dict[str, Any]] = [
     POSTCODES,
+    VERSIONED,
+    TYPED,
+    UPDATING,
+    DELETING,
+    with_mode("putIfAbsent"),
+    changed(with_mode("update"), "dynamodb.attributes", "*"),
     MINIMAL,
     changed(POSTCODES, "csv", {"header": False, "columns": ["postcode", "latitude", "longitude"]}),
     changed(POSTCODES, "csv", {"delimiter": "\t", "comment": "//"}),
@@ -353,6 +466,7 @@ SCHEMA_CANNOT_JUDGE = {
     ("dynamodb.key.sort", "not a key attribute"),
     ("dynamodb.attributes.pk", "key attribute"),
     ("dynamodb.attributes.latitude.field", "not a column"),
+    ("dynamodb.version", "not a mapped attribute of type N"),
 }
 
 

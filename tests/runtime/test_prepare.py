@@ -145,7 +145,13 @@ def test_a_zip_with_several_members_becomes_one_object_per_member(aws: Any) -> N
     result = _pipeline(aws, "s3://src/postcodes.zip")
 
     assert result["status"] == "SUCCEEDED", result["report"]["error"]
-    assert result["report"]["records"] == {"read": 251, "written": 250, "rejected": 1, "duplicates": 0}
+    assert result["report"]["records"] == {
+        "read": 251,
+        "written": 250,
+        "skipped": 0,
+        "rejected": 1,
+        "duplicates": 0,
+    }
     assert len(scan()) == 250
     prepared = sorted(k for k in _prepared_keys(aws) if not k.endswith("objects.json"))
     assert [k.split("/", 4)[-1] for k in prepared] == ["a.csv", "sub/b.csv"]

@@ -1,0 +1,216 @@
+"""Write modes end to end through the embedded run, against a table that already holds items (a
+moto server that outlives the runs), and one file using every attribute type."""
+
+from __future__ import annotations
+
+import base64
+import csv
+from collections.abc import Callable
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import boto3
+import jsonschema
+import pytest
+from conftest import REPORT_SCHEMA
+
+from mapload.local import run_local
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+HEADER = "id,v,tag,note\n"
+SEED = [("A", "5", "x", "keep"), ("B", "1", "y", "keep"), ("C", "9", "z", "keep")]
+# Repeated keys and versions in file order; D is new; one bad version (a reject).
+ROWS = [
+    ("A", "3", "a1", ""),
+    ("B", "2", "b1", ""),
+    ("D", "4", "d1", "new"),
+    ("B", "7", "b2", ""),
+    ("D", "2", "d2", ""),
+    ("A", "6", "a2", "changed"),
+    ("E", "x", "e1", ""),
+]
+
+
+def _spec(mode: str, **extra: Any) -> dict[str, Any]:
+    tags: dict[str, Any] = {"field": "tag", "type": "SS"}
+    if mode == "update":
+        tags["update"] = "add"
+    dynamodb: dict[str, Any] = {"key": {"pk": "K#{id}", "sk": "S"}, "writeMode": mode}
+    if mode != "delete":
+        dynamodb["attributes"] = {
+            "v": {"field": "v", "type": "N"},
+            "tags": tags,
+            "note": {"field": "note", "type": "S", "optional": True},
+        }
+    if mode == "newerWins":
+        dynamodb["version"] = "v"
+    return {"format": "csv", "dynamodb": dynamodb, "maxRejectedPercent": 50, "maxConcurrency": 4, **extra}
+
+
+class Server:
+    """The runs' DynamoDB endpoint and the table they share (named alike in every run)."""
+
+    def __init__(self, endpoint: str, tmp_path: Path) -> None:
+        self.db = boto3.client(
+            "dynamodb",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
+        self.tmp_path = tmp_path
+        self.table = ""
+        self.report: dict[str, Any] = {}
+
+    def run(self, rows: list[tuple[str, ...]], spec: dict[str, Any]) -> dict[str, Any]:
+        source = self.tmp_path / "in.csv"
+        source.write_text(HEADER + "".join(",".join(row) + "\n" for row in rows))
+        report = run_local(source, spec, report_path=self.tmp_path / "report.json", quiet=True)
+        jsonschema.validate(report, REPORT_SCHEMA)
+        assert report["status"] == "SUCCEEDED", report["error"]
+        records = report["records"]
+        assert records["read"] == records["written"] + records["skipped"] + records["rejected"]
+        assert report["skipped"]["count"] == records["skipped"]
+        self.table = report["dynamodb"]["table"]
+        self.report = report
+        return records
+
+    def items(self) -> dict[str, dict[str, Any]]:
+        found = {}
+        for page in self.db.get_paginator("scan").paginate(TableName=self.table):
+            for item in page["Items"]:
+                found[item["pk"]["S"][2:]] = item
+        return found
+
+    def seeded(self) -> dict[str, dict[str, Any]]:
+        """Reset the table to SEED (put mode), whatever an earlier run left."""
+        if self.table:
+            for key in self.items():
+                self.db.delete_item(TableName=self.table, Key={"pk": {"S": f"K#{key}"}, "sk": {"S": "S"}})
+        self.run(SEED, _spec("put"))
+        return self.items()
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_server: str) -> Server:
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    return Server(moto_server, tmp_path)
+
+
+def _versions(items: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {key: item["v"]["N"] for key, item in items.items()}
+
+
+def test_each_write_mode_against_a_table_that_holds_items(server: Server) -> None:
+    # putIfAbsent (one shard: file order): stored keys stay; D's first record is written.
+    before = server.seeded()
+    assert server.run(ROWS, _spec("putIfAbsent")) == {
+        "read": 7,
+        "written": 1,
+        "skipped": 5,
+        "rejected": 1,
+        "duplicates": 0,
+    }
+    after = server.items()
+    assert {key: after[key] for key in before} == before
+    assert (after["D"]["v"], after["D"]["note"]) == ({"N": "4"}, {"S": "new"})
+
+    # newerWins, many small shards run 4 at a time: any order keeps each key's highest version.
+    server.seeded()
+    records = server.run(ROWS, _spec("newerWins", shardSizeMiB=0.00003))
+    # The counts depend on the order (D at 2 before D at 4 writes both); A at 3 is always skipped.
+    assert records["written"] + records["skipped"] == 6 and 1 <= records["skipped"] <= 3
+    assert records["rejected"] == 1
+    assert server.report["shards"]["total"] > 2
+    after = server.items()
+    assert _versions(after) == {"A": "6", "B": "7", "C": "9", "D": "4"}
+    assert after["A"]["note"] == {"S": "changed"} and "note" not in after["B"]  # whole items
+
+    # update: SET v and note (an empty optional note is left as stored), ADD to the tag set.
+    server.seeded()
+    records = server.run(ROWS, _spec("update"))
+    assert (records["written"], records["skipped"], records["rejected"]) == (6, 0, 1)
+    after = server.items()
+    assert _versions(after) == {"A": "6", "B": "7", "C": "9", "D": "2"}
+    assert set(after["A"]["tags"]["SS"]) == {"x", "a1", "a2"}
+    assert (after["A"]["note"], after["B"]["note"], after["D"]["note"]) == (
+        {"S": "changed"},
+        {"S": "keep"},
+        {"S": "new"},
+    )
+
+    # delete: the file's keys go (absent ones are no error), the others stay.
+    server.seeded()
+    records = server.run(ROWS, _spec("delete"))
+    assert (records["written"], records["skipped"], records["rejected"]) == (7, 0, 0)
+    assert set(server.items()) == {"C"}
+
+
+TYPED_SPEC: dict[str, Any] = {
+    "format": "csv",
+    "csv": {"delimiter": "\t"},
+    "dynamodb": {
+        "key": {"pk": "T#{id}", "sk": "S"},
+        "attributes": {
+            "s": {"field": "s"},
+            "n": {"field": "n", "type": "N"},
+            "bool": {"field": "bool", "type": "BOOL"},
+            "null": {"field": "null", "type": "NULL"},
+            "b": {"field": "b", "type": "B"},
+            "ss": {"field": "ss", "type": "SS", "separator": ";"},
+            "ns": {"field": "ns", "type": "NS"},
+            "bs": {"field": "bs", "type": "BS"},
+            "l": {"field": "l", "type": "L"},
+            "m": {"field": "m", "type": "M"},
+            "expires": {"field": "expires", "type": "N", "from": "iso8601"},
+        },
+    },
+}
+TYPED_ROW = {
+    "id": "1",
+    "s": "text",
+    "n": "12345678901234567890.5",
+    "bool": "yes",
+    "null": "",
+    "b": base64.b64encode(b"\x00\xffbytes").decode(),
+    "ss": "a;b",
+    "ns": "1|2.5",
+    "bs": "AQI=|/w==",
+    "l": '[1, "x", [true, null]]',
+    "m": '{"deep": {"n": 0.1}}',
+    "expires": "2026-12-01T00:00:00Z",
+}
+
+
+def test_one_file_with_every_type_reads_back_as_its_cells_say(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    source = tmp_path / "typed.csv"
+    with source.open("w", newline="") as out:  # JSON cells hold quotes: CSV-quoted
+        writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+        writer.writerows([TYPED_ROW, TYPED_ROW.values()])
+
+    run = run_file(source, TYPED_SPEC)
+
+    assert run.report["status"] == "SUCCEEDED", run.report["error"]
+    item = run.items[("T#1", "S")]
+    expires = int(datetime.fromisoformat(TYPED_ROW["expires"]).timestamp())
+    assert item == {
+        "pk": {"S": "T#1"},
+        "sk": {"S": "S"},
+        "s": {"S": "text"},
+        "n": {"N": "12345678901234567890.5"},
+        "bool": {"BOOL": True},
+        "null": {"NULL": True},
+        "b": {"B": b"\x00\xffbytes"},
+        "ss": {"SS": ["a", "b"]},
+        "ns": {"NS": ["1", "2.5"]},
+        "bs": {"BS": [b"\x01\x02", b"\xff"]},
+        "l": {"L": [{"N": "1"}, {"S": "x"}, {"L": [{"BOOL": True}, {"NULL": True}]}]},
+        "m": {"M": {"deep": {"M": {"n": {"N": "0.1"}}}}},
+        "expires": {"N": str(expires)},
+    }
+    assert Decimal(item["n"]["N"]) == Decimal(TYPED_ROW["n"])  # exact, never through float
