@@ -14,7 +14,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -37,13 +37,18 @@ from logic import polling
 VERSION = 1
 FORMATS = ("csv", "jsonl", "nquads", "ntriples")
 # Formats whose lines are RDF statements: they go to the graph target only.
-RDF_FORMATS = ("nquads", "ntriples")
-PARALLELISM = ("LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE")
-ATTRIBUTE_TYPES = ("S", "N", "BOOL", "NULL", "B", "SS", "NS", "BS", "L", "M")
+RdfFormat = Literal["nquads", "ntriples"]
+RDF_FORMATS = get_args(RdfFormat)
+Parallelism = Literal["LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE"]
+PARALLELISM = get_args(Parallelism)
+AttributeType = Literal["S", "N", "BOOL", "NULL", "B", "SS", "NS", "BS", "L", "M"]
+ATTRIBUTE_TYPES = get_args(AttributeType)
 SET_TYPES = ("SS", "NS", "BS")
 # logic/writemodes.py's MODES and UPDATE_ACTIONS (a test holds them equal).
-WRITE_MODES = ("put", "putIfAbsent", "newerWins", "update", "delete")
-UPDATE_ACTIONS = ("set", "add", "setIfAbsent")
+WriteMode = Literal["put", "putIfAbsent", "newerWins", "update", "delete"]
+WRITE_MODES = get_args(WriteMode)
+UpdateAction = Literal["set", "add", "setIfAbsent"]
+UPDATE_ACTIONS = get_args(UpdateAction)
 COPY_ALL = "*"
 MAX_SHARD_SIZE_MIB = 10240
 # The Distributed Map's own limit (tests/contract ties it to stacks.config.MAX_MAP_CONCURRENCY).
@@ -368,9 +373,9 @@ class TypedField(Model):
     missing, null or empty."""
 
     field: str = Field(min_length=1)
-    type: Literal["S", "N", "BOOL", "NULL", "B", "SS", "NS", "BS", "L", "M"] = "S"
+    type: AttributeType = "S"
     optional: bool = False
-    update: Annotated[Literal["set", "add", "setIfAbsent"] | None, NotNull] = Field(
+    update: Annotated[UpdateAction | None, NotNull] = Field(
         default=None,
         json_schema_extra=_no_default,
         description='writeMode "update" only: SET (default), ADD (sets only) or set if absent '
@@ -446,7 +451,7 @@ class DynamoDbTarget(Model):
         'or "*" to copy every field (CSV as strings, JSON Lines keeping JSON types). '
         "Absent: items hold the key attributes alone.",
     )
-    write_mode: Literal["put", "putIfAbsent", "newerWins", "update", "delete"] = Field(
+    write_mode: WriteMode = Field(
         default="put",
         description="put: BatchWriteItem, the later write wins; putIfAbsent: only keys not in the table; "
         "newerWins: only when the stored item's version is lower; update: UpdateItem keeping other "
@@ -590,7 +595,7 @@ class GraphOptions(Model):
     gzip: bool = Field(
         default=False, description="stage each shard's file gzip-compressed (one text file per .gz)"
     )
-    parallelism: Literal["LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE"] = "HIGH"
+    parallelism: Parallelism = "HIGH"
     fail_on_error: bool = True
     queue_request: bool = True
     update_single_cardinality_properties: bool = False
@@ -707,7 +712,7 @@ class JsonlInput(RecordInput):
 class RdfInput(Common):
     """N-Quads or N-Triples lines: RDF statements, to the graph target only (`"graph": {}` is implied)."""
 
-    format: Literal["nquads", "ntriples"]
+    format: RdfFormat
     graph: RdfGraph = RdfGraph()
     refused = {
         **_CSV_ONLY,
