@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit scan synth deploy clean bench-upload bench bench-graph schemas
+.PHONY: setup demo test lint typecheck unit scan synth deploy clean bench-upload bench bench-graph bench-coldstart schemas
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -37,6 +37,10 @@ bench-upload: setup
 # the local loader's store; LINES=1000000 for more.
 bench-graph: setup
 	$(BIN)/python bench/graph.py $(if $(LINES),--lines $(LINES))
+
+# Each function's cold import in CPython 3.12: the package as built (precompiled) vs without .pyc.
+bench-coldstart: setup
+	$(BIN)/python bench/coldstart.py $(if $(RUNS),--runs $(RUNS))
 
 # One table: PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline
 # through a proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB

@@ -6,6 +6,10 @@ botocore included) to wheels built for the function's architecture, whatever mac
 synth: no Docker, no QEMU. Docker (the Lambda build image running the same pip command) is
 CDK's fallback only when this Python has no pip.
 
+Every module is precompiled by a CPython 3.12 (Lambda's interpreter: `python312()` finds one) into
+unchecked-hash .pyc files whose paths read /var/task/…: Lambda's code directory is read-only, so
+without them every cold start compiles every module it imports again.
+
 Built packages are cached under `.cache/lambda-packages/<key>` (the key hashes the runtime code,
 both requirement files and the architecture), so a synth or a test session builds each
 architecture once.
@@ -13,6 +17,7 @@ architecture once.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -42,6 +47,8 @@ PLATFORM_TAGS: Final[tuple[str, ...]] = ("manylinux2014", "manylinux_2_28")
 MACHINES: Final[Mapping[str, str]] = {"arm64": "aarch64", "x86_64": "x86_64"}
 # Written into every package: what it was built for, from what. Its absence marks an unbundled asset.
 STAMP: Final[str] = "mapload-package.json"
+# Where Lambda unpacks a function's code: the path tracebacks name.
+TASK_ROOT: Final[str] = "/var/task"
 # Lambda's limit for a function's unzipped code (and layers).
 UNZIPPED_LIMIT_BYTES: Final[int] = 250 * 1024 * 1024
 
@@ -58,7 +65,7 @@ def pip_arguments(architecture: str, target: str, requirements: str, constraints
         "install",
         "--quiet",
         "--disable-pip-version-check",
-        "--no-compile",  # .pyc of the synth's interpreter would be useless to Lambda's 3.12
+        "--no-compile",  # the synth's interpreter's .pyc would be useless: _precompile uses 3.12
         *platforms,
         "--only-binary=:all:",
         "--implementation",
@@ -74,9 +81,46 @@ def pip_arguments(architecture: str, target: str, requirements: str, constraints
     ]
 
 
+@functools.cache
+def python312() -> str | None:
+    """A CPython 3.12 (Lambda's python3.12): $MAPLOAD_PYTHON312, python3.12 on PATH, or pyenv's 3.12.x."""
+    candidates = [os.environ.get("MAPLOAD_PYTHON312"), shutil.which("python3.12")]
+    pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    if shutil.which("pyenv"):
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False).stdout.strip()
+        pyenv_root = root or pyenv_root
+    candidates += [
+        str(p) for p in sorted(Path(pyenv_root).glob("versions/3.12*/bin/python3.12"), reverse=True)
+    ]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            version = subprocess.run(
+                [candidate, "-I", "-S", "-c", "import sys; print(sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.strip()
+            if version == "(3, 12)":  # a pyenv shim without 3.12 selected prints nothing
+                return candidate
+    return None
+
+
+def compile_arguments(directory: str) -> list[str]:
+    """`python3.12 -m compileall` arguments: every module of `directory`, named as under /var/task.
+
+    Unchecked-hash pycs are used without looking at the source's mtime (unzipping may change it).
+    """
+    return [
+        *("-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash"),
+        *("-s", directory, "-p", TASK_ROOT, directory),
+    ]
+
+
 def package_key(architecture: str) -> str:
-    """Hash of everything the package is built from: runtime code, requirements, constraints."""
-    digest = hashlib.sha256(f"{architecture}/{PYTHON_VERSION}/{PLATFORM_TAGS}".encode())
+    """Hash of everything the package is built from: runtime code, requirements, constraints, and
+    whether a CPython 3.12 precompiles it."""
+    compiled = "pyc" if python312() else "no-pyc"
+    digest = hashlib.sha256(f"{architecture}/{PYTHON_VERSION}/{PLATFORM_TAGS}/{compiled}".encode())
     files = [REQUIREMENTS, CONSTRAINTS]
     for package in CODE_PACKAGES:
         files.extend(sorted(p for p in (RUNTIME_ROOT / package).rglob("*.py") if p.is_file()))
@@ -114,6 +158,7 @@ def build_package(architecture: str, cache: Path = CACHE_DIR) -> Path:
                 scratch / package,
                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
             )
+        _precompile(scratch)
         stamp = {"architecture": architecture, "python": PYTHON_VERSION, "key": key}
         (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
         try:
@@ -124,6 +169,18 @@ def build_package(architecture: str, cache: Path = CACHE_DIR) -> Path:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     return built
+
+
+def _precompile(directory: Path) -> None:
+    """Compile every module with CPython 3.12 when there is one (else Lambda compiles at cold start)."""
+    interpreter = python312()
+    if interpreter is None:
+        return
+    done = subprocess.run(
+        [interpreter, *compile_arguments(str(directory))], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise PackageBuildError(f"python3.12 could not compile the package:\n{done.stdout[-2000:]}")
 
 
 @jsii.implements(cdk.ILocalBundling)
@@ -153,6 +210,7 @@ def lambda_code(architecture: str) -> lambda_.Code:
             "pip "
             + " ".join(pip_arguments(architecture, "/asset-output", "requirements.txt", "/constraints.txt")),
             "cp -r " + " ".join(CODE_PACKAGES) + " /asset-output/",
+            "python " + " ".join(compile_arguments("/asset-output")),
             f"echo '{json.dumps({'architecture': architecture, 'python': PYTHON_VERSION})}' "
             f"> /asset-output/{STAMP}",
         ]

@@ -14,7 +14,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 import app as app_module
+from stacks import bundling
 from stacks.bundling import CONSTRAINTS, MACHINES, REQUIREMENTS, RUNTIME_ROOT, STAMP, build_package, tree_size
 from stacks.loader import HANDLER_INDEX, handler_path
 from tests.infra.support import ROOT
@@ -36,29 +36,14 @@ E_MACHINE = {"x86_64": 62, "arm64": 183}
 
 
 def python312() -> str:
-    """A CPython 3.12 interpreter: $MAPLOAD_PYTHON312, python3.12 on PATH, or pyenv's 3.12.x."""
-    candidates = [os.environ.get("MAPLOAD_PYTHON312"), shutil.which("python3.12")]
-    pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
-    if shutil.which("pyenv"):
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False).stdout.strip()
-        pyenv_root = root or pyenv_root
-    candidates += [
-        str(p) for p in sorted(Path(pyenv_root).glob("versions/3.12*/bin/python3.12"), reverse=True)
-    ]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file():
-            version = subprocess.run(
-                [candidate, "-I", "-S", "-c", "import sys; print(sys.version_info[:2])"],
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout.strip()
-            if version == "(3, 12)":
-                return candidate
-    pytest.fail(
-        "no CPython 3.12 (Lambda's python3.12) found: set MAPLOAD_PYTHON312, put python3.12 on PATH "
-        "or `pyenv install 3.12`"
-    )
+    """Lambda's interpreter, as the package build finds it (stacks/bundling.py)."""
+    found = bundling.python312()
+    if found is None:
+        pytest.fail(
+            "no CPython 3.12 (Lambda's python3.12) found: set MAPLOAD_PYTHON312, put python3.12 on PATH "
+            "or `pyenv install 3.12`"
+        )
+    return found
 
 
 IMPORT_ALL = """
@@ -180,6 +165,38 @@ def test_bundled_functions_use_the_package_for_the_configured_architecture(
         assert function["Properties"]["Code"]["S3Key"] == package.name.removeprefix("asset.") + ".zip"
 
 
+CHECK_PYCS = """
+import importlib.util, json, marshal, sys
+from pathlib import Path
+package = Path(sys.argv[1])
+missing, checked, named = [], [], {}
+for source in sorted(package.rglob("*.py")):
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    if not cached.is_file():
+        missing.append(str(source.relative_to(package)))
+        continue
+    data = cached.read_bytes()
+    # PEP 552: magic, then flags (bit 0 hash-based, bit 1 check the source).
+    checked.append(data[:4] == importlib.util.MAGIC_NUMBER and int.from_bytes(data[4:8], "little") == 1)
+    if source.parent.name == "handlers":
+        named[source.name] = marshal.loads(data[16:]).co_filename
+print(json.dumps({"missing": missing, "checked": checked, "named": named}))
+"""
+
+
+def test_every_module_ships_precompiled_for_lambdas_python(bundled_host: tuple[Any, Path]) -> None:
+    # Lambda's /var/task is read-only: a module without its 3.12 .pyc is compiled at every cold start.
+    package = bundled_host[1]
+    done = subprocess.run(
+        [python312(), "-I", "-S", "-c", CHECK_PYCS, str(package)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["missing"] == []
+    assert len(found["checked"]) > 500 and all(found["checked"]), "unchecked-hash pycs for CPython 3.12"
+    assert found["named"]["worker.py"] == "/var/task/handlers/worker.py"  # tracebacks name Lambda's path
+
+
 @pytest.mark.parametrize("architecture", [HOST, OTHER])
 def test_every_compiled_module_is_for_the_architecture(
     architecture: str, bundled_host: tuple[Any, Path]
@@ -209,7 +226,8 @@ def test_every_pinned_distribution_is_present_at_its_pinned_version(architecture
     assert {name: present[name] for name in present} == {name: pinned.get(name) for name in present}
     for code in ("adapters", "handlers", "logic"):
         assert (package / code / "__init__.py").is_file()
-    assert not list(package.rglob("__pycache__")), "no .pyc of the build machine's Python"
+    stray = [p.name for p in package.rglob("*.pyc") if not p.name.endswith(".cpython-312.pyc")]
+    assert not stray, "no .pyc of the build machine's Python"
     assert not (package / "bin").exists()
 
 
