@@ -46,6 +46,7 @@ SEMANTIC = (
     "not a column",
     "would poll",
     "not a mapped attribute of type N",
+    "one column per property name",
 )
 PROPERTY = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
