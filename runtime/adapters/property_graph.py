@@ -8,7 +8,7 @@ import io
 from typing import Any
 
 from adapters.rdf import Writable
-from logic.opencypher import Header
+from logic.opencypher import NODE, Header, Kind
 from logic.property_graph import PropertyRecord
 
 _FLUSH_ROWS = 1000
@@ -31,11 +31,23 @@ class _CsvFile:
     def add(self, rows: list[list[str]]) -> None:
         if not rows:
             return
+        self._start()
+        self._csv.writerows(rows)
+        self._count(len(rows))
+
+    def add_line(self, text: str) -> None:
+        """A source line staged as it is (format opencypher: it was checked, not rewritten)."""
+        self._start()
+        self._buffer.write(text + "\r\n")
+        self._count(1)
+
+    def _start(self) -> None:
         if self.rows == 0:
             self._csv.writerow(self._header.cells)
-        self._csv.writerows(rows)
-        self.rows += len(rows)
-        self._pending += len(rows)
+
+    def _count(self, rows: int) -> None:
+        self.rows += rows
+        self._pending += rows
         if self._pending >= _FLUSH_ROWS:
             self._flush()
 
@@ -72,6 +84,10 @@ class PropertyGraphStager:
     def add(self, record: PropertyRecord) -> None:
         self._vertices.add(record.vertices)
         self._edges.add(record.edges)
+
+    def add_line(self, kind: Kind, text: str) -> None:
+        """An openCypher source line, to the vertex file or the edge file by its file's kind."""
+        (self._vertices if kind == NODE else self._edges).add_line(text)
 
     @property
     def vertices(self) -> int:

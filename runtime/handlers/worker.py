@@ -20,7 +20,7 @@ from adapters.rdf import GraphStager, Writable, line_parser, to_quad
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
-from logic import layout
+from logic import layout, opencypher
 from logic.batching import Batcher
 from logic.errors import SourceNotAllowedError
 from logic.graph import is_rdf_comment, make_graph_mapper
@@ -102,6 +102,33 @@ def process_rdf(
     return {"lines": owned, "read": read, "written": written, "duplicates": 0}
 
 
+def process_opencypher(
+    lines: Iterable[Line], spec: JobSpec, header: list[str] | None, graph: Stager | None, rejects: RejectSink
+) -> dict[str, int]:
+    """openCypher CSV rows: each checked against the format's rules under the object's header
+    (Plan checked the header) and staged as it is, in the vertex or edge file by the header's kind."""
+    columns = opencypher.parse_header(header or [])
+    read = written = owned = 0
+    for line in lines:
+        owned += 1
+        if is_skipped(line.raw, spec):
+            continue
+        read += 1
+        try:
+            text = line.raw.decode("utf-8")
+            opencypher.parse_line(columns, text)
+        except UnicodeDecodeError as error:
+            rejects.add(line, "invalid_utf8", f"invalid UTF-8 at byte {line.offset + error.start}")
+            continue
+        except opencypher.FormatError as error:
+            rejects.add(line, "opencypher_syntax", str(error))
+            continue
+        written += 1
+        if isinstance(graph, PropertyGraphStager):
+            graph.add_line(columns.kind, text)
+    return {"lines": owned, "read": read, "written": written, "duplicates": 0}
+
+
 class _Sender:
     """Hands mapped items to the writer: `put` in batches of 25 (the Batcher keeps the later of two
     records with one key and counts the other in `duplicates`), any other write mode one item at a
@@ -145,6 +172,8 @@ def process(
     `source` names the records' object (and member): a property graph's edge ids derive from it."""
     if spec.format in RDF_FORMATS:
         return process_rdf(lines, spec, graph, rejects)
+    if spec.format == "opencypher":
+        return process_opencypher(lines, spec, header, graph, rejects)
     parse = make_parser(spec, header)
     to_item = make_mapper(spec) if spec.dynamodb is not None else None
     model = spec.graph.model if spec.graph is not None else None
@@ -258,8 +287,10 @@ def _sinks(
         return rejects, None
     if spec.graph.model == "property":
         vertices_key, edges_key = graph_keys
+        # openCypher sources keep their own header (one per object, so one per shard).
+        own = opencypher.parse_header(shard["header"]) if spec.format == "opencypher" else None
         return rejects, PropertyGraphStager(
-            headers(spec),
+            (own, own) if own is not None else headers(spec),
             compress=spec.graph.gzip,
             vertices=outputs.enter_context(
                 store.upload_if_written(settings.staging_bucket, vertices_key, "text/csv")

@@ -50,11 +50,13 @@ PROPERTY_GRAPH_FORMAT = "opencypher"
 FIRST_ERRORS = 10
 
 
-def load_request(graph: Mapping[str, Any], *, source: str, role_arn: str, region: str) -> dict[str, Any]:
-    """The POST /loader body for a job's normalized `graph` input section. One load for a property
-    graph: the loader loads the vertex files under `source` before the edge files (Neptune,
-    "Optimizing a bulk load"), so an edge may end at a vertex of the same load."""
-    opencypher = graph.get("model") == "property"
+def load_request(
+    graph: Mapping[str, Any], *, source: str, role_arn: str, region: str, source_format: str = ""
+) -> dict[str, Any]:
+    """The POST /loader body for a job's normalized `graph` input section (and its `format`). One
+    load for a property graph: the loader loads the vertex files under `source` before the edge
+    files (Neptune, "Optimizing a bulk load"), so an edge may end at a vertex of the same load."""
+    opencypher = graph.get("model") == "property" or source_format == "opencypher"
     body: dict[str, Any] = {
         "source": source,
         "format": PROPERTY_GRAPH_FORMAT if opencypher else STAGED_FORMAT,

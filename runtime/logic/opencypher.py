@@ -342,6 +342,16 @@ def parse_row(header: Header, cells: Sequence[str]) -> Row:
     )
 
 
+def parse_line(header: Header, text: str) -> Row:
+    """One line of a file as a row (a quoted field may not hold a line break: records are
+    lines); raises FormatError."""
+    try:
+        cells = next(csv.reader([text], strict=True))
+    except (csv.Error, StopIteration) as error:
+        raise FormatError(f"not a CSV line: {error}") from None
+    return parse_row(header, cells)
+
+
 def read(lines: Iterable[str]) -> Iterator[Header | Row]:
     """A whole file's header, then its rows; raises FormatError (with the row number) at the first
     bad row. For tests and the embedded loader: the Worker reads row by row with its own lines."""

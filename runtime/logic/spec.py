@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
+from logic import opencypher
 from logic import spec_model as model
 from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec_model import (
@@ -57,7 +58,9 @@ __all__ = [
 XSD = "http://www.w3.org/2001/XMLSchema#"
 KEY_TYPES = ("S", "N", "B")
 _STATEMENT_FIELDS = ("subject", "predicate", "object", "graph")
-_INPUT: TypeAdapter[model.CsvInput | model.JsonlInput | model.RdfInput] = TypeAdapter(model.Input)
+_INPUT: TypeAdapter[model.CsvInput | model.JsonlInput | model.RdfInput | model.OpencypherInput] = TypeAdapter(
+    model.Input
+)
 _S3_URI = re.compile(model.S3_URI_PATTERN)
 _JOB_ID = re.compile(model.JOB_ID_PATTERN)
 
@@ -270,6 +273,8 @@ def parse_spec(
     except ValidationError as error:
         raise _input_error(error.errors()[0], _described(key_schema)) from None
     csv = getattr(given, "csv", None)
+    if given.format == "opencypher":  # Neptune's CSV: a header line, comma-separated
+        csv = model.CsvOptions()
     spec = JobSpec(
         source=given.source,
         format=given.format,
@@ -313,8 +318,14 @@ def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:
     """Raise InputValidationError when a template or attribute names a field that is not a column.
 
     parse_spec calls it for `csv.columns`; Plan calls it with each object's CSV header, so a typo
-    fails the job at once instead of rejecting every record.
+    fails the job at once instead of rejecting every record. For format opencypher the header
+    itself must follow Neptune's openCypher CSV rules.
     """
+    if spec.format == "opencypher":
+        try:
+            opencypher.parse_header(columns)
+        except opencypher.FormatError as error:
+            raise InputValidationError("source", f"not an openCypher CSV header: {error}") from None
     known = set(columns)
     for path, name in [*references(spec), *graph_references(spec)]:
         if name not in known:
@@ -385,7 +396,7 @@ def _property_references(where: str, properties: Sequence[Property]) -> Iterator
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     """The normalized input, every default explicit; parse_spec of it gives back an equal JobSpec."""
     out: dict[str, Any] = {"version": spec.version, "source": spec.source, "format": spec.format}
-    if spec.csv is not None:
+    if spec.csv is not None and spec.format == "csv":
         out["csv"] = {
             "header": spec.csv.header,
             "delimiter": spec.csv.delimiter,
@@ -395,7 +406,9 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     if spec.dynamodb is not None:
         out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)
     if spec.graph is not None:
-        out["graph"] = _graph_to_json(spec.graph)
+        out["graph"] = (
+            _loader_options_to_json(spec.graph) if spec.format == "opencypher" else _graph_to_json(spec.graph)
+        )
     out["shardSizeMiB"] = spec.shard_size_mib
     out["maxConcurrency"] = spec.max_concurrency
     out["maxRejectedPercent"] = spec.max_rejected_percent
@@ -593,7 +606,11 @@ def _check_version(version: str | None, attributes: Sequence[Attribute]) -> None
         )
 
 
-def _graph(given: model.RecordGraph | model.PropertyGraph | model.RdfGraph) -> GraphTarget:
+def _graph(
+    given: model.RecordGraph | model.PropertyGraph | model.RdfGraph | model.OpencypherGraph,
+) -> GraphTarget:
+    if isinstance(given, model.OpencypherGraph):  # rows already are vertices and edges
+        return GraphTarget(model="property", **_loader_options(given))
     if isinstance(given, model.PropertyGraph):
         vertices = tuple(
             Vertex(

@@ -35,7 +35,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from logic import polling
 
 VERSION = 1
-FORMATS = ("csv", "jsonl", "nquads", "ntriples")
+FORMATS = ("csv", "jsonl", "nquads", "ntriples", "opencypher")
 # Formats whose lines are RDF statements: they go to the graph target only.
 RdfFormat = Literal["nquads", "ntriples"]
 RDF_FORMATS = get_args(RdfFormat)
@@ -703,12 +703,23 @@ class PropertyGraph(GraphOptions):
     def _has_vertices_or_edges(self) -> PropertyGraph:
         if not self.vertices and not self.edges:
             raise fail("required: a non-empty list of vertices or of edges", "vertices")
-        if self.update_single_cardinality_properties:
-            raise fail(
-                "not supported by Neptune's loader for openCypher (graph.model property)",
-                "updateSingleCardinalityProperties",
-            )
+        _no_single_cardinality(self)
         return self
+
+
+def _no_single_cardinality(graph: GraphOptions) -> None:
+    if graph.update_single_cardinality_properties:
+        raise fail(
+            "not supported by Neptune's loader for openCypher (graph.model property, format opencypher)",
+            "updateSingleCardinalityProperties",
+        )
+
+
+def _opencypher_graph_schema(schema: JsonDict) -> None:
+    """The schema form of `_no_single_cardinality`."""
+    properties = schema["properties"]
+    assert isinstance(properties, dict)
+    properties["updateSingleCardinalityProperties"] = {"const": False}
 
 
 def _property_graph_schema(schema: JsonDict) -> None:
@@ -716,9 +727,20 @@ def _property_graph_schema(schema: JsonDict) -> None:
     schema["anyOf"] = [
         {"required": [name], "properties": {name: {"minItems": 1}}} for name in ("vertices", "edges")
     ]
-    properties = schema["properties"]
-    assert isinstance(properties, dict)
-    properties["updateSingleCardinalityProperties"] = {"const": False}
+    _opencypher_graph_schema(schema)
+
+
+class OpencypherGraph(GraphOptions):
+    """The graph target of openCypher CSV sources: each file already is a vertex or an edge file."""
+
+    model_config = ConfigDict(
+        title="OpencypherGraph", json_schema_extra=lambda schema: _opencypher_graph_schema(schema)
+    )
+
+    @model_validator(mode="after")
+    def _single_cardinality(self) -> OpencypherGraph:
+        _no_single_cardinality(self)
+        return self
 
 
 def _graph_model(value: Any) -> str | None:
@@ -836,17 +858,35 @@ class RdfInput(Common):
     model_config = ConfigDict(title="RDF")
 
 
+class OpencypherInput(Common):
+    """Neptune openCypher CSV files (a node or a relationship file each): every row checked against
+    the format's rules and staged as it is, to the graph target only (`"graph": {}` is implied)."""
+
+    format: Literal["opencypher"]
+    graph: OpencypherGraph = OpencypherGraph()
+    refused = {
+        **_CSV_ONLY,
+        "dynamodb": "not allowed with format {format!r}: openCypher rows go to the graph target only",
+    }
+    model_config = ConfigDict(title="openCypher CSV")
+
+
 def _format(value: Any) -> str | None:
     fmt = value.get("format") if isinstance(value, Mapping) else None
     return (
-        {"csv": "csv", "jsonl": "jsonl", "nquads": "rdf", "ntriples": "rdf"}.get(fmt)
+        {"csv": "csv", "jsonl": "jsonl", "nquads": "rdf", "ntriples": "rdf", "opencypher": "opencypher"}.get(
+            fmt
+        )
         if isinstance(fmt, str)
         else None
     )
 
 
 Input = Annotated[
-    Annotated[CsvInput, Tag("csv")] | Annotated[JsonlInput, Tag("jsonl")] | Annotated[RdfInput, Tag("rdf")],
+    Annotated[CsvInput, Tag("csv")]
+    | Annotated[JsonlInput, Tag("jsonl")]
+    | Annotated[RdfInput, Tag("rdf")]
+    | Annotated[OpencypherInput, Tag("opencypher")],
     Discriminator(_format, custom_error_type="spec_format", custom_error_message="format"),
 ]
 

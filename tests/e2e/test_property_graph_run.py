@@ -88,3 +88,46 @@ def test_an_edge_to_a_vertex_the_graph_lacks_fails_the_load_with_the_loaders_err
     assert report["graph"]["status"] == "LOAD_FAILED"
     assert report["graph"]["errors"]["insertErrors"] == 1
     assert report["graph"]["errors"]["first"][0]["errorCode"] == "FROM_OR_TO_VERTEX_ARE_MISSING"
+
+
+def load_opencypher(tmp_path: Path, name: str, text: str, store: Path, **spec: Any) -> dict[str, Any]:
+    source = tmp_path / f"{name}.csv"
+    source.write_text(text)
+    raw = {"format": "opencypher", "jobId": name, "graph": OPTIONS, **spec}
+    report = run_local(source, raw, report_path=tmp_path / f"{name}.json", quiet=True, graph_store=store)
+    gc.collect()  # as in run() above
+    jsonschema.validate(report, REPORT_SCHEMA)
+    return report
+
+
+def test_opencypher_files_are_checked_staged_as_they_are_and_loaded(tmp_path: Path) -> None:
+    store = tmp_path / "graph-db"
+    nodes = (
+        ":ID,:LABEL,name:String,born:DateTime\n"
+        'p1,Person,"Lovelace, Ada",1815-12-10\np2,Person,Babbage,\np3,Person,X,never\n'
+    )
+    first = load_opencypher(tmp_path, "nodes", nodes, store, maxRejectedPercent=50)
+    assert first["status"] == "SUCCEEDED", first["error"]
+    assert (first["records"]["written"], first["records"]["rejected"]) == (2, 1)
+    assert first["rejects"]["sample"][0]["code"] == "opencypher_syntax"
+    assert first["graph"]["loaded"] == 2
+    second = load_opencypher(
+        tmp_path, "knows", ":ID,:START_ID,:END_ID,:TYPE,since:Int\nk1,p1,p2,KNOWS,1833\n", store
+    )
+    assert second["status"] == "SUCCEEDED", second["error"]
+    assert second["graph"]["store"] == {"statements": 0, "path": str(store), "vertices": 2, "edges": 1}
+    graph = PropertyGraphStore(store)
+    try:
+        assert graph.query(
+            "MATCH (a:Vertex)-[e:Edge]->(b:Vertex) RETURN a.name, e.type, e.since, b.name"
+        ) == [["Lovelace, Ada", "KNOWS", 1833, "Babbage"]]
+    finally:
+        graph.close()
+
+
+def test_a_bad_opencypher_header_fails_the_job_before_anything_is_staged(tmp_path: Path) -> None:
+    report = load_opencypher(tmp_path, "bad", ":ID,:START_ID,:END_ID\ne1,p1,p2\n", tmp_path / "graph-db")
+    assert report["status"] == "FAILED"
+    assert report["error"]["type"] == "InputValidationError" and report["error"]["where"] == "Plan"
+    assert "needs a :TYPE column" in report["error"]["message"]
+    assert report["records"]["read"] == 0

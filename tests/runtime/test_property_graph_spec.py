@@ -163,3 +163,46 @@ def test_vertex_and_edge_templates_must_name_columns() -> None:
     with pytest.raises(InputValidationError) as caught:
         check_fields(spec, ["id", "kind", "name", "boss"])
     assert caught.value.field == "graph.vertices[0].properties.age.field"
+
+
+OPENCYPHER: dict[str, Any] = {"source": "s3://source-bucket/graph/", "format": "opencypher", "jobId": "g"}
+
+
+def test_opencypher_sources_go_to_the_graph_as_a_property_graph() -> None:
+    spec = parse(OPENCYPHER)
+    assert spec.dynamodb is None and spec.graph is not None and spec.graph.model == "property"
+    normalized = spec_to_json(spec)
+    assert "csv" not in normalized and "model" not in normalized["graph"]
+    assert parse(normalized) == spec
+    assert SCHEMA.is_valid(normalized) and SCHEMA.is_valid(OPENCYPHER)
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "words"),
+    [
+        ({"dynamodb": {"key": {"pk": "{id}"}}}, "dynamodb", "graph target only"),
+        ({"csv": {"delimiter": ";"}}, "csv", "only allowed when format is 'csv'"),
+        ({"graph": {"vertices": []}}, "graph.vertices", "unknown field"),
+        (
+            {"graph": {"updateSingleCardinalityProperties": True}},
+            "graph.updateSingleCardinalityProperties",
+            "not",
+        ),
+    ],
+)
+def test_opencypher_sources_refuse_what_does_not_apply(extra: dict[str, Any], field: str, words: str) -> None:
+    raw = {**OPENCYPHER, **extra}
+    with pytest.raises(InputValidationError) as caught:
+        parse(raw)
+    assert caught.value.field == field and words in str(caught.value)
+    assert not SCHEMA.is_valid(raw)
+
+
+def test_an_opencypher_header_is_checked_when_plan_reads_it() -> None:
+    spec = parse(OPENCYPHER)
+    check_fields(spec, [":ID", ":LABEL", "name:String", "tags:String[]"])
+    check_fields(spec, [":ID", ":START_ID", ":END_ID", ":TYPE", "since:DateTime"])
+    with pytest.raises(InputValidationError) as caught:
+        check_fields(spec, [":ID", ":START_ID", ":END_ID"])
+    assert caught.value.field == "source"
+    assert "not an openCypher CSV header: a relationship file needs a :TYPE column" in str(caught.value)

@@ -105,3 +105,46 @@ def test_the_load_is_one_opencypher_load_with_user_edge_ids() -> None:
     assert "updateSingleCardinalityProperties" not in body
     rdf = {"statements": [], "updateSingleCardinalityProperties": True}
     assert load_request(rdf, source="s3://s/", role_arn="a", region="r")["format"] == "nquads"
+
+
+def stage_opencypher(header: list[str], data: bytes) -> tuple[dict[str, int], RejectSink, bytes, bytes]:
+    job = parse_spec(
+        {"source": "s3://source-bucket/g/", "format": "opencypher", "jobId": "g"}, table_key={"pk": "S"}
+    )
+    own = opencypher.parse_header(header)
+    lines = iter_shard_lines([data], read_from=0, start=0, end=len(data))
+    rejects_out, vertices_out, edges_out = io.BytesIO(), io.BytesIO(), io.BytesIO()
+    rejects = RejectSink("s3://source-bucket/g/file.csv", out=rejects_out)
+    stager = PropertyGraphStager((own, own), compress=False, vertices=vertices_out, edges=edges_out)
+    counts = process(lines, job, header, None, rejects, stager)
+    stager.finish()
+    return counts, rejects, vertices_out.getvalue(), edges_out.getvalue()
+
+
+def test_opencypher_rows_are_checked_and_staged_as_they_are() -> None:
+    header = [":ID", ":LABEL", "name:String", "age:int"]
+    data = b'p1,Person,"Smith, Jo",41\n\np2,Person;Admin,,\np3,Person,Al,forty\np4,Person,"open\n'
+    counts, rejects, vertices, edges = stage_opencypher(header, data)
+    assert (counts["read"], counts["written"], rejects.count) == (4, 2, 2)
+    assert rejects.by_reason == {"opencypher_syntax": 2}
+    assert [r["reason"][:30] for r in rejects.sample] == [
+        "column age:Int: 'forty' is not",
+        "not a CSV line: unexpected end",
+    ]
+    # The header as Neptune reads it (type names normalized), the rows byte for byte.
+    assert vertices == b':ID,:LABEL,name:String,age:Int\r\np1,Person,"Smith, Jo",41\r\np2,Person;Admin,,\r\n'
+    assert edges == b""
+
+
+def test_opencypher_relationship_rows_go_to_the_edge_file() -> None:
+    counts, rejects, vertices, edges = stage_opencypher(
+        [":ID", ":START_ID", ":END_ID", ":TYPE"], b"e1,p1,p2,KNOWS\ne2,p1,,KNOWS\n"
+    )
+    assert (counts["written"], rejects.count, vertices) == (1, 1, b"")
+    assert edges == b":ID,:START_ID,:END_ID,:TYPE\r\ne1,p1,p2,KNOWS\r\n"
+    assert "END_ID is empty" in rejects.sample[0]["reason"]
+
+
+def test_the_load_of_opencypher_sources_is_opencypher() -> None:
+    body = load_request({}, source="s3://s/", role_arn="a", region="r", source_format="opencypher")
+    assert body["format"] == "opencypher"
