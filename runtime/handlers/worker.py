@@ -329,6 +329,14 @@ def _outputs(
     return outputs
 
 
+def _graph_keys(spec: JobSpec, job_id: str, plan_id: str, index: int) -> tuple[str, ...]:
+    """Where the shard stages its graph: one N-Quads file, or a property graph's vertex and edge files."""
+    compressed = bool(spec.graph and spec.graph.gzip)
+    if spec.graph is not None and spec.graph.model == "property":
+        return layout.property_graph_keys(job_id, plan_id, index, compressed=compressed)
+    return (layout.graph_file_key(job_id, plan_id, index, compressed=compressed),)
+
+
 def _origin(source: str, shard: Mapping[str, Any]) -> str:
     """The records' object and zip member: what a property graph's default edge ids derive from."""
     member = shard.get("member")
@@ -344,8 +352,7 @@ def work(
     item_db: Any = None,
 ) -> dict[str, Any]:
     """`db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of another write mode."""
-    shard = event["shard"]
-    job = event["job"]
+    shard, job = event["shard"], event["job"]
     job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
     plan_id = str(job.get("planId") or run_id)
     prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
@@ -361,24 +368,18 @@ def work(
     read_from = start - 1 if start > 0 else 0
     lines = iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
     source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
+    origin = _origin(source, shard)  # the records' object and member, for property graph edge ids
     writer = _writer(db, item_db or db, spec, settings)
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.
     rejects_key = layout.shard_rejects_key(job_id, run_id, index)
-    compressed = bool(spec.graph and spec.graph.gzip)
-    graph_keys: tuple[str, ...] = (
-        layout.property_graph_keys(job_id, plan_id, index, compressed=compressed)
-        if spec.graph is not None and spec.graph.model == "property"
-        else (layout.graph_file_key(job_id, plan_id, index, compressed=compressed),)
-    )
+    graph_keys = _graph_keys(spec, job_id, plan_id, index)
     with contextlib.ExitStack() as outputs:
         rejects, graph = _sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_keys)
         try:
             with _budget(writer, spec, ledger, settings, job_id, run_id, index):
-                counts = process(
-                    lines, spec, shard.get("header"), writer, rejects, graph, source=_origin(source, shard)
-                )
+                counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
         finally:
             stats = writer.close() if writer is not None else None
         if graph is not None:
