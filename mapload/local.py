@@ -123,6 +123,9 @@ def run_local(
                 "statements": len(emu.graph_loader.store),
                 "path": str(graph_store) if graph_store is not None else None,
             }
+            if emu.graph_loader.has_property_graph:  # an openCypher load: the property graph's size
+                vertices, edges = emu.graph_loader.property_graph.counts()
+                report["graph"]["store"] |= {"vertices": vertices, "edges": edges}
         if inspect is not None:
             inspect(emu, deployment)
     report_path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""A local HTTP server that answers like Neptune's bulk loader, backed by a pyoxigraph store.
+"""A local HTTP server that answers like Neptune's bulk loader, backed by a pyoxigraph store
+(RDF) and a LadybugDB property graph (openCypher CSV, mapload/property_store.py).
 
 The embedded run points the StartGraphLoad/PollGraphLoad functions at it (the cluster endpoint
 resolves to its URL), so the very client code that runs on AWS - HTTP, SigV4 headers, retries -
@@ -9,7 +10,9 @@ about), loads them into the store and reports the statuses and counts Neptune's 
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import threading
 import time
@@ -24,7 +27,12 @@ from urllib.parse import ParseResult, parse_qs, urlparse
 import boto3
 import pyoxigraph as ox
 
+from logic import opencypher
+from logic.opencypher import FormatError, Header, Row
+from mapload.property_store import MissingEndpointError, PropertyGraphStore, PropertyTypeError
+
 FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "ntriples": ox.RdfFormat.N_TRIPLES}
+OPENCYPHER = "opencypher"
 REQUIRED = ("source", "format", "iamRoleArn", "region")
 PARALLELISM = ("LOW", "MEDIUM", "HIGH", "OVERSUBSCRIBE")
 ACTIVE = ("LOAD_NOT_STARTED", "LOAD_IN_QUEUE", "LOAD_IN_PROGRESS")
@@ -101,6 +109,9 @@ class LocalNeptuneLoader:
         require_sigv4: bool = True,
     ) -> None:
         self.store = ox.Store(str(store_path)) if store_path is not None else ox.Store()
+        self._store_path = store_path
+        self._property_graph: PropertyGraphStore | None = None
+        self._graph_lock = threading.Lock()  # one openCypher load at a time writes the graph
         self._s3 = s3_client or (lambda: boto3.client("s3"))
         self.require_sigv4 = require_sigv4
         self.loads: dict[str, Load] = {}
@@ -110,6 +121,18 @@ class LocalNeptuneLoader:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def property_graph(self) -> PropertyGraphStore:
+        """The property graph openCypher loads go to (made at the first one: `<store dir>/` +
+        property_store.FILE_NAME, or in memory)."""
+        if self._property_graph is None:
+            self._property_graph = PropertyGraphStore(self._store_path)
+        return self._property_graph
+
+    @property
+    def has_property_graph(self) -> bool:
+        return self._property_graph is not None
 
     @property
     def port(self) -> int:
@@ -149,6 +172,9 @@ class LocalNeptuneLoader:
         for run in list(self._runs):
             run.join(timeout=60)
         self.store.flush()
+        if self._property_graph is not None:
+            self._property_graph.close()
+            self._property_graph = None
 
     # -- HTTP --------------------------------------------------------------------------------
 
@@ -225,7 +251,7 @@ class LocalNeptuneLoader:
         missing = [name for name in REQUIRED if not request.get(name)]
         if missing:
             return request, _bad_request(f"missing parameter(s): {missing}")
-        if request["format"] not in FORMATS:
+        if request["format"] not in (*FORMATS, OPENCYPHER):
             return request, _bad_request(f"unsupported format {request['format']}")
         if not str(request["source"]).startswith("s3://"):
             return request, _bad_request("source must be an s3:// URI")
@@ -268,6 +294,11 @@ class LocalNeptuneLoader:
         if not keys:
             _fail(load, "NO_FILES", "no files under the source", feed_status=None)
             return
+        if load.request["format"] == OPENCYPHER:
+            files = [(f"s3://{bucket}/{key}", _body(s3, bucket, key)) for key in sorted(keys)]
+            with self._graph_lock:
+                self._load_opencypher(load, files)
+            return
         for key in sorted(keys):
             data = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
             quads = self._parse(
@@ -281,6 +312,35 @@ class LocalNeptuneLoader:
             load.records += len(quads)
             load.duplicates += len(quads) - added
         load.status = "LOAD_COMPLETED"
+
+    def _load_opencypher(self, load: Load, files: list[tuple[str, bytes]]) -> None:
+        """Vertex files before edge files (as Neptune's loader orders them), row by row: a bad row
+        is a parsing error, an edge without its vertices an insert error; with failOnError the
+        first one fails the load."""
+        parsed = [(name, *_read_csv(load, name, data)) for name, data in files]
+        if load.status == "LOAD_FAILED":
+            return
+        graph = self.property_graph
+        ordered = sorted(parsed, key=lambda file: file[1] is None or file[1].kind != opencypher.NODE)
+        for name, header, rows in ordered:
+            if header is None or load.status == "LOAD_CANCELLED_BY_USER":
+                continue
+            try:
+                graph.prepare(header)
+            except PropertyTypeError as error:
+                if _insert_error(load, "DATATYPE_MISMATCH", str(error), name, 1):
+                    return
+                continue
+            add = graph.add_vertex if header.kind == opencypher.NODE else graph.add_edge
+            for number, row in rows:
+                load.records += 1
+                try:
+                    load.duplicates += not add(header, row)
+                except MissingEndpointError as error:
+                    if _insert_error(load, "FROM_OR_TO_VERTEX_ARE_MISSING", str(error), name, number):
+                        return
+        if load.status != "LOAD_CANCELLED_BY_USER":
+            load.status = "LOAD_COMPLETED"
 
     def _list_keys(self, s3: Any, bucket: str, prefix: str) -> list[str]:
         return [
@@ -315,6 +375,64 @@ class LocalNeptuneLoader:
                     load.status = "LOAD_FAILED"
                     return None
         return quads
+
+
+def _body(s3: Any, bucket: str, key: str) -> bytes:
+    data: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    return gzip.decompress(data) if key.endswith(".gz") else data
+
+
+def _read_csv(load: Load, name: str, data: bytes) -> tuple[Header | None, list[tuple[int, Row]]]:
+    """One openCypher CSV file's header and valid rows (with their record numbers). A bad row is
+    a parsing error, a bad header one for the whole file; with failOnError the load fails on it."""
+    reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""), strict=True)
+    header: Header | None = None
+    rows: list[tuple[int, Row]] = []
+    try:
+        for cells in reader:
+            try:
+                if header is None:
+                    header = opencypher.parse_header(cells)
+                else:
+                    rows.append((reader.line_num, opencypher.parse_row(header, cells)))
+            except FormatError as error:
+                if _parsing_error(load, str(error), name, reader.line_num) or header is None:
+                    return None, []
+    except csv.Error as error:
+        if _parsing_error(load, str(error), name, reader.line_num):
+            return None, []
+    return header, rows
+
+
+def _parsing_error(load: Load, message: str, name: str, number: int) -> bool:
+    """Count and log a parsing error; True when the load fails on it (failOnError)."""
+    load.parsing_errors += 1
+    _log_error(load, "PARSING_ERROR", message, name, number)
+    if _fails_on_error(load):
+        load.status = "LOAD_FAILED"
+        return True
+    return False
+
+
+def _fails_on_error(load: Load) -> bool:
+    return str(load.request.get("failOnError", "TRUE")).upper() == "TRUE"
+
+
+def _log_error(load: Load, code: str, message: str, name: str, number: int) -> None:
+    if len(load.errors) < MAX_ERRORS_LOGGED:
+        load.errors.append(
+            {"errorCode": code, "errorMessage": message, "fileName": name, "recordNum": number}
+        )
+
+
+def _insert_error(load: Load, code: str, message: str, name: str, number: int) -> bool:
+    """Count and log an insert error; True when the load fails on it (failOnError)."""
+    load.insert_errors += 1
+    _log_error(load, code, message, name, number)
+    if _fails_on_error(load):
+        load.status = "LOAD_FAILED"
+        return True
+    return False
 
 
 def _bad_request(message: str) -> tuple[int, dict[str, Any]]:

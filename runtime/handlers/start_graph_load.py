@@ -42,7 +42,11 @@ def start(
             adopted = client.find_load(source)
         if adopted is None:
             body = graph_load.load_request(
-                graph, source=source, role_arn=settings.loader_role_arn, region=settings.neptune_region
+                graph,
+                source=source,
+                role_arn=settings.loader_role_arn,
+                region=settings.neptune_region,
+                source_format=str(job["spec"].get("format") or ""),
             )
             adopted = client.start(body)
         load_id = ledger.record_graph_load(job_id, run_id, adopted)

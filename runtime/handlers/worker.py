@@ -15,16 +15,18 @@ from adapters import clients
 from adapters.budget import LeaseBoard, SharedBudget
 from adapters.dynamodb import BatchWriter, ItemWriter
 from adapters.ledger import Ledger
+from adapters.property_graph import PropertyGraphStager
 from adapters.rdf import GraphStager, Writable, line_parser, to_quad
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
-from logic import layout
+from logic import layout, opencypher
 from logic.batching import Batcher
 from logic.errors import SourceNotAllowedError
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
 from logic.parsing import is_skipped, make_parser
+from logic.property_graph import headers, make_property_mapper
 from logic.ratecontrol import write_units
 from logic.records import Line, iter_shard_lines
 from logic.report import SKIPPED_SAMPLE_SIZE, clip_sample
@@ -74,8 +76,11 @@ class RejectSink:
             self.sample.append(clip_sample(record))
 
 
+Stager = GraphStager | PropertyGraphStager
+
+
 def process_rdf(
-    lines: Iterable[Line], spec: JobSpec, graph: GraphStager | None, rejects: RejectSink
+    lines: Iterable[Line], spec: JobSpec, graph: Stager | None, rejects: RejectSink
 ) -> dict[str, int]:
     """N-Quads/N-Triples: each line is one statement, checked by the RDF parser and staged."""
     parse = line_parser(spec.format)
@@ -92,8 +97,35 @@ def process_rdf(
             rejects.add(line, quads.code, quads.reason)
             continue
         written += 1
-        if graph is not None:
+        if isinstance(graph, GraphStager):
             graph.add(quads)
+    return {"lines": owned, "read": read, "written": written, "duplicates": 0}
+
+
+def process_opencypher(
+    lines: Iterable[Line], spec: JobSpec, header: list[str] | None, graph: Stager | None, rejects: RejectSink
+) -> dict[str, int]:
+    """openCypher CSV rows: each checked against the format's rules under the object's header
+    (Plan checked the header) and staged as it is, in the vertex or edge file by the header's kind."""
+    columns = opencypher.parse_header(header or [])
+    read = written = owned = 0
+    for line in lines:
+        owned += 1
+        if is_skipped(line.raw, spec):
+            continue
+        read += 1
+        try:
+            text = line.raw.decode("utf-8")
+            opencypher.parse_line(columns, text)
+        except UnicodeDecodeError as error:
+            rejects.add(line, "invalid_utf8", f"invalid UTF-8 at byte {line.offset + error.start}")
+            continue
+        except opencypher.FormatError as error:
+            rejects.add(line, "opencypher_syntax", str(error))
+            continue
+        written += 1
+        if isinstance(graph, PropertyGraphStager):
+            graph.add_line(columns.kind, text)
     return {"lines": owned, "read": read, "written": written, "duplicates": 0}
 
 
@@ -132,14 +164,21 @@ def process(
     header: list[str] | None,
     writer: BatchWriter | ItemWriter | None,
     rejects: RejectSink,
-    graph: GraphStager | None = None,
+    graph: Stager | None = None,
+    *,
+    source: str = "",
 ) -> dict[str, int]:
-    """The per-record loop; `writer` and `graph` are None in a dry run (or without that target)."""
+    """The per-record loop; `writer` and `graph` are None in a dry run (or without that target).
+    `source` names the records' object (and member): a property graph's edge ids derive from it."""
     if spec.format in RDF_FORMATS:
         return process_rdf(lines, spec, graph, rejects)
+    if spec.format == "opencypher":
+        return process_opencypher(lines, spec, header, graph, rejects)
     parse = make_parser(spec, header)
     to_item = make_mapper(spec) if spec.dynamodb is not None else None
-    to_statements = make_graph_mapper(spec) if spec.graph is not None else None
+    model = spec.graph.model if spec.graph is not None else None
+    to_statements = make_graph_mapper(spec) if model == "rdf" else None
+    to_rows = make_property_mapper(spec, source) if model == "property" else None
     sender = _Sender(writer, spec) if spec.dynamodb is not None else None
     read = written = owned = 0
     for line in lines:
@@ -165,8 +204,15 @@ def process(
             if bad is not None:
                 rejects.add(line, bad.code, bad.reason)
                 continue
-            if graph is not None:
+            if isinstance(graph, GraphStager):
                 graph.add([quad for quad in quads if not isinstance(quad, Reject)])
+        if to_rows is not None:
+            rows = to_rows(fields, line.offset)
+            if isinstance(rows, Reject):
+                rejects.add(line, rows.code, rows.reason)
+                continue
+            if isinstance(graph, PropertyGraphStager):
+                graph.add(rows)
         written += 1
         if item is not None and sender is not None:
             sender.add(item)
@@ -225,8 +271,8 @@ def _sinks(
     shard: Mapping[str, Any],
     source: str,
     rejects_key: str,
-    graph_key: str,
-) -> tuple[RejectSink, GraphStager | None]:
+    graph_keys: tuple[str, ...],
+) -> tuple[RejectSink, Stager | None]:
     """The shard's rejects and (unless the job has no graph, or is a dry run) its staged statements,
     each an upload closed with `outputs`."""
     # A shard of a decompressed copy (Prepare) names the original source and zip member.
@@ -239,26 +285,62 @@ def _sinks(
     )
     if spec.graph is None or spec.dry_run:  # a dry run stages nothing
         return rejects, None
+    if spec.graph.model == "property":
+        vertices_key, edges_key = graph_keys
+        # openCypher sources keep their own header (one per object, so one per shard).
+        own = opencypher.parse_header(shard["header"]) if spec.format == "opencypher" else None
+        return rejects, PropertyGraphStager(
+            (own, own) if own is not None else headers(spec),
+            compress=spec.graph.gzip,
+            vertices=outputs.enter_context(
+                store.upload_if_written(settings.staging_bucket, vertices_key, "text/csv")
+            ),
+            edges=outputs.enter_context(
+                store.upload_if_written(settings.staging_bucket, edges_key, "text/csv")
+            ),
+        )
     graph = GraphStager(
         compress=spec.graph.gzip,
         out=outputs.enter_context(
-            store.upload_if_written(settings.staging_bucket, graph_key, "application/n-quads")
+            store.upload_if_written(settings.staging_bucket, graph_keys[0], "application/n-quads")
         ),
     )
     return rejects, graph
 
 
 def _outputs(
-    rejects: RejectSink, rejects_key: str, graph: GraphStager | None, graph_key: str
+    rejects: RejectSink, rejects_key: str, graph: Stager | None, graph_keys: tuple[str, ...]
 ) -> dict[str, Any]:
-    """What the shard wrote besides items: its rejects and staged statements, and their keys."""
-    return {
+    """What the shard wrote besides items: its rejects and staged statements (or vertices and
+    edges), and their keys."""
+    outputs = {
         "byReason": dict(rejects.by_reason),
         "sample": rejects.sample,
         "rejectsKey": rejects_key if rejects.count else None,
         "graphStaged": graph.staged if graph is not None else 0,
-        "graphKey": graph_key if graph is not None and graph.staged else None,
+        "graphKey": graph_keys[0] if graph is not None and graph.staged else None,
     }
+    if isinstance(graph, PropertyGraphStager):
+        outputs |= {
+            "graphKey": graph_keys[0] if graph.vertices else graph_keys[1] if graph.edges else None,
+            "graphVertices": graph.vertices,
+            "graphEdges": graph.edges,
+        }
+    return outputs
+
+
+def _graph_keys(spec: JobSpec, job_id: str, plan_id: str, index: int) -> tuple[str, ...]:
+    """Where the shard stages its graph: one N-Quads file, or a property graph's vertex and edge files."""
+    compressed = bool(spec.graph and spec.graph.gzip)
+    if spec.graph is not None and spec.graph.model == "property":
+        return layout.property_graph_keys(job_id, plan_id, index, compressed=compressed)
+    return (layout.graph_file_key(job_id, plan_id, index, compressed=compressed),)
+
+
+def _origin(source: str, shard: Mapping[str, Any]) -> str:
+    """The records' object and zip member: what a property graph's default edge ids derive from."""
+    member = shard.get("member")
+    return f"{source}#{member}" if member else source
 
 
 def work(
@@ -270,8 +352,7 @@ def work(
     item_db: Any = None,
 ) -> dict[str, Any]:
     """`db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of another write mode."""
-    shard = event["shard"]
-    job = event["job"]
+    shard, job = event["shard"], event["job"]
     job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
     plan_id = str(job.get("planId") or run_id)
     prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
@@ -287,17 +368,18 @@ def work(
     read_from = start - 1 if start > 0 else 0
     lines = iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
     source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
+    origin = _origin(source, shard)  # the records' object and member, for property graph edge ids
     writer = _writer(db, item_db or db, spec, settings)
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.
     rejects_key = layout.shard_rejects_key(job_id, run_id, index)
-    graph_key = layout.graph_file_key(job_id, plan_id, index, compressed=bool(spec.graph and spec.graph.gzip))
+    graph_keys = _graph_keys(spec, job_id, plan_id, index)
     with contextlib.ExitStack() as outputs:
-        rejects, graph = _sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_key)
+        rejects, graph = _sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_keys)
         try:
             with _budget(writer, spec, ledger, settings, job_id, run_id, index):
-                counts = process(lines, spec, shard.get("header"), writer, rejects, graph)
+                counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
         finally:
             stats = writer.close() if writer is not None else None
         if graph is not None:
@@ -315,7 +397,7 @@ def work(
         "retries": stats.retries if stats else 0,
         "throttles": stats.throttles if stats else 0,
         "s3Retries": store.retries,
-        **_outputs(rejects, rejects_key, graph, graph_key),
+        **_outputs(rejects, rejects_key, graph, graph_keys),
     }
     ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
     # The state machine keeps only `index`; the rest feeds the EMF metrics (handlers/observability.py).

@@ -43,16 +43,23 @@ _FEED_CAUSES: dict[str, str] = {
     ),
 }
 COMPLETED = "LOAD_COMPLETED"
-# The staged files are N-Quads whatever the input format (a triple is a quad in the default graph).
+# The staged files are N-Quads whatever the RDF input format (a triple is a quad in the default
+# graph); a property graph (graph.model "property") is staged as openCypher CSV.
 STAGED_FORMAT = "nquads"
+PROPERTY_GRAPH_FORMAT = "opencypher"
 FIRST_ERRORS = 10
 
 
-def load_request(graph: Mapping[str, Any], *, source: str, role_arn: str, region: str) -> dict[str, Any]:
-    """The POST /loader body for a job's normalized `graph` input section."""
+def load_request(
+    graph: Mapping[str, Any], *, source: str, role_arn: str, region: str, source_format: str = ""
+) -> dict[str, Any]:
+    """The POST /loader body for a job's normalized `graph` input section (and its `format`). One
+    load for a property graph: the loader loads the vertex files under `source` before the edge
+    files (Neptune, "Optimizing a bulk load"), so an edge may end at a vertex of the same load."""
+    opencypher = graph.get("model") == "property" or source_format == "opencypher"
     body: dict[str, Any] = {
         "source": source,
-        "format": STAGED_FORMAT,
+        "format": PROPERTY_GRAPH_FORMAT if opencypher else STAGED_FORMAT,
         "iamRoleArn": role_arn,
         "region": region,
         "failOnError": "TRUE" if graph.get("failOnError", True) else "FALSE",
@@ -62,6 +69,9 @@ def load_request(graph: Mapping[str, Any], *, source: str, role_arn: str, region
             "TRUE" if graph.get("updateSingleCardinalityProperties", False) else "FALSE"
         ),
     }
+    if opencypher:  # not supported for openCypher; every staged edge has an :ID column
+        del body["updateSingleCardinalityProperties"]
+        body["userProvidedEdgeIds"] = "TRUE"
     dependencies = list(graph.get("dependencies") or [])
     if dependencies:
         body["dependencies"] = dependencies

@@ -29,10 +29,18 @@ def report_key(job_id: str, run_id: str) -> str:
 
 
 def graph_prefix(job_id: str, run_id: str) -> str:
-    """Every staged N-Quads file of a run: the Neptune loader's `source`."""
+    """Every staged file of a run (N-Quads, or openCypher CSV): the Neptune loader's `source`."""
     return run_prefix(job_id, run_id) + "graph/"
 
 
 def graph_file_key(job_id: str, run_id: str, index: int, *, compressed: bool) -> str:
     # One text file per .gz (the loader reads gzip, never an archive).
     return graph_prefix(job_id, run_id) + f"{index:06d}.nq" + (".gz" if compressed else "")
+
+
+def property_graph_keys(job_id: str, run_id: str, index: int, *, compressed: bool) -> tuple[str, str]:
+    """A shard's openCypher CSV files (graph.model "property"): its vertices and its edges, apart
+    (the loader reads a file's kind from its header, and loads vertex files before edge files)."""
+    suffix = f"{index:06d}.csv" + (".gz" if compressed else "")
+    prefix = graph_prefix(job_id, run_id)
+    return prefix + "vertices/" + suffix, prefix + "edges/" + suffix

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
+from logic import opencypher
 from logic import spec_model as model
 from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec_model import (
@@ -57,7 +58,9 @@ __all__ = [
 XSD = "http://www.w3.org/2001/XMLSchema#"
 KEY_TYPES = ("S", "N", "B")
 _STATEMENT_FIELDS = ("subject", "predicate", "object", "graph")
-_INPUT: TypeAdapter[model.CsvInput | model.JsonlInput | model.RdfInput] = TypeAdapter(model.Input)
+_INPUT: TypeAdapter[model.CsvInput | model.JsonlInput | model.RdfInput | model.OpencypherInput] = TypeAdapter(
+    model.Input
+)
 _S3_URI = re.compile(model.S3_URI_PATTERN)
 _JOB_ID = re.compile(model.JOB_ID_PATTERN)
 
@@ -147,10 +150,45 @@ class Statement:
 
 
 @dataclass(frozen=True)
+class Property:
+    """One vertex or edge property: a template (type String) or a typed copy of one field."""
+
+    name: str
+    type: str  # one of spec_model.PROPERTY_TYPES
+    template: Template | None = None
+    field: str | None = None
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Vertex:
+    """graph.vertices[i]: one vertex per record."""
+
+    id: Template
+    labels: tuple[Template, ...]
+    properties: tuple[Property, ...] = ()
+
+
+@dataclass(frozen=True)
+class Edge:
+    """graph.edges[i]: one edge per record; `id` None: a deterministic id (logic/property_graph.py)."""
+
+    start: Template
+    end: Template
+    label: Template
+    id: Template | None = None
+    properties: tuple[Property, ...] = ()
+
+
+@dataclass(frozen=True)
 class GraphTarget:
-    """The `graph` section: statements for CSV/JSON Lines records, staging and loader options."""
+    """The `graph` section: statements (model "rdf") or vertices and edges (model "property") for
+    CSV/JSON Lines records, staging and loader options."""
 
     statements: tuple[Statement, ...] = ()
+    model: str = "rdf"
+    vertices: tuple[Vertex, ...] = ()
+    edges: tuple[Edge, ...] = ()
     gzip: bool = False
     parallelism: str = "HIGH"
     fail_on_error: bool = True
@@ -235,6 +273,8 @@ def parse_spec(
     except ValidationError as error:
         raise _input_error(error.errors()[0], _described(key_schema)) from None
     csv = getattr(given, "csv", None)
+    if given.format == "opencypher":  # Neptune's CSV: a header line, comma-separated
+        csv = model.CsvOptions()
     spec = JobSpec(
         source=given.source,
         format=given.format,
@@ -278,8 +318,14 @@ def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:
     """Raise InputValidationError when a template or attribute names a field that is not a column.
 
     parse_spec calls it for `csv.columns`; Plan calls it with each object's CSV header, so a typo
-    fails the job at once instead of rejecting every record.
+    fails the job at once instead of rejecting every record. For format opencypher the header
+    itself must follow Neptune's openCypher CSV rules.
     """
+    if spec.format == "opencypher":
+        try:
+            opencypher.parse_header(columns)
+        except opencypher.FormatError as error:
+            raise InputValidationError("source", f"not an openCypher CSV header: {error}") from None
     known = set(columns)
     for path, name in [*references(spec), *graph_references(spec)]:
         if name not in known:
@@ -309,7 +355,7 @@ def references(spec: JobSpec) -> Iterator[tuple[str, str]]:
 
 
 def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
-    """Every (field path, record field name) the graph statements read."""
+    """Every (field path, record field name) the graph statements, vertices and edges read."""
     if spec.graph is None:
         return
     for index, statement in enumerate(spec.graph.statements):
@@ -318,12 +364,39 @@ def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
             if term is not None:
                 for name in term.template.fields:
                     yield f"graph.statements[{index}].{part}", name
+    for index, vertex in enumerate(spec.graph.vertices):
+        where = f"graph.vertices[{index}]"
+        yield from _template_references(f"{where}.id", vertex.id)
+        for number, label in enumerate(vertex.labels):
+            yield from _template_references(f"{where}.label[{number}]", label)
+        yield from _property_references(where, vertex.properties)
+    for index, edge in enumerate(spec.graph.edges):
+        where = f"graph.edges[{index}]"
+        parts = (("from", edge.start), ("to", edge.end), ("label", edge.label), ("id", edge.id))
+        for part, template in parts:
+            if template is not None:
+                yield from _template_references(f"{where}.{part}", template)
+        yield from _property_references(where, edge.properties)
+
+
+def _template_references(path: str, template: Template) -> Iterator[tuple[str, str]]:
+    for name in template.fields:
+        yield path, name
+
+
+def _property_references(where: str, properties: Sequence[Property]) -> Iterator[tuple[str, str]]:
+    for prop in properties:
+        path = f"{where}.properties.{_name(prop.name)}"
+        if prop.template is not None:
+            yield from _template_references(path, prop.template)
+        elif prop.field is not None:
+            yield f"{path}.field", prop.field
 
 
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     """The normalized input, every default explicit; parse_spec of it gives back an equal JobSpec."""
     out: dict[str, Any] = {"version": spec.version, "source": spec.source, "format": spec.format}
-    if spec.csv is not None:
+    if spec.csv is not None and spec.format == "csv":
         out["csv"] = {
             "header": spec.csv.header,
             "delimiter": spec.csv.delimiter,
@@ -333,7 +406,9 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     if spec.dynamodb is not None:
         out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)
     if spec.graph is not None:
-        out["graph"] = _graph_to_json(spec.graph)
+        out["graph"] = (
+            _loader_options_to_json(spec.graph) if spec.format == "opencypher" else _graph_to_json(spec.graph)
+        )
     out["shardSizeMiB"] = spec.shard_size_mib
     out["maxConcurrency"] = spec.max_concurrency
     out["maxRejectedPercent"] = spec.max_rejected_percent
@@ -387,7 +462,41 @@ def _term_to_json(term: Term) -> str | dict[str, Any]:
     return out
 
 
+def _property_to_json(prop: Property) -> str | dict[str, Any]:
+    if prop.template is not None:
+        return prop.template.text
+    return {"field": prop.field, "type": prop.type, "optional": prop.optional}
+
+
+def _properties_to_json(properties: Sequence[Property]) -> dict[str, Any]:
+    return {prop.name: _property_to_json(prop) for prop in properties}
+
+
+def _property_graph_to_json(graph: GraphTarget) -> dict[str, Any]:
+    vertices = [
+        {
+            "id": vertex.id.text,
+            "label": [label.text for label in vertex.labels],
+            "properties": _properties_to_json(vertex.properties),
+        }
+        for vertex in graph.vertices
+    ]
+    edges = [
+        {
+            "from": edge.start.text,
+            "to": edge.end.text,
+            "label": edge.label.text,
+            **({"id": edge.id.text} if edge.id is not None else {}),
+            "properties": _properties_to_json(edge.properties),
+        }
+        for edge in graph.edges
+    ]
+    return {"model": "property", "vertices": vertices, "edges": edges}
+
+
 def _graph_to_json(graph: GraphTarget) -> dict[str, Any]:
+    if graph.model == "property":
+        return {**_property_graph_to_json(graph), **_loader_options_to_json(graph)}
     statements = []
     for statement in graph.statements:
         item = {
@@ -398,8 +507,12 @@ def _graph_to_json(graph: GraphTarget) -> dict[str, Any]:
         if statement.graph is not None:
             item["graph"] = _term_to_json(statement.graph)
         statements.append(item)
+    # "model" is left out for RDF: N-Quads/N-Triples inputs have no such field.
+    return {"statements": statements, **_loader_options_to_json(graph)}
+
+
+def _loader_options_to_json(graph: GraphTarget) -> dict[str, Any]:
     return {
-        "statements": statements,
         "gzip": graph.gzip,
         "parallelism": graph.parallelism,
         "failOnError": graph.fail_on_error,
@@ -493,7 +606,33 @@ def _check_version(version: str | None, attributes: Sequence[Attribute]) -> None
         )
 
 
-def _graph(given: model.RecordGraph | model.RdfGraph) -> GraphTarget:
+def _graph(
+    given: model.RecordGraph | model.PropertyGraph | model.RdfGraph | model.OpencypherGraph,
+) -> GraphTarget:
+    if isinstance(given, model.OpencypherGraph):  # rows already are vertices and edges
+        return GraphTarget(model="property", **_loader_options(given))
+    if isinstance(given, model.PropertyGraph):
+        vertices = tuple(
+            Vertex(
+                _template(item.id),
+                tuple(map(_template, [item.label] if isinstance(item.label, str) else item.label)),
+                _properties(item.properties),
+            )
+            for item in given.vertices
+        )
+        edges = tuple(
+            Edge(
+                _template(item.from_),
+                _template(item.to),
+                _template(item.label),
+                None if item.id is None else _template(item.id),
+                _properties(item.properties),
+            )
+            for item in given.edges
+        )
+        _check_property_types("vertices", vertices)
+        _check_property_types("edges", edges)
+        return GraphTarget(model="property", vertices=vertices, edges=edges, **_loader_options(given))
     statements = tuple(
         Statement(
             _term(item.subject),
@@ -503,8 +642,34 @@ def _graph(given: model.RecordGraph | model.RdfGraph) -> GraphTarget:
         )
         for item in given.statements
     )
-    return GraphTarget(
-        statements=statements,
+    return GraphTarget(statements=statements, **_loader_options(given))
+
+
+def _properties(given: Mapping[str, str | model.TypedProperty]) -> tuple[Property, ...]:
+    return tuple(
+        Property(name, "String", template=_template(value))
+        if isinstance(value, str)
+        else Property(name, value.type, field=value.field, optional=value.optional)
+        for name, value in given.items()
+    )
+
+
+def _check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> None:
+    """A staged file has one column per property name: one type per name across the section."""
+    first: dict[str, tuple[str, int]] = {}
+    for index, element in enumerate(elements):
+        for prop in element.properties:
+            seen = first.setdefault(prop.name, (prop.type, index))
+            if seen[0] != prop.type:
+                raise InputValidationError(
+                    f"graph.{section}[{index}].properties.{_name(prop.name)}",
+                    f"is type {prop.type} here but {seen[0]} in graph.{section}[{seen[1]}]: "
+                    "the staged file has one column per property name, so one type",
+                )
+
+
+def _loader_options(given: model.GraphOptions) -> dict[str, Any]:
+    return dict(
         gzip=given.gzip,
         parallelism=given.parallelism,
         fail_on_error=given.fail_on_error,
@@ -609,8 +774,14 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
             "format", f"{_shown(fmt)} is not supported; use one of: {', '.join(FORMATS)}"
         )
     loc = [part for part in error["loc"][1:] if not (isinstance(part, str) and part.startswith("~"))]
+    if kind == "spec_graph_model":
+        return InputValidationError(
+            _path([*loc, "model"]),
+            f'must be "rdf" (the default) or "property", got {_shown(value.get("model"))}',
+        )
     if "[key]" in loc:  # a dict's key: the error is about the object holding it
-        return InputValidationError(_path(loc[: loc.index("[key]") - 1]), "names must be non-empty strings")
+        why = str(ctx["error"]) if kind == "value_error" else "names must be non-empty strings"
+        return InputValidationError(_path(loc[: loc.index("[key]") - 1]), why)
     if kind == "spec":
         return InputValidationError(_path([*loc, *ctx["at"]]), ctx["message"])
     path = _path(loc)

@@ -35,7 +35,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from logic import polling
 
 VERSION = 1
-FORMATS = ("csv", "jsonl", "nquads", "ntriples")
+FORMATS = ("csv", "jsonl", "nquads", "ntriples", "opencypher")
 # Formats whose lines are RDF statements: they go to the graph target only.
 RdfFormat = Literal["nquads", "ntriples"]
 RDF_FORMATS = get_args(RdfFormat)
@@ -49,6 +49,12 @@ WriteMode = Literal["put", "putIfAbsent", "newerWins", "update", "delete"]
 WRITE_MODES = get_args(WriteMode)
 UpdateAction = Literal["set", "add", "setIfAbsent"]
 UPDATE_ACTIONS = get_args(UpdateAction)
+# graph.model: RDF statements (N-Quads) or a property graph (Neptune's openCypher CSV).
+GraphModel = Literal["rdf", "property"]
+GRAPH_MODELS = get_args(GraphModel)
+# A property's type as the input names it (logic/opencypher.py maps each to its column type).
+PropertyType = Literal["String", "Int", "Long", "Double", "Float", "Bool", "Date", "DateTime"]
+PROPERTY_TYPES = get_args(PropertyType)
 COPY_ALL = "*"
 MAX_SHARD_SIZE_MIB = 10240
 # The Distributed Map's own limit (tests/contract ties it to stacks.config.MAX_MAP_CONCURRENCY).
@@ -76,6 +82,9 @@ LANGUAGE_PATTERN = r"^[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*" + END
 LOAD_ID_PATTERN = r"^[A-Za-z0-9-]{1,64}" + END
 DELIMITER_PATTERN = r'^[^\n\r"]' + END
 COMMENT_PATTERN = r"^[^\n\r]+" + END
+# A property name in an openCypher CSV header: no space, comma or line break (Neptune), and no
+# ':' or backslash (the header's type separator and its escape).
+PROPERTY_NAME_PATTERN = r"^[^\u0000-\u0020,:\\]+" + END
 
 
 def kind(value: object) -> str:
@@ -621,7 +630,135 @@ class GraphOptions(Model):
 class RecordGraph(GraphOptions):
     """The graph target of CSV/JSON Lines records: statements made from each record."""
 
+    model: Literal["rdf"] = Field(
+        default="rdf", description='"rdf": statements staged as N-Quads; "property": vertices and edges.'
+    )
     statements: list[Statement] = Field(min_length=1)
+
+
+class TypedProperty(Model):
+    """One field copied as a typed property; an optional property is left out when the field is
+    missing, null or empty (an empty openCypher CSV cell is no value)."""
+
+    field: str = Field(min_length=1)
+    type: PropertyType = "String"
+    optional: bool = False
+
+
+PropertyValue = Annotated[
+    Annotated[TemplateText, Tag("~text")] | Annotated[TypedProperty, Tag("~field")],
+    _shape(
+        lambda v: "~text" if isinstance(v, str) else "~field" if isinstance(v, Mapping) else None,
+        'a template string or {"field": ..., "type": "String", "optional": false}',
+    ),
+]
+PropertyName = Annotated[
+    str,
+    matches(
+        PROPERTY_NAME_PATTERN,
+        lambda v: f"property names may not hold spaces, commas, line breaks, ':' or backslashes, got {v!r}",
+    ),
+]
+Properties = dict[PropertyName, PropertyValue]
+Labels = Annotated[
+    Annotated[KeyTemplateText, Tag("~text")]
+    | Annotated[list[KeyTemplateText], Field(min_length=1), Tag("~list")],
+    _shape(
+        lambda v: "~text" if isinstance(v, str) else "~list" if isinstance(v, list) else None,
+        "a template string or a non-empty list of them",
+    ),
+]
+
+
+class Vertex(Model):
+    """One vertex per record: its id, label(s) and properties (a template is a String property)."""
+
+    id: KeyTemplateText
+    label: Labels
+    properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
+
+
+class Edge(Model):
+    """One edge per record, from vertex id to vertex id; without `id`, a deterministic id made from
+    the record's source and byte offset and the edge's position in graph.edges."""
+
+    from_: KeyTemplateText = Field(alias="from")
+    to: KeyTemplateText
+    label: KeyTemplateText
+    id: Annotated[KeyTemplateText | None, NotNull] = ABSENT
+    properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
+
+
+class PropertyGraph(GraphOptions):
+    """The property graph of CSV/JSON Lines records: each record's vertices and edges, staged as
+    Neptune openCypher CSV (vertices and edges in separate files)."""
+
+    model: Literal["property"]
+    vertices: list[Vertex] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+    refused = {"statements": 'not allowed when graph.model is "property": give vertices and edges'}
+    model_config = ConfigDict(json_schema_extra=lambda schema: _property_graph_schema(schema))
+
+    @model_validator(mode="after")
+    def _has_vertices_or_edges(self) -> PropertyGraph:
+        if not self.vertices and not self.edges:
+            raise fail("required: a non-empty list of vertices or of edges", "vertices")
+        _no_single_cardinality(self)
+        return self
+
+
+def _no_single_cardinality(graph: GraphOptions) -> None:
+    if graph.update_single_cardinality_properties:
+        raise fail(
+            "not supported by Neptune's loader for openCypher (graph.model property, format opencypher)",
+            "updateSingleCardinalityProperties",
+        )
+
+
+def _opencypher_graph_schema(schema: JsonDict) -> None:
+    """The schema form of `_no_single_cardinality`."""
+    properties = schema["properties"]
+    assert isinstance(properties, dict)
+    properties["updateSingleCardinalityProperties"] = {"const": False}
+
+
+def _property_graph_schema(schema: JsonDict) -> None:
+    """The schema form of PropertyGraph's validator: vertices or edges, no single cardinality."""
+    schema["anyOf"] = [
+        {"required": [name], "properties": {name: {"minItems": 1}}} for name in ("vertices", "edges")
+    ]
+    _opencypher_graph_schema(schema)
+
+
+class OpencypherGraph(GraphOptions):
+    """The graph target of openCypher CSV sources: each file already is a vertex or an edge file."""
+
+    model_config = ConfigDict(
+        title="OpencypherGraph", json_schema_extra=lambda schema: _opencypher_graph_schema(schema)
+    )
+
+    @model_validator(mode="after")
+    def _single_cardinality(self) -> OpencypherGraph:
+        _no_single_cardinality(self)
+        return self
+
+
+def _graph_model(value: Any) -> str | None:
+    """graph.model picks the form; absent is "rdf"; a non-object is left to the rdf form to refuse."""
+    if not isinstance(value, Mapping):
+        return "~rdf"
+    chosen = value.get("model", "rdf")
+    return f"~{chosen}" if chosen in GRAPH_MODELS else None
+
+
+RecordGraphs = Annotated[
+    Annotated[RecordGraph, Tag("~rdf")] | Annotated[PropertyGraph, Tag("~property")],
+    Discriminator(
+        _graph_model,
+        custom_error_type="spec_graph_model",
+        custom_error_message='graph.model must be "rdf" (the default) or "property"',
+    ),
+]
 
 
 class RdfGraph(GraphOptions):
@@ -683,7 +820,7 @@ class RecordInput(Common):
     """CSV or JSON Lines records: to DynamoDB items, graph statements, or both."""
 
     dynamodb: Annotated[DynamoDbTarget | None, NotNull] = ABSENT
-    graph: Annotated[RecordGraph | None, NotNull] = ABSENT
+    graph: Annotated[RecordGraphs | None, NotNull] = ABSENT
 
     @model_validator(mode="after")
     def _has_a_target(self) -> RecordInput:
@@ -721,17 +858,35 @@ class RdfInput(Common):
     model_config = ConfigDict(title="RDF")
 
 
+class OpencypherInput(Common):
+    """Neptune openCypher CSV files (a node or a relationship file each): every row checked against
+    the format's rules and staged as it is, to the graph target only (`"graph": {}` is implied)."""
+
+    format: Literal["opencypher"]
+    graph: OpencypherGraph = OpencypherGraph()
+    refused = {
+        **_CSV_ONLY,
+        "dynamodb": "not allowed with format {format!r}: openCypher rows go to the graph target only",
+    }
+    model_config = ConfigDict(title="openCypher CSV")
+
+
 def _format(value: Any) -> str | None:
     fmt = value.get("format") if isinstance(value, Mapping) else None
     return (
-        {"csv": "csv", "jsonl": "jsonl", "nquads": "rdf", "ntriples": "rdf"}.get(fmt)
+        {"csv": "csv", "jsonl": "jsonl", "nquads": "rdf", "ntriples": "rdf", "opencypher": "opencypher"}.get(
+            fmt
+        )
         if isinstance(fmt, str)
         else None
     )
 
 
 Input = Annotated[
-    Annotated[CsvInput, Tag("csv")] | Annotated[JsonlInput, Tag("jsonl")] | Annotated[RdfInput, Tag("rdf")],
+    Annotated[CsvInput, Tag("csv")]
+    | Annotated[JsonlInput, Tag("jsonl")]
+    | Annotated[RdfInput, Tag("rdf")]
+    | Annotated[OpencypherInput, Tag("opencypher")],
     Discriminator(_format, custom_error_type="spec_format", custom_error_message="format"),
 ]
 
@@ -763,7 +918,8 @@ def json_schema() -> dict[str, Any]:
                 "dynamodb.key must name exactly the target table's key attributes,",
                 "no attribute may be named like a key attribute, jobId defaults to the execution name,",
                 "templates may only name columns of the CSV header,",
-                "and graph.timeoutMinutes at graph.pollSeconds must fit the execution history.",
+                "graph.timeoutMinutes at graph.pollSeconds must fit the execution history,",
+                "and a property name has one type across graph.vertices (and one across graph.edges).",
             )
         ),
         **generated,

@@ -46,6 +46,7 @@ SEMANTIC = (
     "not a column",
     "would poll",
     "not a mapped attribute of type N",
+    "one column per property name",
 )
 PROPERTY = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -401,18 +402,22 @@ def test_parse_spec_accepts_only_what_the_schema_accepts(raw: dict[str, Any]) ->
 def _schema_fields() -> dict[str, dict[str, Any]]:
     """Every input field two levels deep (`csv.header`), as the format branches define it."""
 
-    def resolved(node: dict[str, Any]) -> dict[str, Any]:
+    def resolved(node: dict[str, Any]) -> list[dict[str, Any]]:
+        # A field's object form(s): a $ref among anyOf, or every $ref of a oneOf (graph.model's forms).
         for option in node.get("anyOf", [node]):
             if "$ref" in option:
-                return dict(SCHEMA["$defs"][option["$ref"].rsplit("/", 1)[1]])
-        return node
+                return [dict(SCHEMA["$defs"][option["$ref"].rsplit("/", 1)[1]])]
+            if "oneOf" in option:
+                return [form for choice in option["oneOf"] for form in resolved(choice)]
+        return [node]
 
     fields: dict[str, dict[str, Any]] = {}
-    for branch in ("CsvInput", "JsonlInput", "RdfInput"):
+    for branch in ("CsvInput", "JsonlInput", "RdfInput", "OpencypherInput"):
         for name, node in SCHEMA["$defs"][branch]["properties"].items():
             fields.setdefault(name, node)
-            for member, inner in resolved(node).get("properties", {}).items():
-                fields.setdefault(f"{name}.{member}", inner)
+            for form in resolved(node):
+                for member, inner in form.get("properties", {}).items():
+                    fields.setdefault(f"{name}.{member}", inner)
     return fields
 
 

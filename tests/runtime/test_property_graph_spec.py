@@ -1,0 +1,208 @@
+"""graph.model "property": graph.vertices and graph.edges parse, normalize, round-trip and fail
+naming the field; the published schema agrees."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from logic.errors import InputValidationError
+from logic.spec import check_fields, parse_spec, spec_to_json
+
+pytestmark = pytest.mark.runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = jsonschema.Draft202012Validator(json.loads((ROOT / "schemas" / "input.schema.json").read_text()))
+TABLE_KEY = {"pk": "S"}
+PEOPLE: dict[str, Any] = {
+    "source": "s3://source-bucket/people.csv",
+    "format": "csv",
+    "jobId": "people",
+    "graph": {
+        "model": "property",
+        "vertices": [
+            {
+                "id": "person-{id}",
+                "label": ["Person", "{kind}"],
+                "properties": {"name": "{name}", "age": {"field": "age", "type": "Int", "optional": True}},
+            }
+        ],
+        "edges": [{"from": "person-{id}", "to": "person-{boss}", "label": "REPORTS_TO"}],
+    },
+}
+
+
+def parse(raw: Any) -> Any:
+    return parse_spec(raw, table_key=TABLE_KEY)
+
+
+def with_graph(**graph: Any) -> dict[str, Any]:
+    raw = copy.deepcopy(PEOPLE)
+    raw["graph"] = {"model": "property", **graph}
+    return raw
+
+
+def test_a_property_graph_parses_into_vertices_and_edges() -> None:
+    graph = parse(PEOPLE).graph
+    assert graph.model == "property" and graph.statements == ()
+    (vertex,) = graph.vertices
+    assert [label.text for label in vertex.labels] == ["Person", "{kind}"]
+    assert [(p.name, p.type, p.optional) for p in vertex.properties] == [
+        ("name", "String", False),
+        ("age", "Int", True),
+    ]
+    (edge,) = graph.edges
+    assert (edge.start.fields, edge.end.fields, edge.id) == (("id",), ("boss",), None)
+
+
+def test_rdf_stays_the_default_model() -> None:
+    raw = {
+        **PEOPLE,
+        "graph": {"statements": [{"subject": "urn:{id}", "predicate": "urn:p", "object": "urn:o"}]},
+    }
+    assert parse(raw).graph.model == "rdf"
+    assert parse({**raw, "graph": {**raw["graph"], "model": "rdf"}}) == parse(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        PEOPLE,
+        with_graph(
+            edges=[{"from": "{a}", "to": "{b}", "label": "L", "id": "{a}-{b}", "properties": {"w": "{w}"}}]
+        ),
+        with_graph(vertices=[{"id": "{a}", "label": "A"}], gzip=True, parallelism="LOW"),
+    ],
+)
+def test_spec_to_json_round_trips_a_property_graph(raw: dict[str, Any]) -> None:
+    spec = parse(raw)
+    normalized = spec_to_json(spec)
+    assert parse(normalized) == spec
+    assert SCHEMA.is_valid(normalized) and SCHEMA.is_valid(raw)
+
+
+@pytest.mark.parametrize(
+    ("graph", "field", "words"),
+    [
+        ({"model": "graphs"}, "graph.model", '"rdf" (the default) or "property"'),
+        ({}, "graph.vertices", "non-empty list of vertices or of edges"),
+        ({"vertices": [], "edges": []}, "graph.vertices", "non-empty list of vertices or of edges"),
+        (
+            {"vertices": [{"id": "{a}", "label": "A"}], "statements": []},
+            "graph.statements",
+            'not allowed when graph.model is "property"',
+        ),
+        ({"vertices": [{"id": "", "label": "A"}]}, "graph.vertices[0].id", "must not be empty"),
+        ({"vertices": [{"id": "{a}", "label": []}]}, "graph.vertices[0].label", "at least one"),
+        ({"vertices": [{"id": "{a}"}]}, "graph.vertices[0].label", "required"),
+        (
+            {"vertices": [{"id": "{a}", "label": "A", "properties": {"first name": "{n}"}}]},
+            "graph.vertices[0].properties",
+            "may not hold spaces",
+        ),
+        (
+            {
+                "vertices": [
+                    {"id": "{a}", "label": "A", "properties": {"n": {"field": "n", "type": "Integer"}}}
+                ]
+            },
+            "graph.vertices[0].properties.n.type",
+            "String, Int, Long",
+        ),
+        ({"edges": [{"from": "{a}", "label": "L"}]}, "graph.edges[0].to", "required"),
+        ({"edges": [{"from": "{a}", "to": "{b}", "label": "L", "id": None}]}, "graph.edges[0].id", "null"),
+        (
+            {
+                "edges": [{"from": "{a}", "to": "{b}", "label": "L"}],
+                "updateSingleCardinalityProperties": True,
+            },
+            "graph.updateSingleCardinalityProperties",
+            "not supported",
+        ),
+    ],
+)
+def test_bad_property_graphs_name_the_field(graph: dict[str, Any], field: str, words: str) -> None:
+    raw = with_graph(**graph)
+    with pytest.raises(InputValidationError) as caught:
+        parse(raw)
+    assert caught.value.field == field
+    assert words in str(caught.value)
+    assert not SCHEMA.is_valid(raw)
+
+
+def test_a_property_name_has_one_type_per_section() -> None:
+    raw = with_graph(
+        vertices=[
+            {"id": "{a}", "label": "A", "properties": {"n": "{n}"}},
+            {"id": "{b}", "label": "B", "properties": {"n": {"field": "n", "type": "Long"}}},
+        ],
+        edges=[
+            {"from": "{a}", "to": "{b}", "label": "L", "properties": {"n": {"field": "n", "type": "Long"}}}
+        ],
+    )
+    with pytest.raises(InputValidationError) as caught:
+        parse(raw)
+    assert caught.value.field == "graph.vertices[1].properties.n"
+    assert "Long here but String in graph.vertices[0]" in str(caught.value)
+    # Vertices and edges are separate files: the same name may differ between them.
+    del raw["graph"]["vertices"][1]
+    assert parse(raw).graph.edges[0].properties[0].type == "Long"
+
+
+def test_vertex_and_edge_templates_must_name_columns() -> None:
+    spec = parse(PEOPLE)
+    check_fields(spec, ["id", "kind", "name", "age", "boss"])
+    with pytest.raises(InputValidationError) as caught:
+        check_fields(spec, ["id", "kind", "name", "age"])
+    assert caught.value.field == "graph.edges[0].to"
+    with pytest.raises(InputValidationError) as caught:
+        check_fields(spec, ["id", "kind", "name", "boss"])
+    assert caught.value.field == "graph.vertices[0].properties.age.field"
+
+
+OPENCYPHER: dict[str, Any] = {"source": "s3://source-bucket/graph/", "format": "opencypher", "jobId": "g"}
+
+
+def test_opencypher_sources_go_to_the_graph_as_a_property_graph() -> None:
+    spec = parse(OPENCYPHER)
+    assert spec.dynamodb is None and spec.graph is not None and spec.graph.model == "property"
+    normalized = spec_to_json(spec)
+    assert "csv" not in normalized and "model" not in normalized["graph"]
+    assert parse(normalized) == spec
+    assert SCHEMA.is_valid(normalized) and SCHEMA.is_valid(OPENCYPHER)
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "words"),
+    [
+        ({"dynamodb": {"key": {"pk": "{id}"}}}, "dynamodb", "graph target only"),
+        ({"csv": {"delimiter": ";"}}, "csv", "only allowed when format is 'csv'"),
+        ({"graph": {"vertices": []}}, "graph.vertices", "unknown field"),
+        (
+            {"graph": {"updateSingleCardinalityProperties": True}},
+            "graph.updateSingleCardinalityProperties",
+            "not",
+        ),
+    ],
+)
+def test_opencypher_sources_refuse_what_does_not_apply(extra: dict[str, Any], field: str, words: str) -> None:
+    raw = {**OPENCYPHER, **extra}
+    with pytest.raises(InputValidationError) as caught:
+        parse(raw)
+    assert caught.value.field == field and words in str(caught.value)
+    assert not SCHEMA.is_valid(raw)
+
+
+def test_an_opencypher_header_is_checked_when_plan_reads_it() -> None:
+    spec = parse(OPENCYPHER)
+    check_fields(spec, [":ID", ":LABEL", "name:String", "tags:String[]"])
+    check_fields(spec, [":ID", ":START_ID", ":END_ID", ":TYPE", "since:DateTime"])
+    with pytest.raises(InputValidationError) as caught:
+        check_fields(spec, [":ID", ":START_ID", ":END_ID"])
+    assert caught.value.field == "source"
+    assert "not an openCypher CSV header: a relationship file needs a :TYPE column" in str(caught.value)
