@@ -20,7 +20,7 @@ from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
 from logic import layout
-from logic.batching import Batcher
+from logic.batching import BATCH_ITEMS, Batcher
 from logic.errors import SourceNotAllowedError
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
@@ -105,7 +105,7 @@ class _Sender:
     def __init__(self, writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> None:
         assert spec.dynamodb is not None
         self._writer = writer
-        self._batcher = Batcher(25) if spec.dynamodb.write_mode == "put" else None
+        self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.write_mode == "put" else None
 
     def add(self, item: Item) -> None:
         if self._batcher is None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
+from logic.batching import BATCH_ITEMS
+
 if TYPE_CHECKING:
     from logic.spec import DynamoDbTarget
 
@@ -67,6 +69,14 @@ def write_plan(target: DynamoDbTarget) -> WritePlan | None:
         version=target.version,
         actions={a.name: a.update for a in target.attributes if a.update != SET},
     )
+
+
+def items_per_request(mode: str) -> int:
+    """Items one write request carries in `mode`: a batch for put, one item for the others (the
+    same write units either way; mapload estimate and make bench model a worker's rate by it)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown write mode {mode!r}")
+    return BATCH_ITEMS if mode == PUT else 1
 
 
 Request = tuple[str, dict[str, Any]]
