@@ -165,6 +165,7 @@ def _add_upload(sub: Any) -> None:
 
 
 def _add_sample_and_estimate(sub: Any) -> None:
+    from logic.spec_model import WRITE_MODES
     from mapload import estimate
 
     gen = sub.add_parser("sample", help="write a deterministic UK-postcode-like CSV")
@@ -194,7 +195,7 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument(
         "--write-mode",
         default="put",
-        choices=estimate.WRITE_MODES,
+        choices=WRITE_MODES,
         help="dynamodb.writeMode: put writes batches of 25, the others one item per request",
     )
     est.set_defaults(func=_estimate)
