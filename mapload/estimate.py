@@ -127,6 +127,16 @@ def _check_arguments(
         raise ValueError(f"--write-mode must be one of {', '.join(WRITE_MODES)}, got {write_mode!r}")
 
 
+def _lambda_usd(running: int, seconds: float, shards: int, memory_mib: int, architecture: str) -> float:
+    """Every running worker is busy (writing or waiting on the table) for the whole load; one
+    invocation per shard, plus Plan and Finalize."""
+    gb_seconds = running * seconds * memory_mib / 1024
+    return (
+        gb_seconds * LAMBDA_USD_PER_GB_SECOND[architecture]
+        + (shards + 2) / 1e6 * LAMBDA_USD_PER_MILLION_REQUESTS
+    )
+
+
 def estimate(
     rows: int,
     item_bytes: int,
@@ -145,9 +155,8 @@ def estimate(
     `wcu`: the write units/s the load may use (provisioned capacity, a warm on-demand table or a
     `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
     the lower of that and what `concurrency` workers write; each shard is one worker.
-    `write_mode` other than put writes single items: the same write units in 25 times the
-    requests, at fewer items/s per worker (`worker_rate`; `worker_items_per_second` replaces the
-    measured loop rate it assumes).
+    A `write_mode` other than put writes single items: the same write units, 25 times the
+    requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second` replaces).
     """
     _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode)
     units_per_item = math.ceil(item_bytes / WRITE_UNIT_BYTES)
@@ -155,7 +164,6 @@ def estimate(
     source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)
     shards = max(1, math.ceil(source_bytes / (shard_mib * 2**20)))
     running = min(concurrency, shards)
-    # A worker is bound by its loop (batches) or by round trips (single items).
     per_worker = worker_rate(write_mode, loop_items_per_second=worker_items_per_second)
     workers = running * per_worker
     table = float(wcu if wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
@@ -167,12 +175,6 @@ def estimate(
     provisioned = None
     if wcu is not None:
         provisioned = wcu * math.ceil(seconds / 3600) * PROVISIONED_USD_PER_WCU_HOUR  # billed by the hour
-    # Every running worker is busy (writing or waiting on the table) for the whole load.
-    gb_seconds = running * seconds * memory_mib / 1024
-    lambda_usd = (
-        gb_seconds * LAMBDA_USD_PER_GB_SECOND[architecture]
-        + (shards + 2) / 1e6 * LAMBDA_USD_PER_MILLION_REQUESTS
-    )
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
     return Estimate(
         rows=rows,
@@ -191,7 +193,7 @@ def estimate(
         seconds=seconds,
         dynamodb_on_demand_usd=on_demand,
         dynamodb_provisioned_usd=provisioned,
-        lambda_usd=lambda_usd,
+        lambda_usd=_lambda_usd(running, seconds, shards, memory_mib, architecture),
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
         workers_needed=math.ceil(table_items / per_worker),
     )
