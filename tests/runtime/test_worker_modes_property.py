@@ -136,24 +136,31 @@ def _run(mode: str, records: list[tuple[int, int, str]], shard_bytes: int, order
     return written, report, _stored(db)
 
 
-@pytest.mark.parametrize("mode", MODES)
 # No shrinking: each example runs a whole pipeline, and shrinking one failure outlasts the timeout.
-@settings(
-    max_examples=15,
+PIPELINE_EXAMPLES = settings(
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
     phases=(Phase.explicit, Phase.generate),
 )
+
+
+def _moto_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clients go to moto's mock, whatever endpoint the environment names."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(PIPELINE_EXAMPLES, max_examples=15)
 @given(records=RECORDS, shard_bytes=st.integers(4, 60), seed=st.integers(0, 2**16))
 # Found by this test: key 2 twice at version 0 in two shards; the first written stays.
 @example(records=[(0, 0, "a"), (2, 0, "b"), (0, 0, "a"), (2, 0, "a")], shard_bytes=4, seed=0)
 def test_the_table_equals_the_sequential_model(
     monkeypatch: pytest.MonkeyPatch, mode: str, records: list[Any], shard_bytes: int, seed: int
 ) -> None:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
-        monkeypatch.delenv(name, raising=False)
+    _moto_only(monkeypatch)
     with mock_aws():
         clients.reset()
         try:
@@ -214,13 +221,7 @@ def _run_adding(records: list[tuple[int, int]], shard_bytes: int, order: random.
     return report, sums
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-    phases=(Phase.explicit, Phase.generate),
-)
+@settings(PIPELINE_EXAMPLES, max_examples=10)
 @given(
     records=st.lists(st.tuples(st.integers(0, 3), st.integers(-5, 9)), min_size=1, max_size=30),
     shard_bytes=st.integers(4, 40),
@@ -229,9 +230,7 @@ def _run_adding(records: list[tuple[int, int]], shard_bytes: int, order: random.
 def test_a_numeric_add_counts_each_record_once_through_a_retried_shard_and_a_rerun(
     monkeypatch: pytest.MonkeyPatch, records: list[tuple[int, int]], shard_bytes: int, seed: int
 ) -> None:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
-        monkeypatch.delenv(name, raising=False)
+    _moto_only(monkeypatch)
     with mock_aws():
         clients.reset()
         moto_transactions.install()  # as the embedded run does: moto's transactions isolated
