@@ -5,8 +5,9 @@ Only for the benchmark. Every request waits `latency` seconds before it is forwa
 trip to a remote endpoint). With a limit, a token bucket of `limit` write units per second
 (burst: a quarter of a second's worth) admits items: a BatchWriteItem whose items exceed the
 tokens left gets the excess back as UnprocessedItems, and one that finds no token at all, or a
-PutItem without one, is refused with ProvisionedThroughputExceededException — which is what
-DynamoDB answers when a table or partition is over its capacity. One item costs one write unit
+PutItem, UpdateItem or DeleteItem without one, is refused with
+ProvisionedThroughputExceededException — which is what DynamoDB answers when a table or
+partition is over its capacity. One item costs one write unit
 (the benchmark's items are under 1 KB). Requests in flight are bounded.
 """
 
@@ -28,6 +29,7 @@ THROTTLED = json.dumps(
     }
 ).encode()
 MAX_IN_FLIGHT = 256
+SINGLE_ITEM_WRITES = (".PutItem", ".UpdateItem", ".DeleteItem")
 
 
 class TokenBucket:
@@ -124,7 +126,7 @@ class Proxy:
                     unprocessed = writes[granted:]
                     document["RequestItems"][table] = writes[:granted]
                     body = json.dumps(document).encode()
-            elif bucket is not None and target.endswith(".PutItem") and bucket.take(1) == 0:
+            elif bucket is not None and target.endswith(SINGLE_ITEM_WRITES) and bucket.take(1) == 0:
                 self._reply(request, 400, THROTTLED)
                 return
             headers = {

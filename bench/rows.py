@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import sys
@@ -89,16 +90,33 @@ class NullClient:
         return {}
 
 
-def _worker(args: dict[str, Any], client: Any) -> int:
-    from adapters.dynamodb import BatchWriter
+def _mode_spec(mode: str) -> dict[str, Any]:
+    """The postcode spec in write mode `mode` (newerWins orders by latitude, the only numbers the
+    rows have; delete maps the key alone, as that mode requires)."""
+    raw = json.loads(SPEC_FILE.read_text())
+    raw["dynamodb"]["writeMode"] = mode
+    if mode == "newerWins":
+        raw["dynamodb"]["version"] = "latitude"
+    if mode == "delete":
+        del raw["dynamodb"]["attributes"]
+    return raw
+
+
+def _worker(args: dict[str, Any], client: Any, item_client: Any = None) -> int:
+    """The Worker's loop over the file with the writer its handler picks for the spec's write mode:
+    BatchWriter (put) or ItemWriter (another mode, single-item calls to `item_client`)."""
+    from adapters.dynamodb import BatchWriter, ItemWriter
     from handlers.worker import RejectSink, process
     from logic.records import iter_shard_lines
     from logic.spec import parse_spec
+    from logic.writemodes import write_plan
 
-    raw = json.loads(SPEC_FILE.read_text())
     spec = parse_spec(
-        {**raw, "source": "s3://bench/x.csv"}, table_key={"pk": "S", "sk": "S"}, execution_name="b"
+        {**_mode_spec(args.get("mode", "put")), "source": "s3://bench/x.csv"},
+        table_key={"pk": "S", "sk": "S"},
+        execution_name="b",
     )
+    assert spec.dynamodb is not None
     path = args["file"]
     size = os.path.getsize(path)
     with open(path, "rb") as handle:
@@ -111,7 +129,16 @@ def _worker(args: dict[str, Any], client: Any) -> int:
                 yield block
 
         lines = iter_shard_lines(chunks(), read_from=start - 1, start=start, end=size)
-        writer = BatchWriter(client, args["table"], in_flight=int(args["concurrency"]))
+        end = args.get("slice")
+        if end is not None:
+            lines = itertools.islice(lines, int(end))
+        plan = write_plan(spec.dynamodb)
+        in_flight = int(args["concurrency"])
+        writer: BatchWriter | ItemWriter = (
+            BatchWriter(client, args["table"], in_flight=in_flight)
+            if plan is None
+            else ItemWriter(item_client, args["table"], plan, in_flight=in_flight)
+        )
         rejects = RejectSink(path, out=io.BytesIO())  # none expected: the file is clean
         counts = process(lines, spec, header_line.decode().strip().split(","), writer, rejects)
         stats = writer.close()
@@ -122,11 +149,13 @@ def _worker(args: dict[str, Any], client: Any) -> int:
 
 
 def row_worker(args: dict[str, Any]) -> int:
-    """The mapload worker's loop on one shard (the whole file), with its own client settings."""
+    """The mapload worker's loop on one shard (the whole file, or its first `slice` records) in
+    write mode `mode` (default put), with the Worker's own client settings."""
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = args["endpoint"]
     from adapters import clients
 
-    return _worker(args, clients.batch_writes(int(args["concurrency"]) + 2))
+    pool = int(args["concurrency"]) + 2
+    return _worker(args, clients.batch_writes(pool), clients.dynamodb(pool))
 
 
 def row_worker_memory(args: dict[str, Any]) -> int:
@@ -160,6 +189,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], int | tuple[int, float]]] = {
     "batch_writer": row_batch_writer,
     "wrangler": row_wrangler,
     "worker": row_worker,
+    "modes": row_worker,  # with a "mode": make bench's write-mode table
     "worker_memory": row_worker_memory,
     "pipeline": row_pipeline,
 }

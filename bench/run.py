@@ -1,5 +1,7 @@
 """`make bench`: load one generated postcode CSV five ways against one latency-adding endpoint and
-print one table (items/s, CPU µs per item, peak memory, items lost, ratio to boto3's batch_writer).
+print one table (items/s, CPU µs per item, peak memory, items lost, ratio to boto3's batch_writer);
+then the Worker's loop in each write mode at the same round trip and write limit, beside the rate
+`mapload estimate` models for it.
 
 A moto server (subprocess) holds the data; bench/proxy.py in this process adds the round trip
 and, for the limited rows, a write-unit budget. Each row runs in its own subprocess
@@ -29,10 +31,13 @@ import boto3
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "runtime"))
 
 from proxy import Proxy  # noqa: E402
 
+from logic.spec_model import WRITE_MODES  # noqa: E402
 from mapload import sample  # noqa: E402
+from mapload.estimate import BENCH_ROUND_TRIP_MS, BENCH_WRITE_CONCURRENCY, worker_rate  # noqa: E402
 from mapload.tables import create_pk_sk_table  # noqa: E402
 
 PYTHON = sys.executable
@@ -48,6 +53,7 @@ class Result:
     lost: int | None
     note: str = ""
     limit: float | None = None
+    requests: int = 0  # write requests the row's writer sent (worker rows)
 
     @property
     def rate(self) -> float:
@@ -118,12 +124,19 @@ def _pipeline_tables(bench: Bench) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--latency-ms", type=float, default=20.0, help="round trip the proxy adds")
+    parser.add_argument(
+        "--latency-ms", type=float, default=BENCH_ROUND_TRIP_MS, help="round trip the proxy adds"
+    )
     parser.add_argument(
         "--limit", type=float, default=2000.0, help="write units/s for the limited rows (0: skip them)"
     )
     parser.add_argument("--putitem-slice", type=int, default=1000, help="records row 1 really sends")
-    parser.add_argument("--concurrency", type=int, default=16, help="worker write_concurrency")
+    parser.add_argument(
+        "--concurrency", type=int, default=BENCH_WRITE_CONCURRENCY, help="worker write_concurrency"
+    )
+    parser.add_argument(
+        "--mode-slice", type=int, default=20_000, help="records each write-mode row sends (0: skip them)"
+    )
     parser.add_argument("--shards", type=int, default=4, help="shards (and maxConcurrency) of row 5")
     parser.add_argument("--small-mib", type=int, default=10)
     parser.add_argument("--big-mib", type=int, default=1024, help="0 skips the large-shard memory row")
@@ -154,19 +167,21 @@ def main() -> int:
         )
         try:
             _wait_for(bench.moto_url)
-            results, limited = _measure(bench, options, csv_path, size, latency)
+            results, limited, modes = _measure(bench, options, csv_path, size, latency)
             memory = _memory(bench, options, workdir)
         finally:
             moto.terminate()
             moto.wait()
         plan_seconds, plan_shards = _plan_100gb()
     print(_render(options, results, limited, memory, plan_seconds, plan_shards, size))
+    if modes:
+        print(_render_modes(options, modes))
     return 0
 
 
 def _measure(
     bench: Bench, options: argparse.Namespace, csv_path: Path, size: int, latency: float
-) -> tuple[list[Result], list[Result]]:
+) -> tuple[list[Result], list[Result], list[Result]]:
     from mapload.local import LOCAL_CONTEXT
     from mapload.synth import synthesize
 
@@ -183,6 +198,7 @@ def _measure(
     }
     results: list[Result] = []
     limited: list[Result] = []
+    modes: list[Result] = []
     with Proxy(bench.moto_url, latency=latency, limit=None) as proxy:
 
         def run(
@@ -194,9 +210,10 @@ def _measure(
             into: list[Result],
             limit: float | None = None,
             note: str = "",
-        ) -> None:
+        ) -> str:
+            """Run the row; the table it wrote (`extra["table"]` if given, else a new one)."""
             if options.only and row not in options.only.split(","):
-                return
+                return ""
             proxy.set_limit(limit)
             if row == "pipeline":
                 for table in _pipeline_tables(bench):
@@ -207,10 +224,11 @@ def _measure(
                     **common,
                     **extra,
                     "endpoint": proxy.url,
-                    "table": bench.table(f"bench-{len(results) + len(limited)}"),
+                    "table": extra.get("table")
+                    or bench.table(f"bench-{len(results) + len(limited) + len(modes)}"),
                 }
             throttled_before = proxy.throttled
-            outcome, rss, _err = bench.run_row(row, args)
+            outcome, rss, err = bench.run_row(row, args)
             table = _pipeline_tables(bench)[0] if row == "pipeline" else args["table"]
             counted = bench.count(table)
             if proxy.throttled > throttled_before:
@@ -227,9 +245,11 @@ def _measure(
                     expected - counted,
                     note,
                     limit,
+                    _requests(err),
                 )
             )
             print(f"  {name}: {outcome['items']} items in {outcome['seconds']:.1f}s", file=sys.stderr)
+            return str(table)
 
         n = min(options.putitem_slice, rows)
         run(
@@ -271,7 +291,56 @@ def _measure(
                 limit=limit,
                 note="writeUnitsPerSecond = limit",
             )
-    return results, limited
+        if options.mode_slice > 0:
+            # Each mode on its own table, except delete: it deletes what the put row wrote.
+            slice_args = {"slice": min(options.mode_slice, rows)}
+            put_table = ""
+            for mode in WRITE_MODES:
+                on = {"table": put_table} if mode == "delete" and put_table else {}
+                table = run(
+                    mode,
+                    "modes",
+                    {**slice_args, "mode": mode, **on},
+                    0 if mode == "delete" and put_table else slice_args["slice"],
+                    into=modes,
+                    limit=options.limit or None,
+                    note="deletes the put row's items" if on else "",
+                )
+                put_table = table if mode == "put" else put_table
+    return results, limited, modes
+
+
+def _requests(err: str) -> int:
+    """Write requests a worker row sent (the writer's stats it prints on stderr), else 0."""
+    for line in reversed(err.splitlines()):
+        if line.startswith('{"stats"'):
+            return int(json.loads(line)["stats"]["requests"])
+    return 0
+
+
+def _render_modes(options: argparse.Namespace, modes: list[Result]) -> str:
+    """The write-mode table: measured items/s beside the rate mapload estimate models."""
+    limit = options.limit or None
+    lines = [
+        "",
+        f"Write modes: the Worker's loop (row 4) on the first {modes[0].items:,} rows, "
+        f"{options.concurrency} in flight, {options.latency_ms:g} ms round trip"
+        + (f", write-unit limit {limit:,.0f}/s:" if limit else ", no write-unit limit:"),
+        "",
+        "| writeMode | requests | items/s | mapload estimate's model | achieved ÷ limit | CPU µs/item "
+        "| items lost | note |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in modes:
+        model = worker_rate(r.name, in_flight=options.concurrency, round_trip_ms=options.latency_ms)
+        if limit:
+            model = min(model, limit)  # the benchmark's items are one write unit each
+        share = f"{r.rate / limit:.0%}" if limit else "—"
+        lines.append(
+            f"| {r.name} | {r.requests:,} | {r.rate:,.0f} | {model:,.0f} | {share} | {r.cpu_us:,.0f} "
+            f"| {r.lost:,} | {r.note} |"
+        )
+    return "\n".join(lines)
 
 
 def _memory(bench: Bench, options: argparse.Namespace, workdir: Path) -> list[tuple[int, float, float, int]]:

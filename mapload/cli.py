@@ -99,6 +99,7 @@ def _estimate(args: argparse.Namespace) -> int:
             shard_mib=args.shard_mib,
             memory_mib=args.memory_mib,
             architecture=args.architecture,
+            write_mode=args.write_mode,
         )
     except ValueError as error:
         print(f"mapload estimate: {error}", file=sys.stderr)
@@ -164,6 +165,7 @@ def _add_upload(sub: Any) -> None:
 
 
 def _add_sample_and_estimate(sub: Any) -> None:
+    from logic.spec_model import WRITE_MODES
     from mapload import estimate
 
     gen = sub.add_parser("sample", help="write a deterministic UK-postcode-like CSV")
@@ -190,6 +192,12 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument("--shard-mib", type=float, default=estimate.DEFAULT_SHARD_MIB, help="shardSizeMiB")
     est.add_argument("--memory-mib", type=int, default=estimate.DEFAULT_MEMORY_MIB, help="worker_memory_mib")
     est.add_argument("--architecture", default=estimate.DEFAULT_ARCHITECTURE, choices=estimate.ARCHITECTURES)
+    est.add_argument(
+        "--write-mode",
+        default="put",
+        choices=WRITE_MODES,
+        help="dynamodb.writeMode: put writes batches of 25, the others one item per request",
+    )
     est.set_defaults(func=_estimate)
 
 

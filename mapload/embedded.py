@@ -25,7 +25,7 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
 from mapload import clock as clocks
-from mapload import iamcheck, limits, moto_speed
+from mapload import iamcheck, limits, moto_speed, moto_transactions
 from mapload import region as regions
 from mapload.cfn import Resolver, UnresolvedError
 from mapload.neptune_local import LocalNeptuneLoader
@@ -221,6 +221,8 @@ class Emulator:
         undo.callback(limits.uninstall)
         moto_speed.install()  # moto's hot paths, cheap for thousands of Map children
         undo.callback(moto_speed.uninstall)
+        moto_transactions.install()  # TransactWriteItems isolated from other threads' writes
+        undo.callback(moto_transactions.uninstall)
         if self.clock is not None:
             clocks.install(self.clock)
             undo.callback(clocks.uninstall)

@@ -10,7 +10,8 @@ import math
 from dataclasses import dataclass
 
 from logic.mapping import MAX_ITEM_BYTES
-from logic.spec_model import Common
+from logic.spec_model import WRITE_MODES, Common
+from logic.writemodes import PUT, items_per_request
 
 # The defaults of what is estimated: the input's (maxConcurrency, shardSizeMiB), read from its
 # models; the environment's (worker_memory_mib, lambda_architecture) from stacks/config.py, which
@@ -28,7 +29,6 @@ PARTITION_WRITE_UNITS = 1000  # write units/s one partition accepts
 NEW_ON_DEMAND_WRITE_UNITS = 4000  # a new on-demand table's warm throughput (writes/s)
 TABLE_WRITE_QUOTA = 40_000  # default per-table write quota (on demand and provisioned)
 ACCOUNT_LAMBDA_CONCURRENCY = 1000  # default concurrent executions per account and region
-BATCH_ITEMS = 25  # BatchWriteItem puts per request
 
 # -- us-east-1 list prices (aws.amazon.com/dynamodb/pricing, /lambda/pricing,
 #    /step-functions/pricing; on-demand writes after the November 2024 cut. Written down
@@ -47,16 +47,44 @@ TRANSITIONS_PER_SHARD = 3
 #    flight, 20 ms round trip to the endpoint, on the 2-CPU benchmark machine (2026-11-30) -----
 BENCH_WORKER_ITEMS_PER_SECOND = 4200.0
 BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM = 58.0
+# The same loop in a write mode other than put (single-item calls; make bench's write-mode table).
+BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND = 190.0
+# The conditions of those measurements (bench/run.py's defaults are these).
+BENCH_WRITE_CONCURRENCY = 16
+BENCH_ROUND_TRIP_MS = 20.0
+
+
+def worker_rate(
+    write_mode: str = PUT,
+    *,
+    in_flight: int = BENCH_WRITE_CONCURRENCY,
+    round_trip_ms: float = BENCH_ROUND_TRIP_MS,
+    loop_items_per_second: float | None = None,
+) -> float:
+    """Items/s one worker writes in `write_mode`: at most `in_flight` requests per round trip,
+    each carrying `items_per_request(write_mode)` items (25 for put, 1 for single-item writes),
+    and no more than its loop's rate (default: the one make bench measured for batches, or for
+    single items). At 16 in flight and 20 ms, round trips allow 20,000 items/s in batches and
+    800 in single items: both loops are bound by their own CPU before that."""
+    if loop_items_per_second is None:
+        loop_items_per_second = (
+            BENCH_WORKER_ITEMS_PER_SECOND if write_mode == PUT else BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
+        )
+    per_round_trip = in_flight * items_per_request(write_mode)
+    return min(loop_items_per_second, per_round_trip / (round_trip_ms / 1000))
 
 
 @dataclass(frozen=True)
 class Estimate:
     rows: int
     item_bytes: int
+    write_mode: str
     write_units_per_item: int
     write_units: int
+    requests: int  # write requests sent (without retries)
     shards: int
     concurrency: int
+    worker_items_per_second: float  # one worker, in this write mode
     workers_items_per_second: float
     table_write_units_per_second: float
     bound: str  # "table" or "workers"
@@ -80,7 +108,7 @@ class Estimate:
 
 
 def _check_arguments(
-    rows: int, item_bytes: int, wcu: int | None, concurrency: int, architecture: str
+    rows: int, item_bytes: int, wcu: int | None, concurrency: int, architecture: str, write_mode: str
 ) -> None:
     """ValueError naming the option, for an argument no load can have."""
     if rows < 1:
@@ -95,6 +123,18 @@ def _check_arguments(
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     if architecture not in LAMBDA_USD_PER_GB_SECOND:
         raise ValueError(f"architecture must be one of {', '.join(LAMBDA_USD_PER_GB_SECOND)}")
+    if write_mode not in WRITE_MODES:
+        raise ValueError(f"--write-mode must be one of {', '.join(WRITE_MODES)}, got {write_mode!r}")
+
+
+def _lambda_usd(running: int, seconds: float, shards: int, memory_mib: int, architecture: str) -> float:
+    """Every running worker is busy (writing or waiting on the table) for the whole load; one
+    invocation per shard, plus Plan and Finalize."""
+    gb_seconds = running * seconds * memory_mib / 1024
+    return (
+        gb_seconds * LAMBDA_USD_PER_GB_SECOND[architecture]
+        + (shards + 2) / 1e6 * LAMBDA_USD_PER_MILLION_REQUESTS
+    )
 
 
 def estimate(
@@ -105,24 +145,27 @@ def estimate(
     concurrency: int = DEFAULT_CONCURRENCY,
     shard_mib: float = DEFAULT_SHARD_MIB,
     row_bytes: int | None = None,
-    worker_items_per_second: float = BENCH_WORKER_ITEMS_PER_SECOND,
+    worker_items_per_second: float | None = None,
     memory_mib: int = DEFAULT_MEMORY_MIB,
     architecture: str = DEFAULT_ARCHITECTURE,
+    write_mode: str = PUT,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 
     `wcu`: the write units/s the load may use (provisioned capacity, a warm on-demand table or a
     `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
     the lower of that and what `concurrency` workers write; each shard is one worker.
+    A `write_mode` other than put writes single items: the same write units, 25 times the
+    requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second` replaces).
     """
-    _check_arguments(rows, item_bytes, wcu, concurrency, architecture)
+    _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode)
     units_per_item = math.ceil(item_bytes / WRITE_UNIT_BYTES)
     write_units = rows * units_per_item
     source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)
     shards = max(1, math.ceil(source_bytes / (shard_mib * 2**20)))
     running = min(concurrency, shards)
-    # A worker is bound by round trips: its items/s falls with larger items (more units each).
-    workers = running * worker_items_per_second
+    per_worker = worker_rate(write_mode, loop_items_per_second=worker_items_per_second)
+    workers = running * per_worker
     table = float(wcu if wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
     table_items = table / units_per_item
     bound = "table" if table_items < workers else "workers"
@@ -132,20 +175,17 @@ def estimate(
     provisioned = None
     if wcu is not None:
         provisioned = wcu * math.ceil(seconds / 3600) * PROVISIONED_USD_PER_WCU_HOUR  # billed by the hour
-    # Every running worker is busy (writing or waiting on the table) for the whole load.
-    gb_seconds = running * seconds * memory_mib / 1024
-    lambda_usd = (
-        gb_seconds * LAMBDA_USD_PER_GB_SECOND[architecture]
-        + (shards + 2) / 1e6 * LAMBDA_USD_PER_MILLION_REQUESTS
-    )
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
     return Estimate(
         rows=rows,
         item_bytes=item_bytes,
+        write_mode=write_mode,
         write_units_per_item=units_per_item,
         write_units=write_units,
+        requests=math.ceil(rows / items_per_request(write_mode)),
         shards=shards,
         concurrency=running,
+        worker_items_per_second=per_worker,
         workers_items_per_second=workers,
         table_write_units_per_second=table,
         bound=bound,
@@ -153,10 +193,17 @@ def estimate(
         seconds=seconds,
         dynamodb_on_demand_usd=on_demand,
         dynamodb_provisioned_usd=provisioned,
-        lambda_usd=lambda_usd,
+        lambda_usd=_lambda_usd(running, seconds, shards, memory_mib, architecture),
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
-        workers_needed=math.ceil(table_items / worker_items_per_second),
+        workers_needed=math.ceil(table_items / per_worker),
     )
+
+
+def _writes(write_mode: str) -> str:
+    per_request = items_per_request(write_mode)
+    if write_mode == PUT:
+        return f"BatchWriteItem, {per_request} items per request"
+    return "PutItem/UpdateItem/DeleteItem, 1 item per request"
 
 
 def render(e: Estimate) -> str:
@@ -167,7 +214,10 @@ def render(e: Estimate) -> str:
     rows = [
         ("items", f"{e.rows:,} of {e.item_bytes:,} bytes = {e.write_units_per_item} write unit(s) each"),
         ("write units", f"{e.write_units:,}"),
+        ("writes (writeMode)", f"{_writes(e.write_mode)} ({e.write_mode})"),
+        ("write requests", f"{e.requests:,}"),
         ("shards / workers in flight", f"{e.shards:,} / {e.concurrency:,}"),
+        ("one worker writes", f"{e.worker_items_per_second:,.0f} items/s"),
         ("workers could write", f"{e.workers_items_per_second:,.0f} items/s"),
         ("table accepts", f"{e.table_write_units_per_second:,.0f} write units/s"),
         ("rate (bound by)", f"{e.items_per_second:,.0f} items/s ({e.bound})"),
@@ -184,9 +234,19 @@ def render(e: Estimate) -> str:
     ]
     width = max(len(name) for name, _ in rows)
     notes = [
-        f"Assumes {BENCH_WORKER_ITEMS_PER_SECOND:,.0f} items/s per worker (measured by `make bench` at 20 ms "
-        "round trip), us-east-1 list prices, and a table whose partitions take 1,000 write units/s each.",
+        f"Assumes {BENCH_WORKER_ITEMS_PER_SECOND:,.0f} items/s per worker for batches (measured by "
+        f"`make bench` at {BENCH_ROUND_TRIP_MS:g} ms round trip), us-east-1 list prices, and a table "
+        "whose partitions take 1,000 write units/s each.",
     ]
+    if e.write_mode != PUT:
+        notes.append(
+            f"writeMode {e.write_mode} writes one item per request: the same write units as put, "
+            f"{items_per_request(PUT)}x the requests, and more worker time: a worker writes "
+            f"{e.worker_items_per_second:,.0f} items/s (make bench's write-mode table; its "
+            f"{BENCH_WRITE_CONCURRENCY} requests in flight alone would allow "
+            f"{worker_rate(e.write_mode, loop_items_per_second=math.inf):,.0f}/s at "
+            f"{BENCH_ROUND_TRIP_MS:g} ms)."
+        )
     if e.table_write_units_per_second > TABLE_WRITE_QUOTA:
         notes.append(
             f"Above the default per-table quota of {TABLE_WRITE_QUOTA:,} write units/s: ask for more first."

@@ -298,7 +298,9 @@ class LoaderFunctions:
         allow(function, ["s3:PutObject", "s3:AbortMultipartUpload"], [arns.staging_jobs])
         # The write mode is chosen per execution (the input's dynamodb.writeMode), so the Worker holds
         # what every mode calls: BatchWriteItem (put), PutItem (putIfAbsent, newerWins), UpdateItem
-        # (update), DeleteItem (delete) — no reads, no other table.
+        # (update), DeleteItem (delete) — no reads, no other table. A numeric ADD's
+        # TransactWriteItems needs its parts' actions: UpdateItem here, PutItem on the ledger
+        # (its marker; already granted below for the shard counts, so no narrower statement helps).
         self._data.table.grant(
             function,
             "dynamodb:BatchWriteItem",

@@ -1,5 +1,6 @@
 """Writes items to the target table, many requests in flight, nothing dropped: batches with BatchWriteItem, or
-single-item PutItem/UpdateItem/DeleteItem for a conditional or update write mode."""
+single-item PutItem/UpdateItem/DeleteItem for a conditional or update write mode (a marked
+TransactWriteItems for an update with a numeric ADD)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from adapters.ledger import Markers
 from logic.errors import ShardWriteError
 from logic.ratecontrol import AimdWindow, TokenBucket
 from logic.retry import backoff_delays
-from logic.writemodes import WritePlan, single_item_request, written_by_us
+from logic.writemodes import WritePlan, counted_update, single_item_request, written_by_us
 
 # Answers that mean "try again later", not "this request is wrong".
 RETRYABLE_CODES = frozenset(
@@ -29,6 +31,10 @@ RETRYABLE_CODES = frozenset(
         "ServiceUnavailable",
         "TransactionConflictException",
     }
+)
+# Why a part of a cancelled transaction failed, when trying again may succeed.
+RETRYABLE_CANCELLATIONS = frozenset(
+    {"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError"}
 )
 
 
@@ -239,6 +245,10 @@ class BatchWriter(_PacedWriter):
         self._retrying(attempt_once)
 
 
+# What ItemWriter's lanes carry: a record's key values, item, write units and byte offset.
+_Entry = tuple[tuple[Any, ...], dict[str, Any], int, int]
+
+
 class ItemWriter(_PacedWriter):
     """Single-item writes for a conditional or update write mode (logic/writemodes.py): PutItem,
     UpdateItem or DeleteItem, under the same rate control, retries and bounds as BatchWriter.
@@ -248,6 +258,9 @@ class ItemWriter(_PacedWriter):
     while different keys keep the table busy. A refused condition counts the record in
     `stats.skipped` (its key in `skipped_keys`, up to `sample` of them), unless the stored item
     is the one this request writes: then an earlier attempt whose answer was lost wrote it.
+    An update with a numeric ADD (`plan.counters`) sends each record as a TransactWriteItems with
+    its marker from `markers` (keyed by the record's byte offset, given to `submit`): a marker
+    already stored means an earlier shard attempt or run applied the record, which is skipped.
     """
 
     def __init__(
@@ -263,18 +276,20 @@ class ItemWriter(_PacedWriter):
         rate: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sample: int = 10,
+        markers: Markers | None = None,
     ) -> None:
+        if plan.counters and markers is None:
+            raise ValueError(f"adding numbers to {', '.join(plan.counters)} exactly once needs markers")
         super().__init__(
             table, in_flight=in_flight, policy=policy, sleep=sleep, rng=rng, rate=rate, clock=clock
         )
         self._client = client
         self._plan = plan
         self._sample = sample
+        self._markers = markers
         self.skipped_keys: list[tuple[Any, ...]] = []
         # Each lane holds at most 2 waiting items: memory stays bounded by the lane count.
-        self._lanes: list[queue.Queue[tuple[tuple[Any, ...], dict[str, Any], int] | None]] = [
-            queue.Queue(maxsize=2) for _ in range(in_flight)
-        ]
+        self._lanes: list[queue.Queue[_Entry | None]] = [queue.Queue(maxsize=2) for _ in range(in_flight)]
         self._threads = [
             threading.Thread(target=self._serve, args=(lane,), name=f"item-{i}", daemon=True)
             for i, lane in enumerate(self._lanes)
@@ -283,9 +298,14 @@ class ItemWriter(_PacedWriter):
         for thread in self._threads:
             thread.start()
 
-    def submit(self, key: tuple[Any, ...], item: dict[str, Any], units: int = 1) -> None:
-        """Queue one item (low-level form) whose key values are `key`."""
-        self._lanes[hash(key) % len(self._lanes)].put((key, item, units))
+    def units(self, item_size: int) -> int:
+        """Write units one record's request costs (the write budget's price: WritePlan.units)."""
+        return self._plan.units(item_size)
+
+    def submit(self, key: tuple[Any, ...], item: dict[str, Any], units: int = 1, offset: int = -1) -> None:
+        """Queue one item (low-level form) whose key values are `key`; `offset`: the record's byte
+        offset in its object (what its marker is keyed by, when the plan has counters)."""
+        self._lanes[hash(key) % len(self._lanes)].put((key, item, units, offset))
 
     def close(self) -> WriteStats:
         for lane in self._lanes:
@@ -296,7 +316,7 @@ class ItemWriter(_PacedWriter):
             raise self._failure
         return self._raise_if_not_written()
 
-    def _serve(self, lane: queue.Queue[tuple[tuple[Any, ...], dict[str, Any], int] | None]) -> None:
+    def _serve(self, lane: queue.Queue[_Entry | None]) -> None:
         while (entry := lane.get()) is not None:
             try:
                 self._write(*entry)
@@ -304,31 +324,58 @@ class ItemWriter(_PacedWriter):
                 with self._lock:
                     self._failure = self._failure or error
 
-    def _write(self, key: tuple[Any, ...], item: dict[str, Any], units: int) -> None:
+    def _request(self, item: dict[str, Any], offset: int) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The client call and its arguments that write `item`."""
+        if self._markers is not None and any(name in item for name in self._plan.counters):
+            if offset < 0:
+                raise ValueError("a record with a counter needs its offset")
+            marker = self._markers.item(offset)
+            arguments = counted_update(self._plan, item, self._table, self._markers.table, marker)
+            return self._client.transact_write_items, arguments
         method, arguments = single_item_request(self._plan, item)
-        call = getattr(self._client, method)
+        return getattr(self._client, method), {"TableName": self._table, **arguments}
+
+    def _write(self, key: tuple[Any, ...], item: dict[str, Any], units: int, offset: int) -> None:
+        call, arguments = self._request(item, offset)
+        # Whether an earlier attempt may have been applied although its answer was lost.
+        unanswered = False
 
         def attempt_once(attempt: int) -> tuple[int, str | None]:
+            nonlocal unanswered
             self._pace(units)
             throttled = False
             try:
-                call(TableName=self._table, **arguments)
+                call(**arguments)
                 with self._lock:
                     self.stats.requests += 1
                 return 0, None
             except ClientError as exc:
                 with self._lock:
                     self.stats.requests += 1
-                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                code = exc.response.get("Error", {}).get("Code")
+                if code == "ConditionalCheckFailedException":
                     stored = exc.response.get("Item")
                     if not (attempt > 1 and written_by_us(item, stored)):
                         self._skipped(key)
                     return 0, None
+                if code == "TransactionCanceledException":
+                    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
+                    if reasons[1:] == ["ConditionalCheckFailed"]:  # the marker: applied before
+                        if not unanswered:
+                            self._skipped(key)
+                        return 0, None
+                    throttled = bool(RETRYABLE_CANCELLATIONS.intersection(reasons))
+                    if not throttled:
+                        self._give_up(1, f"{code}: {reasons}")
+                        return 0, None
+                    with self._lock:
+                        self.stats.throttles += 1
+                    return 1, f"{code}: {reasons}"
                 throttled = True
-                code = self._retryable(exc, 1)
-                return (1, code) if code else (0, None)
+                retryable = self._retryable(exc, 1)
+                return (1, retryable) if retryable else (0, None)
             except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable
-                throttled = True
+                throttled = unanswered = True
                 return 1, f"{type(exc).__name__}: {exc}"
             finally:
                 self._answered(throttled)

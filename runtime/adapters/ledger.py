@@ -1,9 +1,11 @@
-"""The ledger table: one item per job and one per finished shard, written with conditions."""
+"""The ledger table: one item per job and one per finished shard, written with conditions; and
+the markers of records whose numeric ADD was applied (`Markers`)."""
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -19,6 +21,26 @@ def _job_pk(job_id: str) -> dict[str, str]:
 
 def shard_sk(plan_id: str, index: int) -> str:
     return f"PLAN#{plan_id}#SHARD#{index:06d}"
+
+
+@dataclass(frozen=True)
+class Markers:
+    """Where one shard's applied-record markers go (logic/writemodes.py `counted_update`): one
+    ledger item per record, keyed by job, plan, shard and the record's byte offset. A partition
+    per shard: one worker's writes stay far below a partition's 1,000 write units/s."""
+
+    table: str
+    job_id: str
+    plan_id: str
+    index: int
+    expires_at: int
+
+    def item(self, offset: int) -> dict[str, dict[str, str]]:
+        return {
+            "pk": {"S": f"MARK#{self.job_id}#PLAN#{self.plan_id}#SHARD#{self.index:06d}"},
+            "sk": {"S": f"OFFSET#{offset}"},
+            "expiresAt": {"N": str(self.expires_at)},
+        }
 
 
 class Ledger:
@@ -37,6 +59,9 @@ class Ledger:
 
     def _expires(self) -> dict[str, str]:
         return {"N": str(int(time.time()) + self._ttl_days * DAY)}
+
+    def markers(self, job_id: str, plan_id: str, index: int) -> Markers:
+        return Markers(self._table, job_id, plan_id, index, int(self._expires()["N"]))
 
     def start_job(self, job_id: str, run_id: str, execution_id: str, shard_count: int) -> None:
         """Record the job as RUNNING under this run; refuse when another run holds it."""

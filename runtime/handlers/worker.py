@@ -14,14 +14,14 @@ from typing import Any
 from adapters import clients
 from adapters.budget import LeaseBoard, SharedBudget
 from adapters.dynamodb import BatchWriter, ItemWriter
-from adapters.ledger import Ledger
+from adapters.ledger import Ledger, Markers
 from adapters.property_graph import PropertyGraphStager
 from adapters.rdf import GraphStager, Writable, line_parser, to_quad
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
 from logic import layout, opencypher
-from logic.batching import Batcher
+from logic.batching import BATCH_ITEMS, Batcher
 from logic.errors import SourceNotAllowedError
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
@@ -137,12 +137,13 @@ class _Sender:
     def __init__(self, writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> None:
         assert spec.dynamodb is not None
         self._writer = writer
-        self._batcher = Batcher(25) if spec.dynamodb.write_mode == "put" else None
+        self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.write_mode == "put" else None
 
-    def add(self, item: Item) -> None:
+    def add(self, item: Item, offset: int) -> None:
+        """Send `item`, mapped from the record at byte `offset` of its object."""
         if self._batcher is None:
             if isinstance(self._writer, ItemWriter):
-                self._writer.submit(item.key, item.attributes, write_units((item.size,)))
+                self._writer.submit(item.key, item.attributes, self._writer.units(item.size), offset)
             return
         self._send(self._batcher.add(item))
 
@@ -215,23 +216,28 @@ def process(
                 graph.add(rows)
         written += 1
         if item is not None and sender is not None:
-            sender.add(item)
+            sender.add(item, line.offset)
     duplicates = sender.finish() if sender is not None else 0
     return {"lines": owned, "read": read, "written": written, "duplicates": duplicates}
 
 
 def _writer(
-    db: Any, item_db: Any, spec: JobSpec, settings: WorkerSettings
+    db: Any, item_db: Any, spec: JobSpec, settings: WorkerSettings, markers: Markers
 ) -> BatchWriter | ItemWriter | None:
-    """BatchWriter for `put`, ItemWriter with the spec's plan for another write mode; None in a
-    dry run or without a DynamoDB target."""
+    """BatchWriter for `put`, ItemWriter with the spec's plan for another write mode (and the
+    shard's markers, for a numeric ADD); None in a dry run or without a DynamoDB target."""
     if spec.dry_run or spec.dynamodb is None:
         return None
     plan = write_plan(spec.dynamodb)
     if plan is None:
         return BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
     return ItemWriter(
-        item_db, settings.table_name, plan, in_flight=settings.write_concurrency, sample=SKIPPED_SAMPLE_SIZE
+        item_db,
+        settings.table_name,
+        plan,
+        in_flight=settings.write_concurrency,
+        sample=SKIPPED_SAMPLE_SIZE,
+        markers=markers if plan.counters else None,
     )
 
 
@@ -369,7 +375,7 @@ def work(
     lines = iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
     source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
     origin = _origin(source, shard)  # the records' object and member, for property graph edge ids
-    writer = _writer(db, item_db or db, spec, settings)
+    writer = _writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index))
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.

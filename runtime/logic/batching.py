@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from logic.values import Item
 
-__all__ = ["Batcher"]
+__all__ = ["BATCH_ITEMS", "Batcher"]
+
+# Puts per BatchWriteItem request (DynamoDB's limit).
+BATCH_ITEMS: Final = 25
 
 
 class Batcher:
@@ -18,7 +21,7 @@ class Batcher:
     are both written.
     """
 
-    def __init__(self, size: int = 25) -> None:
+    def __init__(self, size: int = BATCH_ITEMS) -> None:
         if size < 1:
             raise ValueError(f"batch size must be at least 1, got {size}")
         self.size = size

@@ -109,6 +109,7 @@ def build(
         "source": (spec or {}).get("source"),
         "format": (spec or {}).get("format"),
         "dryRun": bool((spec or {}).get("dryRun", False)),
+        "writeMode": ((spec or {}).get("dynamodb") or {}).get("writeMode"),
         "records": {name: totals[name] for name in ("read", "written", "skipped", "rejected", "duplicates")},
         "shards": {
             "total": total,

@@ -375,6 +375,8 @@ def _when(name: str, value: str) -> JsonDict:
 
 
 _TYPE_IN_SETS: JsonDict = {"required": ["type"], "properties": {"type": {"enum": list(SET_TYPES)}}}
+# What DynamoDB's ADD takes: a number (added exactly once per record: logic/writemodes.py) or a set.
+_ADDABLE = ("N", *SET_TYPES)
 
 
 class TypedField(Model):
@@ -387,8 +389,8 @@ class TypedField(Model):
     update: Annotated[UpdateAction | None, NotNull] = Field(
         default=None,
         json_schema_extra=_no_default,
-        description='writeMode "update" only: SET (default), ADD (sets only) or set if absent '
-        "(if_not_exists).",
+        description='writeMode "update" only: SET (default), ADD (numbers: exactly once per record; '
+        "sets) or set if absent (if_not_exists).",
     )
     separator: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
         default=None,
@@ -408,7 +410,7 @@ class TypedField(Model):
                 "from": {"required": ["type"], "properties": {"type": {"const": "N"}}},
             },
             "if": _when("update", "add"),
-            "then": _TYPE_IN_SETS,
+            "then": {"required": ["type"], "properties": {"type": {"enum": list(_ADDABLE)}}},
         }
     )
 
@@ -419,12 +421,8 @@ class TypedField(Model):
             raise fail(f"only for sets ({sets}), not type {self.type}", "separator")
         if self.from_ is not None and self.type != "N":
             raise fail(f"only for type N (epoch seconds), not type {self.type}", "from")
-        if self.update == "add" and self.type not in SET_TYPES:
-            # A numeric ADD done twice (a retried shard) counts twice: not offered.
-            raise fail(
-                f"add is only for sets ({sets}); a numeric add would count twice when a shard is retried",
-                "update",
-            )
+        if self.update == "add" and self.type not in _ADDABLE:
+            raise fail(f"add is only for numbers (N) and sets ({sets}), not type {self.type}", "update")
         return self
 
 

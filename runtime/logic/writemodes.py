@@ -8,6 +8,10 @@
 - `update`: UpdateItem that SETs the item's attributes (or ADDs them: numbers and sets, or sets
   them only if absent: `if_not_exists`) and keeps every other attribute of the stored item,
   creating the item when absent. An attribute the record does not have is left as stored.
+  A numeric ADD is not idempotent: with one, each record's UpdateItem goes in a transaction
+  with a Put of a marker item (the ledger's, keyed by job, plan, shard and the record's byte
+  offset) on `attribute_not_exists`, so a retried shard or a re-run applies it once; a marker
+  found stored cancels the transaction and the record is skipped (`counted_update`).
 - `delete`: DeleteItem by the key.
 A refused condition (ConditionalCheckFailedException) means the record is skipped, not rejected.
 """
@@ -18,6 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
+
+from logic.batching import BATCH_ITEMS
+from logic.ratecontrol import write_units
 
 if TYPE_CHECKING:
     from logic.spec import DynamoDbTarget
@@ -46,6 +53,8 @@ class WritePlan:
     key: tuple[str, ...]
     version: str | None = None
     actions: Mapping[str, str] = field(default_factory=dict)
+    # Attributes of type N that update ADDs: each record's write is then a marked transaction.
+    counters: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES or self.mode == PUT:
@@ -55,6 +64,14 @@ class WritePlan:
         unknown = sorted(set(self.actions.values()) - set(UPDATE_ACTIONS))
         if unknown:
             raise ValueError(f"unknown update actions {unknown}")
+        if any(self.actions.get(name) != ADD for name in self.counters):
+            raise ValueError("a counter is an attribute that update ADDs")
+
+    def units(self, item_size: int) -> int:
+        """Write units one record's request consumes: a transaction (counters) costs twice the
+        units of its two items, the item and its marker (one unit: a few dozen bytes)."""
+        units = write_units((item_size,))
+        return 2 * (units + MARKER_UNITS) if self.counters else units
 
 
 def write_plan(target: DynamoDbTarget) -> WritePlan | None:
@@ -66,7 +83,39 @@ def write_plan(target: DynamoDbTarget) -> WritePlan | None:
         key=tuple(key.name for key in target.key),
         version=target.version,
         actions={a.name: a.update for a in target.attributes if a.update != SET},
+        counters=tuple(a.name for a in target.attributes if a.update == ADD and a.type == "N"),
     )
+
+
+def items_per_request(mode: str) -> int:
+    """Items one write request carries in `mode`: a batch for put, one item for the others (the
+    same write units either way; mapload estimate and make bench model a worker's rate by it)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown write mode {mode!r}")
+    return BATCH_ITEMS if mode == PUT else 1
+
+
+MARKER_UNITS: Final = 1
+
+
+def counted_update(
+    plan: WritePlan, item: Mapping[str, dict[str, Any]], table: str, marker_table: str, marker: dict[str, Any]
+) -> dict[str, Any]:
+    """TransactWriteItems arguments that apply `item`'s update (with its numeric ADDs) together
+    with a Put of `marker` (its key attributes `pk` and `sk`) if no marker has that key: both or
+    neither, so a record is added once however often it is sent."""
+    return {
+        "TransactItems": [
+            {"Update": {"TableName": table, **_update(plan, item)}},
+            {
+                "Put": {
+                    "TableName": marker_table,
+                    "Item": marker,
+                    "ConditionExpression": "attribute_not_exists(sk)",
+                }
+            },
+        ]
+    }
 
 
 Request = tuple[str, dict[str, Any]]

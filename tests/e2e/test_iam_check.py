@@ -42,6 +42,17 @@ COMPRESSED: dict[str, Any] = {
     "shardSizeMiB": 0.01,
     "maxConcurrency": 4,
 }
+# A numeric ADD: each record a TransactWriteItems of the table's Update and the ledger's marker
+# Put, authorized by the parts' own actions (DynamoDB developer guide, "Using IAM with DynamoDB
+# transactions"): dynamodb:UpdateItem on the table, dynamodb:PutItem on the ledger.
+ADDING: dict[str, Any] = {
+    "format": "csv",
+    "dynamodb": {
+        "key": {"pk": "PERSON#{id}", "sk": "VISITS"},
+        "writeMode": "update",
+        "attributes": {"visits": {"field": "id", "type": "N", "update": "add"}},
+    },
+}
 PRINCIPALS = [
     "function prepare",
     "function plan",
@@ -71,6 +82,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
         (people, GRAPH_AND_TABLE, None),
         (quads, NQUADS, None),
         (compressed, COMPRESSED, {"mapload:data_key": "create"}),
+        (people, ADDING, None),
     )
     for source, spec, context in runs:
         report = run_local(source, spec, report_path=tmp / "report.json", quiet=True, context=context)
@@ -86,6 +98,13 @@ def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -
     # The Worker's BatchWriteItem goes through the wire sender (before-send only), the Neptune
     # loader API through urllib, the ItemReader and Lambda invokes through moto's interpreter.
     assert ("function worker", "dynamodb:BatchWriteItem") in actions
+    # The numeric ADD's transactions: their Update part on the table (no other run updates it).
+    updated = {
+        c.resource
+        for c in observed
+        if c.action == "dynamodb:UpdateItem" and c.principal.name == "function worker"
+    }
+    assert len(updated) == 1 and "Ledger" not in next(iter(updated))
     assert ("function start_graph_load", "neptune-db:StartLoaderJob") in actions
     assert ("function poll_graph_load", "neptune-db:GetLoaderJobStatus") in actions
     assert ("state machine", "s3:GetObject") in actions

@@ -114,6 +114,7 @@ def test_each_write_mode_against_a_table_that_holds_items(server: Server) -> Non
         "rejected": 1,
         "duplicates": 0,
     }
+    assert server.report["writeMode"] == "putIfAbsent"
     after = server.items()
     assert {key: after[key] for key in before} == before
     assert (after["D"]["v"], after["D"]["note"]) == ({"N": "4"}, {"S": "new"})

@@ -165,10 +165,10 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("s3:AbortMultipartUpload", STAGING_JOBS),  # rejects and graph files stream in parts
         ("dynamodb:BatchWriteItem", TARGET),
         ("dynamodb:PutItem", TARGET),  # putIfAbsent, newerWins
-        ("dynamodb:UpdateItem", TARGET),  # update
+        ("dynamodb:UpdateItem", TARGET),  # update; a numeric ADD's TransactWriteItems: its Update
         ("dynamodb:DeleteItem", TARGET),  # delete
         ("dynamodb:GetItem", LEDGER),
-        ("dynamodb:PutItem", LEDGER),
+        ("dynamodb:PutItem", LEDGER),  # shard counts, budget leases; a numeric ADD's marker Put
         ("dynamodb:Query", LEDGER),  # counts write-budget leases (runtime/adapters/budget.py)
     }
 

@@ -4,13 +4,18 @@ test: without this, a change to the Worker's signatures breaks the benchmark unn
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
+from servers import moto_server
 
 from mapload.sample import write_csv
+from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime
 
@@ -30,3 +35,39 @@ def test_the_worker_memory_row_loads_every_row_of_a_small_file(tmp_path: Path) -
     assert done.returncode == 0, done.stderr[-2000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome["items"] == 500 and outcome["seconds"] > 0
+
+
+def _row(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "rows.py"), name, json.dumps(arguments)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_write_mode_rows_write_each_mode_and_delete_what_put_wrote(tmp_path: Path) -> None:
+    # Given a small file and a table per mode, When make bench's write-mode rows run,
+    # Then each mode writes the slice, and delete removes the items the put row wrote.
+    source = write_csv(tmp_path / "rows.csv", 60, seed=3)
+    with moto_server(tmp_path / "server.log") as server:
+        db = boto3.client(
+            "dynamodb",
+            endpoint_url=server.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
+        common = {"file": str(source), "concurrency": 2, "endpoint": server.endpoint, "slice": 40}
+        counts = {}
+        for mode in ("put", "putIfAbsent", "newerWins", "update"):
+            table = create_pk_sk_table(db, f"bench-{mode}")
+            assert _row("modes", {**common, "table": table, "mode": mode})["items"] == 40
+            counts[mode] = db.scan(TableName=table, Select="COUNT")["Count"]
+        assert _row("modes", {**common, "table": "bench-put", "mode": "delete"})["items"] == 40
+        assert db.scan(TableName="bench-put", Select="COUNT")["Count"] == 0
+    assert counts == {"put": 40, "putIfAbsent": 40, "newerWins": 40, "update": 40}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pytest
 
 from mapload import estimate as est
@@ -53,9 +56,10 @@ def test_x86_costs_more_per_gb_second() -> None:
         ({"rows": 1, "item_bytes": 500 * 1024}, "400 KB"),
         ({"rows": 1, "item_bytes": 10, "wcu": 0}, "--wcu"),
         ({"rows": 1, "item_bytes": 10, "concurrency": 0}, "--concurrency"),
+        ({"rows": 1, "item_bytes": 10, "write_mode": "upsert"}, "--write-mode"),
     ],
 )
-def test_bad_arguments_say_which(kwargs: dict[str, int], words: str) -> None:
+def test_bad_arguments_say_which(kwargs: dict[str, Any], words: str) -> None:
     with pytest.raises(ValueError, match=words):
         est.estimate(**kwargs)
 
@@ -66,3 +70,40 @@ def test_the_command_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "1,770,000" in out and "DynamoDB provisioned" in out and "(table)" in out
     assert main(["estimate", "--rows", "0", "--item-bytes", "100"]) == 2
     assert "--rows" in capsys.readouterr().err
+
+
+def test_a_worker_is_bound_by_round_trips_or_by_its_measured_loop() -> None:
+    # Given a loop that is never the bound, When only round trips count, Then 25 items per
+    # request for put and 1 for the other modes: 16 requests per 20 ms.
+    assert est.worker_rate("put", in_flight=16, round_trip_ms=20, loop_items_per_second=1e9) == 20_000
+    for mode in ("putIfAbsent", "newerWins", "update", "delete"):
+        assert est.worker_rate(mode, in_flight=16, round_trip_ms=20, loop_items_per_second=1e9) == 800
+    assert est.worker_rate("update", in_flight=4, round_trip_ms=10, loop_items_per_second=1e9) == 400
+    # By default each loop's rate is the one make bench measured, lower than its round trips allow.
+    assert est.worker_rate("put") == est.BENCH_WORKER_ITEMS_PER_SECOND
+    assert est.worker_rate("update") == est.BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
+
+
+def test_single_item_writes_cost_the_same_units_in_25_times_the_requests_and_more_worker_time() -> None:
+    put = est.estimate(1_000_000, 100, concurrency=2, shard_mib=1)
+    update = est.estimate(1_000_000, 100, concurrency=2, shard_mib=1, write_mode="update")
+    assert update.write_units == put.write_units == 1_000_000
+    assert update.dynamodb_on_demand_usd == put.dynamodb_on_demand_usd
+    assert put.requests == 40_000 and update.requests == 1_000_000
+    # put: 2 workers could write 8,400/s, the new table takes 4,000/s; update: 2 workers write
+    # 2 x the single-item loop rate, below the table's.
+    assert put.bound == "table" and put.seconds == pytest.approx(250)
+    single = est.BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
+    assert update.worker_items_per_second == single
+    assert update.bound == "workers" and update.seconds == pytest.approx(1_000_000 / (2 * single))
+    assert update.workers_needed == math.ceil(4000 / single)
+    assert update.lambda_usd > put.lambda_usd
+
+
+def test_the_command_says_when_a_write_mode_writes_single_items(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--rows", "1000", "--item-bytes", "100", "--write-mode", "putIfAbsent"]) == 0
+    out = capsys.readouterr().out
+    assert "1 item per request (putIfAbsent)" in out and "writeMode putIfAbsent writes one item" in out
+    assert main(["estimate", "--rows", "1000", "--item-bytes", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "BatchWriteItem, 25 items per request (put)" in out and "writes one item" not in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -16,6 +17,7 @@ from logic.errors import (
     SourceNotAllowedError,
     SourceNotFoundError,
 )
+from logic.spec_model import WRITE_MODES
 
 pytestmark = pytest.mark.runtime
 
@@ -91,6 +93,7 @@ def test_a_retried_shard_writes_its_items_and_is_counted_once(aws: Any) -> None:
     assert again == {"index": 0, "skipped": True}
     result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
     assert result["status"] == "SUCCEEDED", result["cause"]
+    assert result["report"]["writeMode"] == "put"
     assert result["report"]["records"] == {
         "read": 300,
         "written": 300,
@@ -171,3 +174,8 @@ def test_a_source_encrypted_with_a_customer_kms_key_loads(aws: Any) -> None:
 
     assert result["status"] == "SUCCEEDED", result["cause"]
     assert result["report"]["records"]["written"] == 40
+
+
+def test_the_report_schema_names_every_write_mode_the_input_has() -> None:
+    schema = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "report.schema.json").read_text())
+    assert schema["properties"]["writeMode"]["enum"] == [*WRITE_MODES, None]

@@ -13,8 +13,10 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from moto import mock_aws
 
 from adapters.dynamodb import ItemWriter, RetryPolicy
+from adapters.ledger import Markers
 from logic.errors import ShardWriteError
-from logic.writemodes import NEWER_WINS, PUT_IF_ABSENT, WritePlan
+from logic.writemodes import ADD, NEWER_WINS, PUT_IF_ABSENT, UPDATE, WritePlan
+from mapload import moto_transactions
 from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime
@@ -108,3 +110,70 @@ def test_a_write_refused_for_good_fails_the_shard_with_the_count() -> None:
     with pytest.raises(ShardWriteError, match="3 records were not written") as failed:
         writer.close()
     assert failed.value.not_written == 3
+
+
+COUNTING = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+
+
+def counted(key: int, n: int) -> dict[str, Any]:
+    return {"pk": {"S": f"K#{key}"}, "sk": {"S": "I"}, "n": {"N": str(n)}}
+
+
+class LosingTransactions:
+    """Wraps a client: the first `lose` transactions are applied, then their answers are lost."""
+
+    def __init__(self, client: Any, lose: int) -> None:
+        self._client = client
+        self.lose = lose
+
+    def transact_write_items(self, **arguments: Any) -> Any:
+        answer = self._client.transact_write_items(**arguments)
+        if self.lose:
+            self.lose -= 1
+            raise ReadTimeoutError(endpoint_url="http://dynamodb")
+        return answer
+
+
+def _sums(db: Any) -> dict[str, int]:
+    return {row["pk"]["S"]: int(row["n"]["N"]) for row in db.scan(TableName="target")["Items"]}
+
+
+def test_a_numeric_add_is_applied_once_per_record_offset_however_often_it_is_sent(db: Any) -> None:
+    # Given the ledger for markers and a shard's records (offset, key, amount)
+    create_pk_sk_table(db, "ledger")
+    markers = Markers("ledger", "job", "plan", 3, expires_at=2_000_000_000)
+    records = [(10 * i, i % 3, i + 1) for i in range(12)]
+
+    def send(client: Any) -> Any:
+        writer = ItemWriter(client, "target", COUNTING, in_flight=4, policy=FAST, markers=markers)
+        for offset, key, amount in records:
+            writer.submit((f"K#{key}", "I"), counted(key, amount), writer.units(60), offset)
+        return writer.close()
+
+    # When the shard is sent, its answers lost twice, then sent again (a retried shard)
+    moto_transactions.install()  # as the embedded run does: moto's transactions isolated
+    try:
+        first = send(LosingTransactions(db, lose=2))
+        again = send(db)
+    finally:
+        moto_transactions.uninstall()
+
+    # Then each key holds the sum of its amounts once; the lost answers counted written, the
+    # second sending skipped whole; each record left one marker, with the ledger's TTL.
+    assert _sums(db) == {f"K#{k}": sum(a for _, key, a in records if key == k) for k in range(3)}
+    assert (first.skipped, first.retries) == (0, 2)
+    assert again.skipped == len(records) and again.requests == len(records)
+    marks = db.scan(TableName="ledger")["Items"]
+    assert sorted(m["sk"]["S"] for m in marks) == sorted(f"OFFSET#{o}" for o, _, _ in records)
+    assert {m["pk"]["S"] for m in marks} == {"MARK#job#PLAN#plan#SHARD#000003"}
+    assert {m["expiresAt"]["N"] for m in marks} == {"2000000000"}
+
+
+def test_a_record_without_its_counter_is_a_plain_update_and_a_counter_needs_markers(db: Any) -> None:
+    writer = ItemWriter(
+        db, "target", COUNTING, in_flight=1, policy=FAST, markers=Markers("x", "j", "p", 0, 1)
+    )
+    writer.submit(("K#1", "I"), {"pk": {"S": "K#1"}, "sk": {"S": "I"}, "note": {"S": "hi"}})
+    assert writer.close().requests == 1  # no marker table was touched: it does not exist
+    with pytest.raises(ValueError, match="needs markers"):
+        ItemWriter(db, "target", COUNTING, in_flight=1)

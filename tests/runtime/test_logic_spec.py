@@ -120,6 +120,7 @@ UPDATING = changed(
         "tags": {"field": "tags", "type": "SS", "update": "add"},
         "first": {"field": "latitude", "type": "N", "update": "setIfAbsent"},
         "latitude": {"field": "latitude", "type": "N", "update": "set"},
+        "seen": {"field": "latitude", "type": "N", "update": "add"},
     },
 )
 DELETING = changed(
@@ -135,7 +136,7 @@ def test_write_modes_and_typed_attributes_parse() -> None:
     assert (typed["tags"].separator, typed["codes"].separator) == (";", "|")
     assert (typed["expires"].type, typed["expires"].source) == ("N", "iso8601")
     updating = {a.name: a.update for a in parse(UPDATING).dynamodb.attributes}
-    assert updating == {"tags": "add", "first": "setIfAbsent", "latitude": "set"}
+    assert updating == {"tags": "add", "first": "setIfAbsent", "latitude": "set", "seen": "add"}
     assert parse(DELETING).dynamodb.attributes == ()
 
 
@@ -209,9 +210,11 @@ BAD_INPUTS: list[tuple[Any, str, str]] = [
         "only allowed when writeMode is update",
     ),
     (
-        changed(UPDATING, "dynamodb.attributes.latitude.update", "add"),
+        changed(
+            UPDATING, "dynamodb.attributes.latitude", {"field": "latitude", "type": "S", "update": "add"}
+        ),
         "dynamodb.attributes.latitude.update",
-        "add is only for sets",
+        "add is only for numbers (N) and sets",
     ),
     (
         changed(UPDATING, "dynamodb.attributes.latitude.update", "increment"),

@@ -21,6 +21,7 @@ from logic.writemodes import (
     SET_IF_ABSENT,
     UPDATE,
     WritePlan,
+    counted_update,
     single_item_request,
     written_by_us,
 )
@@ -182,3 +183,26 @@ def test_update_without_attributes_and_delete_send_only_the_key() -> None:
         WritePlan(NEWER_WINS, KEY)
     with pytest.raises(ValueError, match="single-item"):
         WritePlan("put", KEY)
+
+
+def test_a_counted_update_is_the_update_and_its_marker_in_one_transaction() -> None:
+    plan = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+    item = {"pk": {"S": "K"}, "sk": {"S": "S"}, "n": {"N": "2"}}
+    marker = {"pk": {"S": "MARK#j"}, "sk": {"S": "OFFSET#7"}}
+    update, put = counted_update(plan, item, "target", "ledger", marker)["TransactItems"]
+    assert update["Update"]["TableName"] == "target" and update["Update"]["Key"] == {
+        "pk": {"S": "K"},
+        "sk": {"S": "S"},
+    }
+    assert update["Update"]["UpdateExpression"] == "ADD #a0 :a0"
+    assert put == {
+        "Put": {"TableName": "ledger", "Item": marker, "ConditionExpression": "attribute_not_exists(sk)"}
+    }
+
+
+def test_a_transaction_costs_twice_the_units_of_the_item_and_its_marker() -> None:
+    counting = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+    assert counting.units(100) == 2 * (1 + 1) and counting.units(1500) == 2 * (2 + 1)
+    assert WritePlan(UPDATE, KEY, actions={"n": ADD}).units(1500) == 2  # a set ADD: no marker
+    with pytest.raises(ValueError, match="counter"):
+        WritePlan(UPDATE, KEY, counters=("n",))
