@@ -23,7 +23,8 @@ from logic.cells import json_value as _json_value
 from logic.cells import number_text as _number
 from logic.cells import shown as _shown
 from logic.cells import utf8_len as _utf8_len
-from logic.spec import Attribute, JobSpec, Template
+from logic.dynamodb_json import ItemFields, plain
+from logic.spec import Attribute, DynamoDbTarget, JobSpec, Template
 from logic.values import Fields, Item, Reject
 
 __all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]
@@ -44,6 +45,8 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
     target = spec.dynamodb
     if target is None:
         raise ValueError("the spec has no dynamodb section (a graph-only job maps no items)")
+    if spec.format == "dynamodb-json":
+        return _item_mapper(target)
     keys = tuple(
         (
             key.name,
@@ -69,18 +72,7 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
                 text = render(fields)
                 if not text:
                     return Reject("empty_key", f"key attribute {name} is empty")
-                if kind == "S":
-                    length = len(text) if text.isascii() else len(text.encode())
-                    value: Any = text
-                    attributes[name] = {"S": text}
-                elif kind == "N":
-                    number, length = _number(text.strip(), name, text)
-                    value = Decimal(number)  # so 1 and 1.0 are the same key, as in DynamoDB
-                    attributes[name] = {"N": number}
-                else:
-                    value = text.encode()
-                    length = len(value)
-                    attributes[name] = {"B": value}
+                attributes[name], value, length = _key_from_text(name, kind, text)
                 if length > limit:
                     return Reject(
                         "key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}"
@@ -89,6 +81,117 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
                 size += name_len + length
             for produce in producers:
                 size += produce(fields, attributes)
+        except _Rejected as problem:
+            return Reject(problem.code, problem.reason)
+        if size > MAX_ITEM_BYTES:
+            return Reject(
+                "item_too_large", f"item is about {size} bytes; DynamoDB allows {MAX_ITEM_BYTES} (400 KB)"
+            )
+        return Item(tuple(key), attributes, size)
+
+    return to_item
+
+
+def _key_from_text(name: str, kind: str, text: str) -> tuple[dict[str, Any], Any, int]:
+    """A key attribute of type `kind` from its rendered text: (low-level value, key value, bytes)."""
+    if kind == "S":
+        return {"S": text}, text, len(text) if text.isascii() else len(text.encode())
+    if kind == "N":
+        number, length = _number(text.strip(), name, text)
+        return {"N": number}, Decimal(number), length  # so 1 and 1.0 are one key, as in DynamoDB
+    data = text.encode()
+    return {"B": data}, data, len(data)
+
+
+def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
+    """format dynamodb-json: each record already is an item (an ItemFields of low-level values).
+
+    A key template that is one attribute alone (`{pk}`, as when the input has no `dynamodb.key`)
+    copies that attribute, which must be there with the key's type, else `key_schema`. `"*"`
+    copies every attribute as it is, and so does a typed attribute of type L or M from a field of
+    that type; other templates and typed attributes read each value as a JSON Lines field holds
+    it (logic.dynamodb_json.plain: N a Decimal, B base64 text, sets lists, ...).
+    """
+    keys = tuple(
+        (
+            key.name,
+            key.type,
+            key.template.fields[0] if key.template.literals == ("", "") else None,
+            _renderer(key.template, True, key=key.name),
+            MAX_KEY_BYTES[i],
+            _utf8_len(key.name),
+        )
+        for i, key in enumerate(target.key)
+    )
+    typed = tuple(
+        (
+            attribute.field,
+            attribute.type,
+            _utf8_len(attribute.name),
+            attribute.name,
+            _producer(attribute, True),
+        )
+        for attribute in target.attributes
+    )
+    key_names = frozenset(key.name for key in target.key)
+    copy_all = target.copy_all
+    # The attributes the plain view needs: those that templates and typed attributes read.
+    read = frozenset(
+        [field for key in target.key if key.template.literals != ("", "") for field in key.template.fields]
+        + [
+            field
+            for a in target.attributes
+            for field in (a.template.fields if a.template else (a.field,))
+            if field
+        ]
+    )
+
+    def to_item(fields: Fields) -> Item | Reject:
+        assert isinstance(fields, ItemFields)
+        sizes = fields.sizes
+        plain_fields = {name: plain(fields[name]) for name in read if name in fields}
+        attributes: dict[str, dict[str, Any]] = {}
+        key: list[Any] = []
+        size = 0
+        try:
+            for name, kind, alone, render, limit, name_len in keys:
+                if alone is None:
+                    text = render(plain_fields)
+                    if not text:
+                        return Reject("empty_key", f"key attribute {name} is empty")
+                    attributes[name], value, length = _key_from_text(name, kind, text)
+                else:
+                    found = fields.get(alone)
+                    if found is None or kind not in found:
+                        why = (
+                            f"the item has no {alone!r}"
+                            if found is None
+                            else f"the item's {alone!r} is {next(iter(found))}, not {kind}"
+                        )
+                        return Reject("key_schema", f"key attribute {name} ({kind}): {why}")
+                    attributes[name], value, length = found, found[kind], sizes[alone]
+                    if kind == "N":
+                        value = Decimal(value)
+                if not length:
+                    return Reject("empty_key", f"key attribute {name} is empty")
+                if length > limit:
+                    return Reject(
+                        "key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}"
+                    )
+                key.append(value)
+                size += name_len + length
+            for field, kind, name_len, name, produce in typed:
+                found = fields.get(field) if field is not None and kind in ("L", "M") else None
+                if field is not None and found is not None and kind in found:
+                    attributes[name] = found
+                    size += name_len + sizes[field]
+                else:
+                    size += produce(plain_fields, attributes)
+            if copy_all:
+                for name, value in fields.items():
+                    if name not in key_names:
+                        attributes[name] = value
+                        size += _utf8_len(name) + sizes[name]
         except _Rejected as problem:
             return Reject(problem.code, problem.reason)
         if size > MAX_ITEM_BYTES:

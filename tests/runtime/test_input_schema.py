@@ -408,7 +408,7 @@ def _schema_fields() -> dict[str, dict[str, Any]]:
         return node
 
     fields: dict[str, dict[str, Any]] = {}
-    for branch in ("CsvInput", "JsonlInput", "RdfInput"):
+    for branch in ("CsvInput", "JsonlInput", "RdfInput", "DynamoDbJsonInput"):
         for name, node in SCHEMA["$defs"][branch]["properties"].items():
             fields.setdefault(name, node)
             for member, inner in resolved(node).get("properties", {}).items():
