@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import binascii
 import json
+import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, NoReturn
@@ -22,6 +23,9 @@ from logic.cells import MAX_DEPTH, CellError, number_text, utf8_len
 TYPES = ("S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "L", "M")
 SETS = ("SS", "NS", "BS")
 ITEM_KEY = "Item"
+# An export's own files beside its data/ folder: `<prefix>/AWSDynamoDB/<export id>/` holds
+# manifest-summary.json, manifest-files.json, their .checksum (.md5) files and an empty _started.
+_EXPORT_METADATA = re.compile(r"(?:^|/)AWSDynamoDB/[^/]+/(?:manifest-[^/]*|_started)\Z")
 
 
 class ItemError(CellError):
@@ -36,6 +40,12 @@ class ItemFields(dict[str, dict[str, Any]]):
     def __init__(self, attributes: dict[str, dict[str, Any]], sizes: dict[str, int]) -> None:
         super().__init__(attributes)
         self.sizes = sizes
+
+
+def not_data(fmt: str) -> Callable[[str], object] | None:
+    """What a prefix listing leaves out for format `fmt` (true of a key to skip): for dynamodb-json,
+    an export's metadata files."""
+    return _EXPORT_METADATA.search if fmt == "dynamodb-json" else None
 
 
 def _no_constants(name: str) -> NoReturn:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logic.dynamodb_json import ItemError, ItemFields, parse_item
+from logic.dynamodb_json import ItemError, ItemFields, not_data, parse_item
 from logic.mapping import Item, Reject, make_mapper
 from logic.parsing import make_parser
 from logic.spec import parse_spec, spec_to_json
@@ -328,3 +328,27 @@ def test_parsed_fields_carry_each_attributes_size() -> None:
     parsed = make_parser(spec(), None)(Line(1, 0, line({"pk": {"S": "ab"}}).encode()))
 
     assert isinstance(parsed, ItemFields) and parsed.sizes == {"pk": 2}
+
+
+# --- listing an export -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "skipped"),
+    [
+        ("exports/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-summary.json", True),
+        ("exports/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-files.json", True),
+        ("exports/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-files.checksum", True),
+        ("exports/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-summary.md5", True),
+        ("AWSDynamoDB/01234567890123-a1b2c3d4/_started", True),
+        ("exports/AWSDynamoDB/01234567890123-a1b2c3d4/data/abc.json.gz", False),
+        ("exports/AWSDynamoDB/01234567890123-a1b2c3d4/data/manifest-files.json", False),
+        ("exports/manifest-summary.json", False),
+        ("mine/AWSDynamoDB_x/1/_started", False),
+    ],
+)
+def test_a_prefix_listing_of_an_export_leaves_out_its_metadata_files(key: str, skipped: bool) -> None:
+    skip = not_data("dynamodb-json")
+
+    assert skip is not None and bool(skip(key)) is skipped
+    assert not_data("jsonl") is None
