@@ -4,6 +4,7 @@ exporter: gzip files of `{"Item": ...}` lines under AWSDynamoDB/<id>/data/) is l
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from collections.abc import Iterator
@@ -170,3 +171,34 @@ def test_an_export_of_a_table_with_another_key_is_rejected_as_key_schema(
     assert report["rejects"]["byReason"] == {"key_schema": 5}
     assert report["rejects"]["sample"][0]["reason"] == "key attribute pk (S): the item has no 'pk'"
     assert emu.client("dynamodb").scan(TableName=deployment.output("TableName"))["Count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("first", "refused"),
+    [
+        ({"Item": {"id": {"S": "a"}}}, "key_schema: key attribute pk (S): the item has no 'pk'"),
+        ({"pk": {"S": "a"}, "sk": {"S": "b"}}, "not_an_item"),
+        (None, "invalid_json"),  # a CSV file given as DynamoDB JSON
+        ({"Item": {"pk": {"S": "a"}, "sk": {"S": "b"}, "n": {"N": "x"}}}, None),  # one bad value: the job's
+        ({"Item": {"pk": {"S": "a"}, "sk": {"S": "b"}}}, None),
+    ],
+)
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_start_refuses_a_local_export_file_whose_first_item_misses_the_tables_key(
+    tmp_path: Path, first: dict[str, Any] | None, refused: str | None, gzipped: bool
+) -> None:
+    from mapload.environment import OpsError
+    from mapload.ops import check_spec
+
+    text = (b"pk,sk\n" if first is None else json.dumps(first).encode() + b"\n") + b"more\n"
+    path = tmp_path / ("part.json.gz" if gzipped else "part.json")
+    path.write_bytes(gzip.compress(text) if gzipped else text)
+    spec, key = {"format": "dynamodb-json"}, {"pk": "S", "sk": "S"}
+
+    if refused is None:
+        check_spec(spec, "s3://source-bucket/part.json", key, "run-1", path)
+    else:
+        with pytest.raises(OpsError) as raised:
+            check_spec(spec, "s3://source-bucket/part.json", key, "run-1", path)
+        assert "nothing uploaded or started" in str(raised.value)
+        assert refused in str(raised.value) and f"(first item of {path})" in str(raised.value)
