@@ -7,18 +7,14 @@ from __future__ import annotations
 import gzip
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
-from emulated_stacks import record_stack_outputs
 
 from mapload import cli
 from mapload.embedded import Deployment, Emulator
-from mapload.local import LOCAL_CONTEXT
-from mapload.synth import StackTemplate, synthesize
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -50,19 +46,6 @@ def every_type(index: int) -> dict[str, Any]:
             }
         },
     }
-
-
-@pytest.fixture(scope="module")
-def stacks() -> list[StackTemplate]:
-    return synthesize({"env": "dev", **LOCAL_CONTEXT})
-
-
-@pytest.fixture
-def deployed(stacks: list[StackTemplate]) -> Iterator[tuple[Emulator, Deployment]]:
-    with Emulator("dev") as emu:
-        deployment = emu.provision(stacks)
-        record_stack_outputs(emu.client("cloudformation"), deployment.outputs)
-        yield emu, deployment
 
 
 def export_table(emu: Emulator, bucket: str, name: str, key: list[str], items: list[dict[str, Any]]) -> str:
