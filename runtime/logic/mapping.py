@@ -113,26 +113,10 @@ def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
     it (logic.dynamodb_json.plain: N a Decimal, B base64 text, sets lists, ...).
     """
     keys = tuple(
-        (
-            key.name,
-            key.type,
-            key.template.fields[0] if key.template.literals == ("", "") else None,
-            _renderer(key.template, True, key=key.name),
-            MAX_KEY_BYTES[i],
-            _utf8_len(key.name),
-        )
+        (key.name, _item_key(key.name, key.type, key.template), MAX_KEY_BYTES[i], _utf8_len(key.name))
         for i, key in enumerate(target.key)
     )
-    typed = tuple(
-        (
-            attribute.field,
-            attribute.type,
-            _utf8_len(attribute.name),
-            attribute.name,
-            _producer(attribute, True),
-        )
-        for attribute in target.attributes
-    )
+    producers = tuple(_item_attribute(attribute) for attribute in target.attributes)
     key_names = frozenset(key.name for key in target.key)
     copy_all = target.copy_all
     # The attributes the plain view needs: those that templates and typed attributes read.
@@ -148,50 +132,26 @@ def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
 
     def to_item(fields: Fields) -> Item | Reject:
         assert isinstance(fields, ItemFields)
-        sizes = fields.sizes
         plain_fields = {name: plain(fields[name]) for name in read if name in fields}
         attributes: dict[str, dict[str, Any]] = {}
         key: list[Any] = []
         size = 0
         try:
-            for name, kind, alone, render, limit, name_len in keys:
-                if alone is None:
-                    text = render(plain_fields)
-                    if not text:
-                        return Reject("empty_key", f"key attribute {name} is empty")
-                    attributes[name], value, length = _key_from_text(name, kind, text)
-                else:
-                    found = fields.get(alone)
-                    if found is None or kind not in found:
-                        why = (
-                            f"the item has no {alone!r}"
-                            if found is None
-                            else f"the item's {alone!r} is {next(iter(found))}, not {kind}"
-                        )
-                        return Reject("key_schema", f"key attribute {name} ({kind}): {why}")
-                    attributes[name], value, length = found, found[kind], sizes[alone]
-                    if kind == "N":
-                        value = Decimal(value)
-                if not length:
-                    return Reject("empty_key", f"key attribute {name} is empty")
+            for name, fill, limit, name_len in keys:
+                attributes[name], value, length = fill(fields, plain_fields)
                 if length > limit:
                     return Reject(
                         "key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}"
                     )
                 key.append(value)
                 size += name_len + length
-            for field, kind, name_len, name, produce in typed:
-                found = fields.get(field) if field is not None and kind in ("L", "M") else None
-                if field is not None and found is not None and kind in found:
-                    attributes[name] = found
-                    size += name_len + sizes[field]
-                else:
-                    size += produce(plain_fields, attributes)
+            for produce in producers:
+                size += produce(fields, plain_fields, attributes)
             if copy_all:
                 for name, value in fields.items():
                     if name not in key_names:
                         attributes[name] = value
-                        size += _utf8_len(name) + sizes[name]
+                        size += _utf8_len(name) + fields.sizes[name]
         except _Rejected as problem:
             return Reject(problem.code, problem.reason)
         if size > MAX_ITEM_BYTES:
@@ -201,6 +161,59 @@ def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
         return Item(tuple(key), attributes, size)
 
     return to_item
+
+
+_KeyFill = Callable[[ItemFields, Fields], tuple[dict[str, Any], Any, int]]
+
+
+def _item_key(name: str, kind: str, template: Template) -> _KeyFill:
+    """One key attribute of an exported item: (low-level value, key value, bytes) from the item
+    and its plain view; raises the reject (`key_schema`, `empty_key`, ...) naming the attribute."""
+    if template.literals != ("", ""):
+        render = _renderer(template, True, key=name)
+
+        def rendered(fields: ItemFields, plain_fields: Fields) -> tuple[dict[str, Any], Any, int]:
+            text = render(plain_fields)
+            if not text:
+                raise _Rejected("empty_key", f"key attribute {name} is empty")
+            return _key_from_text(name, kind, text)
+
+        return rendered
+    alone = template.fields[0]
+
+    def copied(fields: ItemFields, plain_fields: Fields) -> tuple[dict[str, Any], Any, int]:
+        found = fields.get(alone)
+        if found is None or kind not in found:
+            why = (
+                f"the item has no {alone!r}"
+                if found is None
+                else f"the item's {alone!r} is {next(iter(found))}, not {kind}"
+            )
+            raise _Rejected("key_schema", f"key attribute {name} ({kind}): {why}")
+        length = fields.sizes[alone]
+        if not length:
+            raise _Rejected("empty_key", f"key attribute {name} is empty")
+        value = found[kind]
+        return found, Decimal(value) if kind == "N" else value, length
+
+    return copied
+
+
+def _item_attribute(attribute: Attribute) -> Callable[[ItemFields, Fields, dict[str, dict[str, Any]]], int]:
+    """One mapped attribute of an exported item: L or M copied from a field of that type (B and
+    sets inside kept), else produced from the plain view as for JSON Lines."""
+    produce = _producer(attribute, True)
+    field, kind, name = attribute.field, attribute.type, attribute.name
+    name_len = _utf8_len(name)
+
+    def attribute_value(fields: ItemFields, plain_fields: Fields, out: dict[str, dict[str, Any]]) -> int:
+        found = fields.get(field) if field is not None and kind in ("L", "M") else None
+        if field is not None and found is not None and kind in found:
+            out[name] = found
+            return name_len + fields.sizes[field]
+        return produce(plain_fields, out)
+
+    return attribute_value
 
 
 def _renderer(template: Template, jsonl: bool, *, key: str | None = None) -> Callable[[Fields], str]:
