@@ -74,22 +74,29 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
                     return Reject("empty_key", f"key attribute {name} is empty")
                 attributes[name], value, length = _key_from_text(name, kind, text)
                 if length > limit:
-                    return Reject(
-                        "key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}"
-                    )
+                    return _key_too_large(name, length, limit)
                 key.append(value)
                 size += name_len + length
             for produce in producers:
                 size += produce(fields, attributes)
         except _Rejected as problem:
             return Reject(problem.code, problem.reason)
-        if size > MAX_ITEM_BYTES:
-            return Reject(
-                "item_too_large", f"item is about {size} bytes; DynamoDB allows {MAX_ITEM_BYTES} (400 KB)"
-            )
-        return Item(tuple(key), attributes, size)
+        return _sized_item(key, attributes, size)
 
     return to_item
+
+
+def _key_too_large(name: str, length: int, limit: int) -> Reject:
+    return Reject("key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}")
+
+
+def _sized_item(key: list[Any], attributes: dict[str, dict[str, Any]], size: int) -> Item | Reject:
+    """The item, or `item_too_large` when its estimated size is past DynamoDB's 400 KB."""
+    if size > MAX_ITEM_BYTES:
+        return Reject(
+            "item_too_large", f"item is about {size} bytes; DynamoDB allows {MAX_ITEM_BYTES} (400 KB)"
+        )
+    return Item(tuple(key), attributes, size)
 
 
 def _key_from_text(name: str, kind: str, text: str) -> tuple[dict[str, Any], Any, int]:
@@ -140,9 +147,7 @@ def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
             for name, fill, limit, name_len in keys:
                 attributes[name], value, length = fill(fields, plain_fields)
                 if length > limit:
-                    return Reject(
-                        "key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}"
-                    )
+                    return _key_too_large(name, length, limit)
                 key.append(value)
                 size += name_len + length
             for produce in producers:
@@ -154,11 +159,7 @@ def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
                         size += _utf8_len(name) + fields.sizes[name]
         except _Rejected as problem:
             return Reject(problem.code, problem.reason)
-        if size > MAX_ITEM_BYTES:
-            return Reject(
-                "item_too_large", f"item is about {size} bytes; DynamoDB allows {MAX_ITEM_BYTES} (400 KB)"
-            )
-        return Item(tuple(key), attributes, size)
+        return _sized_item(key, attributes, size)
 
     return to_item
 
