@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from botocore.exceptions import ClientError
 
@@ -16,6 +16,9 @@ from mapload.arguments import DEPLOYED_ENV_HELP, DEPLOYED_REGION_HELP, add_job_a
 from mapload.environment import Clients, Environment, OpsError, describe_environment, target_key
 from mapload.progress import ProgressBar, map_run_progress, progress_line, watch
 from mapload.reports import job_report, reconciliation_problems, summary
+
+if TYPE_CHECKING:
+    from logic.spec import JobSpec
 
 DEFAULT_KEY_PREFIX = "uploads/"
 
@@ -47,7 +50,8 @@ def check_spec(
 ) -> None:
     """The checks Plan makes of the execution input, here, naming the field: the spec itself
     and, for a local plain CSV file, its header against the fields the spec names (a compressed
-    file's header is Plan's to read, after Prepare)."""
+    file's header is Plan's to read, after Prepare); for a local DynamoDB JSON file (plain or
+    gzip, as an export writes it), its first item against the table's key."""
     from logic.compression import detect
     from logic.errors import InputValidationError
     from logic.planning import probe_header
@@ -59,6 +63,10 @@ def check_spec(
         check_graph_database(parsed, spec, graph_enabled=graph_enabled)
     except InputValidationError as error:
         raise OpsError(f"{refused}: {error}") from error
+    if local_file is not None and parsed.format == "dynamodb-json" and local_file.is_file():
+        problem = first_item_problem(parsed, local_file)
+        if problem is not None:
+            raise OpsError(f"{refused}: {problem} (first item of {local_file})")
     if local_file is None or parsed.csv is None or not local_file.is_file():
         return  # a missing file is the upload's to name
     with local_file.open("rb") as handle:
@@ -75,6 +83,36 @@ def check_spec(
                 check_fields(parsed, header)
         except InputValidationError as error:
             raise OpsError(f"{refused}: {error} (header of {local_file})") from error
+
+
+# The rejects of a first item that mean the wrong file or the wrong table, not one bad value.
+_SYSTEMATIC = frozenset(("invalid_json", "not_an_item", "key_schema"))
+
+
+def first_item_problem(spec: JobSpec, path: Path) -> str | None:
+    """Why the first line of a DynamoDB JSON file (plain or gzip) shows that every item would be
+    rejected — not an item at all, or without the table's key — or None."""
+    import gzip
+
+    from logic.compression import detect
+    from logic.mapping import make_mapper
+    from logic.parsing import make_parser
+    from logic.values import Line, Reject
+
+    with path.open("rb") as handle:
+        gzipped = detect(handle.read(4)) == "gzip"
+    try:
+        with gzip.open(path, "rb") if gzipped else path.open("rb") as handle:
+            raw = handle.readline(1024 * 1024).rstrip(b"\r\n")
+    except (OSError, EOFError):
+        return None  # a corrupt gzip is Prepare's to name
+    if not raw.strip():
+        return None
+    fields = make_parser(spec, None)(Line(1, 0, raw))
+    result = fields if isinstance(fields, Reject) else make_mapper(spec)(fields)
+    if isinstance(result, Reject) and result.code in _SYSTEMATIC:
+        return f"{result.code}: {result.reason}"
+    return None
 
 
 def start(

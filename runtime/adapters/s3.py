@@ -46,12 +46,15 @@ class S3Store:
             raise
         return ObjectInfo(bucket, key, int(meta["ContentLength"]), str(meta["ETag"]))
 
-    def list(self, bucket: str, prefix: str) -> list[ObjectInfo]:
+    def list(self, bucket: str, prefix: str, skip: Callable[[str], object] | None = None) -> list[ObjectInfo]:
+        """Every object under `prefix`, but folder markers and the keys `skip` is true of."""
         found: list[ObjectInfo] = []
         try:
             for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
                 for obj in page.get("Contents", []):
                     if obj["Key"].endswith("/"):  # console "folder" markers hold no data
+                        continue
+                    if skip is not None and skip(obj["Key"]):
                         continue
                     found.append(ObjectInfo(bucket, obj["Key"], int(obj["Size"]), str(obj["ETag"])))
         except ClientError as error:

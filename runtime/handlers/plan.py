@@ -12,6 +12,7 @@ from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import PlanSettings
 from logic import layout, planning
+from logic.dynamodb_json import not_data
 from logic.errors import InputValidationError
 from logic.spec import (
     JobSpec,
@@ -36,11 +37,20 @@ Origins = dict[tuple[str, str], tuple[str, str | None, str]]
 
 
 def _objects(
-    store: S3Store, settings: PlanSettings, bucket: str, key: str, prepared: Mapping[str, Any]
+    store: S3Store,
+    settings: PlanSettings,
+    bucket: str,
+    key: str,
+    prepared: Mapping[str, Any],
+    spec_format: str,
 ) -> tuple[list[ObjectInfo], Origins]:
     """The objects to load: Prepare's plain copies (with where each came from) or the source's."""
     if not prepared.get("preparedKey"):
-        listed = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
+        listed = (
+            store.list(bucket, key, not_data(spec_format))
+            if key == "" or key.endswith("/")
+            else [store.head(bucket, key)]
+        )
         return listed, {}
     entries = store.get_json(settings.staging_bucket, str(prepared["preparedKey"]))
     objects = [ObjectInfo(e["bucket"], e["key"], int(e["size"]), str(e["etag"])) for e in entries]
@@ -103,7 +113,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
-    objects, origin = _objects(store, settings, bucket, key, prepared)
+    objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)
     planned, line_bases = _read_headers(store, objects, spec, origin)
     shards = planning.cut_shards(planned, spec.shard_size_bytes)
     _number_and_attribute(shards, line_bases, origin)

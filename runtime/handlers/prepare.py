@@ -14,6 +14,7 @@ from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import PrepareSettings
 from logic import compression
+from logic.dynamodb_json import not_data
 from logic.spec import check_source_bucket, parse_s3_uri, parse_spec
 
 SETTINGS_CLASS = PrepareSettings
@@ -52,7 +53,11 @@ def prepare(
     spec = parse_spec(event.get("input") or {}, table_key=settings.table_key, execution_name=run_id)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
-    objects = store.list(bucket, key) if key == "" or key.endswith("/") else [store.head(bucket, key)]
+    objects = (
+        store.list(bucket, key, not_data(spec.format))
+        if key == "" or key.endswith("/")
+        else [store.head(bucket, key)]
+    )
     kinds = [
         compression.detect(store.read_range(o, 0, min(o.size, compression.MAGIC_BYTES) - 1))
         if o.size

@@ -23,7 +23,8 @@ from logic.cells import json_value as _json_value
 from logic.cells import number_text as _number
 from logic.cells import shown as _shown
 from logic.cells import utf8_len as _utf8_len
-from logic.spec import Attribute, JobSpec, Template
+from logic.dynamodb_json import ItemFields, plain
+from logic.spec import Attribute, DynamoDbTarget, JobSpec, Template
 from logic.values import Fields, Item, Reject
 
 __all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]
@@ -44,6 +45,8 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
     target = spec.dynamodb
     if target is None:
         raise ValueError("the spec has no dynamodb section (a graph-only job maps no items)")
+    if spec.format == "dynamodb-json":
+        return _item_mapper(target)
     keys = tuple(
         (
             key.name,
@@ -69,35 +72,149 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
                 text = render(fields)
                 if not text:
                     return Reject("empty_key", f"key attribute {name} is empty")
-                if kind == "S":
-                    length = len(text) if text.isascii() else len(text.encode())
-                    value: Any = text
-                    attributes[name] = {"S": text}
-                elif kind == "N":
-                    number, length = _number(text.strip(), name, text)
-                    value = Decimal(number)  # so 1 and 1.0 are the same key, as in DynamoDB
-                    attributes[name] = {"N": number}
-                else:
-                    value = text.encode()
-                    length = len(value)
-                    attributes[name] = {"B": value}
+                attributes[name], value, length = _key_from_text(name, kind, text)
                 if length > limit:
-                    return Reject(
-                        "key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}"
-                    )
+                    return _key_too_large(name, length, limit)
                 key.append(value)
                 size += name_len + length
             for produce in producers:
                 size += produce(fields, attributes)
         except _Rejected as problem:
             return Reject(problem.code, problem.reason)
-        if size > MAX_ITEM_BYTES:
-            return Reject(
-                "item_too_large", f"item is about {size} bytes; DynamoDB allows {MAX_ITEM_BYTES} (400 KB)"
-            )
-        return Item(tuple(key), attributes, size)
+        return _sized_item(key, attributes, size)
 
     return to_item
+
+
+def _key_too_large(name: str, length: int, limit: int) -> Reject:
+    return Reject("key_too_large", f"key attribute {name} is {length} bytes; DynamoDB allows {limit}")
+
+
+def _sized_item(key: list[Any], attributes: dict[str, dict[str, Any]], size: int) -> Item | Reject:
+    """The item, or `item_too_large` when its estimated size is past DynamoDB's 400 KB."""
+    if size > MAX_ITEM_BYTES:
+        return Reject(
+            "item_too_large", f"item is about {size} bytes; DynamoDB allows {MAX_ITEM_BYTES} (400 KB)"
+        )
+    return Item(tuple(key), attributes, size)
+
+
+def _key_from_text(name: str, kind: str, text: str) -> tuple[dict[str, Any], Any, int]:
+    """A key attribute of type `kind` from its rendered text: (low-level value, key value, bytes)."""
+    if kind == "S":
+        return {"S": text}, text, len(text) if text.isascii() else len(text.encode())
+    if kind == "N":
+        number, length = _number(text.strip(), name, text)
+        return {"N": number}, Decimal(number), length  # so 1 and 1.0 are one key, as in DynamoDB
+    data = text.encode()
+    return {"B": data}, data, len(data)
+
+
+def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
+    """format dynamodb-json: each record already is an item (an ItemFields of low-level values).
+
+    A key template that is one attribute alone (`{pk}`, as when the input has no `dynamodb.key`)
+    copies that attribute, which must be there with the key's type, else `key_schema`. `"*"`
+    copies every attribute as it is, and so does a typed attribute of type L or M from a field of
+    that type; other templates and typed attributes read each value as a JSON Lines field holds
+    it (logic.dynamodb_json.plain: N a Decimal, B base64 text, sets lists, ...).
+    """
+    keys = tuple(
+        (key.name, _item_key(key.name, key.type, key.template), MAX_KEY_BYTES[i], _utf8_len(key.name))
+        for i, key in enumerate(target.key)
+    )
+    producers = tuple(_item_attribute(attribute) for attribute in target.attributes)
+    key_names = frozenset(key.name for key in target.key)
+    copy_all = target.copy_all
+    # The attributes the plain view needs: those that templates and typed attributes read.
+    read = frozenset(
+        [field for key in target.key if key.template.literals != ("", "") for field in key.template.fields]
+        + [
+            field
+            for a in target.attributes
+            for field in (a.template.fields if a.template else (a.field,))
+            if field
+        ]
+    )
+
+    def to_item(fields: Fields) -> Item | Reject:
+        assert isinstance(fields, ItemFields)
+        plain_fields = {name: plain(fields[name]) for name in read if name in fields}
+        attributes: dict[str, dict[str, Any]] = {}
+        key: list[Any] = []
+        size = 0
+        try:
+            for name, fill, limit, name_len in keys:
+                attributes[name], value, length = fill(fields, plain_fields)
+                if length > limit:
+                    return _key_too_large(name, length, limit)
+                key.append(value)
+                size += name_len + length
+            for produce in producers:
+                size += produce(fields, plain_fields, attributes)
+            if copy_all:
+                for name, value in fields.items():
+                    if name not in key_names:
+                        attributes[name] = value
+                        size += _utf8_len(name) + fields.sizes[name]
+        except _Rejected as problem:
+            return Reject(problem.code, problem.reason)
+        return _sized_item(key, attributes, size)
+
+    return to_item
+
+
+_KeyFill = Callable[[ItemFields, Fields], tuple[dict[str, Any], Any, int]]
+
+
+def _item_key(name: str, kind: str, template: Template) -> _KeyFill:
+    """One key attribute of an exported item: (low-level value, key value, bytes) from the item
+    and its plain view; raises the reject (`key_schema`, `empty_key`, ...) naming the attribute."""
+    if template.literals != ("", ""):
+        render = _renderer(template, True, key=name)
+
+        def rendered(fields: ItemFields, plain_fields: Fields) -> tuple[dict[str, Any], Any, int]:
+            text = render(plain_fields)
+            if not text:
+                raise _Rejected("empty_key", f"key attribute {name} is empty")
+            return _key_from_text(name, kind, text)
+
+        return rendered
+    alone = template.fields[0]
+
+    def copied(fields: ItemFields, plain_fields: Fields) -> tuple[dict[str, Any], Any, int]:
+        found = fields.get(alone)
+        if found is None or kind not in found:
+            why = (
+                f"the item has no {alone!r}"
+                if found is None
+                else f"the item's {alone!r} is {next(iter(found))}, not {kind}"
+            )
+            raise _Rejected("key_schema", f"key attribute {name} ({kind}): {why}")
+        length = fields.sizes[alone]
+        if not length:
+            raise _Rejected("empty_key", f"key attribute {name} is empty")
+        value = found[kind]
+        return found, Decimal(value) if kind == "N" else value, length
+
+    return copied
+
+
+def _item_attribute(attribute: Attribute) -> Callable[[ItemFields, Fields, dict[str, dict[str, Any]]], int]:
+    """One mapped attribute of an exported item: L or M copied from a field of that type (B and
+    sets inside kept), else produced from the plain view as for JSON Lines."""
+    produce = _producer(attribute, True)
+    field, kind, name = attribute.field, attribute.type, attribute.name
+    name_len = _utf8_len(name)
+
+    def attribute_value(fields: ItemFields, plain_fields: Fields, out: dict[str, dict[str, Any]]) -> int:
+        found = fields.get(field) if field is not None and kind in ("L", "M") else None
+        if field is not None and found is not None and kind in found:
+            out[name] = found
+            return name_len + fields.sizes[field]
+        return produce(plain_fields, out)
+
+    return attribute_value
 
 
 def _renderer(template: Template, jsonl: bool, *, key: str | None = None) -> Callable[[Fields], str]:

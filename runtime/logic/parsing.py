@@ -1,4 +1,4 @@
-"""Turn one owned line into a record's fields (CSV or JSON Lines), or a Reject saying why not."""
+"""Turn one owned line into a record's fields (CSV, JSON Lines, DynamoDB JSON), or a Reject saying why not."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import NoReturn
 
+from logic.dynamodb_json import ItemError, parse_item
 from logic.spec import JobSpec
 from logic.values import Fields, Line, Reject
 
@@ -33,10 +34,13 @@ def make_parser(spec: JobSpec, header: Sequence[str] | None) -> Callable[[Line],
     """A per-line parser for the spec's format.
 
     CSV fields are named by `header` (the object's header line), or by `csv.columns` when the
-    spec has no header line and `header` is None. JSON Lines ignores `header`.
+    spec has no header line and `header` is None. JSON Lines and DynamoDB JSON ignore `header`;
+    a DynamoDB JSON record's fields are the item's attributes in low-level form (an ItemFields).
     """
     if spec.format == "jsonl":
         return _jsonl_parser()
+    if spec.format == "dynamodb-json":
+        return _dynamodb_json_parser
     if spec.csv is None:
         raise ValueError("a csv spec has csv options")
     columns = header if header is not None else spec.csv.columns
@@ -119,6 +123,15 @@ def _jsonl_parser() -> Callable[[Line], Fields | Reject]:
         return value
 
     return parse
+
+
+def _dynamodb_json_parser(line: Line) -> Fields | Reject:
+    try:
+        return parse_item(line.raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        return Reject("invalid_utf8", f"invalid UTF-8 at byte {line.offset + error.start}")
+    except ItemError as error:
+        return Reject(error.code, error.reason)
 
 
 def _json_kind(value: object) -> str:

@@ -58,9 +58,9 @@ __all__ = [
 XSD = "http://www.w3.org/2001/XMLSchema#"
 KEY_TYPES = ("S", "N", "B")
 _STATEMENT_FIELDS = ("subject", "predicate", "object", "graph")
-_INPUT: TypeAdapter[model.CsvInput | model.JsonlInput | model.RdfInput | model.OpencypherInput] = TypeAdapter(
-    model.Input
-)
+_INPUT: TypeAdapter[
+    model.CsvInput | model.JsonlInput | model.RdfInput | model.OpencypherInput | model.DynamoDbJsonInput
+] = TypeAdapter(model.Input)
 _S3_URI = re.compile(model.S3_URI_PATTERN)
 _JOB_ID = re.compile(model.JOB_ID_PATTERN)
 
@@ -275,6 +275,7 @@ def parse_spec(
     csv = getattr(given, "csv", None)
     if given.format == "opencypher":  # Neptune's CSV: a header line, comma-separated
         csv = model.CsvOptions()
+    graph = getattr(given, "graph", None)  # format dynamodb-json has none
     spec = JobSpec(
         source=given.source,
         format=given.format,
@@ -286,7 +287,7 @@ def parse_spec(
         max_rejected_percent=given.max_rejected_percent,
         dry_run=given.dry_run,
         version=given.version,
-        graph=None if given.graph is None else _graph(given.graph),
+        graph=None if graph is None else _graph(graph),
         write_units_per_second=given.write_units_per_second,
     )
     if spec.csv is not None and spec.csv.columns is not None:
@@ -547,7 +548,14 @@ def _dynamodb(
     if given is None:
         return None
     described, key_names = _described(key_schema), [name for name, _ in key_schema]
-    for name in given.key:
+    # format dynamodb-json without a key: each key attribute is the item's own (`{pk}`), and
+    # without attributes every other attribute is copied (writeMode delete needs the key alone).
+    as_is = given.key is None
+    given_key = {name: f"{{{name}}}" for name in key_names} if given.key is None else given.key
+    copy_all = isinstance(given.attributes, str) or (
+        as_is and "attributes" not in given.model_fields_set and given.write_mode != "delete"
+    )
+    for name in given_key:
         if name not in key_names:
             hint = difflib.get_close_matches(name, key_names, n=1, cutoff=0.6)
             suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -558,17 +566,17 @@ def _dynamodb(
     keys = []
     for name, kind in key_schema:
         path = f"dynamodb.key.{_name(name)}"
-        if name not in given.key:
+        if name not in given_key:
             raise InputValidationError(
                 path, f"missing: give a template for each key attribute of the table: {described}"
             )
-        keys.append(KeyAttribute(name, kind, parse_template(given.key[name], path)))
+        keys.append(KeyAttribute(name, kind, parse_template(given_key[name], path)))
     mode, version = given.write_mode, given.version
-    if isinstance(given.attributes, str):  # COPY_ALL
+    if copy_all or isinstance(given.attributes, str):  # COPY_ALL
         _check_version(version, ())
         return DynamoDbTarget(key=tuple(keys), copy_all=True, write_mode=mode)
     attributes = []
-    for name, value in given.attributes.items():
+    for name, value in given.attributes.items() if isinstance(given.attributes, dict) else ():
         path = f"dynamodb.attributes.{_name(name)}"
         if name in key_names:
             raise InputValidationError(

@@ -35,7 +35,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from logic import polling
 
 VERSION = 1
-FORMATS = ("csv", "jsonl", "nquads", "ntriples", "opencypher")
+FORMATS = ("csv", "jsonl", "nquads", "ntriples", "opencypher", "dynamodb-json")
 # Formats whose lines are RDF statements: they go to the graph target only.
 RdfFormat = Literal["nquads", "ntriples"]
 RDF_FORMATS = get_args(RdfFormat)
@@ -517,6 +517,19 @@ class DynamoDbTarget(Model):
         return self
 
 
+class ExportTarget(DynamoDbTarget):
+    """format dynamodb-json: how an exported item is written. Without key and attributes, the item
+    is written as it is (each key attribute is `{name}`, attributes `"*"`)."""
+
+    # Optional here, required in the base: pydantic validates each model by its own fields.
+    key: Annotated[dict[str, KeyTemplateText] | None, NotNull] = Field(  # type: ignore[assignment]
+        default=None,
+        json_schema_extra=_no_default,
+        description="A template for each key attribute of the target table; absent: the item's own "
+        "attributes of those names (they must have the key's types).",
+    )
+
+
 def _not_optional(value: object) -> object:
     if value is not False:
         raise ValueError(f"only the object of a statement may be optional, got {kind(value)}")
@@ -869,12 +882,33 @@ class OpencypherInput(Common):
     model_config = ConfigDict(title="openCypher CSV")
 
 
+class DynamoDbJsonInput(Common):
+    """DynamoDB JSON lines (`{"Item": {...}}`, as DynamoDB's export to S3 writes them): to DynamoDB
+    items, written as they are unless `dynamodb.key`/`attributes` map them."""
+
+    format: Literal["dynamodb-json"]
+    dynamodb: Annotated[ExportTarget, NotNull] = Field(
+        default_factory=ExportTarget,
+        description="Absent: each item is written as it is, with writeMode put.",
+    )
+    refused = {
+        **_CSV_ONLY,
+        "graph": "not allowed with format {format!r}: DynamoDB JSON items go to the table only",
+    }
+    model_config = ConfigDict(title="DynamoDB JSON")
+
+
 def _format(value: Any) -> str | None:
     fmt = value.get("format") if isinstance(value, Mapping) else None
     return (
-        {"csv": "csv", "jsonl": "jsonl", "nquads": "rdf", "ntriples": "rdf", "opencypher": "opencypher"}.get(
-            fmt
-        )
+        {
+            "csv": "csv",
+            "jsonl": "jsonl",
+            "nquads": "rdf",
+            "ntriples": "rdf",
+            "opencypher": "opencypher",
+            "dynamodb-json": "dynamodb-json",
+        }.get(fmt)
         if isinstance(fmt, str)
         else None
     )
@@ -884,7 +918,8 @@ Input = Annotated[
     Annotated[CsvInput, Tag("csv")]
     | Annotated[JsonlInput, Tag("jsonl")]
     | Annotated[RdfInput, Tag("rdf")]
-    | Annotated[OpencypherInput, Tag("opencypher")],
+    | Annotated[OpencypherInput, Tag("opencypher")]
+    | Annotated[DynamoDbJsonInput, Tag("dynamodb-json")],
     Discriminator(_format, custom_error_type="spec_format", custom_error_message="format"),
 ]
 

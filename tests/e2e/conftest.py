@@ -10,12 +10,14 @@ from typing import Any
 
 import jsonschema
 import pytest
+from emulated_stacks import record_stack_outputs
 from servers import moto_server as start_moto_server
 
 from mapload import ROOT
 from mapload.embedded import Deployment, Emulator
 from mapload.iamcheck import RECORDER
-from mapload.local import run_local
+from mapload.local import LOCAL_CONTEXT, run_local
+from mapload.synth import StackTemplate, synthesize
 
 REPORT_SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
 
@@ -53,6 +55,22 @@ def iam_checked() -> Iterator[None]:
     denied = RECORDER.denied()
     if denied:
         pytest.fail("AWS calls their roles do not allow:\n  " + "\n  ".join(denied), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def stacks() -> list[StackTemplate]:
+    """The dev environment's stacks as the embedded run synthesizes them (cached per session)."""
+    return synthesize({"env": "dev", **LOCAL_CONTEXT})
+
+
+@pytest.fixture
+def deployed(stacks: list[StackTemplate]) -> Iterator[tuple[Emulator, Deployment]]:
+    """The dev environment provisioned in a fresh emulator, with CloudFormation stack records
+    holding its outputs (so `mapload start`/`status` find it as on AWS)."""
+    with Emulator("dev") as emu:
+        deployment = emu.provision(stacks)
+        record_stack_outputs(emu.client("cloudformation"), deployment.outputs)
+        yield emu, deployment
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ synthesized state machine, follow its Map run and read its report.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,8 @@ from emulated_stacks import record_stack_outputs
 from mapload import cli
 from mapload.embedded import Deployment, Emulator
 from mapload.environment import stack_name
-from mapload.local import LOCAL_CONTEXT
 from mapload.sample import write_csv
-from mapload.synth import StackTemplate, synthesize
+from mapload.synth import StackTemplate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -36,19 +34,6 @@ SPEC: dict[str, Any] = {
     "maxConcurrency": 4,
     "maxRejectedPercent": 0,
 }
-
-
-@pytest.fixture(scope="module")
-def stacks() -> list[StackTemplate]:
-    return synthesize({"env": "dev", **LOCAL_CONTEXT})
-
-
-@pytest.fixture
-def deployed(stacks: list[StackTemplate]) -> Iterator[tuple[Emulator, Deployment]]:
-    with Emulator("dev") as emu:
-        deployment = emu.provision(stacks)
-        record_stack_outputs(emu.client("cloudformation"), deployment.outputs)
-        yield emu, deployment
 
 
 @pytest.fixture

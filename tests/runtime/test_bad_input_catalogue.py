@@ -7,6 +7,7 @@ reason and raw line, and the status is what maxRejectedPercent says.
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ JSONL_SPEC: dict[str, Any] = {
     "dynamodb": {"key": {"pk": "P#{id}", "sk": "LOC"}, "attributes": "*"},
     "maxRejectedPercent": 100,
 }
+DYNAMODB_JSON_SPEC: dict[str, Any] = {"format": "dynamodb-json", "maxRejectedPercent": 100}
 HEADER = b"postcode,lat\n"
 
 
@@ -208,3 +210,39 @@ def test_the_status_follows_max_rejected_percent(aws: Any, limit: float, status:
     assert report["status"] == status
     assert report["records"]["written"] == 3  # written either way: what was written stays written
     assert len(scan()) == 3
+
+
+def _item(pk: str, **attributes: Any) -> bytes:
+    return json.dumps({"Item": {"pk": {"S": pk}, "sk": {"S": "X"}, **attributes}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("case", "bad_line", "code"),
+    [
+        ("not an Item", b'{"pk": {"S": "a"}, "sk": {"S": "X"}}', "not_an_item"),
+        ("a value with two type keys", _item("b", n={"S": "1", "N": "1"}), "bad_type"),
+        ("an N that is not a number", _item("c", n={"N": "1,5"}), "bad_number"),
+        ("a B that is not base64", _item("d", b={"B": "AA"}), "bad_base64"),
+        ("an empty set", _item("e", s={"SS": []}), "empty_set"),
+        ("a set holding a value twice", _item("f", s={"NS": ["1", "1.0"]}), "duplicate_in_set"),
+        ("a wrong JSON type for its type key", _item("g", t={"BOOL": "yes"}), "bad_value"),
+        ("no key attribute", json.dumps({"Item": {"sk": {"S": "X"}}}).encode(), "key_schema"),
+        (
+            "a key attribute of another type",
+            json.dumps({"Item": {"pk": {"N": "1"}, "sk": {"S": "X"}}}).encode(),
+            "key_schema",
+        ),
+    ],
+)
+def test_a_bad_dynamodb_json_line_is_rejected_with_its_reason_and_nothing_else_is_lost(
+    aws: Any, case: str, bad_line: bytes, code: str
+) -> None:
+    body = _item("ok1") + b"\n" + bad_line + b"\n" + _item("ok2") + b"\n"
+
+    report, found = _load(aws, body, DYNAMODB_JSON_SPEC, key="data/part.json")
+
+    assert report["status"] == "SUCCEEDED"
+    assert report["records"] == {"read": 3, "written": 2, "skipped": 0, "rejected": 1, "duplicates": 0}, case
+    assert [r["code"] for r in found] == [code]
+    assert found[0]["line"] == 2
+    assert set(scan()) == {("ok1", "X"), ("ok2", "X")}

@@ -412,7 +412,7 @@ def _schema_fields() -> dict[str, dict[str, Any]]:
         return [node]
 
     fields: dict[str, dict[str, Any]] = {}
-    for branch in ("CsvInput", "JsonlInput", "RdfInput", "OpencypherInput"):
+    for branch in ("CsvInput", "JsonlInput", "RdfInput", "OpencypherInput", "DynamoDbJsonInput"):
         for name, node in SCHEMA["$defs"][branch]["properties"].items():
             fields.setdefault(name, node)
             for form in resolved(node):
