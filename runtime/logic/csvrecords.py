@@ -1,0 +1,217 @@
+"""Group a CSV shard's lines into RFC 4180 records (quoted fields may hold newlines), exactly as
+one sequential read of the whole object would, from any byte range.
+
+The reference (`reference_records`, one sequential definition): a record begins at a line read
+outside quotes and takes the following lines while the quote count since its first byte is odd
+(opening, closing and doubled quotes all toggle, so odd parity = inside a quoted field). Blank
+lines and comment lines outside a record are records of their own (the caller skips them); a
+comment line's quotes do not count. A record still open once its size passes `max_record`
+(its lines, each counted with one "\\n") is cut: a `CutRecord` `record_too_large`, and the next line
+starts outside quotes again, so one stray quote costs at most `max_record` bytes. A record open at
+the end of the data is a `CutRecord` `unbalanced_quote`.
+
+Certainty (`ShardRecords`): a record open at a line start L began at r >= L - max_record - 1 (else
+it was cut), and its lines so far hold an odd number of quotes, so one of them is odd. Hence if
+no line starting in the `max_record + 2` bytes before L has an odd quote count, the state at L is
+certainly "outside" — whatever came before. A shard reads that look-back window (cheap: a quote
+count per line) and, when certain, starts exactly; a shard within the window of the data start
+simulates from the data start instead. Otherwise its start state is unknown and it raises
+`UncertainStartError` rather than guess. Records belong to the shard holding their first byte;
+the owner reads past its end to complete its last record.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from logic.errors import UncertainStartError
+from logic.records import BOM
+from logic.values import Line
+
+__all__ = ["CutRecord", "ShardRecords", "lookback", "reference_records"]
+
+
+class CutRecord(NamedTuple):
+    """A record that is not well formed as a whole: its lines so far, and why it was cut."""
+
+    number: int
+    offset: int
+    raw: bytes
+    code: str
+
+    @property
+    def reason(self) -> str:
+        if self.code == "record_too_large":
+            return "a quoted field is still open past csv.maxRecordBytes: parsing resumes at the next line"
+        return "unbalanced quote: a quoted field opened here never closes before the end of the file"
+
+
+def lookback(start: int, data_start: int, max_record: int) -> int:
+    """The first byte a CSV shard starting at `start` reads lines from: the certainty window, or
+    the data start when that is nearer (then the shard simulates from the data start, exactly)."""
+    return max(data_start, start - max_record - 2)
+
+
+def _joined(parts: list[Line]) -> bytes:
+    """A record's text from its lines: inner line ends kept as they were ("\\n" or "\\r\\n")."""
+    if len(parts) == 1:
+        return parts[0].raw
+    pieces: list[bytes] = []
+    for line, after in itertools.pairwise(parts):
+        pieces.append(line.raw)
+        # iter_shard_lines strips one "\r" before "\n": the gap to the next line tells.
+        pieces.append(b"\r\n" if after.offset - line.offset - len(line.raw) == 2 else b"\n")
+    pieces.append(parts[-1].raw)
+    return b"".join(pieces)
+
+
+def _split_physical(data: bytes, base: int) -> Iterator[Line]:
+    """Physical lines of a whole data region (reference only): "\\n"-split, one "\\r" stripped."""
+    pos, number = 0, 0
+    while pos < len(data):
+        cut = data.find(b"\n", pos)
+        stop = len(data) if cut < 0 else cut
+        raw, offset = data[pos:stop], base + pos
+        if base == 0 and pos == 0 and raw.startswith(BOM):
+            raw, offset = raw[3:], 3
+        number += 1
+        yield Line(number, offset, raw[:-1] if raw.endswith(b"\r") else raw)
+        pos = stop + 1
+
+
+def reference_records(
+    data: bytes, *, max_record: int, comment: bytes | None = None, base: int = 0
+) -> Iterator[Line | CutRecord]:
+    """The records of a data region read sequentially; `data` begins at object offset `base`
+    (a line start; a BOM is stripped only at offset 0). The definition the sharded reader must equal."""
+    parts: list[Line] = []
+    quotes = 0
+    for line in _split_physical(data, base):
+        if not parts:
+            if comment is not None and line.raw.startswith(comment):
+                yield line
+                continue
+            parts, quotes = [line], line.raw.count(b'"')
+        else:
+            parts.append(line)
+            quotes += line.raw.count(b'"')
+        if quotes % 2 == 0:
+            yield Line(parts[0].number, parts[0].offset, _joined(parts))
+            parts = []
+        elif line.offset + len(line.raw) + 1 - parts[0].offset > max_record:
+            yield CutRecord(parts[0].number, parts[0].offset, _joined(parts), "record_too_large")
+            parts = []
+    if parts:
+        yield CutRecord(parts[0].number, parts[0].offset, _joined(parts), "unbalanced_quote")
+
+
+class ShardRecords:
+    """The records a shard `[start, end)` owns, from `lines` = every line whose first byte is at or
+    after `window` (= `lookback(...)`) to the object's end, read lazily.
+
+    `exact_at_window` says the state at `window` is known to be outside quotes (it is the data
+    start). After iteration, `lines` is the number of physical lines whose first byte lies in
+    `[start, end)` (the ledger's `lines`); record numbers count those lines from 1.
+    """
+
+    def __init__(
+        self,
+        lines: Iterable[Line],
+        *,
+        start: int,
+        end: int,
+        window: int,
+        exact_at_window: bool,
+        max_record: int,
+        comment: bytes | None = None,
+    ) -> None:
+        self._lines = lines
+        self._start, self._end, self._window = start, end, window
+        self._exact = exact_at_window
+        self._max = max_record
+        self._comment = comment
+        self.lines = 0
+
+    def __iter__(self) -> Iterator[Line | CutRecord]:
+        start, limit, comment = self._start, self._max, self._comment
+        parts: list[Line] = []  # the open record's lines (empty: outside quotes)
+        quotes = 0
+        last_odd = -limit - 3  # offset of the latest window line with an odd quote count
+        it = iter(self._lines)
+        # The data's first line may begin with a BOM (then its offset is 3): it starts at byte 0.
+        bom = self._window == 0
+        for line in it:
+            if (0 if bom else line.offset) >= start:
+                break
+            bom = False
+            raw = line.raw
+            odd = b'"' in raw and raw.count(b'"') % 2 == 1
+            if odd:
+                last_odd = line.offset
+            if parts:
+                parts.append(line)
+                quotes += odd
+            elif odd and not (comment is not None and raw.startswith(comment)):
+                parts, quotes = [line], 1
+            if parts and (quotes % 2 == 0 or line.offset + len(raw) + 1 - parts[0].offset > limit):
+                parts = []
+        else:
+            return
+        if (0 if bom else line.offset) >= self._end:
+            return  # the shard owns no line
+        self._certain_at(line.offset, last_odd)
+        if not self._exact:
+            parts = []  # certain: outside quotes, whatever the window's guess
+        yield from self._owned(itertools.chain((line,), it), parts, quotes)
+
+    def _owned(self, lines: Iterator[Line], parts: list[Line], quotes: int) -> Iterator[Line | CutRecord]:
+        """From the first owned line on; `parts` is a record open there (the previous shard's)."""
+        # Kept whole: the Worker's hot loop (every line passes here; no call per line on the fast path).
+        end, limit, comment = self._end, self._max, self._comment
+        theirs = bool(parts)
+        owned = 0
+        for line in lines:
+            offset, raw = line.offset, line.raw
+            mine = offset < end or owned == 0  # the first line is owned (the caller checked)
+            if mine:
+                owned += 1
+                self.lines = owned
+            if not parts:
+                if not mine:
+                    return
+                if (
+                    b'"' not in raw
+                    or raw.count(b'"') % 2 == 0
+                    or (comment is not None and raw.startswith(comment))
+                ):
+                    yield Line(owned, offset, raw)
+                    continue
+                parts, quotes, theirs = [Line(owned, offset, raw)], 1, False
+            else:
+                parts.append(line)
+                quotes += raw.count(b'"')
+                if quotes % 2 == 0:
+                    if not theirs:
+                        yield Line(parts[0].number, parts[0].offset, _joined(parts))
+                    parts = []
+                    continue
+            if offset + len(raw) + 1 - parts[0].offset > limit:
+                if not theirs:
+                    yield CutRecord(parts[0].number, parts[0].offset, _joined(parts), "record_too_large")
+                parts = []
+        if parts and not theirs:
+            yield CutRecord(parts[0].number, parts[0].offset, _joined(parts), "unbalanced_quote")
+
+    def _certain_at(self, offset: int, last_odd: int) -> None:
+        """Raise unless the state at the first owned line (at `offset`) is known."""
+        if self._exact:
+            return
+        reach = offset - self._max - 2
+        if reach >= self._window and last_odd < reach:
+            return
+        raise UncertainStartError(
+            f"the shard's first line (byte {offset}) may lie inside a quoted field: a line with an odd "
+            f"number of quotes starts at byte {last_odd}, within csv.maxRecordBytes before it"
+        )
