@@ -23,11 +23,11 @@ the owner reads past its end to complete its last record.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from logic.errors import UncertainStartError
-from logic.records import BOM
+from logic.records import BOM, iter_shard_lines
 from logic.values import Line
 
 __all__ = ["CutRecord", "ShardRecords", "lookback", "reference_records"]
@@ -108,46 +108,50 @@ def reference_records(
 
 
 class ShardRecords:
-    """The records a shard `[start, end)` owns, from `lines` = every line whose first byte is at or
-    after `window` (= `lookback(...)`) to the object's end, read lazily.
+    """The records a shard `[start, end)` owns. `stream(first)` gives the object's bytes from byte
+    `first` on, in chunks of any size; they are read lazily from the certainty window before
+    `start` (`lookback`) to `end` — and, when the last record is still open there, on from `end`
+    (a second read) until it closes or is cut.
 
-    `exact_at_window` says the state at `window` is known to be outside quotes (it is the data
-    start). After iteration, `lines` is the number of physical lines whose first byte lies in
+    After iteration, `lines` is the number of physical lines whose first byte lies in
     `[start, end)` (the ledger's `lines`); record numbers count those lines from 1.
     """
 
     def __init__(
         self,
-        lines: Iterable[Line],
+        stream: Callable[[int], Iterable[bytes]],
         *,
         start: int,
         end: int,
-        window: int,
-        exact_at_window: bool,
+        object_size: int,
+        data_start: int,
         max_record: int,
         comment: bytes | None = None,
     ) -> None:
-        self._lines = lines
-        self._start, self._end, self._window = start, end, window
-        self._exact = exact_at_window
+        self._stream = stream
+        self._window = lookback(start, data_start, max_record)
+        self._start, self._end, self._size = start, end, object_size
+        self._exact = self._window == data_start  # the state at the data start is known: outside
         self._max = max_record
         self._comment = comment
         self.lines = 0
+
+    def _lines_from(self, first: int, end: int, number_from: int) -> Iterator[Line]:
+        read_from = first - 1 if first > 0 else 0
+        chunks = self._stream(read_from)
+        return iter_shard_lines(chunks, read_from=read_from, start=first, end=end, number_from=number_from)
 
     def __iter__(self) -> Iterator[Line | CutRecord]:
         start, limit, comment = self._start, self._max, self._comment
         parts: list[Line] = []  # the open record's lines (empty: outside quotes)
         quotes = 0
         last_odd = -limit - 3  # offset of the latest window line with an odd quote count
-        it = iter(self._lines)
-        # The data's first line may begin with a BOM (then its offset is 3): it starts at byte 0.
-        bom = self._window == 0
+        it = self._lines_from(self._window, self._end, start)
         for line in it:
-            if (0 if bom else line.offset) >= start:
+            if line.number:  # numbered: at or after start (the first line after a BOM too)
                 break
-            bom = False
             raw = line.raw
-            odd = b'"' in raw and raw.count(b'"') % 2 == 1
+            odd = raw.count(b'"') % 2 == 1
             if odd:
                 last_odd = line.offset
             if parts:
@@ -158,8 +162,6 @@ class ShardRecords:
             if parts and (quotes % 2 == 0 or line.offset + len(raw) + 1 - parts[0].offset > limit):
                 parts = []
         else:
-            return
-        if (0 if bom else line.offset) >= self._end:
             return  # the shard owns no line
         self._certain_at(line.offset, last_odd)
         if not self._exact:
@@ -169,40 +171,41 @@ class ShardRecords:
     def _owned(self, lines: Iterator[Line], parts: list[Line], quotes: int) -> Iterator[Line | CutRecord]:
         """From the first owned line on; `parts` is a record open there (the previous shard's)."""
         # Kept whole: the Worker's hot loop (every line passes here; no call per line on the fast path).
-        end, limit, comment = self._end, self._max, self._comment
+        limit, comment = self._max, self._comment
         theirs = bool(parts)
-        owned = 0
         for line in lines:
-            offset, raw = line.offset, line.raw
-            mine = offset < end or owned == 0  # the first line is owned (the caller checked)
-            if mine:
-                owned += 1
-                self.lines = owned
+            raw = line.raw
             if not parts:
-                if not mine:
-                    return
-                if (
-                    b'"' not in raw
-                    or raw.count(b'"') % 2 == 0
-                    or (comment is not None and raw.startswith(comment))
-                ):
-                    yield Line(owned, offset, raw)
+                if not raw.count(b'"') % 2 or (comment is not None and raw.startswith(comment)):
+                    yield line
                     continue
-                parts, quotes, theirs = [Line(owned, offset, raw)], 1, False
+                parts, quotes, theirs = [line], 1, False
             else:
                 parts.append(line)
                 quotes += raw.count(b'"')
-                if quotes % 2 == 0:
+                if not quotes % 2:
                     if not theirs:
                         yield Line(parts[0].number, parts[0].offset, _joined(parts))
                     parts = []
                     continue
-            if offset + len(raw) + 1 - parts[0].offset > limit:
+            if line.offset + len(raw) + 1 - parts[0].offset > limit:
                 if not theirs:
                     yield CutRecord(parts[0].number, parts[0].offset, _joined(parts), "record_too_large")
                 parts = []
+        self.lines = line.number
         if parts and not theirs:
-            yield CutRecord(parts[0].number, parts[0].offset, _joined(parts), "unbalanced_quote")
+            yield self._finish(parts, quotes)
+
+    def _finish(self, parts: list[Line], quotes: int) -> Line | CutRecord:
+        """The shard's last record, open at its end: read on until it closes (or is cut)."""
+        for line in self._lines_from(self._end, self._size, self._end):
+            parts.append(line)
+            quotes += line.raw.count(b'"')
+            if not quotes % 2:
+                return Line(parts[0].number, parts[0].offset, _joined(parts))
+            if line.offset + len(line.raw) + 1 - parts[0].offset > self._max:
+                return CutRecord(parts[0].number, parts[0].offset, _joined(parts), "record_too_large")
+        return CutRecord(parts[0].number, parts[0].offset, _joined(parts), "unbalanced_quote")
 
     def _certain_at(self, offset: int, last_odd: int) -> None:
         """Raise unless the state at the first owned line (at `offset`) is known."""

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logic.csvrecords import CutRecord, ShardRecords, lookback, reference_records
+from logic.csvrecords import CutRecord, ShardRecords, reference_records
 from logic.errors import UncertainStartError
 from logic.parsing import split_csv_line
 from logic.records import BOM, iter_shard_lines
@@ -47,16 +47,16 @@ def read_shard(
     chunk: int = 7,
 ) -> tuple[list[Line | CutRecord], int]:
     """One shard read the way the Worker reads it: its records and its owned line count."""
-    window = lookback(start, data_start, max_record)
-    read_from = window - 1 if window > 0 else 0
-    chunks = (data[i : i + chunk] for i in range(read_from, len(data), chunk))
-    lines = iter_shard_lines(chunks, read_from=read_from, start=window, end=len(data))
+
+    def stream(first: int) -> Iterator[bytes]:
+        return (data[i : i + chunk] for i in range(first, len(data), chunk))
+
     shard = ShardRecords(
-        lines,
+        stream,
         start=start,
         end=end,
-        window=window,
-        exact_at_window=window == data_start,
+        object_size=len(data),
+        data_start=data_start,
         max_record=max_record,
         comment=comment,
     )
