@@ -161,6 +161,10 @@ def main() -> int:
             moto.wait()
         plan_seconds, plan_shards = _plan_100gb()
     print(_render(options, results, limited, memory, plan_seconds, plan_shards, size))
+    if not options.only or "parsers" in options.only.split(","):
+        import parsers  # bench/parsers.py: the CSV parser rows (no moto)
+
+        print("\n" + parsers.table(options.rows))
     return 0
 
 
