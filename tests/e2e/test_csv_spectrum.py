@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,3 +57,36 @@ def test_every_case_loads_as_expected_at_any_shard_size(
     )
     assert got == sorted(expected, key=lambda record: record[first])
     assert run.report["records"]["written"] == len(expected)
+
+
+def test_a_shard_that_cannot_know_its_start_state_writes_nothing_and_fails_the_job(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    # 7-byte rows; a quoted newline at row 40, far past the data start; 64-byte records and
+    # 40-byte shards: the shards just after it have an odd line in their window.
+    values = {f"k{i:03d}": "v" for i in range(80)}
+    values["k040"] = "x\ny"
+    source = tmp_path / "quoted.csv"
+    rows = (f'{key},"{value}"\n' if "\n" in value else f"{key},{value}\n" for key, value in values.items())
+    source.write_bytes(b"id,val\n" + "".join(rows).encode())
+    spec = {
+        "format": "csv",
+        "csv": {"maxRecordBytes": 64},
+        "dynamodb": {"key": {"pk": "{id}", "sk": "R"}, "attributes": "*"},
+        "shardSizeMiB": 40 / MIB,
+        "maxConcurrency": 4,
+    }
+
+    run = run_file(source, spec)
+
+    # Their Workers raise UncertainStartError (tests/runtime/test_logic_csvrecords.py) and record
+    # no counts, so Finalize fails the job naming them.
+    assert run.report["status"] == "FAILED"
+    assert run.report["error"]["type"] == "ReconciliationError", run.report["error"]
+    missing = run.report["shards"]["missing"]
+    assert missing and run.report["shards"]["done"] == run.report["shards"]["total"] - len(missing)
+    # What was written is whole records, each with its own value: nothing was guessed.
+    got = {pk: item["val"]["S"] for (pk, _), item in run.items.items()}
+    assert got == {key: values[key] for key in got}
+    assert got["k040"] == "x\ny"
+    assert len(got) < len(values)
