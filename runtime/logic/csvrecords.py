@@ -48,10 +48,15 @@ class CutRecord(NamedTuple):
         return "unbalanced quote: a quoted field opened here never closes before the end of the file"
 
 
-def lookback(start: int, data_start: int, max_record: int) -> int:
-    """The first byte a CSV shard starting at `start` reads lines from: the certainty window, or
-    the data start when that is nearer (then the shard simulates from the data start, exactly)."""
-    return max(data_start, start - max_record - 2)
+# A shard with an odd line in its window looks this many windows back for a line the lemma makes
+# certain, and reads on from there exactly: one more read, for such shards only.
+FALLBACK_WINDOWS = 64
+
+
+def lookback(start: int, data_start: int, max_record: int, windows: int = 1) -> int:
+    """The first byte a CSV shard starting at `start` reads lines from: `windows` certainty windows
+    back, or the data start when that is nearer (then the shard simulates from it, exactly)."""
+    return max(data_start, start - windows * (max_record + 2))
 
 
 def _joined(parts: list[Line]) -> bytes:
@@ -110,8 +115,9 @@ def reference_records(
 class ShardRecords:
     """The records a shard `[start, end)` owns. `stream(first)` gives the object's bytes from byte
     `first` on, in chunks of any size; they are read lazily from the certainty window before
-    `start` (`lookback`) to `end` — and, when the last record is still open there, on from `end`
-    (a second read) until it closes or is cut.
+    `start` (`lookback`; when that window holds an odd line, again from `FALLBACK_WINDOWS` windows
+    back) to `end` — and, when the last record is still open there, on from `end` (another read)
+    until it closes or is cut.
 
     After iteration, `lines` is the number of physical lines whose first byte lies in
     `[start, end)` (the ledger's `lines`); record numbers count those lines from 1.
@@ -129,9 +135,7 @@ class ShardRecords:
         comment: bytes | None = None,
     ) -> None:
         self._stream = stream
-        self._window = lookback(start, data_start, max_record)
-        self._start, self._end, self._size = start, end, object_size
-        self._exact = self._window == data_start  # the state at the data start is known: outside
+        self._start, self._end, self._size, self._data_start = start, end, object_size, data_start
         self._max = max_record
         self._comment = comment
         self.lines = 0
@@ -142,12 +146,38 @@ class ShardRecords:
         return iter_shard_lines(chunks, read_from=read_from, start=first, end=end, number_from=number_from)
 
     def __iter__(self) -> Iterator[Line | CutRecord]:
-        start, limit, comment = self._start, self._max, self._comment
+        start, data_start, limit = self._start, self._data_start, self._max
+        window = lookback(start, data_start, limit)
+        scanned = self._scan(window)
+        if scanned is not None and not scanned[2] and window > data_start:
+            window = lookback(start, data_start, limit, FALLBACK_WINDOWS)
+            scanned = self._scan(window)
+        if scanned is None:
+            return  # the shard owns no line
+        lines, parts, certain, last_odd = scanned
+        if not certain:
+            first = next(lines)
+            raise UncertainStartError(
+                f"the shard's first line (byte {first.offset}) may lie inside a quoted field: a line "
+                f"with an odd number of quotes starts at byte {last_odd}, within csv.maxRecordBytes "
+                f"before it, and no line from byte {window} on is certainly outside quotes"
+            )
+        yield from self._owned(lines, parts, sum(line.raw.count(b'"') for line in parts))
+
+    def _scan(self, window: int) -> tuple[Iterator[Line], list[Line], bool, int] | None:
+        """Read the lines from `window` to the first owned one: the lines from there on, the record
+        open there (its lines), whether that state is certain, and the latest odd line's offset.
+        None when the shard owns no line."""
+        limit, comment = self._max, self._comment
+        certain = window == self._data_start  # the state at the data start is known: outside
         parts: list[Line] = []  # the open record's lines (empty: outside quotes)
         quotes = 0
         last_odd = -limit - 3  # offset of the latest window line with an odd quote count
-        it = self._lines_from(self._window, self._end, start)
+        it = self._lines_from(window, self._end, self._start)
         for line in it:
+            # The lemma at this line's start: every line in the window before it is even.
+            if not certain and window <= line.offset - limit - 2 and last_odd < line.offset - limit - 2:
+                certain, parts = True, []
             if line.number:  # numbered: at or after start (the first line after a BOM too)
                 break
             raw = line.raw
@@ -162,11 +192,8 @@ class ShardRecords:
             if parts and (quotes % 2 == 0 or line.offset + len(raw) + 1 - parts[0].offset > limit):
                 parts = []
         else:
-            return  # the shard owns no line
-        self._certain_at(line.offset, last_odd)
-        if not self._exact:
-            parts = []  # certain: outside quotes, whatever the window's guess
-        yield from self._owned(itertools.chain((line,), it), parts, quotes)
+            return None
+        return itertools.chain((line,), it), parts, certain, last_odd
 
     def _owned(self, lines: Iterator[Line], parts: list[Line], quotes: int) -> Iterator[Line | CutRecord]:
         """From the first owned line on; `parts` is a record open there (the previous shard's)."""
@@ -206,15 +233,3 @@ class ShardRecords:
             if line.offset + len(line.raw) + 1 - parts[0].offset > self._max:
                 return CutRecord(parts[0].number, parts[0].offset, _joined(parts), "record_too_large")
         return CutRecord(parts[0].number, parts[0].offset, _joined(parts), "unbalanced_quote")
-
-    def _certain_at(self, offset: int, last_odd: int) -> None:
-        """Raise unless the state at the first owned line (at `offset`) is known."""
-        if self._exact:
-            return
-        reach = offset - self._max - 2
-        if reach >= self._window and last_odd < reach:
-            return
-        raise UncertainStartError(
-            f"the shard's first line (byte {offset}) may lie inside a quoted field: a line with an odd "
-            f"number of quotes starts at byte {last_odd}, within csv.maxRecordBytes before it"
-        )

@@ -8,9 +8,10 @@ import io
 from collections.abc import Iterator, Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from logic import csvrecords
 from logic.csvrecords import CutRecord, ShardRecords, reference_records
 from logic.errors import UncertainStartError
 from logic.parsing import split_csv_line
@@ -153,10 +154,26 @@ def test_a_bom_line_belongs_to_the_first_shard_only() -> None:
 # -- certainty and exactness ------------------------------------------------------------------
 
 
-def test_a_shard_after_a_quoted_newline_within_the_window_is_not_certain() -> None:
+def test_a_shard_after_a_quoted_newline_within_the_window_is_not_certain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     data = b"1,2\n" * 10 + b'3,"x\ny"\n' + b"5,6\n" * 10
+    monkeypatch.setattr(csvrecords, "FALLBACK_WINDOWS", 1)  # no look further back
     with pytest.raises(UncertainStartError, match="quoted field"):
         read_shard(data, 50, 60, max_record=8, data_start=0)
+
+
+def test_it_looks_further_back_for_a_certain_line_and_reads_on_exactly_from_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The window before byte 88 holds the odd line `3,"x` (84); 40 bytes back, the lines are all
+    # even: certain at byte 60, exact from there on — so the record from 84 is known to own `y"`.
+    data = b"1,2\n" * 20 + b"4,5\n" + b'3,"x\n' + b'y"\n' + b"5,6\n" * 10
+    monkeypatch.setattr(csvrecords, "FALLBACK_WINDOWS", 4)
+    got, _ = read_shard(data, 88, 96, max_record=8, data_start=0)
+    assert got == [Line(2, 92, b"5,6")]
+    want = [r for r in reference(data, max_record=8) if 88 <= r[1] < 96]
+    assert [(r.offset, r.raw) for r in got] == [(w[1], w[2]) for w in want]
 
 
 def test_a_shard_with_only_even_lines_in_its_window_starts_outside() -> None:
@@ -210,6 +227,39 @@ def test_certain_shards_read_exactly_what_the_reference_reads(
         assert uncertain == []
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    body=raw_bytes,
+    max_record=st.integers(1, 12),
+    cut=st.tuples(st.integers(0, 80), st.integers(0, 80), st.integers(1, 80)),
+)
+# The tightest case: a record of exactly max_record bytes (its "\r" not counted) opens one byte
+# before the window; the shard's first line closes it.
+@example(body=b'"ab\r\nc"\nd\n', max_record=4, cut=(4, 5, 10))
+def test_the_lemma_holds_from_any_window(body: bytes, max_record: int, cut: tuple[int, int, int]) -> None:
+    """Whatever window a shard scans from, a state it calls certain is the reference's state."""
+    back, start_at, size = cut
+    start = min(start_at, len(body))
+    window = max(0, start - back)
+    shard = ShardRecords(
+        lambda first: [body[first:]],
+        start=start,
+        end=min(start + size, len(body)),
+        object_size=len(body),
+        data_start=0,
+        max_record=max_record,
+    )
+    scanned = shard._scan(window)
+    if scanned is None or not scanned[2]:
+        return
+    lines, parts, _, _ = scanned
+    got = [_flat(r) for r in shard._owned(lines, parts, 1)]
+    base = 1 + body.count(b"\n", 0, start - 1) if start else 0  # lines starting before start
+    end = min(start + size, len(body))
+    want = [(r[0] - base, *r[1:]) for r in reference(body, max_record=max_record) if start <= r[1] < end]
+    assert got == want
+
+
 # -- RFC 4180 files: csv.reader's records -----------------------------------------------------
 
 field = st.text(st.sampled_from(list('ab,;|"\r\n é€𝄞 ')), max_size=8)
@@ -250,7 +300,10 @@ def test_files_written_by_csv_writer_read_as_csv_reader_reads_them(
 
 
 @pytest.mark.parametrize("end", [b"\n", b"\r\n"])
-def test_a_record_open_at_the_edge_of_the_window_makes_the_shard_uncertain(end: bytes) -> None:
+def test_a_record_open_at_the_edge_of_the_window_makes_the_shard_uncertain(
+    end: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(csvrecords, "FALLBACK_WINDOWS", 1)
     # The open record's size reaches max_record exactly at the shard's first line: not cut, still open.
     opened = b'"abcdef' + end
     data = b"1,2\n" * 5 + opened + b'x"\n' + b"3,4\n" * 5
