@@ -19,6 +19,17 @@ CASES = sorted(path.stem for path in (SPECTRUM / "csvs").glob("*.csv"))
 MIB = 1024 * 1024
 
 
+def _spec(key_field: str, shard_bytes: float, **csv: Any) -> dict[str, Any]:
+    """Every field copied, the item keyed by one field; shards of `shard_bytes`."""
+    return {
+        "format": "csv",
+        **({"csv": csv} if csv else {}),
+        "dynamodb": {"key": {"pk": f"{{{key_field}}}", "sk": "R"}, "attributes": "*"},
+        "shardSizeMiB": shard_bytes / MIB,
+        "maxConcurrency": 4,
+    }
+
+
 def test_the_conformance_set_is_there() -> None:
     assert len(CASES) == 11, SPECTRUM
 
@@ -36,13 +47,7 @@ def test_every_case_loads_as_expected_at_any_shard_size(
     source = SPECTRUM / "csvs" / f"{case}.csv"
     expected: list[dict[str, str]] = json.loads((SPECTRUM / "json" / f"{case}.json").read_text("utf-8"))
     first = source.read_bytes().split(b",", 1)[0].decode()  # the first column names each record
-    spec = {
-        "format": "csv",
-        "dynamodb": {"key": {"pk": f"{{{first}}}", "sk": "R"}, "attributes": "*"},
-        "shardSizeMiB": shard_bytes / MIB,
-        "maxConcurrency": 4,
-        "maxRejectedPercent": 0,
-    }
+    spec = {**_spec(first, shard_bytes), "maxRejectedPercent": 0}
 
     run = run_file(source, spec)
 
@@ -69,13 +74,7 @@ def test_a_quoted_newline_far_from_the_data_start_loads_at_tiny_shards(
     rows = (f'{key},"{value}"\n' if "\n" in value else f"{key},{value}\n" for key, value in values.items())
     source = tmp_path / "quoted.csv"
     source.write_bytes(b"id,val\n" + "".join(rows).encode())
-    spec = {
-        "format": "csv",
-        "csv": {"maxRecordBytes": 64},
-        "dynamodb": {"key": {"pk": "{id}", "sk": "R"}, "attributes": "*"},
-        "shardSizeMiB": 40 / MIB,
-        "maxConcurrency": 4,
-    }
+    spec = _spec("id", 40, maxRecordBytes=64)
 
     run = run_file(source, spec)
 
@@ -92,13 +91,7 @@ def test_a_shard_that_cannot_know_its_start_state_writes_nothing_and_fails_the_j
     values = {f"k{i:03d}": "x\ny" for i in range(600)}
     source = tmp_path / "quoted.csv"
     source.write_bytes(b"id,val\n" + "".join(f'{key},"{value}"\n' for key, value in values.items()).encode())
-    spec = {
-        "format": "csv",
-        "csv": {"maxRecordBytes": 64},
-        "dynamodb": {"key": {"pk": "{id}", "sk": "R"}, "attributes": "*"},
-        "shardSizeMiB": 1000 / MIB,
-        "maxConcurrency": 4,
-    }
+    spec = _spec("id", 1000, maxRecordBytes=64)
 
     run = run_file(source, spec)
 
