@@ -176,6 +176,10 @@ def main() -> int:
     print(_render(options, results, limited, memory, plan_seconds, plan_shards, size))
     if modes:
         print(_render_modes(options, modes))
+    if not options.only or "parsers" in options.only.split(","):
+        import parsers  # bench/parsers.py: the CSV parser rows (no moto)
+
+        print("\n" + parsers.table(options.rows))
     return 0
 
 

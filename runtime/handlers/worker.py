@@ -22,6 +22,7 @@ from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
 from logic import layout, opencypher
 from logic.batching import BATCH_ITEMS, Batcher
+from logic.csvrecords import CutRecord, ShardRecords
 from logic.errors import SourceNotAllowedError
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
@@ -50,7 +51,7 @@ class RejectSink:
         self.by_reason: Counter[str] = Counter()
         self.sample: list[dict[str, Any]] = []
 
-    def add(self, line: Line, code: str, reason: str) -> None:
+    def add(self, line: Line | CutRecord, code: str, reason: str) -> None:
         try:
             raw: dict[str, str] = {"raw": line.raw.decode("utf-8")}
         except UnicodeDecodeError:  # keep the exact bytes so the row can be repaired and reloaded
@@ -160,7 +161,7 @@ class _Sender:
 
 
 def process(
-    lines: Iterable[Line],
+    lines: Iterable[Line] | ShardRecords,
     spec: JobSpec,
     header: list[str] | None,
     writer: BatchWriter | ItemWriter | None,
@@ -170,11 +171,28 @@ def process(
     source: str = "",
 ) -> dict[str, int]:
     """The per-record loop; `writer` and `graph` are None in a dry run (or without that target).
-    `source` names the records' object (and member): a property graph's edge ids derive from it."""
+    `source` names the records' object (and member): a property graph's edge ids derive from it.
+
+    CSV comes as ShardRecords: a record may span lines, and a cut one is rejected as it is."""
+    if isinstance(lines, ShardRecords):
+        counts = _process_records(lines, spec, header, writer, rejects, graph, source)
+        return {**counts, "lines": lines.lines}
     if spec.format in RDF_FORMATS:
         return process_rdf(lines, spec, graph, rejects)
     if spec.format == "opencypher":
         return process_opencypher(lines, spec, header, graph, rejects)
+    return _process_records(lines, spec, header, writer, rejects, graph, source)
+
+
+def _process_records(
+    lines: Iterable[Line | CutRecord],
+    spec: JobSpec,
+    header: list[str] | None,
+    writer: BatchWriter | ItemWriter | None,
+    rejects: RejectSink,
+    graph: Stager | None,
+    source: str,
+) -> dict[str, int]:
     parse = make_parser(spec, header)
     to_item = make_mapper(spec) if spec.dynamodb is not None else None
     model = spec.graph.model if spec.graph is not None else None
@@ -187,6 +205,9 @@ def process(
         if is_skipped(line.raw, spec):
             continue
         read += 1
+        if isinstance(line, CutRecord):
+            rejects.add(line, line.code, line.reason)
+            continue
         fields = parse(line)
         if isinstance(fields, Reject):
             rejects.add(line, fields.code, fields.reason)
@@ -349,6 +370,25 @@ def _origin(source: str, shard: Mapping[str, Any]) -> str:
     return f"{source}#{member}" if member else source
 
 
+def _shard_lines(
+    store: S3Store, obj: ObjectInfo, spec: JobSpec, start: int, end: int, data_start: int
+) -> Iterable[Line] | ShardRecords:
+    """The shard's lines; for CSV its records (logic/csvrecords.py: read from a window before
+    `start`, past `end` to complete the last record; openCypher CSV is read line by line)."""
+    if spec.format != "csv" or spec.csv is None:
+        read_from = start - 1 if start > 0 else 0
+        return iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
+    return ShardRecords(
+        lambda first: store.stream(obj, first),
+        start=start,
+        end=end,
+        object_size=obj.size,
+        data_start=data_start,
+        max_record=spec.csv.max_record_bytes,
+        comment=spec.csv.comment.encode() if spec.csv.comment is not None else None,
+    )
+
+
 def work(
     event: Mapping[str, Any],
     settings: WorkerSettings,
@@ -371,8 +411,7 @@ def work(
     spec = parse_spec(job["spec"], table_key=job["tableKey"])
     obj = ObjectInfo(shard["bucket"], shard["key"], int(shard["objectSize"]), shard["etag"])
     start, end = int(shard["start"]), int(shard["end"])
-    read_from = start - 1 if start > 0 else 0
-    lines = iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
+    lines = _shard_lines(store, obj, spec, start, end, int(shard.get("dataStart") or 0))
     source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
     origin = _origin(source, shard)  # the records' object and member, for property graph edge ids
     writer = _writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index))

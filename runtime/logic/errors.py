@@ -99,3 +99,8 @@ class GraphLoadFailedError(MaploadError):
 
 class GraphLoadTimeoutError(MaploadError):
     """The graph load was still pending at the input's `graph.timeoutMinutes` deadline."""
+
+
+class UncertainStartError(MaploadError):
+    """A CSV shard cannot tell whether its first line lies inside a quoted field (a quoted newline
+    within csv.maxRecordBytes before it): it writes nothing rather than guess."""

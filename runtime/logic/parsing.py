@@ -16,7 +16,7 @@ from logic.values import Fields, Line, Reject
 
 __all__ = ["Fields", "Reject", "is_skipped", "make_parser"]
 
-_UNBALANCED = "unbalanced quote: a quoted field may not hold a newline (records are newline-delimited)"
+_UNBALANCED = "unbalanced quote: a quoted field never closes"
 
 
 def is_skipped(raw: bytes, spec: JobSpec) -> bool:
@@ -58,13 +58,14 @@ def _well_quoted(delimiter: str) -> re.Pattern[str]:
 
 
 def split_csv_line(text: str, delimiter: str) -> list[str] | Reject:
-    """Split one CSV line; quoted fields follow RFC 4180 but may not span lines."""
+    """Split one CSV record; quoted fields follow RFC 4180 (they may hold newlines: the record's
+    lines are grouped by logic/csvrecords.py, so an odd quote count is a header's or a cut record's)."""
     if '"' not in text:
         # The common case: no quoting, so a plain split is exactly what csv would return.
         return text.split(delimiter)
     if not _well_quoted(delimiter).fullmatch(text):
-        # csv would accept a stray quote inside an unquoted field (`1AA",51.5`): that is the
-        # tail of a quoted field whose newline split it, so it must not become an item.
+        # csv would accept a stray quote inside an unquoted field (`1AA",51.5`): a malformed
+        # record must not become an item.
         if text.count('"') % 2:
             return Reject("unbalanced_quote", _UNBALANCED)
         return Reject("bad_quote", "malformed quoting: a quote inside an unquoted field")

@@ -153,6 +153,7 @@ def cut_shards(
                     "start": source.data_start + span * i // count,
                     "end": source.data_start + span * (i + 1) // count,
                     "objectSize": source.size,
+                    "dataStart": source.data_start,
                     "header": header,
                     "firstLineNumber": None,
                 }

@@ -21,13 +21,17 @@ __all__ = ["BOM", "Line", "iter_shard_lines"]
 BOM = b"\xef\xbb\xbf"
 
 
-def iter_shard_lines(chunks: Iterable[bytes], *, read_from: int, start: int, end: int) -> Iterator[Line]:
+def iter_shard_lines(
+    chunks: Iterable[bytes], *, read_from: int, start: int, end: int, number_from: int = 0
+) -> Iterator[Line]:
     """Yield every line whose first byte lies in `[start, end)` of the object.
 
     `chunks` is the object's content from byte `read_from` on, in pieces of any size. When
     `start > 0`, the bytes up to and including the first "\\n" at or after `start - 1` belong to
     the previous shard's last line (if byte `start - 1` is itself "\\n", the line at `start` is
     ours). A last line without "\\n" is a line. Memory stays within one chunk plus the longest line.
+    Lines starting before `number_from` are numbered 0; numbering starts at 1 from the first line
+    at or after it (a CSV shard reads lines before its start: logic/csvrecords.py).
 
     Kept whole: one generator over the chunk loop, the worker's hottest path (every byte of a
     shard passes here); helpers per line or chunk would add a call per line for no clarity.
@@ -82,7 +86,7 @@ def iter_shard_lines(chunks: Iterable[bytes], *, read_from: int, start: int, end
             if line_start >= end:
                 return
             next_start = line_start + len(raw) + 1
-            number += 1
+            number = number + 1 if line_start >= number_from else 0
             if raw.endswith(b"\r"):
                 raw = raw[:-1]
             if check_bom:
@@ -102,7 +106,8 @@ def iter_shard_lines(chunks: Iterable[bytes], *, read_from: int, start: int, end
         raw = b"".join(carry)
         if raw.endswith(b"\r"):
             raw = raw[:-1]
+        number = number + 1 if line_start >= number_from else 0
         if check_bom and raw.startswith(BOM):
-            yield Line(number + 1, 3, raw[3:])
+            yield Line(number, 3, raw[3:])
         else:
-            yield Line(number + 1, line_start, raw)
+            yield Line(number, line_start, raw)

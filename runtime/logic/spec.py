@@ -24,6 +24,7 @@ from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec_model import (
     ATTRIBUTE_TYPES,
     COPY_ALL,
+    DEFAULT_MAX_RECORD_BYTES,
     FORMATS,
     JOB_ID_PATTERN,
     MAX_CONCURRENCY,
@@ -85,6 +86,7 @@ class CsvOptions:
     delimiter: str = ","
     columns: tuple[str, ...] | None = None
     comment: str | None = None
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
 
 
 @dataclass(frozen=True)
@@ -281,7 +283,9 @@ def parse_spec(
         format=given.format,
         dynamodb=_dynamodb(getattr(given, "dynamodb", None), key_schema),
         job_id=_job_id(given.job_id or None, execution_name),
-        csv=None if csv is None else CsvOptions(csv.header, csv.delimiter, _tuple(csv.columns), csv.comment),
+        csv=None
+        if csv is None
+        else CsvOptions(csv.header, csv.delimiter, _tuple(csv.columns), csv.comment, csv.max_record_bytes),
         shard_size_mib=given.shard_size_mib,
         max_concurrency=given.max_concurrency,
         max_rejected_percent=given.max_rejected_percent,
@@ -403,6 +407,7 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
             "delimiter": spec.csv.delimiter,
             "columns": None if spec.csv.columns is None else list(spec.csv.columns),
             "comment": spec.csv.comment,
+            "maxRecordBytes": spec.csv.max_record_bytes,
         }
     if spec.dynamodb is not None:
         out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)

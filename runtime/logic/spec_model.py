@@ -57,6 +57,10 @@ PropertyType = Literal["String", "Int", "Long", "Double", "Float", "Bool", "Date
 PROPERTY_TYPES = get_args(PropertyType)
 COPY_ALL = "*"
 MAX_SHARD_SIZE_MIB = 10240
+# csv.maxRecordBytes: a multi-line CSV record's bound (one stray quote costs at most this much).
+DEFAULT_MAX_RECORD_BYTES = 1024 * 1024
+MIN_MAX_RECORD_BYTES = 64
+MAX_MAX_RECORD_BYTES = 64 * 1024 * 1024
 # The Distributed Map's own limit (tests/contract ties it to stacks.config.MAX_MAP_CONCURRENCY).
 MAX_CONCURRENCY = 10000
 # A job-wide write budget above DynamoDB's default per-table quota (40,000 WCU) needs a quota
@@ -346,6 +350,14 @@ class CsvOptions(Model):
         json_schema_extra={"uniqueItems": True},
     )
     comment: Comment | None = Field(default=None, description="Lines starting with this prefix are skipped.")
+    max_record_bytes: Annotated[int, WholeNumber] = Field(
+        default=DEFAULT_MAX_RECORD_BYTES,
+        ge=MIN_MAX_RECORD_BYTES,
+        le=MAX_MAX_RECORD_BYTES,
+        description="A record whose quoted field is still open past this many bytes is rejected "
+        "(record_too_large) and parsing resumes at its next line; each shard also reads this much "
+        "before its start.",
+    )
     model_config = ConfigDict(
         title="CsvOptions",
         json_schema_extra={
@@ -846,7 +858,7 @@ class CsvInput(RecordInput):
     format: Literal["csv"]
     csv: CsvOptions = Field(
         CsvOptions(),
-        description="CSV options; only with format csv. Quoted fields may not hold newlines.",
+        description="CSV options; only with format csv. Quoted fields may hold newlines (RFC 4180).",
     )
     model_config = ConfigDict(title="CSV", json_schema_extra=_NEEDS_TARGET)
 

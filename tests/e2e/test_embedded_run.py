@@ -35,7 +35,7 @@ BAD_CSV_ROWS = [
     (b"AB1 2CE,51.5,-0.1,extra", "column_count"),
     (b"AB1 2CF,north,-0.1", "bad_number"),
     (b",51.5,-0.1", "empty_key"),
-    (b'"AB1 2CG,51.5,-0.1', "unbalanced_quote"),
+    (b'AB1 2CG,5"1.5",-0.1', "bad_quote"),
     (b"AB1 2\xff\xfeCH,51.5,-0.1", "invalid_utf8"),
 ]
 
@@ -80,7 +80,7 @@ def test_csv_with_bad_rows_loads_every_good_row_and_rejects_every_bad_one(
         "column_count": 2,
         "empty_key": 1,
         "invalid_utf8": 1,
-        "unbalanced_quote": 1,
+        "bad_quote": 1,
     }
     # The table holds exactly the good rows, with their values.
     assert set(run.items) == {(f"POSTCODE#{code}", "LOCATION") for code in good}

@@ -86,12 +86,20 @@ def test_quoted_fields_follow_csv_rules() -> None:
     assert parse(line(b'"x, y","say ""hi""",\xc3\xa9')) == {"a": "x, y", "b": 'say "hi"', "c": "é"}
 
 
-def test_a_quote_inside_an_unquoted_field_is_refused_as_a_possible_split_fragment() -> None:
-    # `1AA",51.5` is the tail of `"AB1\n1AA",51.5` split at its newline: never an item.
+def test_a_quote_inside_an_unquoted_field_is_refused() -> None:
+    # csv.reader would read `5" disk` as a field; mapload refuses malformed quoting.
     parse = make_parser(csv_spec(), ["a", "b"])
     assert parse(line(b'5" disk,x')) == Reject("unbalanced_quote", parsing._UNBALANCED)
     assert isinstance(parse(line(b'5"" disk,x')), Reject)
     assert parse(line(b'"5"" disk",x')) == {"a": '5" disk', "b": "x"}  # quoted, it loads
+
+
+def test_a_record_of_several_lines_keeps_its_quoted_line_ends() -> None:
+    parse = make_parser(csv_spec(), ["a", "b"])
+    assert parse(line(b'"x\r\ny","p\nq\rr"')) == {"a": "x\r\ny", "b": "p\nq\rr"}
+    assert parse(line(b'"x"\ny,z')) == Reject(
+        "bad_quote", "malformed quoting: a quote inside an unquoted field"
+    )
 
 
 def test_other_delimiters() -> None:
@@ -104,7 +112,7 @@ def test_other_delimiters() -> None:
     [
         (b"1,2,3,4", "column_count", "expected 3 columns, got 4"),
         (b"1,2", "column_count", "expected 3 columns, got 2"),
-        (b'1,"open,3', "unbalanced_quote", "a quoted field may not hold a newline"),
+        (b'1,"open,3', "unbalanced_quote", "a quoted field never closes"),
         (b'1,"x"y,3', "bad_quote", "malformed quoting"),
         (b"1,\xff,3", "invalid_utf8", "invalid UTF-8 at byte 102"),
     ],

@@ -182,7 +182,13 @@ def test_the_normalized_form_is_explicit() -> None:
         "type": "N",
         "optional": False,
     }
-    assert normalized["csv"] == {"header": True, "delimiter": ",", "columns": None, "comment": None}
+    assert normalized["csv"] == {
+        "header": True,
+        "delimiter": ",",
+        "columns": None,
+        "comment": None,
+        "maxRecordBytes": 1024 * 1024,
+    }
 
 
 # (input, field path named by the error, words the message contains)
