@@ -19,9 +19,15 @@ from stacks.graph_load import GraphLoadLoop
 from stacks.lambda_tasks import TaskRetries, lambda_task, payload_fields
 from stacks.loader_functions import LoaderFunctions
 
-# Worker-only retries: the runtime's ShardWriteError, a function that hit its own timeout
+# Worker-only retries: the runtime's ShardWriteError and CsvStartPendingError (a CSV shard whose
+# predecessors have not published their start state yet), a function that hit its own timeout
 # (Lambda reports Sandbox.Timedout) and a Task that outlived its timeout.
-WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "Sandbox.Timedout", "States.Timeout")
+WORKER_RETRY_ERRORS: Final[Sequence[str]] = (
+    "ShardWriteError",
+    "CsvStartPendingError",
+    "Sandbox.Timedout",
+    "States.Timeout",
+)
 WORKER_RETRY_ATTEMPTS: Final[int] = 2
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +162,43 @@ class Ledger:
                 found[int(item["index"]["N"])] = json.loads(item["counts"]["S"])
         return found
 
+    # -- the CSV start-state chain (adapters/csvchain.py) ----------------------------------------
+
+    def put_csv_state(self, job_id: str, plan_id: str, index: int, kind: str, body: dict[str, Any]) -> None:
+        """Store a CSV shard's START (its known start state) or SUMMARY (its transfer summary). A
+        retry stores the same body again: the put is idempotent."""
+        self._db.put_item(
+            TableName=self._table,
+            Item={
+                "pk": _job_pk(job_id),
+                "sk": {"S": csv_state_sk(plan_id, index, kind)},
+                "csv": {"S": json.dumps(body, separators=(",", ":"))},
+                "expiresAt": self._expires(),
+            },
+        )
+
+    def csv_states_before(
+        self, job_id: str, plan_id: str, index: int
+    ) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """The CSV START and SUMMARY items of the shards before `index`, nearest first (per shard
+        SUMMARY before START), read a page at a time as the caller consumes them."""
+        paginator = self._db.get_paginator("query")
+        for page in paginator.paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+            ExpressionAttributeValues={
+                ":pk": _job_pk(job_id),
+                ":low": {"S": f"PLAN#{plan_id}#CSV#"},
+                ":high": {"S": csv_state_sk(plan_id, index - 1, "~")},
+            },
+            ScanIndexForward=False,
+            ConsistentRead=True,
+            PaginationConfig={"PageSize": 64},
+        ):
+            for item in page.get("Items", []):
+                _, _, _, number, kind = item["sk"]["S"].split("#")
+                yield int(number), kind, json.loads(item["csv"]["S"])
+
     # -- the graph load (one per run: a retried StartGraphLoad finds it here) -----------------
 
     def graph_load(self, job_id: str, run_id: str) -> dict[str, Any] | None:
@@ -210,6 +248,10 @@ class Ledger:
             existing = self.graph_load(job_id, run_id) or {}
             return str(existing.get("loadId") or load_id)
         return load_id
+
+
+def csv_state_sk(plan_id: str, index: int, kind: str) -> str:
+    return f"PLAN#{plan_id}#CSV#{index:06d}#{kind}"
 
 
 def graph_load_sk(run_id: str) -> str:

@@ -7,12 +7,14 @@ import base64
 import contextlib
 import json
 import os
+import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from adapters import clients
 from adapters.budget import LeaseBoard, SharedBudget
+from adapters.csvchain import LedgerChain
 from adapters.dynamodb import BatchWriter, ItemWriter
 from adapters.ledger import Ledger, Markers
 from adapters.property_graph import PropertyGraphStager
@@ -37,6 +39,8 @@ from logic.writemodes import write_plan
 
 SETTINGS_CLASS = WorkerSettings
 SAMPLE_SIZE = 5
+# How long an uncertain CSV shard waits for the shards before it to publish (adapters/csvchain.py).
+CSV_START_WAIT_SECONDS = 120.0
 
 
 class RejectSink:
@@ -370,14 +374,45 @@ def _origin(source: str, shard: Mapping[str, Any]) -> str:
     return f"{source}#{member}" if member else source
 
 
+def _physical_lines(store: S3Store, obj: ObjectInfo, start: int, end: int) -> Iterator[Line]:
+    read_from = start - 1 if start > 0 else 0
+    return iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
+
+
+def _csv_chain(
+    store: S3Store, obj: ObjectInfo, spec: JobSpec, ledger: Ledger, job_id: str, plan_id: str, index: int
+) -> LedgerChain | None:
+    """Where a CSV shard publishes its start state or summary, and resolves an unknown start state."""
+    if spec.format != "csv" or spec.csv is None:
+        return None
+    comment = spec.csv.comment
+    return LedgerChain(
+        ledger,
+        job_id,
+        plan_id,
+        index,
+        lambda first, end: _physical_lines(store, obj, first, end),
+        max_record=spec.csv.max_record_bytes,
+        comment=comment.encode() if comment is not None else None,
+        deadline=time.monotonic() + CSV_START_WAIT_SECONDS,
+        now=time.monotonic,
+        sleep=time.sleep,
+    )
+
+
 def _shard_lines(
-    store: S3Store, obj: ObjectInfo, spec: JobSpec, start: int, end: int, data_start: int
+    store: S3Store,
+    obj: ObjectInfo,
+    spec: JobSpec,
+    start: int,
+    end: int,
+    data_start: int,
+    chain: LedgerChain | None = None,
 ) -> Iterable[Line] | ShardRecords:
     """The shard's lines; for CSV its records (logic/csvrecords.py: read from a window before
     `start`, past `end` to complete the last record; openCypher CSV is read line by line)."""
     if spec.format != "csv" or spec.csv is None:
-        read_from = start - 1 if start > 0 else 0
-        return iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
+        return _physical_lines(store, obj, start, end)
     return ShardRecords(
         lambda first: store.stream(obj, first),
         start=start,
@@ -386,6 +421,7 @@ def _shard_lines(
         data_start=data_start,
         max_record=spec.csv.max_record_bytes,
         comment=spec.csv.comment.encode() if spec.csv.comment is not None else None,
+        chain=chain,
     )
 
 
@@ -411,7 +447,8 @@ def work(
     spec = parse_spec(job["spec"], table_key=job["tableKey"])
     obj = ObjectInfo(shard["bucket"], shard["key"], int(shard["objectSize"]), shard["etag"])
     start, end = int(shard["start"]), int(shard["end"])
-    lines = _shard_lines(store, obj, spec, start, end, int(shard.get("dataStart") or 0))
+    chain = _csv_chain(store, obj, spec, ledger, job_id, plan_id, index)
+    lines = _shard_lines(store, obj, spec, start, end, int(shard.get("dataStart") or 0), chain)
     source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
     origin = _origin(source, shard)  # the records' object and member, for property graph edge ids
     writer = _writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index))

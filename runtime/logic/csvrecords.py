@@ -15,22 +15,46 @@ it was cut), and its lines so far hold an odd number of quotes, so one of them i
 no line starting in the `max_record + 2` bytes before L has an odd quote count, the state at L is
 certainly "outside" — whatever came before. A shard reads that look-back window (cheap: a quote
 count per line) and, when certain, starts exactly; a shard within the window of the data start
-simulates from the data start instead. Otherwise its start state is unknown and it raises
-`UncertainStartError` rather than guess. Records belong to the shard holding their first byte;
+simulates from the data start instead. Records belong to the shard holding their first byte;
 the owner reads past its end to complete its last record.
+
+Chain (`summarize`, `ShardSummary`, `advance`): a shard whose start state is unknown asks its
+`StartChain` (the Worker's is adapters/csvchain.py, through the ledger). A shard's transfer summary
+maps the state at its first owned line to the state at the next shard's: from "outside" to
+`out_exit`; from "inside a record begun at r" (r unknown to the shard) to `in_exit` when that record
+closes in the shard (at the first odd line) without being cut — it is cut iff `reach - r >
+max_record`, `reach` being the end of its last line read still open — and to r itself when it
+does not close there. A cut (a record longer than `max_record`) depends on r: that shard's lines
+are then read again from the known state (`advance`). Without a chain, an unknown start state
+raises `UncertainStartError` rather than guess.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
+from typing import Final, NamedTuple, Protocol
 
 from logic.errors import UncertainStartError
 from logic.records import BOM, iter_shard_lines
 from logic.values import Line
 
-__all__ = ["CutRecord", "ShardRecords", "lookback", "reference_records"]
+__all__ = [
+    "NEEDS_BYTES",
+    "CutRecord",
+    "ShardRecords",
+    "ShardSummary",
+    "StartChain",
+    "advance",
+    "lookback",
+    "reference_records",
+    "summarize",
+]
+
+# The state at a line start: None outside quotes, else the first byte of the record open there.
+State = int | None
+# What `ShardSummary.apply` returns when only the shard's bytes can tell (a record cut inside it).
+NEEDS_BYTES: Final = -1
 
 
 class CutRecord(NamedTuple):
@@ -112,6 +136,79 @@ def reference_records(
         yield CutRecord(parts[0].number, parts[0].offset, _joined(parts), "unbalanced_quote")
 
 
+def _step(state: State, line: Line, max_record: int, comment: bytes | None) -> State:
+    """The state after one line read from `state`: the reference's rule, without the record's text."""
+    raw = line.raw
+    odd = raw.count(b'"') % 2
+    if state is None:
+        if not odd or (comment is not None and raw.startswith(comment)):
+            return None
+        state = line.offset
+    elif odd:
+        return None  # the record closes
+    return None if line.offset + len(raw) + 1 - state > max_record else state
+
+
+def advance(lines: Iterable[Line], state: State, *, max_record: int, comment: bytes | None = None) -> State:
+    """The state after consecutive physical `lines` read from `state` (at the first one's start)."""
+    for line in lines:
+        state = _step(state, line, max_record, comment)
+    return state
+
+
+class ShardSummary(NamedTuple):
+    """A shard's lines as a map from the state at its first owned line (`first`) to the state at
+    the next shard's first line (the module docstring). `end` is the shard's end."""
+
+    first: int
+    end: int
+    out_exit: State
+    reach: int
+    closes: bool
+    in_exit: State
+
+    def apply(self, state: State, max_record: int) -> State:
+        """The state after this shard from `state`, or NEEDS_BYTES when a record is cut inside it."""
+        if state is None:
+            return self.out_exit
+        if self.reach - state > max_record:
+            return NEEDS_BYTES
+        return self.in_exit if self.closes else state
+
+
+def summarize(
+    lines: Iterable[Line], *, first: int, end: int, max_record: int, comment: bytes | None = None
+) -> ShardSummary:
+    """One pass over a shard's owned lines (quote counts only): its `ShardSummary`."""
+    out_state: State = None
+    reach, closes, in_state = 0, False, None
+    for line in lines:
+        out_state = _step(out_state, line, max_record, comment)
+        if closes:
+            in_state = _step(in_state, line, max_record, comment)
+        elif line.raw.count(b'"') % 2:
+            closes = True  # the record open at the first line closes here; outside from the next
+        else:
+            reach = line.offset + len(line.raw) + 1
+    return ShardSummary(first, end, out_state, reach, closes, in_state)
+
+
+class StartChain(Protocol):
+    """Where a shard publishes what the shards after it need, and learns an unknown start state."""
+
+    def known(self, first: int, end: int, state: State) -> None:
+        """The shard's start state (at its first owned line, byte `first`) is `state`."""
+        ...
+
+    def resolve(self, first: int, end: int) -> State:
+        """The shard's start state, which it cannot tell from its look-back window."""
+        ...
+
+    def empty(self, start: int, end: int) -> None:
+        """The shard owns no line: its summary is the identity."""
+        ...
+
+
 class ShardRecords:
     """The records a shard `[start, end)` owns. `stream(first)` gives the object's bytes from byte
     `first` on, in chunks of any size; they are read lazily from the certainty window before
@@ -133,8 +230,10 @@ class ShardRecords:
         data_start: int,
         max_record: int,
         comment: bytes | None = None,
+        chain: StartChain | None = None,
     ) -> None:
         self._stream = stream
+        self._chain = chain
         self._start, self._end, self._size, self._data_start = start, end, object_size, data_start
         self._max = max_record
         self._comment = comment
@@ -149,14 +248,26 @@ class ShardRecords:
         start, data_start, limit = self._start, self._data_start, self._max
         window = lookback(start, data_start, limit)
         scanned = self._scan(window)
-        if scanned is not None and not scanned[2] and window > data_start:
+        # With a chain, an uncertain shard asks it: cheaper than 64 windows read back in vain when
+        # every window holds a quoted newline.
+        if scanned is not None and not scanned[2] and window > data_start and self._chain is None:
             window = lookback(start, data_start, limit, FALLBACK_WINDOWS)
             scanned = self._scan(window)
+        chain = self._chain
         if scanned is None:
+            if chain is not None:
+                chain.empty(start, self._end)
             return  # the shard owns no line
         lines, parts, certain, last_odd = scanned
-        if not certain:
-            first = next(lines)
+        first = next(lines)
+        lines = itertools.chain((first,), lines)
+        if certain and chain is not None:
+            chain.known(first.offset, self._end, parts[0].offset if parts else None)
+        elif not certain and chain is not None:
+            state = chain.resolve(first.offset, self._end)
+            # Only the open record's first byte and odd parity matter: it is the previous shard's.
+            parts = [] if state is None else [Line(0, state, b'"')]
+        elif not certain:
             raise UncertainStartError(
                 f"the shard's first line (byte {first.offset}) may lie inside a quoted field: a line "
                 f"with an odd number of quotes starts at byte {last_odd}, within csv.maxRecordBytes "

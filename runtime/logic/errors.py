@@ -104,3 +104,8 @@ class GraphLoadTimeoutError(MaploadError):
 class UncertainStartError(MaploadError):
     """A CSV shard cannot tell whether its first line lies inside a quoted field (a quoted newline
     within csv.maxRecordBytes before it): it writes nothing rather than guess."""
+
+
+class CsvStartPendingError(MaploadError):
+    """A CSV shard that needs the summaries of the shards before it (adapters/csvchain.py) found one
+    still missing at its deadline: retried by the state machine."""

@@ -199,7 +199,7 @@ def test_worker_task_inside_the_map(dev: Synth) -> None:
     assert worker["ResultSelector"] == {"index.$": "$.Payload.index"}
     assert worker["Retry"] == [
         *lambda_retriers(),
-        retrier(["ShardWriteError", "Sandbox.Timedout", "States.Timeout"], 2),
+        retrier(["ShardWriteError", "CsvStartPendingError", "Sandbox.Timedout", "States.Timeout"], 2),
     ]
     # States.Timeout needs a Task timeout; it sits beyond the function's own 900 s.
     assert worker["TimeoutSeconds"] == 960
