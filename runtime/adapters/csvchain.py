@@ -4,7 +4,8 @@ Every CSV shard publishes one small ledger item before it reads its records: STA
 state, when its look-back window made it certain or it resolved it) or SUMMARY (its transfer
 summary, when it could not tell; an empty shard's is the identity). An uncertain shard then walks
 back over the items of the shards before it to the nearest START, reads that shard's lines from
-its known state, applies the summaries in between, and so knows its own start state exactly. A
+its known state (unless that START, a resolved shard's, holds its `exit` state too), applies the
+summaries in between, and so knows its own start state exactly. A
 predecessor that has not published yet is waited for, with backoff, until `deadline`; then
 `CsvStartPendingError` (retried by the state machine). Nothing is ever guessed.
 """
@@ -69,24 +70,22 @@ class LedgerChain:
             self._sleep(wait)
             wait = min(2 * wait, MAX_WAIT_SECONDS)
         base, summaries = found
-        state = advance(
-            self._lines_of(base["first"], base["end"]),
-            base["state"],
-            max_record=self._max,
-            comment=self._comment,
-        )
+        # A resolved shard's START holds its exit state too; a certain shard's lines are read.
+        state = base["exit"] if "exit" in base else self._across(base["first"], base["end"], base["state"])
         for summary in summaries:
             after = summary.apply(state, self._max)
-            if after == NEEDS_BYTES:  # a record cut inside that shard: its lines tell
-                after = advance(
-                    self._lines_of(summary.first, summary.end),
-                    state,
-                    max_record=self._max,
-                    comment=self._comment,
-                )
-            state = after
-        self._put("START", {"first": first, "end": end, "state": state})
+            # NEEDS_BYTES: a record is cut inside that shard, and only its lines tell.
+            state = self._across(summary.first, summary.end, state) if after == NEEDS_BYTES else after
+        start: dict[str, Any] = {"first": first, "end": end, "state": state}
+        after = own.apply(state, self._max)
+        if after != NEEDS_BYTES:
+            start["exit"] = after  # the shards after it need not read its lines
+        self._put("START", start)
         return state
+
+    def _across(self, first: int, end: int, state: State) -> State:
+        """The state after the lines of `[first, end)` read from `state`."""
+        return advance(self._lines_of(first, end), state, max_record=self._max, comment=self._comment)
 
     def _walk(self) -> tuple[dict[str, Any], list[ShardSummary]] | None:
         """The nearest START before this shard and the summaries after it (in shard order), or None

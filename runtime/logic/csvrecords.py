@@ -79,8 +79,10 @@ FALLBACK_WINDOWS = 64
 
 def lookback(start: int, data_start: int, max_record: int, windows: int = 1) -> int:
     """The first byte a CSV shard starting at `start` reads lines from: `windows` certainty windows
-    back, or the data start when that is nearer (then the shard simulates from it, exactly)."""
-    return max(data_start, start - windows * (max_record + 2))
+    back, or the data start when that is nearer (then the shard simulates from it, exactly). A BOM's
+    line begins at byte 0 but its offset is 3: a window from bytes 1-3 would miss it."""
+    first = start - windows * (max_record + 2)
+    return data_start if first <= data_start + len(BOM) else first
 
 
 def _joined(parts: list[Line]) -> bytes:

@@ -39,7 +39,9 @@ def reference_state(
     for record in reference_records(
         data[data_start:], max_record=max_record, comment=comment, base=data_start
     ):
-        if record.offset < at < record.offset + len(record.raw):
+        # Its lines start in (offset, offset + len(raw)]: the last may be empty; the next line
+        # starts after the last one's line end.
+        if record.offset < at <= record.offset + len(record.raw):
             return record.offset
     return None
 
