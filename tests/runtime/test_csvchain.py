@@ -15,13 +15,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pipeline_support import REGION
-from test_logic_csvrecords import Record, _flat, cuts, owned_by, raw_bytes, reference
+from test_logic_csvrecords import (
+    ANY_FILE,
+    Record,
+    _flat,
+    any_file,
+    cuts,
+    owned_by,
+    raw_bytes,
+    read_shard,
+    reference,
+)
 
 from adapters.csvchain import LedgerChain
 from adapters.ledger import Ledger
-from logic.csvrecords import NEEDS_BYTES, ShardRecords, State, advance, reference_records, summarize
+from logic.csvrecords import NEEDS_BYTES, State, advance, reference_records, summarize
 from logic.errors import CsvStartPendingError
-from logic.records import BOM, iter_shard_lines
+from logic.records import iter_shard_lines
 from logic.values import Line
 
 pytestmark = pytest.mark.runtime
@@ -125,17 +135,9 @@ def run_shards(
                 run(pending.pop()) if pending else pytest.fail("waits for a shard that never runs")
             ),
         )
-        reader = ShardRecords(
-            lambda first: [data[first:]],
-            start=start,
-            end=end,
-            object_size=len(data),
-            data_start=data_start,
-            max_record=max_record,
-            comment=comment,
-            chain=chain,
+        results[index] = read_shard(
+            data, start, end, max_record=max_record, comment=comment, data_start=data_start, chain=chain
         )
-        results[index] = (list(reader), reader.lines)
 
     while pending:
         run(pending.pop())
@@ -155,20 +157,11 @@ def run_shards(
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    body=raw_bytes,
-    bom=st.booleans(),
-    shard_size=st.integers(1, 40),
-    max_record=st.integers(1, 30),
-    comment=st.sampled_from([None, b"#"]),
-    header=st.sampled_from([b"", b"h,h\n"]),
-    seed=st.integers(0, 2**32),
-)
+@given(**ANY_FILE, seed=st.integers(0, 2**32))
 def test_every_shard_of_any_bytes_reads_the_reference_records_in_any_order(
     body: bytes, bom: bool, shard_size: int, max_record: int, comment: bytes | None, header: bytes, seed: int
 ) -> None:
-    data = (BOM if bom else b"") + header + body
-    data_start = len(header) + (3 if bom and header else 0)
+    data, data_start = any_file(body, bom, header)
     got = run_shards(
         data, shard_size, random.Random(seed), max_record=max_record, comment=comment, data_start=data_start
     )

@@ -46,6 +46,7 @@ def read_shard(
     comment: bytes | None = None,
     data_start: int = 0,
     chunk: int = 7,
+    chain: csvrecords.StartChain | None = None,
 ) -> tuple[list[Line | CutRecord], int]:
     """One shard read the way the Worker reads it: its records and its owned line count."""
 
@@ -60,6 +61,7 @@ def read_shard(
         data_start=data_start,
         max_record=max_record,
         comment=comment,
+        chain=chain,
     )
     return list(shard), shard.lines
 
@@ -197,15 +199,24 @@ raw_bytes = st.lists(
 ).map(b"".join)
 
 
+# Any bytes (stray and unclosed quotes too), with or without a BOM and a header, cut anywhere.
+ANY_FILE = {
+    "body": raw_bytes,
+    "bom": st.booleans(),
+    "shard_size": st.integers(1, 40),
+    "max_record": st.integers(1, 30),
+    "comment": st.sampled_from([None, b"#"]),
+    "header": st.sampled_from([b"", b"h,h\n"]),
+}
+
+
+def any_file(body: bytes, bom: bool, header: bytes) -> tuple[bytes, int]:
+    """The file and its data start."""
+    return (BOM if bom else b"") + header + body, len(header) + (3 if bom and header else 0)
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    body=raw_bytes,
-    bom=st.booleans(),
-    shard_size=st.integers(1, 40),
-    max_record=st.integers(1, 30),
-    comment=st.sampled_from([None, b"#"]),
-    header=st.sampled_from([b"", b"h,h\n"]),
-)
+@given(**ANY_FILE)
 # The BOM's line (offset 3) opens a record; the shard at byte 7 must not call itself certain from a
 # window starting at byte 1, after the line's first byte.
 @example(body=b'aa"\na', bom=True, shard_size=1, max_record=4, comment=None, header=b"")
@@ -214,8 +225,7 @@ def test_certain_shards_read_exactly_what_the_reference_reads(
 ) -> None:
     """Any bytes (stray and unclosed quotes too): a shard that does not raise reads exactly the
     reference's records it owns (numbers, offsets, text, cuts), and never a wrong one."""
-    data = (BOM if bom else b"") + header + body
-    data_start = len(header) + (3 if bom and header else 0)
+    data, data_start = any_file(body, bom, header)
     got, uncertain = read_sharded(
         data, shard_size, max_record=max_record, comment=comment, data_start=data_start
     )
