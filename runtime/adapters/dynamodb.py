@@ -33,6 +33,8 @@ RETRYABLE_CODES = frozenset(
     }
 )
 # Why a part of a cancelled transaction failed, when trying again may succeed.
+# Server errors among them: the request may have been applied although it failed.
+AMBIGUOUS_CODES = frozenset({"InternalServerError", "ServiceUnavailable"})
 RETRYABLE_CANCELLATIONS = frozenset(
     {"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError"}
 )
@@ -372,6 +374,8 @@ class ItemWriter(_PacedWriter):
                         self.stats.throttles += 1
                     return 1, f"{code}: {reasons}"
                 throttled = True
+                # A 5xx answer says nothing of whether the request was applied.
+                unanswered = unanswered or code in AMBIGUOUS_CODES
                 retryable = self._retryable(exc, 1)
                 return (1, retryable) if retryable else (0, None)
             except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable

@@ -122,16 +122,44 @@ def counted(key: int, n: int) -> dict[str, Any]:
 class LosingTransactions:
     """Wraps a client: the first `lose` transactions are applied, then their answers are lost."""
 
-    def __init__(self, client: Any, lose: int) -> None:
+    def __init__(self, client: Any, lose: int, error: Exception | None = None) -> None:
         self._client = client
         self.lose = lose
+        self._error = error or ReadTimeoutError(endpoint_url="http://dynamodb")
 
     def transact_write_items(self, **arguments: Any) -> Any:
         answer = self._client.transact_write_items(**arguments)
         if self.lose:
             self.lose -= 1
-            raise ReadTimeoutError(endpoint_url="http://dynamodb")
+            raise self._error
         return answer
+
+
+SERVER_ERROR = ClientError(
+    {"Error": {"Code": "InternalServerError", "Message": "applied, then failed"}}, "TransactWriteItems"
+)
+
+
+def test_a_transaction_applied_before_a_server_error_counts_written_not_skipped(db: Any) -> None:
+    # A 5xx answer says nothing of whether the transaction was applied: here it was.
+    create_pk_sk_table(db, "ledger")
+    markers = Markers("ledger", "job", "plan", 1, expires_at=2_000_000_000)
+    writer = ItemWriter(
+        LosingTransactions(db, lose=1, error=SERVER_ERROR),
+        "target",
+        COUNTING,
+        in_flight=1,
+        policy=FAST,
+        markers=markers,
+    )
+    moto_transactions.install()
+    try:
+        writer.submit(("K#0", "I"), counted(0, 5), writer.units(60), 0)
+        stats = writer.close()
+    finally:
+        moto_transactions.uninstall()
+    assert (stats.skipped, stats.retries) == (0, 1)
+    assert _sums(db) == {"K#0": 5}
 
 
 def _sums(db: Any) -> dict[str, int]:
