@@ -16,19 +16,23 @@ from constructs import Construct
 from stacks.config import LoaderConfig
 from stacks.data import STAGING_JOBS_PREFIX
 from stacks.graph_load import GraphLoadLoop
-from stacks.lambda_tasks import TaskRetries, lambda_task, payload_fields
+from stacks.lambda_tasks import (
+    THROTTLE_MAX_ATTEMPTS,
+    THROTTLE_MAX_DELAY_SECONDS,
+    TaskRetries,
+    lambda_task,
+    payload_fields,
+)
 from stacks.loader_functions import LoaderFunctions
 
-# Worker-only retries: the runtime's ShardWriteError and CsvStartPendingError (a CSV shard whose
-# predecessors have not published their start state yet), a function that hit its own timeout
+# Worker-only retries: the runtime's ShardWriteError, a function that hit its own timeout
 # (Lambda reports Sandbox.Timedout) and a Task that outlived its timeout.
-WORKER_RETRY_ERRORS: Final[Sequence[str]] = (
-    "ShardWriteError",
-    "CsvStartPendingError",
-    "Sandbox.Timedout",
-    "States.Timeout",
-)
+WORKER_RETRY_ERRORS: Final[Sequence[str]] = ("ShardWriteError", "Sandbox.Timedout", "States.Timeout")
 WORKER_RETRY_ATTEMPTS: Final[int] = 2
+# A CSV shard whose predecessors have not published their start state yet (they may be waiting
+# for a concurrency slot, themselves throttled for up to ~20 minutes): it waits as long, in Step
+# Functions (the Worker gives up its slot after a short wait of its own), not in a Lambda.
+CSV_START_PENDING_ERRORS: Final[Sequence[str]] = ("CsvStartPendingError",)
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
 
 
@@ -155,6 +159,7 @@ class LoadDefinition(Construct):
             task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(self._config.worker_timeout_seconds + 60)),
         )
         self._retries.add(worker, WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS)
+        self._retries.add(worker, CSV_START_PENDING_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS)
         shards = sfn.DistributedMap(
             self,
             "ShardsMap",

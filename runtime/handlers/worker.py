@@ -39,8 +39,10 @@ from logic.writemodes import write_plan
 
 SETTINGS_CLASS = WorkerSettings
 SAMPLE_SIZE = 5
-# How long an uncertain CSV shard waits for the shards before it to publish (adapters/csvchain.py).
-CSV_START_WAIT_SECONDS = 120.0
+# How long an uncertain CSV shard waits for the shards before it to publish (adapters/csvchain.py)
+# before it raises CsvStartPendingError and gives its concurrency slot back: the state machine
+# retries it with a backoff of up to a minute, for about as long as a throttled invocation.
+CSV_START_WAIT_SECONDS = 20.0
 
 
 class RejectSink:
