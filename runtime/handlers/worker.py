@@ -38,6 +38,8 @@ from logic.values import Item, Reject
 from logic.writemodes import write_plan
 
 SETTINGS_CLASS = WorkerSettings
+# Formats read as RFC 4180 records (logic/csvrecords.py): a quoted field may hold a line break.
+CSV_RECORD_FORMATS = ("csv", "opencypher")
 SAMPLE_SIZE = 5
 # How long an uncertain CSV shard waits for the shards before it to publish (adapters/csvchain.py)
 # before it raises CsvStartPendingError and gives its concurrency slot back: the state machine
@@ -110,10 +112,15 @@ def process_rdf(
 
 
 def process_opencypher(
-    lines: Iterable[Line], spec: JobSpec, header: list[str] | None, graph: Stager | None, rejects: RejectSink
+    lines: Iterable[Line | CutRecord],
+    spec: JobSpec,
+    header: list[str] | None,
+    graph: Stager | None,
+    rejects: RejectSink,
 ) -> dict[str, int]:
-    """openCypher CSV rows: each checked against the format's rules under the object's header
-    (Plan checked the header) and staged as it is, in the vertex or edge file by the header's kind."""
+    """openCypher CSV rows (RFC 4180 records, as Neptune reads them: a quoted field may hold a line
+    break): each checked against the format's rules under the object's header (Plan checked the
+    header) and staged as it is, in the vertex or edge file by the header's kind."""
     columns = opencypher.parse_header(header or [])
     read = written = owned = 0
     for line in lines:
@@ -121,6 +128,9 @@ def process_opencypher(
         if is_skipped(line.raw, spec):
             continue
         read += 1
+        if isinstance(line, CutRecord):
+            rejects.add(line, line.code, line.reason)
+            continue
         try:
             text = line.raw.decode("utf-8")
             opencypher.parse_line(columns, text)
@@ -181,12 +191,13 @@ def process(
 
     CSV comes as ShardRecords: a record may span lines, and a cut one is rejected as it is."""
     if isinstance(lines, ShardRecords):
-        counts = _process_records(lines, spec, header, writer, rejects, graph, source)
+        if spec.format == "opencypher":
+            counts = process_opencypher(lines, spec, header, graph, rejects)
+        else:
+            counts = _process_records(lines, spec, header, writer, rejects, graph, source)
         return {**counts, "lines": lines.lines}
     if spec.format in RDF_FORMATS:
         return process_rdf(lines, spec, graph, rejects)
-    if spec.format == "opencypher":
-        return process_opencypher(lines, spec, header, graph, rejects)
     return _process_records(lines, spec, header, writer, rejects, graph, source)
 
 
@@ -385,7 +396,7 @@ def _csv_chain(
     store: S3Store, obj: ObjectInfo, spec: JobSpec, ledger: Ledger, job_id: str, plan_id: str, index: int
 ) -> LedgerChain | None:
     """Where a CSV shard publishes its start state or summary, and resolves an unknown start state."""
-    if spec.format != "csv" or spec.csv is None:
+    if spec.format not in CSV_RECORD_FORMATS or spec.csv is None:
         return None
     comment = spec.csv.comment
     return LedgerChain(
@@ -412,8 +423,8 @@ def _shard_lines(
     chain: LedgerChain | None = None,
 ) -> Iterable[Line] | ShardRecords:
     """The shard's lines; for CSV its records (logic/csvrecords.py: read from a window before
-    `start`, past `end` to complete the last record; openCypher CSV is read line by line)."""
-    if spec.format != "csv" or spec.csv is None:
+    `start`, past `end` to complete the last record)."""
+    if spec.format not in CSV_RECORD_FORMATS or spec.csv is None:
         return _physical_lines(store, obj, start, end)
     return ShardRecords(
         lambda first: store.stream(obj, first),

@@ -343,8 +343,8 @@ def parse_row(header: Header, cells: Sequence[str]) -> Row:
 
 
 def parse_line(header: Header, text: str) -> Row:
-    """One line of a file as a row (a quoted field may not hold a line break: records are
-    lines); raises FormatError."""
+    """One record of a file as a row (its text may hold line breaks inside quoted fields: the Worker
+    reads RFC 4180 records); raises FormatError."""
     try:
         cells = next(csv.reader([text], strict=True))
     except (csv.Error, StopIteration) as error:

@@ -13,10 +13,10 @@ import pytest
 from adapters.property_graph import PropertyGraphStager
 from handlers.worker import RejectSink, process
 from logic import layout, opencypher
+from logic.csvrecords import ShardRecords
 from logic.graph_load import load_request
 from logic.opencypher import Row
 from logic.property_graph import edge_id, headers
-from logic.records import iter_shard_lines
 from logic.spec import JobSpec, parse_spec, spec_to_json
 
 pytestmark = pytest.mark.runtime
@@ -39,7 +39,15 @@ def spec(**graph: Any) -> JobSpec:
 def stage(
     job: JobSpec, data: bytes = DATA
 ) -> tuple[dict[str, int], RejectSink, PropertyGraphStager, bytes, bytes]:
-    lines = iter_shard_lines([data], read_from=0, start=0, end=len(data))
+    # As the Worker reads them: RFC 4180 records (a quoted field may hold a line break).
+    lines = ShardRecords(
+        lambda first: [data[first:]],
+        start=0,
+        end=len(data),
+        object_size=len(data),
+        data_start=0,
+        max_record=64,
+    )
     rejects_out, vertices_out, edges_out = io.BytesIO(), io.BytesIO(), io.BytesIO()
     rejects = RejectSink(SOURCE, out=rejects_out)
     stager = PropertyGraphStager(
@@ -112,7 +120,15 @@ def stage_opencypher(header: list[str], data: bytes) -> tuple[dict[str, int], Re
         {"source": "s3://source-bucket/g/", "format": "opencypher", "jobId": "g"}, table_key={"pk": "S"}
     )
     own = opencypher.parse_header(header)
-    lines = iter_shard_lines([data], read_from=0, start=0, end=len(data))
+    # As the Worker reads them: RFC 4180 records (a quoted field may hold a line break).
+    lines = ShardRecords(
+        lambda first: [data[first:]],
+        start=0,
+        end=len(data),
+        object_size=len(data),
+        data_start=0,
+        max_record=64,
+    )
     rejects_out, vertices_out, edges_out = io.BytesIO(), io.BytesIO(), io.BytesIO()
     rejects = RejectSink("s3://source-bucket/g/file.csv", out=rejects_out)
     stager = PropertyGraphStager((own, own), compress=False, vertices=vertices_out, edges=edges_out)
@@ -126,13 +142,26 @@ def test_opencypher_rows_are_checked_and_staged_as_they_are() -> None:
     data = b'p1,Person,"Smith, Jo",41\n\np2,Person;Admin,,\np3,Person,Al,forty\np4,Person,"open\n'
     counts, rejects, vertices, edges = stage_opencypher(header, data)
     assert (counts["read"], counts["written"], rejects.count) == (4, 2, 2)
-    assert rejects.by_reason == {"opencypher_syntax": 2}
+    assert rejects.by_reason == {"opencypher_syntax": 1, "unbalanced_quote": 1}
     assert [r["reason"][:30] for r in rejects.sample] == [
         "column age:Int: 'forty' is not",
-        "not a CSV line: unexpected end",
+        "unbalanced quote: a quoted fie",
     ]
     # The header as Neptune reads it (type names normalized), the rows byte for byte.
     assert vertices == b':ID,:LABEL,name:String,age:Int\r\np1,Person,"Smith, Jo",41\r\np2,Person;Admin,,\r\n'
+    assert edges == b""
+
+
+def test_an_opencypher_field_holding_a_line_break_is_one_row_never_a_row_of_its_tail() -> None:
+    # Neptune's openCypher CSV is RFC 4180: a quoted field may hold a line break. Read line by line,
+    # the tail `x,Person,end"` would have been a (bogus) vertex x.
+    header = [":ID", ":LABEL", "note:String"]
+    data = b'p1,Person,"a, b\nx,Person,end"\np2,Person,"two\r\nlines"\n'
+    counts, rejects, vertices, edges = stage_opencypher(header, data)
+    assert (counts["lines"], counts["read"], counts["written"], rejects.count) == (4, 2, 2, 0)
+    assert vertices == (
+        b':ID,:LABEL,note:String\r\np1,Person,"a, b\nx,Person,end"\r\np2,Person,"two\r\nlines"\r\n'
+    )
     assert edges == b""
 
 
