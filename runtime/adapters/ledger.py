@@ -64,12 +64,23 @@ class Ledger:
     def markers(self, job_id: str, plan_id: str, index: int) -> Markers:
         return Markers(self._table, job_id, plan_id, index, int(self._expires()["N"]))
 
-    def start_job(self, job_id: str, run_id: str, execution_id: str, shard_count: int) -> None:
-        """Record the job as RUNNING under this run; refuse when another run holds it."""
+    def start_job(
+        self,
+        job_id: str,
+        run_id: str,
+        execution_id: str,
+        shard_count: int,
+        *,
+        counted_plan: str | None = None,
+    ) -> None:
+        """Record the job as RUNNING under this run; refuse when another run holds it.
+        `counted_plan`: the plan of a job that adds numbers (Plan refuses a re-run under another)."""
+        counted = {"countedPlanId": {"S": counted_plan}} if counted_plan is not None else {}
         try:
             self._db.put_item(
                 TableName=self._table,
                 Item={
+                    **counted,
                     "pk": _job_pk(job_id),
                     "sk": {"S": "JOB"},
                     "status": {"S": "RUNNING"},

@@ -23,6 +23,7 @@ from logic.spec import (
     parse_spec,
     spec_to_json,
 )
+from logic.writemodes import write_plan
 
 SETTINGS_CLASS = PlanSettings
 
@@ -103,6 +104,24 @@ def _number_and_attribute(shards: list[dict[str, Any]], line_bases: dict[str, in
             shard["source"], shard["member"], shard["sourceEtag"] = origin[(shard["bucket"], shard["key"])]
 
 
+def _counted_plan(spec: JobSpec, ledger: Ledger, plan_id: str) -> str | None:
+    """The plan id when the job adds numbers (`"update": "add"`), else None; refuses a re-run of
+    such a job under another plan: its markers are keyed by plan and byte offset, so a changed
+    input or spec would add every record an earlier run already added once more."""
+    target = write_plan(spec.dynamodb) if spec.dynamodb is not None else None
+    if target is None or not target.counters:
+        return None
+    earlier = (ledger.get_job(spec.job_id) or {}).get("countedPlanId")
+    if earlier is not None and earlier != plan_id:
+        raise InputValidationError(
+            "jobId",
+            f"jobId {spec.job_id!r} already added numbers (update add) under another plan: its input "
+            "objects or spec have changed since, so a re-run cannot tell which records were added; "
+            "start the corrected load under a new jobId (the earlier additions stay)",
+        )
+    return plan_id
+
+
 def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledger: Ledger) -> dict[str, Any]:
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
@@ -122,7 +141,8 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same
     # objects and spec finds the shards an earlier run finished, and skips them.
     plan_id = planning.plan_id(shards, spec_json)
-    ledger.start_job(job_id, run_id, str(execution.get("id") or run_id), len(shards))
+    counted = _counted_plan(spec, ledger, plan_id)
+    ledger.start_job(job_id, run_id, str(execution.get("id") or run_id), len(shards), counted_plan=counted)
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
     return {

@@ -10,6 +10,7 @@ import boto3
 import pytest
 from pipeline_support import ENV, REGION
 
+from adapters.ledger import Ledger
 from handlers import finalize, plan, worker
 from logic.errors import (
     InputValidationError,
@@ -79,6 +80,27 @@ def test_plan_cuts_shards_caps_concurrency_and_refuses_a_running_job_id(aws: Any
     with pytest.raises(JobAlreadyRunningError, match="job-1"):
         _plan("s3://src/in/", run="run-2", jobId="job-1")
     _plan("s3://src/in/", run="run-1", jobId="job-1")  # a Lambda retry of the same run may proceed
+
+
+def test_a_job_adding_numbers_is_refused_a_rerun_under_another_plan(aws: Any) -> None:
+    # Its markers are keyed by plan and byte offset: a changed file would add every record twice.
+    adding = {
+        "key": {"pk": "P#{postcode}", "sk": "LOC"},
+        "writeMode": "update",
+        "attributes": {"lat": {"field": "lat", "type": "N", "update": "add"}},
+    }
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(30))
+    _plan("s3://src/a.csv", jobId="adds", dynamodb=adding)
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    ledger.finish_job("adds", "run-1", "FAILED")
+    _plan("s3://src/a.csv", run="run-2", jobId="adds", dynamodb=adding)  # the same plan: resumes
+    ledger.finish_job("adds", "run-2", "FAILED")
+
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(31))  # corrected: another plan
+    with pytest.raises(InputValidationError, match="already added numbers") as refused:
+        _plan("s3://src/a.csv", run="run-3", jobId="adds", dynamodb=adding)
+    assert refused.value.field == "jobId"
+    _plan("s3://src/a.csv", run="run-3", jobId="adds", dynamodb=SPEC["dynamodb"])  # a plain put may
 
 
 def test_a_retried_shard_writes_its_items_and_is_counted_once(aws: Any) -> None:
