@@ -88,6 +88,31 @@ class RejectSink:
 Stager = GraphStager | PropertyGraphStager
 
 
+class _Tally:
+    """A shard's counts as its records pass: lines owned, records read, records accepted."""
+
+    def __init__(self) -> None:
+        self.owned = self.read = self.written = 0
+
+    def counts(self, duplicates: int = 0) -> dict[str, int]:
+        return {"lines": self.owned, "read": self.read, "written": self.written, "duplicates": duplicates}
+
+
+def _records(
+    lines: Iterable[Line | CutRecord], spec: JobSpec, rejects: RejectSink, tally: _Tally
+) -> Iterator[Line]:
+    """The CSV-like records to parse: blank and comment lines skipped, a cut record rejected."""
+    for line in lines:
+        tally.owned += 1
+        if is_skipped(line.raw, spec):
+            continue
+        tally.read += 1
+        if isinstance(line, CutRecord):
+            rejects.add(line, line.code, line.reason)
+            continue
+        yield line
+
+
 def process_rdf(
     lines: Iterable[Line], spec: JobSpec, graph: Stager | None, rejects: RejectSink
 ) -> dict[str, int]:
@@ -122,15 +147,8 @@ def process_opencypher(
     break): each checked against the format's rules under the object's header (Plan checked the
     header) and staged as it is, in the vertex or edge file by the header's kind."""
     columns = opencypher.parse_header(header or [])
-    read = written = owned = 0
-    for line in lines:
-        owned += 1
-        if is_skipped(line.raw, spec):
-            continue
-        read += 1
-        if isinstance(line, CutRecord):
-            rejects.add(line, line.code, line.reason)
-            continue
+    tally = _Tally()
+    for line in _records(lines, spec, rejects, tally):
         try:
             text = line.raw.decode("utf-8")
             opencypher.parse_line(columns, text)
@@ -140,10 +158,10 @@ def process_opencypher(
         except opencypher.FormatError as error:
             rejects.add(line, "opencypher_syntax", str(error))
             continue
-        written += 1
+        tally.written += 1
         if isinstance(graph, PropertyGraphStager):
             graph.add_line(columns.kind, text)
-    return {"lines": owned, "read": read, "written": written, "duplicates": 0}
+    return tally.counts()
 
 
 class _Sender:
@@ -216,15 +234,8 @@ def _process_records(
     to_statements = make_graph_mapper(spec) if model == "rdf" else None
     to_rows = make_property_mapper(spec, source) if model == "property" else None
     sender = _Sender(writer, spec) if spec.dynamodb is not None else None
-    read = written = owned = 0
-    for line in lines:
-        owned += 1
-        if is_skipped(line.raw, spec):
-            continue
-        read += 1
-        if isinstance(line, CutRecord):
-            rejects.add(line, line.code, line.reason)
-            continue
+    tally = _Tally()
+    for line in _records(lines, spec, rejects, tally):
         fields = parse(line)
         if isinstance(fields, Reject):
             rejects.add(line, fields.code, fields.reason)
@@ -252,11 +263,10 @@ def _process_records(
                 continue
             if isinstance(graph, PropertyGraphStager):
                 graph.add(rows)
-        written += 1
+        tally.written += 1
         if item is not None and sender is not None:
             sender.add(item, line.offset)
-    duplicates = sender.finish() if sender is not None else 0
-    return {"lines": owned, "read": read, "written": written, "duplicates": duplicates}
+    return tally.counts(sender.finish() if sender is not None else 0)
 
 
 def _writer(

@@ -36,11 +36,9 @@ def spec(**graph: Any) -> JobSpec:
     return parse_spec(raw, table_key={"pk": "S"})
 
 
-def stage(
-    job: JobSpec, data: bytes = DATA
-) -> tuple[dict[str, int], RejectSink, PropertyGraphStager, bytes, bytes]:
-    # As the Worker reads them: RFC 4180 records (a quoted field may hold a line break).
-    lines = ShardRecords(
+def records(data: bytes) -> ShardRecords:
+    """One shard of `data` as the Worker reads it: RFC 4180 records (a quoted field may hold a line break)."""
+    return ShardRecords(
         lambda first: [data[first:]],
         start=0,
         end=len(data),
@@ -48,6 +46,12 @@ def stage(
         data_start=0,
         max_record=64,
     )
+
+
+def stage(
+    job: JobSpec, data: bytes = DATA
+) -> tuple[dict[str, int], RejectSink, PropertyGraphStager, bytes, bytes]:
+    lines = records(data)
     rejects_out, vertices_out, edges_out = io.BytesIO(), io.BytesIO(), io.BytesIO()
     rejects = RejectSink(SOURCE, out=rejects_out)
     stager = PropertyGraphStager(
@@ -120,15 +124,7 @@ def stage_opencypher(header: list[str], data: bytes) -> tuple[dict[str, int], Re
         {"source": "s3://source-bucket/g/", "format": "opencypher", "jobId": "g"}, table_key={"pk": "S"}
     )
     own = opencypher.parse_header(header)
-    # As the Worker reads them: RFC 4180 records (a quoted field may hold a line break).
-    lines = ShardRecords(
-        lambda first: [data[first:]],
-        start=0,
-        end=len(data),
-        object_size=len(data),
-        data_start=0,
-        max_record=64,
-    )
+    lines = records(data)
     rejects_out, vertices_out, edges_out = io.BytesIO(), io.BytesIO(), io.BytesIO()
     rejects = RejectSink("s3://source-bucket/g/file.csv", out=rejects_out)
     stager = PropertyGraphStager((own, own), compress=False, vertices=vertices_out, edges=edges_out)
