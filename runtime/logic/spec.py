@@ -199,6 +199,8 @@ class GraphTarget:
     dependencies: tuple[str, ...] = ()
     poll_seconds: int = 30
     timeout_minutes: int = 720
+    # A property graph's tolerance for edges whose endpoint is neither staged nor in the graph.
+    max_dangling_percent: float = 0
 
 
 @dataclass(frozen=True)
@@ -527,6 +529,7 @@ def _loader_options_to_json(graph: GraphTarget) -> dict[str, Any]:
         "dependencies": list(graph.dependencies),
         "pollSeconds": graph.poll_seconds,
         "timeoutMinutes": graph.timeout_minutes,
+        **({"maxDanglingPercent": graph.max_dangling_percent} if graph.model == "property" else {}),
     }
 
 
@@ -691,6 +694,9 @@ def _loader_options(given: model.GraphOptions) -> dict[str, Any]:
         dependencies=tuple(given.dependencies),
         poll_seconds=given.poll_seconds,
         timeout_minutes=given.timeout_minutes,
+        **(
+            {"max_dangling_percent": given.max_dangling_percent} if isinstance(given, model.EdgeCheck) else {}
+        ),
     )
 
 

@@ -712,7 +712,19 @@ class Edge(Model):
     properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
 
 
-class PropertyGraph(GraphOptions):
+class EdgeCheck(Model):
+    """The property graph's edge endpoint check, before the load starts."""
+
+    max_dangling_percent: float = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="The load does not start when more than this percentage of the staged edges has an "
+        "endpoint that is neither a vertex of this job nor already in the graph.",
+    )
+
+
+class PropertyGraph(GraphOptions, EdgeCheck):
     """The property graph of CSV/JSON Lines records: each record's vertices and edges, staged as
     Neptune openCypher CSV (vertices and edges in separate files)."""
 
@@ -753,7 +765,7 @@ def _property_graph_schema(schema: JsonDict) -> None:
     _opencypher_graph_schema(schema)
 
 
-class OpencypherGraph(GraphOptions):
+class OpencypherGraph(GraphOptions, EdgeCheck):
     """The graph target of openCypher CSV sources: each file already is a vertex or an edge file."""
 
     model_config = ConfigDict(
