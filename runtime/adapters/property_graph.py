@@ -8,7 +8,8 @@ import io
 from typing import Any
 
 from adapters.rdf import Writable
-from logic.opencypher import NODE, Header, Kind
+from logic.endpoints import ShardIds
+from logic.opencypher import NODE, Header, Kind, Row
 from logic.property_graph import PropertyRecord
 
 _FLUSH_ROWS = 1000
@@ -80,14 +81,29 @@ class PropertyGraphStager:
     ) -> None:
         self._vertices = _CsvFile(headers[0], compress=compress, out=vertices)
         self._edges = _CsvFile(headers[1], compress=compress, out=edges)
+        # The vertex ids staged and the edges' endpoints, for the check before the load.
+        self.ids = ShardIds()
+        self._id_at = headers[0].position(":ID")
+        self._ends_at = headers[1].position(":START_ID"), headers[1].position(":END_ID")
 
     def add(self, record: PropertyRecord) -> None:
         self._vertices.add(record.vertices)
         self._edges.add(record.edges)
+        for cells in record.vertices:
+            self.ids.vertex(cells[self._id_at])
+        start, end = self._ends_at
+        for cells in record.edges:
+            self.ids.edge(cells[start], cells[end])
 
-    def add_line(self, kind: Kind, text: str) -> None:
-        """An openCypher source line, to the vertex file or the edge file by its file's kind."""
-        (self._vertices if kind == NODE else self._edges).add_line(text)
+    def add_line(self, kind: Kind, text: str, row: Row) -> None:
+        """An openCypher source line (`row`, as read), to the vertex file or the edge file by its
+        file's kind."""
+        if kind == NODE:
+            self._vertices.add_line(text)
+            self.ids.vertex(row.id)
+        else:
+            self._edges.add_line(text)
+            self.ids.edge(row.start, row.end)
 
     @property
     def vertices(self) -> int:

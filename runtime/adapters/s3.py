@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import http.client
+import io
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -127,6 +130,9 @@ class S3Store:
         body = json.dumps(value, separators=(",", ":"), default=str).encode()
         self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
 
+    def put_bytes(self, bucket: str, key: str, body: bytes, content_type: str) -> None:
+        self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
+
     def get_json(self, bucket: str, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
 
@@ -135,6 +141,17 @@ class S3Store:
 
     def upload_if_written(self, bucket: str, key: str, content_type: str) -> LazyUpload:
         return LazyUpload(lambda: self.streaming_upload(bucket, key, content_type))
+
+    @contextlib.contextmanager
+    def open_text(self, bucket: str, key: str, *, gzipped: bool) -> Iterator[io.TextIOWrapper]:
+        """An object as UTF-8 text, read as it streams (gunzipped when `gzipped`); newlines kept as
+        they are, for the csv module."""
+        body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+        try:
+            raw: Any = gzip.GzipFile(fileobj=body, mode="rb") if gzipped else body
+            yield io.TextIOWrapper(raw, encoding="utf-8", newline="")
+        finally:
+            body.close()
 
     def open_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]

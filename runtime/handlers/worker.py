@@ -25,6 +25,7 @@ from handlers.settings import WorkerSettings
 from logic import layout, opencypher
 from logic.batching import BATCH_ITEMS, Batcher
 from logic.csvrecords import CutRecord, ShardRecords
+from logic.endpoints import encode_ids
 from logic.errors import SourceNotAllowedError
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
@@ -151,7 +152,7 @@ def process_opencypher(
     for line in _records(lines, spec, rejects, tally):
         try:
             text = line.raw.decode("utf-8")
-            opencypher.parse_line(columns, text)
+            row = opencypher.parse_line(columns, text)
         except UnicodeDecodeError as error:
             rejects.add(line, "invalid_utf8", f"invalid UTF-8 at byte {line.offset + error.start}")
             continue
@@ -160,7 +161,7 @@ def process_opencypher(
             continue
         tally.written += 1
         if isinstance(graph, PropertyGraphStager):
-            graph.add_line(columns.kind, text)
+            graph.add_line(columns.kind, text, row)
     return tally.counts()
 
 
@@ -383,6 +384,20 @@ def _outputs(
     return outputs
 
 
+def _finish_graph(graph: Stager | None, store: S3Store, bucket: str, keys: tuple[str, str]) -> None:
+    """Write what the stager buffered; for a property graph also the shard's vertex ids and open
+    endpoints (logic/endpoints.py), one file each, before the shard is recorded done. Written for
+    every such shard (even empty) so the check reads known keys: S3 answers a missing key with
+    403, not 404, to a reader without s3:ListBucket."""
+    if graph is not None:
+        graph.finish()
+    if not isinstance(graph, PropertyGraphStager):
+        return
+    vertices_key, endpoints_key = keys
+    store.put_bytes(bucket, vertices_key, encode_ids(sorted(graph.ids.vertices)), "application/gzip")
+    store.put_bytes(bucket, endpoints_key, encode_ids(graph.ids.open_endpoints()), "application/gzip")
+
+
 def _graph_keys(spec: JobSpec, job_id: str, plan_id: str, index: int) -> tuple[str, ...]:
     """Where the shard stages its graph: one N-Quads file, or a property graph's vertex and edge files."""
     compressed = bool(spec.graph and spec.graph.gzip)
@@ -487,8 +502,7 @@ def work(
                 counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
         finally:
             stats = writer.close() if writer is not None else None
-        if graph is not None:
-            graph.finish()
+        _finish_graph(graph, store, settings.staging_bucket, layout.graph_ids_keys(job_id, plan_id, index))
     skipped = stats.skipped if stats else 0
     result = {
         **counts,

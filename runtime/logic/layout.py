@@ -44,3 +44,10 @@ def property_graph_keys(job_id: str, run_id: str, index: int, *, compressed: boo
     suffix = f"{index:06d}.csv" + (".gz" if compressed else "")
     prefix = graph_prefix(job_id, run_id)
     return prefix + "vertices/" + suffix, prefix + "edges/" + suffix
+
+
+def graph_ids_keys(job_id: str, run_id: str, index: int) -> tuple[str, str]:
+    """A property graph shard's staged vertex ids and the endpoint ids its own vertices do not
+    cover, for the endpoint check before the load; outside graph/, which the loader reads whole."""
+    prefix = run_prefix(job_id, run_id) + f"graph-ids/{index:06d}"
+    return prefix + ".vertices.gz", prefix + ".endpoints.gz"

@@ -89,6 +89,11 @@ class Header:
     def properties(self) -> tuple[Column, ...]:
         return tuple(column for column in self.columns if column.system is None)
 
+    def position(self, system: str) -> int:
+        """Where the system column (":ID", ":START_ID", ...) sits; -1 when the file has none."""
+        systems = [column.system for column in self.columns]
+        return systems.index(system) if system in systems else -1
+
 
 PropertyValue = str | tuple[str, ...]
 

@@ -1,0 +1,111 @@
+"""The edge endpoint check of a property graph job, before its load starts (stdlib only).
+
+An edge whose start or end vertex is neither a vertex this job staged nor already in the graph
+would fail in the loader, late and one by one. Each shard records the ids of the vertices it
+staged and the endpoint ids its own vertices do not cover (`ShardIds`, one file each per shard).
+StartGraphLoad merges them (`unresolved`): what no shard staged is looked up in the graph, and an
+edge with an endpoint found nowhere is dangling (`DanglingEdges`); `verdict` weighs their share
+against graph.maxDanglingPercent. Memory holds the ids the job references but does not stage,
+never the whole graph or all of the job's vertices.
+
+Ids are compared as the loader stores them: an ID space (`:ID(space)`) only scopes ids inside a
+load, so it is not part of the id here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from typing import Any
+
+SAMPLE_SIZE = 10
+
+
+class ShardIds:
+    """The vertex ids a shard staged, and the endpoint ids of its edges."""
+
+    def __init__(self) -> None:
+        self.vertices: set[str] = set()
+        self.endpoints: set[str] = set()
+
+    def vertex(self, vertex_id: str) -> None:
+        self.vertices.add(vertex_id)
+
+    def edge(self, start: str, end: str) -> None:
+        self.endpoints.add(start)
+        self.endpoints.add(end)
+
+    def open_endpoints(self) -> list[str]:
+        """The endpoints this shard's own vertices do not cover, sorted (a file's bytes are the same
+        on every run)."""
+        return sorted(self.endpoints - self.vertices)
+
+
+def encode_ids(ids: Iterable[str]) -> bytes:
+    """Ids as a gzip file of JSON strings, one per line (an id may hold any character)."""
+    text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ids)
+    return gzip.compress(text.encode("utf-8"), mtime=0)
+
+
+def decode_ids(lines: Iterable[str]) -> Iterator[str]:
+    """The ids of an `encode_ids` file, given its decompressed lines."""
+    for line in lines:
+        if line.strip():
+            yield str(json.loads(line))
+
+
+def unresolved(endpoints: Iterable[Iterable[str]], vertices: Iterable[Iterable[str]]) -> set[str]:
+    """The endpoint ids no shard staged as a vertex: every shard's open endpoints, less every
+    shard's vertices. `vertices` is read lazily and not at all once nothing is left open."""
+    wanted: set[str] = set()
+    for ids in endpoints:
+        wanted.update(ids)
+    if wanted:
+        for ids in vertices:
+            wanted.difference_update(ids)
+            if not wanted:
+                break
+    return wanted
+
+
+@dataclass
+class DanglingEdges:
+    """The edges with an endpoint in `missing`: counted, and the first few kept as a sample."""
+
+    missing: AbstractSet[str]
+    count: int = 0
+    sample: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, edge_id: str, start: str, end: str, shard: int) -> None:
+        absent = [i for i in (start, end) if i in self.missing]
+        if not absent:
+            return
+        self.count += 1
+        if len(self.sample) < SAMPLE_SIZE:
+            self.sample.append(
+                {"id": edge_id, "from": start, "to": end, "missing": sorted(set(absent)), "shard": shard}
+            )
+
+
+def blocked(count: int, edges: int, max_percent: float) -> bool:
+    """More than `max_percent` of `edges` dangling (0: any dangling edge blocks the load)."""
+    return count * 100 > max_percent * edges
+
+
+def verdict(dangling: DanglingEdges, *, edges: int, looked_up: int, max_percent: float) -> dict[str, Any]:
+    """The report's graph.danglingEdges: how many edges dangle, of how many, the ids the job
+    referenced without staging them (`lookedUp`, checked in the graph), the tolerance, whether the
+    load is held back, and a sample."""
+    return {
+        "count": dangling.count,
+        "edges": edges,
+        "percent": round(100 * dangling.count / edges, 4) if edges else 0,
+        "maxPercent": max_percent,
+        "lookedUp": looked_up,
+        "missingVertices": len(dangling.missing),
+        "blocked": blocked(dangling.count, edges, max_percent),
+        "sample": dangling.sample,
+    }
