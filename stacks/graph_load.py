@@ -116,7 +116,14 @@ class GraphLoadLoop(Construct):
             "StartGraphLoad",
             function=function,
             payload=sfn.TaskInput.from_object(
-                {"job": sfn.JsonPath.object_at("$.plan.job"), "execution": execution}
+                {
+                    "job": sfn.JsonPath.object_at("$.plan.job"),
+                    "execution": execution,
+                    # The edge endpoint check reads each shard's id files and weighs the dangling
+                    # edges against the staged ones (the report's graph section).
+                    "shardCount": sfn.JsonPath.number_at("$.plan.shardCount"),
+                    "graph": sfn.JsonPath.object_at("$.result.report.graph"),
+                }
             ),
             retries=retries,
             result_selector=payload_fields(
@@ -126,6 +133,7 @@ class GraphLoadLoop(Construct):
                     "waitSeconds": "number",
                     "startedAt": "number",
                     "deadline": "number",
+                    "danglingEdges": "object",
                 }
             ),
             result_path="$.graphLoad",

@@ -18,7 +18,7 @@ from constructs import Construct
 
 from stacks.bundling import lambda_code
 from stacks.config import LoaderConfig
-from stacks.data import KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, key_use
+from stacks.data import KEY_READ, KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, key_use
 from stacks.graph import GraphTarget
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
@@ -340,20 +340,23 @@ class LoaderFunctions:
         key = self._data.data_key
         if key is None:
             return
-        # Every function here that reads S3 also writes it (staging), and every DynamoDB user writes.
-        uses: list[tuple[lambda_.IFunction | None, tuple[str, ...]]] = [
-            (self.prepare_function, ("s3",)),
-            (self.plan_function, ("s3", "dynamodb")),
-            (self.worker_function, ("s3", "dynamodb")),
-            (self.finalize_function, ("s3", "dynamodb")),
-            # StartGraphLoad only claims the load in the ledger; Poll also rewrites the report.
-            (self.start_graph_load_function, ("dynamodb",)),
-            (self.poll_graph_load_function, ("s3", "dynamodb")),
+        # Every function here that reads S3 also writes it (staging) but StartGraphLoad, and every
+        # DynamoDB user writes.
+        write, read = KEY_WRITE, KEY_READ
+        uses: list[tuple[lambda_.IFunction | None, tuple[tuple[str, tuple[str, ...]], ...]]] = [
+            (self.prepare_function, (("s3", write),)),
+            (self.plan_function, (("s3", write), ("dynamodb", write))),
+            (self.worker_function, (("s3", write), ("dynamodb", write))),
+            (self.finalize_function, (("s3", write), ("dynamodb", write))),
+            # StartGraphLoad reads the shards' id and edge files (the endpoint check) and claims
+            # the load in the ledger; Poll also rewrites the report.
+            (self.start_graph_load_function, (("s3", read), ("dynamodb", write))),
+            (self.poll_graph_load_function, (("s3", write), ("dynamodb", write))),
         ]
         for function, services in uses:
             if function is not None:
-                for service in services:
-                    function.add_to_role_policy(key_use(self._scope, key, KEY_WRITE, service))
+                for service, actions in services:
+                    function.add_to_role_policy(key_use(self._scope, key, actions, service))
 
     # -- the graph load's functions ----------------------------------------------------------
 
@@ -390,11 +393,20 @@ class LoaderFunctions:
             arn_format=cdk.ArnFormat.SLASH_RESOURCE_NAME,
         )
         # List/GetStatus: a retried start adopts the load an earlier attempt started.
+        # ReadDataViaQuery: the edge endpoint check asks the graph which vertex ids it holds (one
+        # read-only openCypher query, runtime/adapters/neptune.py EXISTING_IDS_QUERY).
         allow(
             start,
-            ["neptune-db:StartLoaderJob", "neptune-db:ListLoaderJobs", "neptune-db:GetLoaderJobStatus"],
+            [
+                "neptune-db:StartLoaderJob",
+                "neptune-db:ListLoaderJobs",
+                "neptune-db:GetLoaderJobStatus",
+                "neptune-db:ReadDataViaQuery",
+            ],
             [neptune_arn],
         )
+        # The endpoint check reads the shards' id files and staged edge files (jobs/<job>/<plan>/).
+        allow(start, ["s3:GetObject"], [self.arns.staging_jobs])
         # UpdateItem: Ledger.record_graph_load writes the started load's id into the job item.
         data.ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
         allow(poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [neptune_arn])
@@ -409,10 +421,20 @@ class LoaderFunctions:
         neptune_reason = {
             resource_finding(self._scope, neptune_arn): (
                 "neptune-db data actions are granted per cluster as <cluster resource id>/*; these "
-                "functions call only the loader API actions listed, on this one cluster."
+                "functions call only the loader API actions listed (and StartGraphLoad one read-only "
+                "openCypher query), on this one cluster."
             )
         }
-        acknowledge_wildcards(default_policy(start.role), neptune_reason)
+        acknowledge_wildcards(
+            default_policy(start.role),
+            {
+                **neptune_reason,
+                resource_finding(self._scope, self.arns.staging_jobs): (
+                    "StartGraphLoad reads (s3:GetObject only) the shards' vertex id, endpoint id and "
+                    "edge files under jobs/<jobId>/<planId>/ for the edge endpoint check."
+                ),
+            },
+        )
         acknowledge_wildcards(
             default_policy(poll.role),
             {

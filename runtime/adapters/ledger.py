@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,9 +222,12 @@ class Ledger:
             return None
         return {k: next(iter(v.values())) for k, v in item.items()}
 
-    def claim_graph_load(self, job_id: str, run_id: str, source: str) -> bool:
-        """Record that this run is about to start its load (before the POST); False when an
-        earlier attempt already claimed it, and so may have started a load."""
+    def claim_graph_load(
+        self, job_id: str, run_id: str, source: str, *, dangling: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Record that this run is about to start its load (before the POST), with the edge
+        endpoint check that let it start (a retry reports the same); False when an earlier
+        attempt already claimed it, and so may have started a load."""
         try:
             self._db.put_item(
                 TableName=self._table,
@@ -234,6 +237,7 @@ class Ledger:
                     "source": {"S": source},
                     "claimedAt": {"N": str(int(time.time()))},
                     "expiresAt": self._expires(),
+                    **({"danglingEdges": {"S": json.dumps(dangling)}} if dangling is not None else {}),
                 },
                 ConditionExpression="attribute_not_exists(sk)",
             )

@@ -44,6 +44,9 @@ def poll(
         }
         return _finish(result, store, ledger, failure, {"status": "ERROR"}, None)
     load = event["load"]
+    dangling = load.get("danglingEdges")
+    if not load.get("loadId"):  # the endpoint check held the load back
+        return _finish(result, store, ledger, _blocked(dangling), {"status": "BLOCKED"}, None, dangling)
     load_id = str(load["loadId"])
     summary = graph_load.summarize(client.status(load_id))
     status = summary["status"]
@@ -76,7 +79,21 @@ def poll(
             "message": graph_load.failure_message(summary, load_id),
             "where": "GraphLoad",
         }
-    return _finish(result, store, ledger, error, summary, load_id)
+    return _finish(result, store, ledger, error, summary, load_id, dangling)
+
+
+def _blocked(dangling: Mapping[str, Any]) -> dict[str, str]:
+    count, edges = dangling["count"], dangling["edges"]
+    return {
+        "type": "DanglingEdgesError",
+        "message": (
+            f"{count:,} of {edges:,} edges ({dangling['percent']}%) have an endpoint that is neither a "
+            f"vertex of this job nor in the graph ({dangling['missingVertices']:,} vertex ids, e.g. "
+            f"{', '.join(repr(i) for i in dangling['sample'][0]['missing'])}); graph.maxDanglingPercent "
+            f"is {dangling['maxPercent']}: the load was not started (report: graph.danglingEdges)"
+        ),
+        "where": "GraphLoad",
+    }
 
 
 def _finish(
@@ -86,11 +103,14 @@ def _finish(
     error: dict[str, str] | None,
     summary: Mapping[str, Any],
     load_id: str | None,
+    dangling: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the report with the load's outcome, close the job in the ledger, return the result."""
     report = dict(result["report"])
     graph = dict(report.get("graph") or {})
     graph["status"] = summary["status"]
+    if dangling is not None:
+        graph["danglingEdges"] = dangling
     if load_id is not None:
         graph.update(
             {

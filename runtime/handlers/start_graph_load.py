@@ -1,20 +1,71 @@
-"""StartGraphLoad: start the Neptune bulk load of a job's staged files, once per run."""
+"""StartGraphLoad: check a property graph's edge endpoints, then start the Neptune bulk load of a
+job's staged files, once per run."""
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from adapters import clients
 from adapters.ledger import Ledger
 from adapters.neptune import LoaderClient, base_url
+from adapters.s3 import S3Store
 from handlers.observability import entry_point
 from handlers.settings import StartGraphLoadSettings
-from logic import graph_load, layout
+from logic import endpoints, graph_load, layout, opencypher
 
 SETTINGS_CLASS = StartGraphLoadSettings
+
+
+def check_edges(
+    event: Mapping[str, Any],
+    bucket: str,
+    store: S3Store,
+    lookup: Callable[[Sequence[str]], set[str]],
+) -> dict[str, Any]:
+    """graph.danglingEdges of a property graph job (logic/endpoints.py): the endpoints no shard
+    staged, looked up in the graph; the staged edge files read again only for shards that
+    reference an id found nowhere, to count and sample the edges that dangle."""
+    job = event["job"]
+    job_id, plan_id = str(job["jobId"]), str(job.get("planId") or job["runId"])
+    graph = job["spec"].get("graph") or {}
+    keys = [layout.graph_ids_keys(job_id, plan_id, index) for index in range(int(event["shardCount"]))]
+
+    def ids(key: str) -> Iterator[str]:
+        with store.open_text(bucket, key, gzipped=True) as text:
+            yield from endpoints.decode_ids(text)
+
+    wanted = endpoints.unresolved((ids(open_key) for _, open_key in keys), (ids(v) for v, _ in keys))
+    missing = wanted - lookup(sorted(wanted)) if wanted else set()
+    dangling = endpoints.DanglingEdges(missing)
+    gzipped = bool(graph.get("gzip"))
+    for index, (_, open_key) in enumerate(keys):
+        if missing and not missing.isdisjoint(ids(open_key)):
+            edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
+            _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
+    return endpoints.verdict(
+        dangling,
+        edges=int((event.get("graph") or {}).get("edges") or 0),
+        looked_up=len(wanted),
+        max_percent=float(graph.get("maxDanglingPercent") or 0),
+    )
+
+
+def _count_dangling(
+    store: S3Store, bucket: str, key: str, gzipped: bool, index: int, dangling: endpoints.DanglingEdges
+) -> None:
+    """Each edge of one staged edge file (RFC 4180 rows under its own header) to the tally."""
+    with store.open_text(bucket, key, gzipped=gzipped) as text:
+        rows = csv.reader(text)
+        header = opencypher.parse_header(next(rows))
+        at = [header.position(system) for system in (":ID", ":START_ID", ":END_ID")]
+        for cells in rows:
+            edge_id, start, end = (cells[i] for i in at)
+            dangling.add(edge_id, start, end, index)
 
 
 def start(
@@ -22,6 +73,7 @@ def start(
     settings: StartGraphLoadSettings,
     client: LoaderClient,
     ledger: Ledger,
+    store: S3Store,
     now: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     job = event["job"]
@@ -31,14 +83,20 @@ def start(
     plan_id = str(job.get("planId") or run_id)
     source = f"s3://{settings.staging_bucket}/{layout.graph_prefix(job_id, plan_id)}"
     recorded = ledger.graph_load(job_id, run_id)
+    check: dict[str, Any] | None = None
     if recorded and recorded.get("loadId"):
         # A retried start (the Lambda timed out after the POST, say): never a second load.
         load_id, started = str(recorded["loadId"]), float(recorded.get("startedAt") or now())
+        check = json.loads(str(recorded["danglingEdges"])) if recorded.get("danglingEdges") else None
     else:
+        if graph_load.is_property_graph(graph, str(job["spec"].get("format") or "")):
+            check = check_edges(event, settings.staging_bucket, store, client.existing_vertex_ids)
+            if check["blocked"]:  # nothing claimed, nothing started: Poll finishes the report
+                return {**_answer(None, source, graph, now()), "danglingEdges": check}
         # Claim first, POST second: a claim without a load id means an earlier attempt may have
         # started the load and died before recording it - adopt that load if the loader has it.
         adopted = None
-        if not ledger.claim_graph_load(job_id, run_id, source):
+        if not ledger.claim_graph_load(job_id, run_id, source, dangling=check):
             adopted = client.find_load(source)
         if adopted is None:
             body = graph_load.load_request(
@@ -51,7 +109,12 @@ def start(
             adopted = client.start(body)
         load_id = ledger.record_graph_load(job_id, run_id, adopted)
         started = now()
+    return {**_answer(load_id, source, graph, started), "danglingEdges": check}
+
+
+def _answer(load_id: str | None, source: str, graph: Mapping[str, Any], started: float) -> dict[str, Any]:
     return {
+        # None: the endpoint check held the load back (danglingEdges says why).
         "loadId": load_id,
         "source": source,
         "waitSeconds": int(graph.get("pollSeconds") or 30),
@@ -71,6 +134,7 @@ def handle(
         settings,
         LoaderClient(base_url(settings.neptune_endpoint, settings.neptune_port), settings.neptune_region),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        S3Store(clients.s3()),
         now,
     )
 

@@ -50,13 +50,19 @@ PROPERTY_GRAPH_FORMAT = "opencypher"
 FIRST_ERRORS = 10
 
 
+def is_property_graph(graph: Mapping[str, Any], source_format: str) -> bool:
+    """A job staging openCypher CSV (graph.model "property", or openCypher sources), by its
+    normalized `graph` section and `format`."""
+    return graph.get("model") == "property" or source_format == "opencypher"
+
+
 def load_request(
     graph: Mapping[str, Any], *, source: str, role_arn: str, region: str, source_format: str = ""
 ) -> dict[str, Any]:
     """The POST /loader body for a job's normalized `graph` input section (and its `format`). One
     load for a property graph: the loader loads the vertex files under `source` before the edge
     files (Neptune, "Optimizing a bulk load"), so an edge may end at a vertex of the same load."""
-    opencypher = graph.get("model") == "property" or source_format == "opencypher"
+    opencypher = is_property_graph(graph, source_format)
     body: dict[str, Any] = {
         "source": source,
         "format": PROPERTY_GRAPH_FORMAT if opencypher else STAGED_FORMAT,

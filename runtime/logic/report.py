@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from logic import graph_load
+
 REPORT_VERSION = 1
 SAMPLE_SIZE = 10
 # Skipped keys kept: each shard records up to this many, the report the first this many.
@@ -216,7 +218,7 @@ def graph_section(
         graph_status = "NOTHING_TO_LOAD"
     else:
         graph_status = "PENDING"
-    return {
+    section: dict[str, Any] = {
         "staged": staged,
         "loaded": None,
         "status": graph_status,
@@ -224,3 +226,8 @@ def graph_section(
         "source": source if staged else None,
         "errors": None,
     }
+    if graph_load.is_property_graph(spec["graph"], str(spec.get("format") or "")):
+        # StartGraphLoad weighs dangling edges against `edges` (graph.maxDanglingPercent).
+        for name, field in (("vertices", "graphVertices"), ("edges", "graphEdges")):
+            section[name] = sum(int(counts.get(field) or 0) for counts in shards.values())
+    return section

@@ -4,6 +4,7 @@ what no statement allows."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 from typing import Any
 
@@ -53,6 +54,22 @@ ADDING: dict[str, Any] = {
         "attributes": {"visits": {"field": "id", "type": "N", "update": "add"}},
     },
 }
+# A property graph in two jobs: vertices, then edges to them. The second job's endpoints are not
+# its own vertices, so StartGraphLoad reads the shards' id files and asks the graph for them
+# (s3:GetObject on staging, neptune-db:ReadDataViaQuery) before it starts the load.
+PROPERTY_OPTIONS: dict[str, Any] = {"model": "property", "pollSeconds": 1, "timeoutMinutes": 5}
+VERTICES: dict[str, Any] = {
+    "format": "csv",
+    "graph": {
+        **PROPERTY_OPTIONS,
+        "vertices": [{"id": "{id}", "label": "Person", "properties": {"name": "{name}"}}],
+    },
+    "shardSizeMiB": 0.0002,
+}
+EDGES: dict[str, Any] = {
+    "format": "csv",
+    "graph": {**PROPERTY_OPTIONS, "edges": [{"from": "{id}", "to": "0", "label": "KNOWS"}]},
+}
 PRINCIPALS = [
     "function prepare",
     "function plan",
@@ -83,10 +100,21 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
         (quads, NQUADS, None),
         (compressed, COMPRESSED, {"mapload:data_key": "create"}),
         (people, ADDING, None),
+        (people, VERTICES, None),
+        (people, EDGES, None),
     )
     for source, spec, context in runs:
-        report = run_local(source, spec, report_path=tmp / "report.json", quiet=True, context=context)
+        graph_store = tmp / "property" if spec in (VERTICES, EDGES) else None
+        report = run_local(
+            source,
+            spec,
+            report_path=tmp / "report.json",
+            quiet=True,
+            context=context,
+            graph_store=graph_store,
+        )
         assert report["status"] == "SUCCEEDED", report
+        gc.collect()  # the embedded stores release their locks when the run's loader is collected
     calls, unmapped = RECORDER.take()
     assert not unmapped
     return calls
@@ -106,6 +134,9 @@ def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -
     }
     assert len(updated) == 1 and "Ledger" not in next(iter(updated))
     assert ("function start_graph_load", "neptune-db:StartLoaderJob") in actions
+    # The edge endpoint check: the shards' id files, then the graph's own vertex ids.
+    assert ("function start_graph_load", "s3:GetObject") in actions
+    assert ("function start_graph_load", "neptune-db:ReadDataViaQuery") in actions
     assert ("function poll_graph_load", "neptune-db:GetLoaderJobStatus") in actions
     assert ("state machine", "s3:GetObject") in actions
     assert ("state machine", "lambda:InvokeFunction") in actions

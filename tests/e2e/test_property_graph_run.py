@@ -60,6 +60,14 @@ def test_vertices_then_edges_in_a_second_job_load_and_answer_cypher(tmp_path: Pa
     second = run(tmp_path, "reports", reports, {"edges": [edge]}, store)
     assert second["status"] == "SUCCEEDED", second["error"]
     assert second["graph"]["staged"] == second["graph"]["loaded"] == len(REPORTS_TO)
+    # Every endpoint is a vertex the first job loaded: looked up in the graph, none dangles.
+    dangling = second["graph"]["danglingEdges"]
+    assert (dangling["count"], dangling["edges"], dangling["lookedUp"], dangling["blocked"]) == (
+        0,
+        3,
+        4,
+        False,
+    )
     assert (second["graph"]["store"]["vertices"], second["graph"]["store"]["edges"]) == (4, 3)
 
     graph = PropertyGraphStore(store)
@@ -81,9 +89,60 @@ def test_vertices_then_edges_in_a_second_job_load_and_answer_cypher(tmp_path: Pa
     assert again["graph"]["store"]["edges"] == 3
 
 
+def test_a_dangling_edge_holds_the_load_back_by_default_and_the_report_names_it(tmp_path: Path) -> None:
+    store = tmp_path / "graph-db"
+    people = "id,name,age\n" + "".join(f"{i},{n},{a}\n" for i, n, a in PEOPLE)
+    vertex = {"id": "{id}", "label": "Person"}
+    assert run(tmp_path, "people", people, {"vertices": [vertex]}, store)["status"] == "SUCCEEDED"
+    # One record per shard: its vertex, and an edge to its boss; p9 is a vertex of nobody.
+    staff = "id,boss\n" + "".join(
+        f"s{i},{boss}\n" for i, boss in enumerate(["p1", "s0", "p9", "s5", "s1", "p2"])
+    )
+    graph = {"vertices": [vertex], "edges": [{"from": "{id}", "to": "{boss}", "label": "REPORTS_TO"}]}
+    held = run(tmp_path, "staff", staff, graph, store, shardSizeMiB=0.000008)
+    assert held["shards"]["total"] >= 4
+    assert held["status"] == "FAILED"
+    assert held["error"]["type"] == "DanglingEdgesError" and held["error"]["where"] == "GraphLoad"
+    assert "'p9'" in held["error"]["message"] and "graph.maxDanglingPercent is 0" in held["error"]["message"]
+    assert held["graph"]["status"] == "BLOCKED" and held["graph"]["loadId"] is None
+    dangling = held["graph"]["danglingEdges"]
+    assert (dangling["count"], dangling["edges"], dangling["missingVertices"], dangling["blocked"]) == (
+        1,
+        6,
+        1,
+        True,
+    )
+    # Looked up: p1, p2 (the first job's) and p9; s0, s1, s5 are this job's vertices in other shards.
+    assert dangling["lookedUp"] == 3
+    assert [(e["from"], e["to"], e["missing"]) for e in dangling["sample"]] == [("s2", "p9", ["p9"])]
+    assert held["records"]["written"] == 6  # the records were read and staged; only the load waits
+    counts = PropertyGraphStore(store)
+    try:
+        assert counts.counts() == (len(PEOPLE), 0)  # nothing of the held job reached the graph
+    finally:
+        counts.close()
+        gc.collect()
+
+    # Within a tolerance the load starts, and the loader's own error for that edge is reported.
+    tolerant = run(
+        tmp_path,
+        "staff",
+        staff,
+        {**graph, "maxDanglingPercent": 20, "failOnError": False},
+        store,
+        shardSizeMiB=0.000008,
+    )
+    assert tolerant["graph"]["danglingEdges"]["blocked"] is False
+    assert tolerant["graph"]["loadId"] is not None
+    assert tolerant["graph"]["errors"]["insertErrors"] == 1
+    assert tolerant["graph"]["store"]["edges"] == 5
+
+
 def test_an_edge_to_a_vertex_the_graph_lacks_fails_the_load_with_the_loaders_error(tmp_path: Path) -> None:
     edge = {"from": "{id}", "to": "{boss}", "label": "REPORTS_TO"}
-    report = run(tmp_path, "orphans", "id,boss\nx1,x2\n", {"edges": [edge]}, tmp_path / "graph-db")
+    graph = {"edges": [edge], "maxDanglingPercent": 100}
+    report = run(tmp_path, "orphans", "id,boss\nx1,x2\n", graph, tmp_path / "graph-db")
+    assert report["graph"]["danglingEdges"]["count"] == 1
     assert report["status"] == "FAILED"
     assert report["graph"]["status"] == "LOAD_FAILED"
     assert report["graph"]["errors"]["insertErrors"] == 1

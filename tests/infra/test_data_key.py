@@ -28,7 +28,8 @@ EXPECTED_FUNCTION_GRANTS: dict[str, dict[str, list[str]]] = {
     "Plan": {"s3": WRITE, "dynamodb": WRITE},
     "Worker": {"s3": WRITE, "dynamodb": WRITE},
     "Finalize": {"s3": WRITE, "dynamodb": WRITE},
-    "StartGraphLoad": {"dynamodb": WRITE},
+    # The edge endpoint check reads the shards' id and edge files; it writes nothing to S3.
+    "StartGraphLoad": {"s3": ["kms:Decrypt"], "dynamodb": WRITE},
     "PollGraphLoad": {"s3": WRITE, "dynamodb": WRITE},
 }
 VARIANTS = ["data_key_created", "data_key_imported"]

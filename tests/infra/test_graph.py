@@ -200,6 +200,8 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
             ("neptune-db:StartLoaderJob", neptune),
             ("neptune-db:ListLoaderJobs", neptune),
             ("neptune-db:GetLoaderJobStatus", neptune),
+            # The edge endpoint check's one read-only openCypher query.
+            ("neptune-db:ReadDataViaQuery", neptune),
         },
         "poll_graph_load": {
             ("neptune-db:GetLoaderJobStatus", neptune),
@@ -236,7 +238,8 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
     }
-    assert not {a for a, _ in start if a.startswith("s3:")}
+    # The edge endpoint check reads the shards' id and edge files; it writes nothing to S3.
+    assert {p for p in start if p[0].startswith("s3:")} == {("s3:GetObject", f"{STAGING_ARN}/jobs/*")}
 
 
 def test_start_wait_poll_choice_loop(dev: Synth) -> None:

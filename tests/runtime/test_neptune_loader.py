@@ -304,7 +304,13 @@ def ledger() -> Ledger:
 
 def started(server: ScriptedNeptuneLoader) -> dict[str, Any]:
     settings = StartGraphLoadSettings.from_env(START_ENV)
-    return start_graph_load.start({"job": JOB}, settings, client(server), ledger())
+    return start_graph_load.start({"job": JOB}, settings, client(server), ledger(), staging())
+
+
+def staging() -> S3Store:
+    import boto3
+
+    return S3Store(boto3.client("s3", region_name=REGION))
 
 
 def test_start_is_idempotent_a_retry_starts_no_second_load(server: ScriptedNeptuneLoader) -> None:

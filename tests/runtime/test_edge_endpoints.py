@@ -1,0 +1,192 @@
+"""The edge endpoint check of a property graph job (logic/endpoints.py, StartGraphLoad.check_edges):
+merged per-shard id sets and a graph lookup find exactly the edges whose endpoint is neither a
+vertex of the job nor in the graph, however the records fall into shards."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pipeline_support import REGION
+
+from adapters.s3 import S3Store
+from handlers.start_graph_load import check_edges
+from logic import endpoints, layout, opencypher
+
+pytestmark = pytest.mark.runtime
+
+IDS = st.text(alphabet='ab,"\n é', min_size=1, max_size=3)
+EDGE = st.tuples(IDS, IDS)
+# A record: the vertex ids and edges (from, to) it produces, and the shard it falls into.
+RECORDS = st.lists(st.tuples(st.lists(IDS, max_size=2), st.lists(EDGE, max_size=2), st.integers(0, 4)))
+
+
+def shard_files(records: Sequence[tuple[list[str], list[tuple[str, str]], int]]) -> dict[int, Any]:
+    """Per shard: its ShardIds, as the Worker's stager fills them, and its edges."""
+    shards: dict[int, Any] = {}
+    for vertices, edges, shard in records:
+        ids, staged = shards.setdefault(shard, (endpoints.ShardIds(), []))
+        for vertex in vertices:
+            ids.vertex(vertex)
+        for start, end in edges:
+            ids.edge(start, end)
+            staged.append((f"e{len(staged)}-{shard}", start, end))
+    return shards
+
+
+def read_back(data: bytes) -> list[str]:
+    return list(endpoints.decode_ids(io.StringIO(gzip.decompress(data).decode(), newline="")))
+
+
+@settings(max_examples=200, deadline=None)
+@given(RECORDS, st.sets(IDS))
+def test_the_merged_check_finds_exactly_the_edges_no_vertex_of_the_job_or_the_graph_ends(
+    records: list[tuple[list[str], list[tuple[str, str]], int]], in_graph: set[str]
+) -> None:
+    shards = shard_files(records)
+    files = {
+        index: (
+            read_back(endpoints.encode_ids(sorted(ids.vertices))),
+            read_back(endpoints.encode_ids(ids.open_endpoints())),
+        )
+        for index, (ids, _) in shards.items()
+    }
+    wanted = endpoints.unresolved((opened for _, opened in files.values()), (v for v, _ in files.values()))
+    looked_up: list[Sequence[str]] = []
+
+    def lookup(ids: Sequence[str]) -> set[str]:
+        looked_up.append(ids)
+        return set(ids) & in_graph
+
+    missing = wanted - lookup(sorted(wanted))
+    dangling = endpoints.DanglingEdges(missing)
+    for index, (_, staged) in shards.items():
+        for edge_id, start, end in staged:
+            dangling.add(edge_id, start, end, index)
+
+    # The reference: one global pass over every record, no shards.
+    job_vertices = {v for vertices, _, _ in records for v in vertices}
+    known = job_vertices | in_graph
+    expected = [(s, e) for _, edges, _ in records for s, e in edges if s not in known or e not in known]
+    assert dangling.count == len(expected)
+    assert missing == {i for edge in expected for i in edge if i not in known}
+    # Only ids the job references and does not stage are looked up in the graph.
+    assert set(looked_up[0]) == {i for _, edges, _ in records for edge in edges for i in edge} - job_vertices
+    assert len(dangling.sample) == min(len(expected), endpoints.SAMPLE_SIZE)
+
+
+@given(st.lists(st.text()))
+def test_id_files_round_trip_any_text(ids: list[str]) -> None:
+    assert read_back(endpoints.encode_ids(ids)) == ids
+
+
+def test_the_job_vertices_are_not_read_once_every_endpoint_is_resolved() -> None:
+    def never() -> Iterator[list[str]]:
+        raise AssertionError("read")
+        yield []
+
+    assert endpoints.unresolved([[]], never()) == set()
+    assert endpoints.unresolved([["a"]], itertools.chain([["a"]], never())) == set()
+
+
+@pytest.mark.parametrize(
+    ("count", "edges", "max_percent", "held"),
+    [
+        (0, 0, 0, False),
+        (0, 10, 0, False),
+        (1, 10, 0, True),
+        (1, 10, 10, False),
+        (2, 10, 10, True),
+        (3, 3, 100, False),
+    ],
+)
+def test_the_tolerance_holds_the_load_only_past_it(
+    count: int, edges: int, max_percent: float, held: bool
+) -> None:
+    assert endpoints.blocked(count, edges, max_percent) is held
+
+
+# -- StartGraphLoad's check over staged files in S3 ---------------------------------------------
+
+
+def stage(aws: Any, shards: dict[int, tuple[list[str], list[tuple[str, str, str]]]], gzipped: bool) -> None:
+    """What Workers leave for job j, plan p: id files and edge files, as worker.py writes them."""
+    header = opencypher.relationship_header([])
+    for index, (vertices, edges) in shards.items():
+        ids = endpoints.ShardIds()
+        for vertex in vertices:
+            ids.vertex(vertex)
+        for _, start, end in edges:
+            ids.edge(start, end)
+        vertices_key, open_key = layout.graph_ids_keys("j", "p", index)
+        aws.put_object(Bucket="stg", Key=vertices_key, Body=endpoints.encode_ids(sorted(ids.vertices)))
+        aws.put_object(Bucket="stg", Key=open_key, Body=endpoints.encode_ids(ids.open_endpoints()))
+        if edges:
+            text = io.StringIO(newline="")
+            writer = csv.writer(text, lineterminator="\r\n")
+            writer.writerow(header.cells)
+            writer.writerows([edge_id, start, end, "KNOWS"] for edge_id, start, end in edges)
+            data = text.getvalue().encode()
+            key = layout.property_graph_keys("j", "p", index, compressed=gzipped)[1]
+            aws.put_object(Bucket="stg", Key=key, Body=gzip.compress(data) if gzipped else data)
+
+
+def event(shards: int, edges: int, **graph: Any) -> dict[str, Any]:
+    spec = {"format": "csv", "graph": {"model": "property", **graph}}
+    return {
+        "job": {"jobId": "j", "runId": "r", "planId": "p", "spec": spec},
+        "shardCount": shards,
+        "graph": {"edges": edges},
+    }
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_dangles(
+    aws: Any, gzipped: bool
+) -> None:
+    stage(
+        aws,
+        {
+            0: (["a"], [("e1", "a", "b")]),  # b is a vertex of shard 1
+            1: (
+                ["b"],
+                [("e2", "b", "g"), ("e3", 'x,"y"\nz', "a")],
+            ),  # g is in the graph; the other is nowhere
+            2: ([], []),
+        },
+        gzipped,
+    )
+    asked: list[Sequence[str]] = []
+
+    def lookup(ids: Sequence[str]) -> set[str]:
+        asked.append(ids)
+        return {"g"} & set(ids)
+
+    store = S3Store(boto3.client("s3", region_name=REGION))
+    check = check_edges(event(3, 3, gzip=gzipped), "stg", store, lookup)
+    assert asked == [["g", 'x,"y"\nz']]
+    assert (check["count"], check["edges"], check["lookedUp"], check["missingVertices"]) == (1, 3, 2, 1)
+    assert check["blocked"] is True and check["maxPercent"] == 0 and check["percent"] == 33.3333
+    assert check["sample"] == [
+        {"id": "e3", "from": 'x,"y"\nz', "to": "a", "missing": ['x,"y"\nz'], "shard": 1}
+    ]
+    tolerant = check_edges(event(3, 3, gzip=gzipped, maxDanglingPercent=40), "stg", store, lookup)
+    assert tolerant["blocked"] is False and tolerant["count"] == 1
+
+
+def test_a_job_whose_edges_all_end_at_its_own_vertices_asks_the_graph_nothing(aws: Any) -> None:
+    stage(aws, {0: (["a", "b"], [("e1", "a", "b")]), 1: ([], [("e2", "b", "a")])}, False)
+
+    def lookup(ids: Sequence[str]) -> set[str]:
+        raise AssertionError(f"looked up {ids}")
+
+    check = check_edges(event(2, 2), "stg", S3Store(boto3.client("s3", region_name=REGION)), lookup)
+    assert (check["count"], check["lookedUp"], check["blocked"]) == (0, 0, False)
