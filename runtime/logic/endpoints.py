@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SAMPLE_SIZE = 10
+SAMPLE_ID_CHARS = 200
 
 
 class ShardIds:
@@ -86,8 +87,22 @@ class DanglingEdges:
         self.count += 1
         if len(self.sample) < SAMPLE_SIZE:
             self.sample.append(
-                {"id": edge_id, "from": start, "to": end, "missing": sorted(set(absent)), "shard": shard}
+                {
+                    "id": clip(edge_id),
+                    "from": clip(start),
+                    "to": clip(end),
+                    "missing": [clip(i) for i in sorted(set(absent))],
+                    "shard": shard,
+                }
             )
+
+
+def clip(text: str) -> str:
+    """An id as samples show it: the sample travels in the ledger item (400 KB) and the state
+    machine's payloads (256 KiB), so a long id is cut, saying how long it was."""
+    return (
+        text if len(text) <= SAMPLE_ID_CHARS else text[:SAMPLE_ID_CHARS] + f"... ({len(text):,} characters)"
+    )
 
 
 def blocked(count: int, edges: int, max_percent: float) -> bool:

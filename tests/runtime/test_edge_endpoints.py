@@ -8,6 +8,7 @@ import csv
 import gzip
 import io
 import itertools
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -190,3 +191,14 @@ def test_a_job_whose_edges_all_end_at_its_own_vertices_asks_the_graph_nothing(aw
 
     check = check_edges(event(2, 2), "stg", S3Store(boto3.client("s3", region_name=REGION)), lookup)
     assert (check["count"], check["lookedUp"], check["blocked"]) == (0, 0, False)
+
+
+def test_a_long_id_is_clipped_in_the_sample_so_the_ledger_item_and_payloads_stay_small() -> None:
+    long = "v" * 100_000
+    dangling = endpoints.DanglingEdges({long})
+    for n in range(50):
+        dangling.add(f"e{n}", long, long, 0)
+    assert dangling.count == 50 and len(dangling.sample) == endpoints.SAMPLE_SIZE
+    assert dangling.sample[0]["missing"] == [dangling.sample[0]["from"]]
+    assert dangling.sample[0]["from"].endswith("... (100,000 characters)")
+    assert len(json.dumps(dangling.sample)) < 10_000
