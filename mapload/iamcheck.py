@@ -6,10 +6,10 @@ Recording. botocore emits `before-parameter-build` (the API parameters), `before
 signer: whose credentials) and `before-send` (the signed request) for every client call; the
 Worker's BatchWriteItem sender (runtime/adapters/dynamodb_wire.py) emits only `before-send`, so
 DynamoDB calls are read from the request itself (the JSON body names the tables). Neptune's
-loader API is plain HTTP signed for `neptune-db`: `urllib.request.urlopen` is wrapped. A call is
-attributed to the function whose handler is running (a context variable set at the embedded
-Lambda seam, carried into the threads and thread pools it starts) or to the state machine when
-moto's Step Functions interpreter signs it (its clients use the access key `ak`).
+loader and openCypher APIs are plain HTTP signed for `neptune-db`: `urllib.request.urlopen` is
+wrapped. A call is attributed to the function whose handler is running (a context variable set
+at the embedded Lambda seam, carried into the threads and thread pools it starts) or to the state
+machine when moto's Step Functions interpreter signs it (its clients use the access key `ak`).
 
 Actions and resources follow AWS's Service Authorization Reference and the S3 user guide's
 "Required permissions for Amazon S3 API operations" (HeadObject needs s3:GetObject, ListObjectsV2
@@ -70,6 +70,20 @@ NEPTUNE_LOADER_ACTIONS = {
     ("GET", True): "neptune-db:GetLoaderJobStatus",
     ("DELETE", True): "neptune-db:CancelLoaderJob",
 }
+# POST /openCypher: mapload sends only its vertex id query (adapters.neptune.EXISTING_IDS_QUERY),
+# a read, which needs ReadDataViaQuery (docs: Neptune "Using query actions"); a query that writes
+# or deletes would also need WriteDataViaQuery / DeleteDataViaQuery.
+NEPTUNE_QUERY_ACTIONS = {("POST", "openCypher"): "neptune-db:ReadDataViaQuery"}
+
+
+def neptune_action(method: str, path: str) -> str | None:
+    """The IAM action a Neptune HTTP call needs, or None when none is mapped."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["loader"]:
+        return NEPTUNE_LOADER_ACTIONS.get((method, len(parts) > 1))
+    return NEPTUNE_QUERY_ACTIONS.get((method, "/".join(parts)))
+
+
 # KMS calls S3 makes with the caller's permissions on an SSE-KMS bucket (S3 user guide, "Using
 # server-side encryption with AWS KMS keys": upload needs kms:GenerateDataKey, download
 # kms:Decrypt, a multipart upload both); DynamoDB decrypts a table's customer managed key for
@@ -387,12 +401,7 @@ class Recorder:
             return
         url = urlsplit(request.full_url)
         base = f"{url.scheme}://{url.netloc}"
-        parts = [p for p in url.path.split("/") if p]
-        action = (
-            NEPTUNE_LOADER_ACTIONS.get((request.get_method(), len(parts) > 1))
-            if parts[:1] == ["loader"]
-            else None
-        )
+        action = neptune_action(request.get_method(), url.path)
         cluster = self.graph_clusters.get(base)
         found = (
             [(action, f"arn:aws:neptune-db:{region}:{who.account}:{cluster}/*")] if action and cluster else []

@@ -6,6 +6,11 @@ resolves to its URL), so the very client code that runs on AWS - HTTP, SigV4 hea
 runs locally. It reads the staged files from S3 (the emulator's, or any endpoint boto3 is told
 about), loads them into the store and reports the statuses and counts Neptune's loader does.
 (Tests script a subclass of it, tests/scripted_neptune.py: the command never does.)
+
+It also answers `POST /openCypher`, but it is not an openCypher engine: it answers only
+mapload's vertex id query (adapters.neptune.EXISTING_IDS_QUERY, form parameters `query` and
+`parameters={"ids": [...]}`) from the property graph, as `{"results": [{"id": ...}, ...]}`; any
+other query is refused with HTTP 400 MalformedQueryException.
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ from urllib.parse import ParseResult, parse_qs, urlparse
 import boto3
 import pyoxigraph as ox
 
+from adapters.neptune import EXISTING_IDS_QUERY
 from logic import opencypher
 from logic.opencypher import FormatError, Header, Row
-from mapload.property_store import MissingEndpointError, PropertyGraphStore, PropertyTypeError
+from mapload.property_store import FILE_NAME, MissingEndpointError, PropertyGraphStore, PropertyTypeError
 
 FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "ntriples": ox.RdfFormat.N_TRIPLES}
 OPENCYPHER = "opencypher"
@@ -134,6 +140,12 @@ class LocalNeptuneLoader:
     def has_property_graph(self) -> bool:
         return self._property_graph is not None
 
+    def _graph_exists(self) -> bool:
+        """A graph is open, or one a past run left in the store directory."""
+        return self.has_property_graph or (
+            self._store_path is not None and (self._store_path / FILE_NAME).exists()
+        )
+
     @property
     def port(self) -> int:
         assert self._server is not None, "the server is not started"
@@ -193,6 +205,8 @@ class LocalNeptuneLoader:
                 "detailedMessage": "Missing or invalid SigV4 authentication",
             }
         parts = [p for p in url.path.split("/") if p]
+        if method == "POST" and parts == ["openCypher"]:
+            return self._open_cypher(body)
         if not parts or parts[0] != "loader":
             return 404, {"code": "BadRequestException", "detailedMessage": f"no route {url.path}"}
         if method == "POST" and len(parts) == 1:
@@ -211,6 +225,35 @@ class LocalNeptuneLoader:
                 answer["payload"].pop("errors", None)
             return 200, answer
         return 404, {"code": "LoadNotFoundException", "detailedMessage": f"load id {parts[-1]} not found"}
+
+    def _open_cypher(self, raw: bytes) -> tuple[int, dict[str, Any]]:
+        """POST /openCypher: mapload's vertex id query, answered from the property graph."""
+        form = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+        query = (form.get("query") or [""])[0]
+        if query != EXISTING_IDS_QUERY:
+            return 400, {
+                "code": "MalformedQueryException",
+                "detailedMessage": "the embedded Neptune answers only mapload's vertex id query: "
+                f"{EXISTING_IDS_QUERY!r}, not {query[:200]!r}",
+            }
+        if "parameters" not in form:
+            return 400, {
+                "code": "MissingParameterException",
+                "detailedMessage": "missing parameter 'parameters'",
+            }
+        try:
+            parameters = json.loads(form["parameters"][0])
+        except ValueError:
+            parameters = None
+        ids = parameters.get("ids") if isinstance(parameters, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            return 400, {
+                "code": "InvalidParameterException",
+                "detailedMessage": "parameters must be a JSON object whose 'ids' is a list of strings",
+            }
+        with self._graph_lock:
+            found = self.property_graph.existing_ids(ids) if self._graph_exists() else []
+        return 200, {"results": [{"id": i} for i in found]}
 
     @staticmethod
     def _send(http: BaseHTTPRequestHandler, status: int, body: dict[str, Any]) -> None:

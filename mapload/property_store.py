@@ -11,7 +11,7 @@ load names it. Query it after the run with Cypher, e.g.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,11 @@ class PropertyGraphStore:
         vertices = self._rows("MATCH (v:Vertex) RETURN count(v)")[0][0]
         edges = self._rows("MATCH ()-[e:Edge]->() RETURN count(e)")[0][0]
         return int(vertices), int(edges)
+
+    def existing_ids(self, ids: Sequence[str]) -> list[str]:
+        """The ids among `ids` that are vertices of the graph."""
+        rows = self._rows("MATCH (v:Vertex) WHERE v.id IN $ids RETURN v.id", {"ids": list(ids)})
+        return [str(row[0]) for row in rows]
 
     def query(self, cypher: str, parameters: Mapping[str, Any] | None = None) -> list[list[Any]]:
         return self._rows(cypher, parameters)

@@ -65,7 +65,7 @@ class ScriptedNeptuneLoader(LocalNeptuneLoader):
         self, method: str, url: ParseResult, body: bytes, headers: dict[str, str]
     ) -> tuple[int, dict[str, Any]]:
         with self._requests_lock:
-            self.requests.append({"method": method, "path": url.path, "headers": headers})
+            self.requests.append({"method": method, "path": url.path, "headers": headers, "body": body})
             fault = self.faults.popleft() if self.faults else None
         return fault if fault is not None else super()._answer(method, url, body, headers)
 

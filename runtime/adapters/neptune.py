@@ -1,4 +1,5 @@
-"""The Neptune bulk loader's HTTP API (POST /loader, GET /loader/{id}), signed with SigV4 (neptune-db)."""
+"""Neptune's HTTP APIs the loader Lambdas call, signed with SigV4 (neptune-db): the bulk loader
+(POST /loader, GET /loader/{id}) and one openCypher read (POST /openCypher: which vertex ids exist)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import boto3
@@ -23,6 +24,13 @@ SERVICE = "neptune-db"
 # Answers worth another try: throttling, a busy or restarting server, the load queue being full.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 RETRY_CODES = frozenset({"ThrottlingException", "TooManyRequestsException", "TimeLimitExceededException"})
+LOADER = "Neptune loader"
+OPENCYPHER = "Neptune openCypher"
+JSON_TYPE = "application/json"
+FORM_TYPE = "application/x-www-form-urlencoded"
+# The vertices among `$ids` (openCypher's id() is a vertex's ~id). The embedded Neptune
+# (mapload/neptune_local.py) answers exactly this text, so both sides import it from here.
+EXISTING_IDS_QUERY = "MATCH (n) WHERE id(n) IN $ids RETURN id(n) AS id"
 
 
 def base_url(endpoint: str, port: int) -> str:
@@ -106,28 +114,52 @@ class LoaderClient:
         """DELETE /loader/{id}: cancel a load that outlived its deadline."""
         self._request("DELETE", f"/loader/{urllib.parse.quote(load_id, safe='')}")
 
+    def existing_vertex_ids(self, ids: Sequence[str], batch: int = 1000) -> set[str]:
+        """The ids among `ids` that are vertices of the graph: POST /openCypher with
+        EXISTING_IDS_QUERY and `{"ids": [...]}` as its parameters, `batch` distinct ids a request."""
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for start in range(0, len(wanted), batch):
+            parameters = json.dumps({"ids": wanted[start : start + batch]})
+            form = urllib.parse.urlencode({"query": EXISTING_IDS_QUERY, "parameters": parameters})
+            answer = self._call("POST", "/openCypher", form.encode(), FORM_TYPE, OPENCYPHER)
+            found.update(_result_ids(answer))
+        return found
+
     # -- transport ---------------------------------------------------------------------------
 
     def _credentials_now(self) -> Any:
         if self._credentials is None:
             self._credentials = boto3.Session().get_credentials()
             if self._credentials is None:
-                raise GraphLoaderError("no AWS credentials to sign the Neptune loader request with")
+                raise GraphLoaderError("no AWS credentials to sign the Neptune request with")
         return (
             self._credentials.get_frozen_credentials()
             if hasattr(self._credentials, "get_frozen_credentials")
             else self._credentials
         )
 
-    def _signed(self, method: str, path: str, data: bytes | None) -> urllib.request.Request:
+    def _signed(
+        self, method: str, path: str, data: bytes | None, content_type: str
+    ) -> urllib.request.Request:
         url = self.url + path
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        headers = {"Content-Type": content_type} if data is not None else {}
         request = AWSRequest(method=method, url=url, data=data, headers=headers)
         SigV4Auth(self._credentials_now(), SERVICE, self.region).add_auth(request)
         return urllib.request.Request(url, data=data, headers=dict(request.headers.items()), method=method)
 
     def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """A loader call: its body (if any) as JSON."""
         data = json.dumps(body).encode() if body is not None else None
+        return self._call(method, path, data, JSON_TYPE, LOADER)
+
+    def _call(
+        self, method: str, path: str, data: bytes | None, content_type: str, api: str
+    ) -> dict[str, Any]:
+        """One request with bounded retries; `api` ("Neptune loader", "Neptune openCypher") opens
+        every error message."""
         delays = backoff_delays(self._base, self._cap, self._rng)
         what = f"{method} {path.split('?')[0]}"
         last = ""
@@ -135,7 +167,7 @@ class LoaderClient:
         for attempt in range(1, self.attempts + 1):
             try:
                 with urllib.request.urlopen(
-                    self._signed(method, path, data), timeout=self._timeout
+                    self._signed(method, path, data, content_type), timeout=self._timeout
                 ) as response:
                     raw = response.read()
                 return dict(json.loads(raw or b"{}"))
@@ -145,15 +177,13 @@ class LoaderClient:
                 code = str(answer.get("code") or "")
                 message = str(answer.get("detailedMessage") or answer.get("message") or error.reason or "")
                 last = f"HTTP {status} {code}: {message}".strip()
-                # S3 unreachable or denied (HTTP 500 or 400): the same answer on every attempt.
-                cause = graph_load.access_cause(message)
+                # The loader's S3 unreachable or denied (HTTP 500 or 400): the same answer on every attempt.
+                cause = graph_load.access_cause(message) if api == LOADER else None
                 if cause is not None:
-                    raise GraphLoaderError(
-                        f"Neptune loader {what} failed: {cause} ({last})", status, code
-                    ) from None
-                busy = _too_many_loads(status, message)
+                    raise GraphLoaderError(f"{api} {what} failed: {cause} ({last})", status, code) from None
+                busy = api == LOADER and _too_many_loads(status, message)
                 if not (status in RETRY_STATUSES or code in RETRY_CODES or busy):
-                    raise GraphLoaderError(f"Neptune loader {what} refused: {last}", status, code) from None
+                    raise GraphLoaderError(f"{api} {what} refused: {last}", status, code) from None
             except (urllib.error.URLError, OSError, ValueError) as error:
                 reason = getattr(error, "reason", error)
                 last = f"{type(error).__name__}: {reason}"
@@ -161,9 +191,18 @@ class LoaderClient:
                 self.retries += 1
                 self._sleep(next(delays))
         kind = "at its concurrent load limit" if busy else "unavailable or throttling"
-        raise GraphLoaderBusyError(
-            f"Neptune loader {what} {kind} after {self.attempts} attempts; last answer: {last}"
+        raise GraphLoaderBusyError(f"{api} {what} {kind} after {self.attempts} attempts; last answer: {last}")
+
+
+def _result_ids(answer: Mapping[str, Any]) -> list[str]:
+    """The `id` of every row of an openCypher answer (`{"results": [{"id": ...}, ...]}`)."""
+    results = answer.get("results")
+    rows = results if isinstance(results, list) else None
+    if rows is None or not all(isinstance(row, dict) and isinstance(row.get("id"), str) for row in rows):
+        raise GraphLoaderError(
+            f"{OPENCYPHER} POST /openCypher answered without results of ids: {json.dumps(answer)[:300]}"
         )
+    return [row["id"] for row in rows]
 
 
 def _error_body(error: urllib.error.HTTPError) -> dict[str, Any]:

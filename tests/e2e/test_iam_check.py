@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import gc
 import gzip
+import urllib.request
 from typing import Any
 
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
-from mapload.iamcheck import RECORDER, Call, Principal, decide, principal
+from mapload.iamcheck import RECORDER, Call, Principal, Recorder, acting_as, decide, neptune_action, principal
 from mapload.local import run_local
 from mapload.sample import postcodes
 
@@ -231,3 +235,28 @@ def test_the_emulator_can_report_a_call_it_makes_for_the_state_machine() -> None
         "state machine (role MachineRole): s3:PutObject on arn:aws:s3:::staging/jobs/j/r/results.json: "
         "no statement allows it"
     ]
+
+
+def test_the_vertex_id_query_needs_read_data_via_query() -> None:
+    """POST /openCypher (StartGraphLoad's existing-vertex check) is recorded as
+    neptune-db:ReadDataViaQuery on the cluster's data resource; the loader routes keep theirs."""
+    assert neptune_action("POST", "/openCypher") == "neptune-db:ReadDataViaQuery"
+    assert neptune_action("GET", "/openCypher") is None  # mapload never sends it: unmapped
+    assert neptune_action("POST", "/loader") == "neptune-db:StartLoaderJob"
+    assert neptune_action("GET", "/loader/abc") == "neptune-db:GetLoaderJobStatus"
+    base = "http://127.0.0.1:8182"
+    signed = AWSRequest(method="POST", url=base + "/openCypher", data=b"query=q", headers={})
+    SigV4Auth(Credentials("AKID", "secret"), "neptune-db", "us-east-1").add_auth(signed)
+    request = urllib.request.Request(
+        base + "/openCypher", b"query=q", dict(signed.headers.items()), method="POST"
+    )
+    recorder = Recorder(graph_clusters={base: "cluster-ABC"})
+    start = principal("function start_graph_load", "StartRole", "123456789012", [_allow()])
+    with acting_as(start):
+        recorder._neptune(request)
+    calls, unmapped = recorder.take()
+    resource = "arn:aws:neptune-db:us-east-1:123456789012:cluster-ABC/*"
+    assert ({(c.action, c.resource) for c in calls}, unmapped) == (
+        {("neptune-db:ReadDataViaQuery", resource)},
+        set(),
+    )

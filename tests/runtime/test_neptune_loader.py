@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ from pipeline_support import REGION
 from scripted_neptune import ScriptedNeptuneLoader
 
 from adapters.ledger import Ledger
-from adapters.neptune import LoaderClient, base_url
+from adapters.neptune import EXISTING_IDS_QUERY, LoaderClient, base_url
 from adapters.s3 import S3Store
 from handlers import poll_graph_load, start_graph_load
 from handlers.settings import PollGraphLoadSettings, StartGraphLoadSettings
@@ -160,6 +161,68 @@ def test_retries_are_bounded_and_end_in_a_clear_error(server: ScriptedNeptuneLoa
     ):
         client(server, attempts=2).status("x")
     assert not server.loads
+
+
+def _asked_ids(request: dict[str, Any]) -> list[str]:
+    """The ids one recorded POST /openCypher asked about (its form: query and parameters)."""
+    form = urllib.parse.parse_qs(request["body"].decode(), strict_parsing=True)
+    assert set(form) == {"query", "parameters"}
+    assert form["query"] == [EXISTING_IDS_QUERY]
+    ids: list[str] = json.loads(form["parameters"][0])["ids"]
+    return ids
+
+
+def test_existing_vertex_ids_asks_in_signed_form_posts_of_batch_ids(server: ScriptedNeptuneLoader) -> None:
+    ids = [f"v{i}" for i in range(2_500)]
+    assert client(server).existing_vertex_ids([*ids, "v7"]) == set()  # no graph loaded yet
+    assert [(r["method"], r["path"]) for r in server.requests] == [("POST", "/openCypher")] * 3
+    assert [len(_asked_ids(r)) for r in server.requests] == [1000, 1000, 500]
+    assert [i for r in server.requests for i in _asked_ids(r)] == ids  # each id once, in order
+    for request in server.requests:
+        headers = request["headers"]
+        assert headers["Content-Type"] == "application/x-www-form-urlencoded"
+        assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+        assert f"/{REGION}/neptune-db/aws4_request" in headers["Authorization"]
+
+
+def test_existing_vertex_ids_of_no_ids_asks_nothing(server: ScriptedNeptuneLoader) -> None:
+    assert client(server).existing_vertex_ids([]) == set()
+    assert server.requests == []
+    with pytest.raises(ValueError, match="batch must be at least 1"):
+        client(server).existing_vertex_ids(["a"], batch=0)
+
+
+def test_existing_vertex_ids_retries_a_503_then_reads_the_results(server: ScriptedNeptuneLoader) -> None:
+    server.faults.extend([(503, {}), (200, {"results": [{"id": "v1"}, {"id": "v3"}]})])
+    loader = client(server)
+    assert loader.existing_vertex_ids(["v1", "v2", "v3"]) == {"v1", "v3"}
+    assert loader.retries == 1
+    assert [_asked_ids(r) for r in server.requests] == [["v1", "v2", "v3"]] * 2
+
+
+def test_a_refused_opencypher_query_names_the_request(server: ScriptedNeptuneLoader) -> None:
+    refused = (400, {"code": "MalformedQueryException", "detailedMessage": "Invalid input"})
+    server.faults.append(refused)
+    loader = client(server)
+    with pytest.raises(
+        GraphLoaderError,
+        match=r"^Neptune openCypher POST /openCypher refused: HTTP 400 MalformedQueryException: Invalid in",
+    ) as caught:
+        loader.existing_vertex_ids(["v1"])
+    assert (caught.value.status, loader.retries) == (400, 0)
+    server.faults.extend([(503, {})] * 2)
+    with pytest.raises(
+        GraphLoaderBusyError,
+        match=r"^Neptune openCypher POST /openCypher unavailable or throttling after 2 attempts",
+    ):
+        client(server, attempts=2).existing_vertex_ids(["v1"])
+
+
+def test_an_opencypher_answer_without_id_results_is_an_error(server: ScriptedNeptuneLoader) -> None:
+    for answer in ({"status": "200 OK"}, {"results": [{"n": "v1"}]}):
+        server.faults.append((200, answer))
+        with pytest.raises(GraphLoaderError, match="POST /openCypher answered without results of ids"):
+            client(server).existing_vertex_ids(["v1"])
 
 
 S3_SOURCE = "s3://stg/jobs/j/run-1/graph/"
