@@ -94,6 +94,18 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
             f"  graph     staged {graph.get('staged')} · loaded {graph.get('loaded')} · {graph.get('status')}"
             + (f" · store {graph['store']['statements']} statements" if graph.get("store") else "")
         )
+        dangling = graph.get("danglingEdges")
+        if isinstance(dangling, dict):
+            lines.append(
+                f"  endpoints dangling edges {dangling['count']:,} of {dangling['edges']:,} "
+                f"({dangling['percent']:g}%, limit {dangling['maxPercent']:g}%)"
+                + (" · load held back" if dangling["blocked"] else "")
+                + (
+                    f" · e.g. {dangling['sample'][0]['id']} -> {dangling['sample'][0]['missing']}"
+                    if dangling["sample"]
+                    else ""
+                )
+            )
     rejects = report.get("rejects") or {}
     if rejects.get("count"):
         lines.append(

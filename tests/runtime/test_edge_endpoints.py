@@ -202,3 +202,22 @@ def test_a_long_id_is_clipped_in_the_sample_so_the_ledger_item_and_payloads_stay
     assert dangling.sample[0]["missing"] == [dangling.sample[0]["from"]]
     assert dangling.sample[0]["from"].endswith("... (100,000 characters)")
     assert len(json.dumps(dangling.sample)) < 10_000
+
+
+def test_the_summary_line_names_the_dangling_edges_and_whether_the_load_was_held() -> None:
+    from mapload.reports import report_lines
+
+    dangling = endpoints.DanglingEdges({"p9"})
+    dangling.add("e1", "s2", "p9", 3)
+    check = endpoints.verdict(dangling, edges=6, looked_up=3, max_percent=0)
+    lines = report_lines(
+        {"graph": {"staged": 12, "loaded": None, "status": "BLOCKED", "danglingEdges": check}}
+    )
+    assert (
+        "  endpoints dangling edges 1 of 6 (16.6667%, limit 0%) · load held back · e.g. e1 -> ['p9']" in lines
+    )
+    check = endpoints.verdict(endpoints.DanglingEdges(set()), edges=6, looked_up=3, max_percent=0)
+    lines = report_lines(
+        {"graph": {"staged": 12, "loaded": 12, "status": "LOAD_COMPLETED", "danglingEdges": check}}
+    )
+    assert "  endpoints dangling edges 0 of 6 (0%, limit 0%)" in lines
