@@ -15,14 +15,18 @@ load, so it is not part of the id here.
 from __future__ import annotations
 
 import gzip
+import io
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any
 
 SAMPLE_SIZE = 10
 SAMPLE_ID_CHARS = 200
+CHUNK_IDS = 50_000
 
 
 class ShardIds:
@@ -46,16 +50,28 @@ class ShardIds:
 
 
 def encode_ids(ids: Iterable[str]) -> bytes:
-    """Ids as a gzip file of JSON strings, one per line (an id may hold any character)."""
-    text = "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ids)
-    return gzip.compress(text.encode("utf-8"), mtime=0)
+    """Ids as a gzip file of JSON strings, one per line (an id may hold any character), written a
+    chunk at a time: a shard's millions of ids never sit in memory twice as text."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6, mtime=0) as zipped:
+        chunks = iter(ids)
+        while chunk := list(itertools.islice(chunks, CHUNK_IDS)):
+            zipped.write("".join(encode_basestring(i) + "\n" for i in chunk).encode("utf-8"))
+    return out.getvalue()
 
 
 def decode_ids(lines: Iterable[str]) -> Iterator[str]:
-    """The ids of an `encode_ids` file, given its decompressed lines."""
+    """The ids of an `encode_ids` file, given its decompressed lines (parsed a chunk at a time:
+    one json.loads per chunk, not per id)."""
+    chunk: list[str] = []
     for line in lines:
         if line.strip():
-            yield str(json.loads(line))
+            chunk.append(line)
+        if len(chunk) == CHUNK_IDS:
+            yield from json.loads("[" + ",".join(chunk) + "]")
+            chunk = []
+    if chunk:
+        yield from json.loads("[" + ",".join(chunk) + "]")
 
 
 def unresolved(endpoints: Iterable[Iterable[str]], vertices: Iterable[Iterable[str]]) -> set[str]:

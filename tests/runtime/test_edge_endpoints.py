@@ -84,9 +84,14 @@ def test_the_merged_check_finds_exactly_the_edges_no_vertex_of_the_job_or_the_gr
     assert len(dangling.sample) == min(len(expected), endpoints.SAMPLE_SIZE)
 
 
-@given(st.lists(st.text()))
-def test_id_files_round_trip_any_text(ids: list[str]) -> None:
-    assert read_back(endpoints.encode_ids(ids)) == ids
+@given(st.lists(st.text()), st.integers(1, 4))
+def test_id_files_round_trip_any_text_across_chunks(ids: list[str], chunk: int) -> None:
+    original = endpoints.CHUNK_IDS
+    endpoints.CHUNK_IDS = chunk  # the encoder and decoder work a chunk at a time
+    try:
+        assert read_back(endpoints.encode_ids(ids)) == ids
+    finally:
+        endpoints.CHUNK_IDS = original
 
 
 def test_the_job_vertices_are_not_read_once_every_endpoint_is_resolved() -> None:
