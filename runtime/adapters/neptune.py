@@ -10,6 +10,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
@@ -31,6 +32,8 @@ FORM_TYPE = "application/x-www-form-urlencoded"
 # The vertices among `$ids` (openCypher's id() is a vertex's ~id). The embedded Neptune
 # (mapload/neptune_local.py) answers exactly this text, so both sides import it from here.
 EXISTING_IDS_QUERY = "MATCH (n) WHERE id(n) IN $ids RETURN id(n) AS id"
+# Vertex id queries in flight at once (existing_vertex_ids).
+QUERY_CONCURRENCY = 4
 
 
 def base_url(endpoint: str, port: int) -> str:
@@ -120,12 +123,23 @@ class LoaderClient:
         if batch < 1:
             raise ValueError(f"batch must be at least 1, not {batch}")
         wanted = list(dict.fromkeys(ids))
-        found: set[str] = set()
-        for start in range(0, len(wanted), batch):
+
+        def ask(start: int) -> list[str]:
             parameters = json.dumps({"ids": wanted[start : start + batch]})
             form = urllib.parse.urlencode({"query": EXISTING_IDS_QUERY, "parameters": parameters})
-            answer = self._call("POST", "/openCypher", form.encode(), FORM_TYPE, OPENCYPHER)
-            found.update(_result_ids(answer))
+            return _result_ids(self._call("POST", "/openCypher", form.encode(), FORM_TYPE, OPENCYPHER))
+
+        found: set[str] = set()
+        starts = range(0, len(wanted), batch)
+        if len(starts) <= 1:
+            for start in starts:
+                found.update(ask(start))
+            return found
+        # A few queries at once: Neptune runs queries on its worker threads (two per vCPU) and
+        # queues the rest; one at a time would leave the check waiting on round trips.
+        with ThreadPoolExecutor(max_workers=QUERY_CONCURRENCY) as pool:
+            for ids_found in pool.map(ask, starts):
+                found.update(ids_found)
         return found
 
     # -- transport ---------------------------------------------------------------------------

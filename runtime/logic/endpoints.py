@@ -74,12 +74,24 @@ def decode_ids(lines: Iterable[str]) -> Iterator[str]:
         yield from json.loads("[" + ",".join(chunk) + "]")
 
 
-def unresolved(endpoints: Iterable[Iterable[str]], vertices: Iterable[Iterable[str]]) -> set[str]:
+def passes(open_ids: int, per_pass: int) -> int:
+    """How many passes keep at most about `per_pass` open ids in memory at once, for `open_ids`
+    open endpoints over all shards (an upper bound: shards share ids)."""
+    return max(1, -(-open_ids // per_pass))
+
+
+def unresolved(
+    endpoints: Iterable[Iterable[str]], vertices: Iterable[Iterable[str]], part: tuple[int, int] = (0, 1)
+) -> set[str]:
     """The endpoint ids no shard staged as a vertex: every shard's open endpoints, less every
-    shard's vertices. `vertices` is read lazily and not at all once nothing is left open."""
+    shard's vertices. `vertices` is read lazily and not at all once nothing is left open.
+
+    `part` (i, n): only the ids whose hash is i modulo n, so n passes over the files hold a
+    n-th of the ids each (str hashes are stable within the process that runs the passes)."""
+    index, parts = part
     wanted: set[str] = set()
     for ids in endpoints:
-        wanted.update(ids)
+        wanted.update(ids if parts == 1 else (i for i in ids if hash(i) % parts == index))
     if wanted:
         for ids in vertices:
             wanted.difference_update(ids)

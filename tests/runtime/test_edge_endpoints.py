@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pipeline_support import REGION
 
 from adapters.s3 import S3Store
+from handlers import start_graph_load
 from handlers.start_graph_load import check_edges
 from logic import endpoints, layout, opencypher
 
@@ -82,6 +83,22 @@ def test_the_merged_check_finds_exactly_the_edges_no_vertex_of_the_job_or_the_gr
     # Only ids the job references and does not stage are looked up in the graph.
     assert set(looked_up[0]) == {i for _, edges, _ in records for edge in edges for i in edge} - job_vertices
     assert len(dangling.sample) == min(len(expected), endpoints.SAMPLE_SIZE)
+
+
+@given(RECORDS, st.integers(1, 5))
+def test_passes_over_hash_parts_find_the_same_open_ids_each_once(
+    records: list[tuple[list[str], list[tuple[str, str]], int]], parts: int
+) -> None:
+    shards = [ids for ids, _ in shard_files(records).values()]
+    whole = endpoints.unresolved([s.open_endpoints() for s in shards], [s.vertices for s in shards])
+    found = [
+        endpoints.unresolved(
+            [s.open_endpoints() for s in shards], [s.vertices for s in shards], (part, parts)
+        )
+        for part in range(parts)
+    ]
+    assert set().union(*found) == whole
+    assert sum(map(len, found)) == len(whole)  # no id in two parts
 
 
 @given(st.lists(st.text()), st.integers(1, 4))
@@ -156,7 +173,7 @@ def event(shards: int, edges: int, **graph: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("gzipped", [False, True])
 def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_dangles(
-    aws: Any, gzipped: bool
+    aws: Any, gzipped: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stage(
         aws,
@@ -186,6 +203,11 @@ def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_d
     ]
     tolerant = check_edges(event(3, 3, gzip=gzipped, maxDanglingPercent=40), "stg", store, lookup)
     assert tolerant["blocked"] is False and tolerant["count"] == 1
+    # One open id a pass: two passes, two lookups of one id, the same answer.
+    asked.clear()
+    monkeypatch.setattr(start_graph_load, "OPEN_IDS_PER_PASS", 1)
+    assert check_edges(event(3, 3, gzip=gzipped), "stg", store, lookup) == check
+    assert sorted(asked) == [["g"], ['x,"y"\nz']]
 
 
 def test_a_job_whose_edges_all_end_at_its_own_vertices_asks_the_graph_nothing(aws: Any) -> None:
