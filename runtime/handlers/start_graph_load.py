@@ -29,6 +29,7 @@ def check_edges(
     bucket: str,
     store: S3Store,
     lookup: Callable[[Sequence[str]], set[str]],
+    per_pass: int = OPEN_IDS_PER_PASS,
 ) -> dict[str, Any]:
     """graph.danglingEdges of a property graph job (logic/endpoints.py): the endpoints no shard
     staged, looked up in the graph; the staged edge files read again only for shards that
@@ -46,9 +47,9 @@ def check_edges(
         with store.open_text(bucket, key, gzipped=True) as text:
             return sum(1 for _ in text)
 
-    # The open ids in passes of at most OPEN_IDS_PER_PASS: memory stays bounded however many ids
-    # the job references without staging them (an edges-only job: all of its endpoints).
-    parts = endpoints.passes(sum(lines(open_key) for _, open_key in keys), OPEN_IDS_PER_PASS)
+    # The open ids in passes of at most `per_pass`: memory stays bounded however many ids the job
+    # references without staging them (an edges-only job: all of its endpoints).
+    parts = endpoints.passes(sum(lines(open_key) for _, open_key in keys), per_pass)
     missing: set[str] = set()
     looked_up = 0
     for part in range(parts):

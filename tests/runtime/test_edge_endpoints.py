@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from pipeline_support import REGION
 
 from adapters.s3 import S3Store
-from handlers import start_graph_load
 from handlers.start_graph_load import check_edges
 from logic import endpoints, layout, opencypher
 
@@ -173,7 +172,7 @@ def event(shards: int, edges: int, **graph: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("gzipped", [False, True])
 def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_dangles(
-    aws: Any, gzipped: bool, monkeypatch: pytest.MonkeyPatch
+    aws: Any, gzipped: bool
 ) -> None:
     stage(
         aws,
@@ -205,8 +204,7 @@ def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_d
     assert tolerant["blocked"] is False and tolerant["count"] == 1
     # One open id a pass: two passes, two lookups of one id, the same answer.
     asked.clear()
-    monkeypatch.setattr(start_graph_load, "OPEN_IDS_PER_PASS", 1)
-    assert check_edges(event(3, 3, gzip=gzipped), "stg", store, lookup) == check
+    assert check_edges(event(3, 3, gzip=gzipped), "stg", store, lookup, per_pass=1) == check
     assert sorted(asked) == [["g"], ['x,"y"\nz']]
 
 
