@@ -44,7 +44,8 @@ bench-coldstart: setup
 
 # One table: PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline
 # through a proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB
-# and a 1 GiB shard, Plan on 100 GB. BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
+# and a 1 GiB shard, Plan on 100 GB, the CSV parsers and the edge endpoint check (1,000,000
+# vertices; --graph-vertices). BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 

@@ -1,7 +1,8 @@
 """`make bench`: load one generated postcode CSV five ways against one latency-adding endpoint and
 print one table (items/s, CPU µs per item, peak memory, items lost, ratio to boto3's batch_writer);
 then the Worker's loop in each write mode at the same round trip and write limit, beside the rate
-`mapload estimate` models for it.
+`mapload estimate` models for it; then, in this process and without moto, the CSV parsers
+(bench/parsers.py) and the edge endpoint check (bench/endpoints.py).
 
 A moto server (subprocess) holds the data; bench/proxy.py in this process adds the round trip
 and, for the limited rows, a write-unit budget. Each row runs in its own subprocess
@@ -140,10 +141,18 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=4, help="shards (and maxConcurrency) of row 5")
     parser.add_argument("--small-mib", type=int, default=10)
     parser.add_argument("--big-mib", type=int, default=1024, help="0 skips the large-shard memory row")
+    parser.add_argument(
+        "--graph-vertices",
+        type=int,
+        default=1_000_000,
+        help="vertices of the edge endpoint check's jobs (bench/endpoints.py; 2 edges each)",
+    )
     parser.add_argument("--only", default="", help="comma-separated row kinds to run (for profiling)")
     options = parser.parse_args()
     if options.limit < 0:
         parser.error(f"--limit must be 0 (no limited rows) or more, got {options.limit:g}")
+    if options.graph_vertices < 64:
+        parser.error(f"--graph-vertices must be at least 64 (one a shard), got {options.graph_vertices}")
     if options.rows < 1:
         parser.error(f"--rows must be at least 1, got {options.rows}")
     # A stopped benchmark still stops its moto server and removes its temporary files.
@@ -180,6 +189,10 @@ def main() -> int:
         import parsers  # bench/parsers.py: the CSV parser rows (no moto)
 
         print("\n" + parsers.table(options.rows))
+    if not options.only or "endpoints" in options.only.split(","):
+        import endpoints  # bench/endpoints.py: the edge endpoint check rows (no moto)
+
+        print("\n" + endpoints.table(options.graph_vertices))
     return 0
 
 
