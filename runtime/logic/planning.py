@@ -171,6 +171,21 @@ def _source(obj: SourceObject | Mapping[str, Any]) -> SourceObject:
     return SourceObject(obj["bucket"], obj["key"], size, obj["etag"], obj.get("header"), data_start)
 
 
+# The graph section's fields that shape only the Neptune load, never a staged file.
+LOAD_ONLY_GRAPH_FIELDS = frozenset(
+    {
+        "parallelism",
+        "failOnError",
+        "queueRequest",
+        "updateSingleCardinalityProperties",
+        "dependencies",
+        "pollSeconds",
+        "timeoutMinutes",
+        "maxDanglingPercent",
+    }
+)
+
+
 def plan_id(shards: Sequence[Mapping[str, Any]], spec_json: Mapping[str, Any]) -> str:
     """A fingerprint of what a plan will do: the same objects (ETags), the same shard cuts and
     the same parsing and mapping give the same id, so a re-run of a job can trust the shards an
@@ -178,6 +193,10 @@ def plan_id(shards: Sequence[Mapping[str, Any]], spec_json: Mapping[str, Any]) -
     relevant = {
         k: v for k, v in spec_json.items() if k not in ("jobId", "maxConcurrency", "maxRejectedPercent")
     }
+    if isinstance(relevant.get("graph"), Mapping):
+        # How the load runs (and whether it may start) changes nothing staged: a job held back by
+        # its endpoint check, or whose load failed, re-runs with other loader options on its shards.
+        relevant["graph"] = {k: v for k, v in relevant["graph"].items() if k not in LOAD_ONLY_GRAPH_FIELDS}
     # A shard of a decompressed copy names its archive (and member): the copy itself is new
     # on every run, the archive is what must be unchanged.
     cuts = [

@@ -156,3 +156,31 @@ def test_backoff_is_full_jitter_under_a_doubling_capped_ceiling() -> None:
 
 def test_backoff_never_overflows() -> None:
     assert list(itertools.islice(backoff_delays(1.0, 5.0, random.Random(1)), 5000))[-1] <= 5.0
+
+
+def test_loader_only_graph_options_leave_the_plan_id_alone_what_is_staged_changes_it() -> None:
+    from logic.planning import LOAD_ONLY_GRAPH_FIELDS, plan_id
+    from logic.spec import parse_spec, spec_to_json
+
+    def spec(**graph: object) -> dict[str, object]:
+        raw = {
+            "source": "s3://src/people.csv",
+            "format": "csv",
+            "graph": {"model": "property", "vertices": [{"id": "{id}", "label": "Person"}], **graph},
+        }
+        return spec_to_json(parse_spec(raw, table_key={"pk": "S"}, execution_name="run"))
+
+    shards = [{"bucket": "src", "key": "people.csv", "etag": "e", "start": 0, "end": 10}]
+    base = plan_id(shards, spec())
+    # A job held back by its endpoint check re-runs with a tolerance on the shards it staged.
+    for changed in (
+        {"maxDanglingPercent": 5, "failOnError": False},
+        {"parallelism": "MEDIUM"},
+        {"pollSeconds": 5},
+    ):
+        assert plan_id(shards, spec(**changed)) == base, changed
+    assert plan_id(shards, spec(gzip=True)) != base
+    assert plan_id(shards, spec(vertices=[{"id": "v{id}", "label": "Person"}])) != base
+    # Every loader option but gzip is a load-only field: a new option must be placed on one side.
+    options = set(spec()["graph"]) - {"model", "vertices", "edges"}  # type: ignore[arg-type]
+    assert options - LOAD_ONLY_GRAPH_FIELDS == {"gzip"}
