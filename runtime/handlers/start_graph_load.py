@@ -107,7 +107,11 @@ def start(
         load_id, started = str(recorded["loadId"]), float(recorded.get("startedAt") or now())
         check = json.loads(str(recorded["danglingEdges"])) if recorded.get("danglingEdges") else None
     else:
-        if graph_load.is_property_graph(graph, str(job["spec"].get("format") or "")):
+        if recorded and recorded.get("danglingEdges"):
+            # Claimed after a check that let the load start (it may have started): never checked
+            # again, so a retry can neither pay for the check twice nor hold back a started load.
+            check = json.loads(str(recorded["danglingEdges"]))
+        elif graph_load.is_property_graph(graph, str(job["spec"].get("format") or "")):
             check = check_edges(event, settings.staging_bucket, store, client.existing_vertex_ids)
             if check["blocked"]:  # nothing claimed, nothing started: Poll finishes the report
                 return {**_answer(None, source, graph, now()), "danglingEdges": check}

@@ -415,6 +415,42 @@ def test_a_claim_without_a_started_load_starts_it(server: ScriptedNeptuneLoader)
     assert len(server.loads) == 1
 
 
+def test_a_property_graph_start_checks_once_and_a_retry_reuses_the_claims_check(
+    server: ScriptedNeptuneLoader, aws: Any
+) -> None:
+    from logic import endpoints, layout
+
+    # One shard: vertex a, an edge a -> b where b is nowhere: 1 of 1 edges dangles, tolerated.
+    vertices_key, open_key = layout.graph_ids_keys("j", "run-1", 0)
+    aws.put_object(Bucket="stg", Key=vertices_key, Body=endpoints.encode_ids(["a"]))
+    aws.put_object(Bucket="stg", Key=open_key, Body=endpoints.encode_ids(["b"]))
+    edges = b":ID,:START_ID,:END_ID,:TYPE\r\ne1,a,b,KNOWS\r\n"
+    aws.put_object(
+        Bucket="stg", Key=layout.property_graph_keys("j", "run-1", 0, compressed=False)[1], Body=edges
+    )
+    graph = {"model": "property", "pollSeconds": 1, "maxDanglingPercent": 100, "failOnError": False}
+    job = {**JOB, "spec": {"format": "csv", "graph": graph}}
+    event = {"job": job, "shardCount": 1, "graph": {"edges": 1}}
+    settings = StartGraphLoadSettings.from_env(START_ENV)
+
+    def start() -> dict[str, Any]:
+        return start_graph_load.start(event, settings, client(server, attempts=1), ledger(), staging())
+
+    # The check's query (b is not in the graph), the claim, then the POST fails: the check the
+    # claim recorded comes back on the retry.
+    server.faults.extend([(200, {"results": []}), (503, {})])
+    with pytest.raises(GraphLoaderBusyError):
+        start()
+    checked = [r for r in server.requests if r["path"] == "/openCypher"]
+    assert len(checked) == 1
+    for key in (vertices_key, open_key):  # a second check could not even read its files
+        aws.delete_object(Bucket="stg", Key=key)
+    again = start()
+    assert again["danglingEdges"]["count"] == 1 and again["danglingEdges"]["blocked"] is False
+    assert [r for r in server.requests if r["path"] == "/openCypher"] == checked
+    assert start()["danglingEdges"] == again["danglingEdges"]  # recorded with the load id too
+
+
 def finalize_result(aws: Any) -> dict[str, Any]:
     report = {"jobId": "j", "runId": "run-1", "status": "SUCCEEDED", "error": None, "graph": {"staged": 4}}
     aws.put_object(Bucket="stg", Key="jobs/j/run-1/report.json", Body=json.dumps(report).encode())
