@@ -85,6 +85,9 @@ class PropertyGraphStager:
         self.ids = ShardIds()
         self._id_at = headers[0].position(":ID")
         self._ends_at = headers[1].position(":START_ID"), headers[1].position(":END_ID")
+        # Ids in an ID space are not checked (logic/endpoints.py); only openCypher sources have them.
+        self._vertex_checked = headers[0].checked(":ID")
+        self._ends_checked = headers[1].checked(":START_ID"), headers[1].checked(":END_ID")
 
     def add(self, record: PropertyRecord) -> None:
         self._vertices.add(record.vertices)
@@ -100,10 +103,13 @@ class PropertyGraphStager:
         file's kind."""
         if kind == NODE:
             self._vertices.add_line(text)
-            self.ids.vertex(row.id)
-        else:
-            self._edges.add_line(text)
-            self.ids.edge(row.start, row.end)
+            if self._vertex_checked:
+                self.ids.vertex(row.id)
+            return
+        self._edges.add_line(text)
+        for end, checked in zip((row.start, row.end), self._ends_checked, strict=True):
+            if checked:
+                self.ids.endpoint(end)
 
     @property
     def vertices(self) -> int:

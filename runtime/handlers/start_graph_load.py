@@ -81,9 +81,10 @@ def _count_dangling(
         rows = csv.reader(text)
         header = opencypher.parse_header(next(rows))
         at = [header.position(system) for system in (":ID", ":START_ID", ":END_ID")]
+        checked = header.checked(":START_ID"), header.checked(":END_ID")
         for cells in rows:
             edge_id, start, end = (cells[i] for i in at)
-            dangling.add(edge_id, start, end, index)
+            dangling.add(edge_id, start, end, index, checked)
 
 
 def start(

@@ -89,6 +89,11 @@ class Header:
     def properties(self) -> tuple[Column, ...]:
         return tuple(column for column in self.columns if column.system is None)
 
+    def checked(self, system: str) -> bool:
+        """Whether the edge endpoint check covers this id column: it has no ID space."""
+        at = self.position(system)
+        return at < 0 or self.columns[at].id_space is None
+
     def position(self, system: str) -> int:
         """Where the system column (":ID", ":START_ID", ...) sits; -1 when the file has none."""
         systems = [column.system for column in self.columns]

@@ -739,6 +739,7 @@ class PropertyGraph(GraphOptions, EdgeCheck):
         if not self.vertices and not self.edges:
             raise fail("required: a non-empty list of vertices or of edges", "vertices")
         _no_single_cardinality(self)
+        _tolerance_needs_no_fail_on_error(self)
         return self
 
 
@@ -750,11 +751,25 @@ def _no_single_cardinality(graph: GraphOptions) -> None:
         )
 
 
+def _tolerance_needs_no_fail_on_error(graph: GraphOptions) -> None:
+    if isinstance(graph, EdgeCheck) and graph.max_dangling_percent > 0 and graph.fail_on_error:
+        raise fail(
+            "a tolerance above 0 needs graph.failOnError false: with failOnError true the loader "
+            "stops at the first edge whose vertex is missing",
+            "maxDanglingPercent",
+        )
+
+
 def _opencypher_graph_schema(schema: JsonDict) -> None:
-    """The schema form of `_no_single_cardinality`."""
+    """The schema form of `_no_single_cardinality` and `_tolerance_needs_no_fail_on_error`."""
     properties = schema["properties"]
     assert isinstance(properties, dict)
     properties["updateSingleCardinalityProperties"] = {"const": False}
+    schema["if"] = {
+        "required": ["maxDanglingPercent"],
+        "properties": {"maxDanglingPercent": {"exclusiveMinimum": 0}},
+    }
+    schema["then"] = {"required": ["failOnError"], "properties": {"failOnError": {"const": False}}}
 
 
 def _property_graph_schema(schema: JsonDict) -> None:
@@ -775,6 +790,7 @@ class OpencypherGraph(GraphOptions, EdgeCheck):
     @model_validator(mode="after")
     def _single_cardinality(self) -> OpencypherGraph:
         _no_single_cardinality(self)
+        _tolerance_needs_no_fail_on_error(self)
         return self
 
 

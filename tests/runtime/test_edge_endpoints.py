@@ -246,3 +246,17 @@ def test_the_summary_line_names_the_dangling_edges_and_whether_the_load_was_held
         {"graph": {"staged": 12, "loaded": 12, "status": "LOAD_COMPLETED", "danglingEdges": check}}
     )
     assert "  endpoints dangling edges 0 of 6 (0%, limit 0%)" in lines
+
+
+def test_ids_in_an_id_space_are_neither_recorded_nor_counted() -> None:
+    from adapters.property_graph import PropertyGraphStager
+
+    nodes = opencypher.parse_header([":ID(people)", ":LABEL"])
+    edges = opencypher.parse_header([":ID", ":START_ID(people)", ":END_ID", ":TYPE"])
+    stager = PropertyGraphStager((nodes, edges), compress=False, vertices=io.BytesIO(), edges=io.BytesIO())
+    stager.add_line(opencypher.NODE, "p1,Person", opencypher.parse_line(nodes, "p1,Person"))
+    stager.add_line(opencypher.RELATIONSHIP, "e1,p1,q2,KNOWS", opencypher.parse_line(edges, "e1,p1,q2,KNOWS"))
+    assert (stager.ids.vertices, stager.ids.open_endpoints()) == (set(), ["q2"])
+    dangling = endpoints.DanglingEdges({"p1", "q2"})
+    dangling.add("e1", "p1", "q2", 0, (edges.checked(":START_ID"), edges.checked(":END_ID")))
+    assert dangling.sample[0]["missing"] == ["q2"]

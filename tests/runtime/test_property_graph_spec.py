@@ -124,6 +124,16 @@ def test_spec_to_json_round_trips_a_property_graph(raw: dict[str, Any]) -> None:
             "graph.updateSingleCardinalityProperties",
             "not supported",
         ),
+        (
+            {"edges": [{"from": "{a}", "to": "{b}", "label": "L"}], "maxDanglingPercent": 5},
+            "graph.maxDanglingPercent",
+            "needs graph.failOnError false",
+        ),
+        (
+            {"edges": [{"from": "{a}", "to": "{b}", "label": "L"}], "maxDanglingPercent": 101},
+            "graph.maxDanglingPercent",
+            "100",
+        ),
     ],
 )
 def test_bad_property_graphs_name_the_field(graph: dict[str, Any], field: str, words: str) -> None:
@@ -188,6 +198,11 @@ def test_opencypher_sources_go_to_the_graph_as_a_property_graph() -> None:
             "graph.updateSingleCardinalityProperties",
             "not",
         ),
+        (
+            {"graph": {"maxDanglingPercent": 0.5, "failOnError": True}},
+            "graph.maxDanglingPercent",
+            "needs graph.failOnError false",
+        ),
     ],
 )
 def test_opencypher_sources_refuse_what_does_not_apply(extra: dict[str, Any], field: str, words: str) -> None:
@@ -206,3 +221,12 @@ def test_an_opencypher_header_is_checked_when_plan_reads_it() -> None:
         check_fields(spec, [":ID", ":START_ID", ":END_ID"])
     assert caught.value.field == "source"
     assert "not an openCypher CSV header: a relationship file needs a :TYPE column" in str(caught.value)
+
+
+def test_a_tolerance_with_failonerror_false_or_none_at_all_is_accepted() -> None:
+    for graph in ({"maxDanglingPercent": 5, "failOnError": False}, {"maxDanglingPercent": 0}, {}):
+        raw = with_graph(edges=[{"from": "{a}", "to": "{b}", "label": "L"}], **graph)
+        assert SCHEMA.is_valid(raw)
+        spec = parse(raw)
+        assert spec.graph.max_dangling_percent == graph.get("maxDanglingPercent", 0)
+        assert spec_to_json(spec)["graph"]["maxDanglingPercent"] == spec.graph.max_dangling_percent
