@@ -101,7 +101,7 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
                 f"({dangling['percent']:g}%, limit {dangling['maxPercent']:g}%)"
                 + (" · load held back" if dangling["blocked"] else "")
                 + (
-                    f" · e.g. {dangling['sample'][0]['id']} -> {dangling['sample'][0]['missing']}"
+                    f" · e.g. {dangling['sample'][0]['id']} -> {', '.join(dangling['sample'][0]['missing'])}"
                     if dangling["sample"]
                     else ""
                 )

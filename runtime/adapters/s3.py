@@ -133,6 +133,9 @@ class S3Store:
     def put_bytes(self, bucket: str, key: str, body: bytes, content_type: str) -> None:
         self._s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
 
+    def get_bytes(self, bucket: str, key: str) -> bytes:
+        return bytes(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
     def get_json(self, bucket: str, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
 

@@ -4,10 +4,15 @@ job's staged files, once per run."""
 from __future__ import annotations
 
 import csv
+import gzip
+import io
+import itertools
 import json
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from adapters import clients
@@ -22,6 +27,8 @@ SETTINGS_CLASS = StartGraphLoadSettings
 # Open endpoint ids held at once by the edge endpoint check (~100 bytes each in a set of short
 # ids: ~200 MB within StartGraphLoad's 512 MiB); more are checked in several passes.
 OPEN_IDS_PER_PASS = 2_000_000
+# Id files read at once by the check (their S3 round trips overlap; decoding holds the GIL).
+READS_IN_FLIGHT = 8
 
 
 def check_edges(
@@ -39,30 +46,32 @@ def check_edges(
     graph = job["spec"].get("graph") or {}
     keys = [layout.graph_ids_keys(job_id, plan_id, index) for index in range(int(event["shardCount"]))]
 
-    def ids(key: str) -> Iterator[str]:
-        with store.open_text(bucket, key, gzipped=True) as text:
-            yield from endpoints.decode_ids(text)
+    def fetch(key: str) -> bytes:  # compressed: a few MB even for a shard of millions of ids
+        return store.get_bytes(bucket, key)
 
-    def lines(key: str) -> int:
-        with store.open_text(bucket, key, gzipped=True) as text:
-            return sum(1 for _ in text)
-
-    # The open ids in passes of at most `per_pass`: memory stays bounded however many ids the job
-    # references without staging them (an edges-only job: all of its endpoints).
-    parts = endpoints.passes(sum(lines(open_key) for _, open_key in keys), per_pass)
-    missing: set[str] = set()
-    looked_up = 0
-    for part in range(parts):
-        wanted = endpoints.unresolved(
-            (ids(open_key) for _, open_key in keys), (ids(v) for v, _ in keys), (part, parts)
-        )
-        looked_up += len(wanted)
-        if wanted:
-            missing |= wanted - lookup(sorted(wanted))
+    with ThreadPoolExecutor(max_workers=READS_IN_FLIGHT) as pool:
+        # Shards whose vertices cover all of their edges' endpoints have empty open files: read
+        # once, to count, and never again.
+        counts = [sum(1 for _ in _lines(data)) for data in _ahead(pool, fetch, [k for _, k in keys])]
+        opened = [(index, keys[index][1]) for index, count in enumerate(counts) if count]
+        # The open ids in passes of at most `per_pass`: memory stays bounded however many ids
+        # the job references without staging them (an edges-only job: all of its endpoints).
+        parts = endpoints.passes(sum(counts), per_pass)
+        missing: set[str] = set()
+        looked_up = 0
+        for part in range(parts):
+            wanted = endpoints.unresolved(
+                map(_ids, _ahead(pool, fetch, [key for _, key in opened])),
+                map(_ids, _ahead(pool, fetch, [vertices_key for vertices_key, _ in keys])),
+                (part, parts),
+            )
+            looked_up += len(wanted)
+            if wanted:
+                missing |= wanted - lookup(sorted(wanted))
     dangling = endpoints.DanglingEdges(missing)
     gzipped = bool(graph.get("gzip"))
-    for index, (_, open_key) in enumerate(keys):
-        if missing and not missing.isdisjoint(ids(open_key)):
+    for index, open_key in opened if missing else []:
+        if not missing.isdisjoint(_ids(store.get_bytes(bucket, open_key))):
             edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
             _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
     return endpoints.verdict(
@@ -71,6 +80,29 @@ def check_edges(
         looked_up=looked_up,
         max_percent=float(graph.get("maxDanglingPercent") or 0),
     )
+
+
+def _ahead(pool: ThreadPoolExecutor, fetch: Callable[[str], bytes], keys: list[str]) -> Iterator[bytes]:
+    """Each key's object in order, up to READS_IN_FLIGHT fetched ahead (S3's round trips overlap);
+    a consumer that stops early leaves at most that many fetches unused."""
+    window: deque[Future[bytes]] = deque()
+    pending = iter(keys)
+    for key in itertools.islice(pending, READS_IN_FLIGHT):
+        window.append(pool.submit(fetch, key))
+    while window:
+        ready = window.popleft().result()
+        for key in itertools.islice(pending, 1):
+            window.append(pool.submit(fetch, key))
+        yield ready
+
+
+def _lines(data: bytes) -> io.TextIOWrapper:
+    """An id file's lines, decompressed as they are read."""
+    return io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb"), encoding="utf-8", newline="")
+
+
+def _ids(data: bytes) -> Iterator[str]:
+    return endpoints.decode_ids(_lines(data))
 
 
 def _count_dangling(
