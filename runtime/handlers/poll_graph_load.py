@@ -18,6 +18,14 @@ from logic import report as report_errors
 from logic.errors import GraphLoaderError
 
 SETTINGS_CLASS = PollGraphLoadSettings
+# What to do when a graph load function ran out of time or memory: StartGraphLoad's edge endpoint
+# check grows with the ids a property graph job references (README, "Edge endpoints").
+_CHECK_HINT = (
+    " (StartGraphLoad checks a property graph's edge endpoints before the load, in time and memory"
+    " that grow with the ids the job references: raise the environment's control_timeout_seconds,"
+    " at most 900, or control_memory_mib, then re-run the job: its staged shards are kept)"
+)
+TIMEOUT_HINTS = {"Sandbox.Timedout": _CHECK_HINT, "Runtime.OutOfMemory": _CHECK_HINT}
 
 
 def poll(
@@ -39,7 +47,7 @@ def poll(
         caught = report_errors.describe_error(event["error"], planned=True) or {}
         failure = {
             "type": caught.get("type", "Error"),
-            "message": caught.get("message", ""),
+            "message": caught.get("message", "") + TIMEOUT_HINTS.get(caught.get("type", ""), ""),
             "where": "GraphLoad",
         }
         return _finish(result, store, ledger, failure, {"status": "ERROR"}, None)

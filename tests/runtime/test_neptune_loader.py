@@ -176,8 +176,11 @@ def test_existing_vertex_ids_asks_in_signed_form_posts_of_batch_ids(server: Scri
     ids = [f"v{i}" for i in range(2_500)]
     assert client(server).existing_vertex_ids([*ids, "v7"]) == set()  # no graph loaded yet
     assert [(r["method"], r["path"]) for r in server.requests] == [("POST", "/openCypher")] * 3
-    assert [len(_asked_ids(r)) for r in server.requests] == [1000, 1000, 500]
-    assert [i for r in server.requests for i in _asked_ids(r)] == ids  # each id once, in order
+    # Batches go QUERY_CONCURRENCY at a time, so they arrive in any order.
+    assert sorted(len(_asked_ids(r)) for r in server.requests) == [500, 1000, 1000]
+    asked = [i for r in server.requests for i in _asked_ids(r)]
+    assert sorted(asked) == sorted(ids)  # each id once
+    assert sorted(_asked_ids(r)[0] for r in server.requests) == sorted(["v0", "v1000", "v2000"])  # in order
     for request in server.requests:
         headers = request["headers"]
         assert headers["Content-Type"] == "application/x-www-form-urlencoded"
@@ -588,3 +591,20 @@ def test_plan_refuses_a_graph_input_where_the_environment_has_no_graph(aws: Any)
     with pytest.raises(InputValidationError, match="no graph database") as caught:
         plan.handle(event, {**ENV, "GRAPH_ENABLED": "false"})
     assert caught.value.field == "format"
+
+
+def test_a_graph_load_function_that_ran_out_of_time_names_the_settings_to_raise(aws: Any) -> None:
+    settings = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
+    cause = json.dumps(
+        {"errorType": "Sandbox.Timedout", "errorMessage": "Task timed out after 300.00 seconds"}
+    )
+    poll_graph_load.poll(
+        {"error": {"Error": "Sandbox.Timedout", "Cause": cause}, "result": finalize_result(aws)},
+        settings,
+        LoaderClient("http://127.0.0.1:9", REGION, credentials=CREDENTIALS),
+        S3Store(aws),
+        ledger(),
+    )
+    message = stored_report(aws)["error"]["message"]
+    assert message.startswith("Task timed out after 300.00 seconds (StartGraphLoad checks")
+    assert "control_timeout_seconds" in message and "control_memory_mib" in message
