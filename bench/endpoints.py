@@ -140,10 +140,13 @@ def graph_lookup(ids: Sequence[str]) -> set[str]:
 
 
 class MemoryStore:
-    """The staging bucket in memory, read as `S3Store.open_text` reads it."""
+    """The staging bucket in memory, read as `S3Store.open_text` and `get_bytes` read it."""
 
     def __init__(self, objects: dict[str, bytes]) -> None:
         self.objects = objects
+
+    def get_bytes(self, bucket: str, key: str) -> bytes:
+        return self.objects[key]
 
     @contextlib.contextmanager
     def open_text(self, bucket: str, key: str, *, gzipped: bool) -> Iterator[io.TextIOWrapper]:
