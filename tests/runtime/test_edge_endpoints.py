@@ -202,10 +202,11 @@ def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_d
     ]
     tolerant = check_edges(event(3, 3, gzip=gzipped, maxDanglingPercent=40), "stg", store, lookup)
     assert tolerant["blocked"] is False and tolerant["count"] == 1
-    # One open id a pass: two passes, two lookups of one id, the same answer.
+    # One open id a pass: several passes (which ids share one depends on the process's str
+    # hash seed), each id looked up once, the same answer.
     asked.clear()
     assert check_edges(event(3, 3, gzip=gzipped), "stg", store, lookup, per_pass=1) == check
-    assert sorted(asked) == [["g"], ['x,"y"\nz']]
+    assert all(asked) and sorted(i for ids in asked for i in ids) == ["g", 'x,"y"\nz']
 
 
 def test_a_job_whose_edges_all_end_at_its_own_vertices_asks_the_graph_nothing(aws: Any) -> None:
