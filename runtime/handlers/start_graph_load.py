@@ -4,8 +4,6 @@ job's staged files, once per run."""
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import itertools
 import json
 import os
@@ -52,7 +50,7 @@ def check_edges(
     with ThreadPoolExecutor(max_workers=READS_IN_FLIGHT) as pool:
         # Shards whose vertices cover all of their edges' endpoints have empty open files: read
         # once, to count, and never again.
-        counts = [sum(1 for _ in _lines(data)) for data in _ahead(pool, fetch, [k for _, k in keys])]
+        counts = [endpoints.count_ids(data) for data in _ahead(pool, fetch, [k for _, k in keys])]
         opened = [(index, keys[index][1]) for index, count in enumerate(counts) if count]
         # The open ids in passes of at most `per_pass`: memory stays bounded however many ids
         # the job references without staging them (an edges-only job: all of its endpoints).
@@ -61,8 +59,8 @@ def check_edges(
         looked_up = 0
         for part in range(parts):
             wanted = endpoints.unresolved(
-                map(_ids, _ahead(pool, fetch, [key for _, key in opened])),
-                map(_ids, _ahead(pool, fetch, [vertices_key for vertices_key, _ in keys])),
+                map(endpoints.decode_ids, _ahead(pool, fetch, [key for _, key in opened])),
+                map(endpoints.decode_ids, _ahead(pool, fetch, [vertices_key for vertices_key, _ in keys])),
                 (part, parts),
             )
             looked_up += len(wanted)
@@ -71,7 +69,7 @@ def check_edges(
     dangling = endpoints.DanglingEdges(missing)
     gzipped = bool(graph.get("gzip"))
     for index, open_key in opened if missing else []:
-        if not missing.isdisjoint(_ids(store.get_bytes(bucket, open_key))):
+        if not missing.isdisjoint(endpoints.decode_ids(store.get_bytes(bucket, open_key))):
             edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
             _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
     return endpoints.verdict(
@@ -94,15 +92,6 @@ def _ahead(pool: ThreadPoolExecutor, fetch: Callable[[str], bytes], keys: list[s
         for key in itertools.islice(pending, 1):
             window.append(pool.submit(fetch, key))
         yield ready
-
-
-def _lines(data: bytes) -> io.TextIOWrapper:
-    """An id file's lines, decompressed as they are read."""
-    return io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb"), encoding="utf-8", newline="")
-
-
-def _ids(data: bytes) -> Iterator[str]:
-    return endpoints.decode_ids(_lines(data))
 
 
 def _count_dangling(
