@@ -93,9 +93,10 @@ class Load:
                 "loadId": self.load_id,
                 "errorLogs": self.errors,
             }
+            # Each file with an error is a failed feed (with failOnError false the others load).
             payload["failedFeeds"] = [
-                {"fullUri": e["fileName"], "status": self.feed_status or status}
-                for e in self.errors[:1]
+                {"fullUri": name, "status": self.feed_status or status}
+                for name in dict.fromkeys(e["fileName"] for e in self.errors)
                 if status != "LOAD_COMPLETED"
             ]
         return {"status": "200 OK", "payload": payload}
@@ -354,7 +355,7 @@ class LocalNeptuneLoader:
             added = len(self.store) - before
             load.records += len(quads)
             load.duplicates += len(quads) - added
-        load.status = "LOAD_COMPLETED"
+        load.status = _ended(load)
 
     def _load_opencypher(self, load: Load, files: list[tuple[str, bytes]]) -> None:
         """Vertex files before edge files (as Neptune's loader orders them), row by row: a bad row
@@ -383,7 +384,7 @@ class LocalNeptuneLoader:
                     if _insert_error(load, "FROM_OR_TO_VERTEX_ARE_MISSING", str(error), name, number):
                         return
         if load.status != "LOAD_CANCELLED_BY_USER":
-            load.status = "LOAD_COMPLETED"
+            load.status = _ended(load)
 
     def _list_keys(self, s3: Any, bucket: str, prefix: str) -> list[str]:
         return [
@@ -455,6 +456,12 @@ def _parsing_error(load: Load, message: str, name: str, number: int) -> bool:
         load.status = "LOAD_FAILED"
         return True
     return False
+
+
+def _ended(load: Load) -> str:
+    """A load that read every file: with failOnError false Neptune skips a bad record and loads
+    the rest, and still ends the load LOAD_FAILED when any record failed."""
+    return "LOAD_FAILED" if load.parsing_errors or load.insert_errors else "LOAD_COMPLETED"
 
 
 def _fails_on_error(load: Load) -> bool:

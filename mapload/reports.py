@@ -93,6 +93,11 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"  graph     staged {graph.get('staged')} · loaded {graph.get('loaded')} · {graph.get('status')}"
             + (f" · store {graph['store']['statements']} statements" if graph.get("store") else "")
+            + (
+                f" · {graph['errors']['tolerated']:,} dangling edges left out (graph.maxDanglingPercent)"
+                if (graph.get("errors") or {}).get("tolerated")
+                else ""
+            )
         )
         dangling = graph.get("danglingEdges")
         if isinstance(dangling, dict):

@@ -56,7 +56,9 @@ def poll(
     if not load.get("loadId"):  # the endpoint check held the load back
         return _finish(result, store, ledger, _blocked(dangling), {"status": "BLOCKED"}, None, dangling)
     load_id = str(load["loadId"])
-    summary = graph_load.summarize(client.status(load_id))
+    summary = graph_load.summarize(
+        client.status(load_id), tolerated=0 if dangling is None else int(dangling["count"])
+    )
     status = summary["status"]
     error: dict[str, str] | None = None
     if graph_load.is_pending(status):
@@ -81,7 +83,7 @@ def poll(
             ),
             "where": "GraphLoad",
         }
-    elif status != graph_load.COMPLETED:
+    elif not graph_load.succeeded(summary):
         error = {
             "type": "GraphLoadFailedError",
             "message": graph_load.failure_message(summary, load_id),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Statuses the poll loop waits through; LOAD_COMPLETED succeeds; every other status fails the job.
@@ -43,6 +43,10 @@ _FEED_CAUSES: dict[str, str] = {
     ),
 }
 COMPLETED = "LOAD_COMPLETED"
+FAILED = "LOAD_FAILED"
+# The insert error of an edge whose start or end vertex is not in the graph (Neptune, "Loader
+# Errors"): what an edge the endpoint check tolerated ends as.
+MISSING_VERTEX_ERROR = "FROM_OR_TO_VERTEX_ARE_MISSING"
 # The staged files are N-Quads whatever the RDF input format (a triple is a quad in the default
 # graph); a property graph (graph.model "property") is staged as openCypher CSV.
 STAGED_FORMAT = "nquads"
@@ -94,11 +98,12 @@ def access_cause(message: str) -> str | None:
     return next((cause for needle, cause in _ACCESS_CAUSES if needle in text), None)
 
 
-def summarize(payload: Mapping[str, Any]) -> dict[str, Any]:
+def summarize(payload: Mapping[str, Any], tolerated: int = 0) -> dict[str, Any]:
     """The report's view of a GET /loader/{id}?details=true&errors=true payload.
 
     `loaded` is the statements the load added: records read less duplicates (statements the
-    graph already held) and every kind of error.
+    graph already held) and every kind of error. `tolerated` is how many dangling edges the edge
+    endpoint check let the load start with (failOnError false): see `accepted`.
     """
     overall = payload.get("overallStatus") or {}
     records = int(overall.get("totalRecords") or 0)
@@ -113,12 +118,13 @@ def summarize(payload: Mapping[str, Any]) -> dict[str, Any]:
         {k: e.get(k) for k in ("errorCode", "errorMessage", "fileName", "recordNum") if k in e}
         for e in errors[:FIRST_ERRORS]
     ]
+    feeds = payload.get("failedFeeds") or []
     failed_feeds = [
-        {k: feed.get(k) for k in ("fullUri", "status") if k in feed}
-        for feed in (payload.get("failedFeeds") or [])[:FIRST_ERRORS]
+        {k: feed.get(k) for k in ("fullUri", "status") if k in feed} for feed in feeds[:FIRST_ERRORS]
     ]
-    return {
-        "status": str(overall.get("status") or "UNKNOWN"),
+    status = str(overall.get("status") or "UNKNOWN")
+    summary: dict[str, Any] = {
+        "status": status,
         "records": records,
         "duplicates": duplicates,
         "loaded": max(0, records - duplicates - sum(counts.values())),
@@ -127,6 +133,36 @@ def summarize(payload: Mapping[str, Any]) -> dict[str, Any]:
         if any(counts.values()) or first or failed_feeds
         else None,
     }
+    if summary["errors"] is not None and accepted(status, counts, errors, feeds, tolerated):
+        summary["errors"]["tolerated"] = counts["insertErrors"]
+    return summary
+
+
+def accepted(
+    status: str,
+    counts: Mapping[str, int],
+    errors: Sequence[Mapping[str, Any]],
+    feeds: Sequence[Mapping[str, Any]],
+    tolerated: int,
+) -> bool:
+    """A load that ended LOAD_FAILED only because of the dangling edges the endpoint check let it
+    start with. With failOnError false Neptune skips an edge whose vertex is missing, loads the
+    rest and still ends the load LOAD_FAILED: accepted when its only errors are at most
+    `tolerated` insert errors, every failed feed (file) failed for them (LOAD_FAILED, no S3
+    error) and the errors logged are all missing vertices."""
+    return (
+        status == FAILED
+        and 0 < counts["insertErrors"] <= tolerated
+        and not counts["parsingErrors"]
+        and not counts["datatypeMismatchErrors"]
+        and all(feed.get("status") == FAILED for feed in feeds)
+        and all(e.get("errorCode") == MISSING_VERTEX_ERROR for e in errors)
+    )
+
+
+def succeeded(summary: Mapping[str, Any]) -> bool:
+    """The load ended as the job needs: LOAD_COMPLETED, or failed only for tolerated edges."""
+    return summary["status"] == COMPLETED or bool((summary.get("errors") or {}).get("tolerated"))
 
 
 def failure_message(summary: Mapping[str, Any], load_id: str) -> str:

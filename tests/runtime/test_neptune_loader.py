@@ -327,6 +327,60 @@ def test_status_rules_follow_the_documented_semantics() -> None:
     )
 
 
+def _ended(status: str, feeds: list[str], codes: list[str], **counts: int) -> dict[str, Any]:
+    """A GET /loader/{id} payload: the overall status and counts, failed feeds, logged errors."""
+    return {
+        "overallStatus": {"status": status, "totalRecords": 10, **counts},
+        "failedFeeds": [{"fullUri": f"s3://stg/e{i}.csv", "status": f} for i, f in enumerate(feeds)],
+        "errors": {"errorLogs": [{"errorCode": c, "fileName": "s3://stg/e0.csv"} for c in codes]},
+    }
+
+
+MISSING = "FROM_OR_TO_VERTEX_ARE_MISSING"
+
+
+@pytest.mark.parametrize(
+    ("payload", "tolerated", "accepted"),
+    [
+        # failOnError false: Neptune skips the two edges, loads the rest, ends LOAD_FAILED.
+        (_ended("LOAD_FAILED", ["LOAD_FAILED"], [MISSING, MISSING], insertErrors=2), 2, True),
+        (_ended("LOAD_FAILED", ["LOAD_FAILED"], [MISSING], insertErrors=1), 2, True),
+        (_ended("LOAD_FAILED", ["LOAD_FAILED"], [MISSING] * 3, insertErrors=3), 2, False),
+        (_ended("LOAD_FAILED", ["LOAD_FAILED"], [MISSING], insertErrors=1), 0, False),
+        (
+            _ended(
+                "LOAD_FAILED", ["LOAD_FAILED"], [MISSING, "PARSING_ERROR"], insertErrors=1, parsingErrors=1
+            ),
+            5,
+            False,
+        ),
+        (
+            _ended("LOAD_FAILED", ["LOAD_FAILED"], [MISSING], insertErrors=1, datatypeMismatchErrors=1),
+            5,
+            False,
+        ),
+        (_ended("LOAD_FAILED", ["LOAD_FAILED", "LOAD_S3_READ_ERROR"], [MISSING], insertErrors=1), 5, False),
+        (_ended("LOAD_FAILED", ["LOAD_FAILED"], ["DUPLICATE_ID"], insertErrors=1), 5, False),
+        (_ended("LOAD_FAILED", ["LOAD_S3_ACCESS_DENIED_ERROR"], [], insertErrors=0), 5, False),
+        (_ended("LOAD_DATA_DEADLOCK", ["LOAD_FAILED"], [MISSING], insertErrors=1), 5, False),
+        (_ended("LOAD_CANCELLED_BY_USER", [], [], insertErrors=0), 5, False),
+    ],
+)
+def test_a_load_failed_only_for_the_tolerated_dangling_edges_is_accepted(
+    payload: dict[str, Any], tolerated: int, accepted: bool
+) -> None:
+    summary = graph_load.summarize(payload, tolerated=tolerated)
+    assert graph_load.succeeded(summary) is accepted
+    assert (summary["errors"] or {}).get("tolerated") == (
+        payload["overallStatus"]["insertErrors"] if accepted else None
+    )
+
+
+def test_a_completed_load_succeeds_without_a_tolerance() -> None:
+    assert graph_load.succeeded(graph_load.summarize(_ended("LOAD_COMPLETED", [], [])))
+    assert not graph_load.succeeded(graph_load.summarize(_ended("LOAD_FAILED", [], [], parsingErrors=1)))
+
+
 def test_only_s3_reach_and_access_answers_have_a_cause() -> None:
     assert graph_load.access_cause("boom") is None
     assert graph_load.access_cause("Failed to start new load: max concurrent load limit breached") is None
