@@ -102,14 +102,18 @@ class LoaderClient:
         ids = (answer.get("payload") or {}).get("loadIds") or []
         return [str(load_id) for load_id in ids]
 
-    def find_load(self, source: str, limit: int = 100) -> str | None:
-        """The id of a recent load of exactly `source` (its overallStatus.fullUri), or None."""
+    def find_load(self, source: str, since: float = 0, limit: int = 100) -> str | None:
+        """The id of a recent load of exactly `source` (its overallStatus.fullUri) that started at
+        or after `since` (epoch seconds; a load not started yet counts), or None. A re-run of the
+        same plan stages under the same source: an earlier run's load is never adopted."""
         for load_id in self.list_loads(limit):
             try:
                 payload = self.status(load_id)
             except GraphLoaderError:
                 continue  # expired or unreadable: not ours to adopt
-            if (payload.get("overallStatus") or {}).get("fullUri") == source:
+            overall = payload.get("overallStatus") or {}
+            started = float(overall.get("startTime") or 0)
+            if overall.get("fullUri") == source and (not started or started >= since):
                 return load_id
         return None
 

@@ -27,6 +27,8 @@ SETTINGS_CLASS = StartGraphLoadSettings
 OPEN_IDS_PER_PASS = 2_000_000
 # Id files read at once by the check (their S3 round trips overlap; decoding holds the GIL).
 READS_IN_FLIGHT = 8
+# How far the loader's clock (a load's startTime) may be behind this function's (the claim's).
+CLOCK_SKEW_SECONDS = 10
 
 
 def check_edges(
@@ -141,7 +143,10 @@ def start(
         # started the load and died before recording it - adopt that load if the loader has it.
         adopted = None
         if not ledger.claim_graph_load(job_id, run_id, source, dangling=check):
-            adopted = client.find_load(source)
+            claimed = ledger.graph_load(job_id, run_id) or {}
+            # Only a load started after the claim can be that attempt's (clocks differ a little).
+            since = float(claimed.get("claimedAt") or 0) - CLOCK_SKEW_SECONDS
+            adopted = str(claimed["loadId"]) if claimed.get("loadId") else client.find_load(source, since)
         if adopted is None:
             body = graph_load.load_request(
                 graph,

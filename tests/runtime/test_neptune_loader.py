@@ -464,6 +464,20 @@ def test_a_start_that_died_after_its_post_adopts_that_load(server: ScriptedNeptu
     assert ledger().graph_load("j", "run-1")["loadId"] == lost  # type: ignore[index]
 
 
+def test_a_claim_never_adopts_a_load_of_the_same_source_that_started_before_it(
+    server: ScriptedNeptuneLoader,
+) -> None:
+    # A re-run of the same plan stages under the same source: the first run's load ended long
+    # before this run claimed its own; the attempt that claimed it died before its POST.
+    earlier = client(server).start(body())
+    server.wait(earlier)
+    server.loads[earlier].started -= 3600
+    assert ledger().claim_graph_load("j", "run-1", "s3://stg/jobs/j/run-1/graph/")
+    again = started(server)
+    assert again["loadId"] != earlier
+    assert [r["method"] for r in server.requests].count("POST") == 2
+
+
 def test_a_claim_without_a_started_load_starts_it(server: ScriptedNeptuneLoader) -> None:
     assert ledger().claim_graph_load("j", "run-1", "s3://stg/jobs/j/run-1/graph/")
     first = started(server)
