@@ -100,7 +100,9 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
             )
         )
         dangling = graph.get("danglingEdges")
-        if isinstance(dangling, dict):
+        if isinstance(dangling, dict) and "skipped" in dangling:
+            lines.append(f"  endpoints not checked: {dangling['skipped']}")
+        elif isinstance(dangling, dict):
             lines.append(
                 f"  endpoints dangling edges {dangling['count']:,} of {dangling['edges']:,} "
                 f"({dangling['percent']:g}%, limit {dangling['maxPercent']:g}%)"

@@ -13,7 +13,7 @@ from adapters.neptune import LoaderClient, base_url
 from adapters.s3 import S3Store
 from handlers.observability import entry_point, record_graph_load
 from handlers.settings import PollGraphLoadSettings
-from logic import graph_load, polling
+from logic import endpoints, graph_load, polling
 from logic import report as report_errors
 from logic.errors import GraphLoaderError
 
@@ -56,9 +56,7 @@ def poll(
     if not load.get("loadId"):  # the endpoint check held the load back
         return _finish(result, store, ledger, _blocked(dangling), {"status": "BLOCKED"}, None, dangling)
     load_id = str(load["loadId"])
-    summary = graph_load.summarize(
-        client.status(load_id), tolerated=0 if dangling is None else int(dangling["count"])
-    )
+    summary = graph_load.summarize(client.status(load_id), tolerated=endpoints.tolerated(dangling))
     status = summary["status"]
     error: dict[str, str] | None = None
     if graph_load.is_pending(status):

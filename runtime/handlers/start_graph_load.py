@@ -9,7 +9,7 @@ import json
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -31,11 +31,28 @@ READS_IN_FLIGHT = 8
 CLOCK_SKEW_SECONDS = 10
 
 
+def endpoint_check(
+    event: Mapping[str, Any], bucket: str, store: S3Store, client: LoaderClient
+) -> dict[str, Any]:
+    """graph.danglingEdges: the check (`check_edges`), or why it was skipped."""
+    graph = event["job"]["spec"].get("graph") or {}
+    edges = int((event.get("graph") or {}).get("edges") or 0)
+    max_percent = float(graph.get("maxDanglingPercent") or 0)
+    dependencies = [str(d) for d in graph.get("dependencies") or []]
+    pending = (
+        d for d in dependencies if client.status(d)["overallStatus"].get("status") != graph_load.COMPLETED
+    )
+    reason = endpoints.skip_reason(max_percent, pending) if edges else None
+    if reason is not None:
+        return endpoints.skipped(reason, edges=edges, max_percent=max_percent)
+    return check_edges(event, bucket, store, client.existing_vertex_ids)
+
+
 def check_edges(
     event: Mapping[str, Any],
     bucket: str,
     store: S3Store,
-    lookup: Callable[[Sequence[str]], set[str]],
+    lookup: Callable[[Collection[str]], set[str]],
     per_pass: int = OPEN_IDS_PER_PASS,
 ) -> dict[str, Any]:
     """graph.danglingEdges of a property graph job (logic/endpoints.py): the endpoints no shard
@@ -44,42 +61,50 @@ def check_edges(
     job = event["job"]
     job_id, plan_id = str(job["jobId"]), str(job.get("planId") or job["runId"])
     graph = job["spec"].get("graph") or {}
+    staged = event.get("graph") or {}
+    edges = int(staged.get("edges") or 0)
+    max_percent = float(graph.get("maxDanglingPercent") or 0)
+    if not edges:  # nothing can dangle: no file is read
+        return endpoints.verdict(
+            endpoints.DanglingEdges(set()), edges=0, looked_up=0, max_percent=max_percent
+        )
     keys = [layout.graph_ids_keys(job_id, plan_id, index) for index in range(int(event["shardCount"]))]
 
     def fetch(key: str) -> bytes:  # compressed: a few MB even for a shard of millions of ids
         return store.get_bytes(bucket, key)
 
+    # The open ids in passes of at most `per_pass` (the Workers counted them, Finalize summed
+    # them): memory stays bounded however many ids the job references without staging them
+    # (an edges-only job: all of its endpoints).
+    parts = endpoints.passes(int(staged.get("openEndpoints") or 0), per_pass)
+    missing: set[str] = set()
+    looked_up = 0
     with ThreadPoolExecutor(max_workers=READS_IN_FLIGHT) as pool:
-        # Shards whose vertices cover all of their edges' endpoints have empty open files: read
-        # once, to count, and never again.
-        counts = [endpoints.count_ids(data) for data in _ahead(pool, fetch, [k for _, k in keys])]
-        opened = [(index, keys[index][1]) for index, count in enumerate(counts) if count]
-        # The open ids in passes of at most `per_pass`: memory stays bounded however many ids
-        # the job references without staging them (an edges-only job: all of its endpoints).
-        parts = endpoints.passes(sum(counts), per_pass)
-        missing: set[str] = set()
-        looked_up = 0
+        # A shard whose vertices cover all of its edges' endpoints has an empty open file: read
+        # in the first pass, never again.
+        opened: list[str] = []
         for part in range(parts):
             wanted = endpoints.unresolved(
-                map(endpoints.decode_ids, _ahead(pool, fetch, [key for _, key in opened])),
+                _open_ids(pool, fetch, [key for _, key in keys], opened)
+                if part == 0
+                else map(endpoints.decode_ids, _ahead(pool, fetch, opened)),
                 map(endpoints.decode_ids, _ahead(pool, fetch, [vertices_key for vertices_key, _ in keys])),
                 (part, parts),
             )
             looked_up += len(wanted)
             if wanted:
-                missing |= wanted - lookup(sorted(wanted))
-    dangling = endpoints.DanglingEdges(missing)
-    gzipped = bool(graph.get("gzip"))
-    for index, open_key in opened if missing else []:
-        if not missing.isdisjoint(endpoints.decode_ids(store.get_bytes(bucket, open_key))):
-            edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
-            _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
-    return endpoints.verdict(
-        dangling,
-        edges=int((event.get("graph") or {}).get("edges") or 0),
-        looked_up=looked_up,
-        max_percent=float(graph.get("maxDanglingPercent") or 0),
-    )
+                missing |= wanted - lookup(wanted)
+            del wanted
+        dangling = endpoints.DanglingEdges(missing)
+        gzipped = bool(graph.get("gzip"))
+        index_of = {open_key: index for index, (_, open_key) in enumerate(keys)}
+        reread = opened if missing else []  # none dangles unless some id was found nowhere
+        for open_key, data in zip(reread, _ahead(pool, fetch, reread), strict=True):
+            if not missing.isdisjoint(endpoints.decode_ids(data)):
+                index = index_of[open_key]
+                edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
+                _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
+    return endpoints.verdict(dangling, edges=edges, looked_up=looked_up, max_percent=max_percent)
 
 
 def _ahead(pool: ThreadPoolExecutor, fetch: Callable[[str], bytes], keys: list[str]) -> Iterator[bytes]:
@@ -94,6 +119,19 @@ def _ahead(pool: ThreadPoolExecutor, fetch: Callable[[str], bytes], keys: list[s
         for key in itertools.islice(pending, 1):
             window.append(pool.submit(fetch, key))
         yield ready
+
+
+def _open_ids(
+    pool: ThreadPoolExecutor, fetch: Callable[[str], bytes], keys: list[str], opened: list[str]
+) -> Iterator[Iterator[str]]:
+    """Each open endpoint file's ids, in turn; the keys of those that hold any go to `opened` as
+    they are read (the ids stream: a file's ids are never all held at once here)."""
+    for key, data in zip(keys, _ahead(pool, fetch, keys), strict=True):
+        ids = endpoints.decode_ids(data)
+        first = next(ids, None)
+        if first is not None:
+            opened.append(key)
+            yield itertools.chain((first,), ids)
 
 
 def _count_dangling(
@@ -136,7 +174,7 @@ def start(
             # again, so a retry can neither pay for the check twice nor hold back a started load.
             check = json.loads(str(recorded["danglingEdges"]))
         elif graph_load.is_property_graph(graph, str(job["spec"].get("format") or "")):
-            check = check_edges(event, settings.staging_bucket, store, client.existing_vertex_ids)
+            check = endpoint_check(event, settings.staging_bucket, store, client)
             if check["blocked"]:  # nothing claimed, nothing started: Poll finishes the report
                 return {**_answer(None, source, graph, now()), "danglingEdges": check}
         # Claim first, POST second: a claim without a load id means an earlier attempt may have

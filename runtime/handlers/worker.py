@@ -380,6 +380,8 @@ def _outputs(
             "graphKey": graph_keys[0] if graph.vertices else graph_keys[1] if graph.edges else None,
             "graphVertices": graph.vertices,
             "graphEdges": graph.edges,
+            # The endpoint check's passes are sized by the sum over shards (report.graph_section).
+            "graphOpenEndpoints": graph.ids.opened,
         }
     return outputs
 

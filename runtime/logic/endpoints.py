@@ -40,6 +40,7 @@ class ShardIds:
     def __init__(self) -> None:
         self.vertices: set[str] = set()
         self.endpoints: set[str] = set()
+        self.opened = 0  # how many open endpoints `open_endpoints` found
 
     def vertex(self, vertex_id: str) -> None:
         self.vertices.add(vertex_id)
@@ -55,7 +56,9 @@ class ShardIds:
     def open_endpoints(self) -> list[str]:
         """The endpoints this shard's own vertices do not cover, sorted (a file's bytes are the same
         on every run)."""
-        return sorted(self.endpoints - self.vertices)
+        opened = sorted(self.endpoints - self.vertices)
+        self.opened = len(opened)
+        return opened
 
 
 def encode_ids(ids: Iterable[str]) -> bytes:
@@ -173,6 +176,42 @@ def clip(text: str) -> str:
 def blocked(count: int, edges: int, max_percent: float) -> bool:
     """More than `max_percent` of `edges` dangling (0: any dangling edge blocks the load)."""
     return count * 100 > max_percent * edges
+
+
+def allowed(edges: int, max_percent: float) -> int:
+    """The most dangling edges that do not block the load (the largest count `blocked` lets by)."""
+    return int(max_percent * edges // 100)
+
+
+def skip_reason(max_percent: float, pending: Iterable[str]) -> str | None:
+    """Why the check is not run, or None: a tolerance of 100 % can hold nothing back; and a load
+    that waits for other loads (graph.dependencies; `pending`: those not completed yet) may find
+    vertices they add."""
+    if max_percent >= 100:
+        return "graph.maxDanglingPercent is 100: no count of dangling edges could hold the load back"
+    waiting = list(pending)
+    if waiting:
+        return (
+            f"graph.dependencies: load {waiting[0]} has not completed, and the vertices it adds count; "
+            "the loader itself refuses an edge whose vertex is still missing"
+        )
+    return None
+
+
+def skipped(reason: str, *, edges: int, max_percent: float) -> dict[str, Any]:
+    """The report's graph.danglingEdges when the check did not run."""
+    return {"skipped": reason, "edges": edges, "maxPercent": max_percent, "blocked": False}
+
+
+def tolerated(verdict: dict[str, Any] | None) -> int:
+    """How many insert errors for missing vertices the load may end with and still succeed: the
+    dangling edges the check counted and let through, or, where it did not run, the most the
+    tolerance allows."""
+    if verdict is None:
+        return 0
+    if "skipped" in verdict:
+        return allowed(int(verdict["edges"]), float(verdict["maxPercent"]))
+    return 0 if verdict["blocked"] else int(verdict["count"])
 
 
 def verdict(dangling: DanglingEdges, *, edges: int, looked_up: int, max_percent: float) -> dict[str, Any]:

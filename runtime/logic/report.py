@@ -227,7 +227,13 @@ def graph_section(
         "errors": None,
     }
     if graph_load.is_property_graph(spec["graph"], str(spec.get("format") or "")):
-        # StartGraphLoad weighs dangling edges against `edges` (graph.maxDanglingPercent).
-        for name, field in (("vertices", "graphVertices"), ("edges", "graphEdges")):
+        # StartGraphLoad weighs dangling edges against `edges` (graph.maxDanglingPercent) and
+        # sizes its passes by `openEndpoints` (the endpoints each shard's vertices do not cover).
+        fields = (
+            ("vertices", "graphVertices"),
+            ("edges", "graphEdges"),
+            ("openEndpoints", "graphOpenEndpoints"),
+        )
+        for name, field in fields:
             section[name] = sum(int(counts.get(field) or 0) for counts in shards.values())
     return section

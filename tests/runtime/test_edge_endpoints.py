@@ -9,7 +9,7 @@ import gzip
 import io
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import boto3
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pipeline_support import REGION
 
 from adapters.s3 import S3Store
-from handlers.start_graph_load import check_edges
+from handlers.start_graph_load import check_edges, endpoint_check
 from logic import endpoints, layout, opencypher
 
 pytestmark = pytest.mark.runtime
@@ -152,9 +152,11 @@ def test_the_tolerance_holds_the_load_only_past_it(
 # -- StartGraphLoad's check over staged files in S3 ---------------------------------------------
 
 
-def stage(aws: Any, shards: dict[int, tuple[list[str], list[tuple[str, str, str]]]], gzipped: bool) -> None:
-    """What Workers leave for job j, plan p: id files and edge files, as worker.py writes them."""
+def stage(aws: Any, shards: dict[int, tuple[list[str], list[tuple[str, str, str]]]], gzipped: bool) -> int:
+    """What Workers leave for job j, plan p: id files and edge files, as worker.py writes them;
+    the open endpoints of all shards (the report's graph.openEndpoints)."""
     header = opencypher.relationship_header([])
+    opened = 0
     for index, (vertices, edges) in shards.items():
         ids = endpoints.ShardIds()
         for vertex in vertices:
@@ -164,6 +166,7 @@ def stage(aws: Any, shards: dict[int, tuple[list[str], list[tuple[str, str, str]
         vertices_key, open_key = layout.graph_ids_keys("j", "p", index)
         aws.put_object(Bucket="stg", Key=vertices_key, Body=endpoints.encode_ids(sorted(ids.vertices)))
         aws.put_object(Bucket="stg", Key=open_key, Body=endpoints.encode_ids(ids.open_endpoints()))
+        opened += ids.opened
         if edges:
             text = io.StringIO(newline="")
             writer = csv.writer(text, lineterminator="\r\n")
@@ -172,14 +175,15 @@ def stage(aws: Any, shards: dict[int, tuple[list[str], list[tuple[str, str, str]
             data = text.getvalue().encode()
             key = layout.property_graph_keys("j", "p", index, compressed=gzipped)[1]
             aws.put_object(Bucket="stg", Key=key, Body=gzip.compress(data) if gzipped else data)
+    return opened
 
 
-def event(shards: int, edges: int, **graph: Any) -> dict[str, Any]:
+def event(shards: int, edges: int, opened: int = 0, **graph: Any) -> dict[str, Any]:
     spec = {"format": "csv", "graph": {"model": "property", **graph}}
     return {
         "job": {"jobId": "j", "runId": "r", "planId": "p", "spec": spec},
         "shardCount": shards,
-        "graph": {"edges": edges},
+        "graph": {"edges": edges, "openEndpoints": opened},
     }
 
 
@@ -187,7 +191,7 @@ def event(shards: int, edges: int, **graph: Any) -> dict[str, Any]:
 def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_dangles(
     aws: Any, gzipped: bool
 ) -> None:
-    stage(
+    opened = stage(
         aws,
         {
             0: (["a"], [("e1", "a", "b")]),  # b is a vertex of shard 1
@@ -199,27 +203,29 @@ def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_d
         },
         gzipped,
     )
-    asked: list[Sequence[str]] = []
+    asked: list[list[str]] = []
 
-    def lookup(ids: Sequence[str]) -> set[str]:
-        asked.append(ids)
+    def lookup(ids: Collection[str]) -> set[str]:
+        asked.append(sorted(ids))
         return {"g"} & set(ids)
 
     store = S3Store(boto3.client("s3", region_name=REGION))
-    check = check_edges(event(3, 3, gzip=gzipped), "stg", store, lookup)
+    assert opened == 4  # b (shard 0); g, x,"y"\nz and a (shard 1)
+    check = check_edges(event(3, 3, opened, gzip=gzipped), "stg", store, lookup)
     assert asked == [["g", 'x,"y"\nz']]
     assert (check["count"], check["edges"], check["lookedUp"], check["missingVertices"]) == (1, 3, 2, 1)
     assert check["blocked"] is True and check["maxPercent"] == 0 and check["percent"] == 33.3333
     assert check["sample"] == [
         {"id": "e3", "from": 'x,"y"\nz', "to": "a", "missing": ['x,"y"\nz'], "shard": 1}
     ]
-    tolerant = check_edges(event(3, 3, gzip=gzipped, maxDanglingPercent=40), "stg", store, lookup)
+    tolerant = check_edges(event(3, 3, opened, gzip=gzipped, maxDanglingPercent=40), "stg", store, lookup)
     assert tolerant["blocked"] is False and tolerant["count"] == 1
     # One open id a pass: several passes (which ids share one depends on the process's str
     # hash seed), each id looked up once, the same answer.
     asked.clear()
-    assert check_edges(event(3, 3, gzip=gzipped), "stg", store, lookup, per_pass=1) == check
+    assert check_edges(event(3, 3, opened, gzip=gzipped), "stg", store, lookup, per_pass=1) == check
     assert all(asked) and sorted(i for ids in asked for i in ids) == ["g", 'x,"y"\nz']
+    assert len(asked) >= 2 or len({hash(i) % 4 for i in ("g", 'x,"y"\nz')}) == 1  # 4 passes
 
 
 def test_a_job_whose_edges_all_end_at_its_own_vertices_asks_the_graph_nothing(aws: Any) -> None:
@@ -272,3 +278,91 @@ def test_ids_in_an_id_space_are_neither_recorded_nor_counted() -> None:
     dangling = endpoints.DanglingEdges({"p1", "q2"})
     dangling.add("e1", "p1", "q2", 0, (edges.checked(":START_ID"), edges.checked(":END_ID")))
     assert dangling.sample[0]["missing"] == ["q2"]
+
+
+class Loader:
+    """The loader client as endpoint_check uses it: its dependencies' statuses, its id query."""
+
+    def __init__(self, statuses: dict[str, str]) -> None:
+        self.statuses = statuses
+        self.asked: list[list[str]] = []
+
+    def status(self, load_id: str) -> dict[str, Any]:
+        return {"overallStatus": {"status": self.statuses[load_id]}}
+
+    def existing_vertex_ids(self, ids: Collection[str]) -> set[str]:
+        self.asked.append(sorted(ids))
+        return set()
+
+
+class NoFiles:
+    def get_bytes(self, bucket: str, key: str) -> bytes:
+        raise AssertionError(f"read {key}")
+
+
+def test_a_job_without_edges_reads_nothing_and_nothing_dangles() -> None:
+    loader = Loader({})
+    check = endpoint_check(event(5, 0), "stg", NoFiles(), loader)  # type: ignore[arg-type]
+    assert (check["count"], check["edges"], check["lookedUp"], check["blocked"]) == (0, 0, 0, False)
+    assert loader.asked == [] and endpoints.tolerated(check) == 0
+
+
+def test_a_tolerance_of_100_percent_skips_the_check_and_tolerates_every_edge() -> None:
+    loader = Loader({})
+    check = endpoint_check(event(5, 7, 9, maxDanglingPercent=100), "stg", NoFiles(), loader)  # type: ignore[arg-type]
+    assert check == {
+        "skipped": "graph.maxDanglingPercent is 100: no count of dangling edges could hold the load back",
+        "edges": 7,
+        "maxPercent": 100.0,
+        "blocked": False,
+    }
+    assert endpoints.tolerated(check) == 7 and loader.asked == []
+
+
+def test_a_load_depending_on_one_not_completed_is_not_checked_its_vertices_may_come(aws: Any) -> None:
+    # The edges of this job end at vertices a load it depends on is still adding.
+    loader = Loader({"vertices-load": "LOAD_IN_PROGRESS", "done": "LOAD_COMPLETED"})
+    graph = {"dependencies": ["done", "vertices-load"], "maxDanglingPercent": 10, "failOnError": False}
+    check = endpoint_check(event(1, 30, 1, **graph), "stg", NoFiles(), loader)  # type: ignore[arg-type]
+    assert check["skipped"].startswith("graph.dependencies: load vertices-load has not completed")
+    assert endpoints.tolerated(check) == 3  # 10 % of 30 edges: what the check would have let by
+    # Once every load it depends on has completed, its vertices are in the graph: checked.
+    loader.statuses["vertices-load"] = "LOAD_COMPLETED"
+    opened = stage(aws, {0: (["a"], [("e1", "a", "b")])}, False)
+    store = S3Store(boto3.client("s3", region_name=REGION))
+    checked = endpoint_check(event(1, 1, opened, **graph), "stg", store, loader)  # type: ignore[arg-type]
+    assert loader.asked == [["b"]] and (checked["count"], checked["missingVertices"]) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("edges", "max_percent", "allowed"), [(0, 50, 0), (10, 0, 0), (10, 9.99, 0), (10, 10, 1), (3, 100, 3)]
+)
+def test_what_a_tolerance_allows_is_the_most_the_check_lets_by(
+    edges: int, max_percent: float, allowed: int
+) -> None:
+    assert endpoints.allowed(edges, max_percent) == allowed
+    assert not endpoints.blocked(allowed, edges, max_percent)
+    assert endpoints.blocked(allowed + 1, edges, max_percent) or allowed == edges
+
+
+def test_passes_read_a_shards_empty_open_file_once_and_the_rest_each_pass(aws: Any) -> None:
+    # Shard 1's vertices cover its edge (an empty open file); x and y are nowhere.
+    shards = {
+        0: (["a"], [("e1", "a", "x")]),
+        1: (["b", "d"], [("e2", "b", "d")]),
+        2: (["c"], [("e3", "c", "y")]),
+    }
+    opened = stage(aws, shards, False)
+    reads: list[str] = []
+
+    class Counting(S3Store):
+        def get_bytes(self, bucket: str, key: str) -> bytes:
+            reads.append(key)
+            return super().get_bytes(bucket, key)
+
+    store = Counting(boto3.client("s3", region_name=REGION))
+    check = check_edges(event(3, 3, opened), "stg", store, lambda ids: set(), per_pass=1)
+    assert (opened, check["count"], check["missingVertices"]) == (2, 2, 2)
+    open_keys = [layout.graph_ids_keys("j", "p", i)[1] for i in range(3)]
+    # Two passes (one open id each), then once more to count the dangling edges.
+    assert [reads.count(key) for key in open_keys] == [3, 1, 3]

@@ -491,17 +491,18 @@ def test_a_property_graph_start_checks_once_and_a_retry_reuses_the_claims_check(
 ) -> None:
     from logic import endpoints, layout
 
-    # One shard: vertex a, an edge a -> b where b is nowhere: 1 of 1 edges dangles, tolerated.
+    # One shard: vertices a and c, edges a -> b where b is nowhere and a -> c: 1 of 2 edges
+    # dangles, tolerated.
     vertices_key, open_key = layout.graph_ids_keys("j", "run-1", 0)
-    aws.put_object(Bucket="stg", Key=vertices_key, Body=endpoints.encode_ids(["a"]))
+    aws.put_object(Bucket="stg", Key=vertices_key, Body=endpoints.encode_ids(["a", "c"]))
     aws.put_object(Bucket="stg", Key=open_key, Body=endpoints.encode_ids(["b"]))
-    edges = b":ID,:START_ID,:END_ID,:TYPE\r\ne1,a,b,KNOWS\r\n"
+    edges = b":ID,:START_ID,:END_ID,:TYPE\r\ne1,a,b,KNOWS\r\ne2,a,c,KNOWS\r\n"
     aws.put_object(
         Bucket="stg", Key=layout.property_graph_keys("j", "run-1", 0, compressed=False)[1], Body=edges
     )
-    graph = {"model": "property", "pollSeconds": 1, "maxDanglingPercent": 100, "failOnError": False}
+    graph = {"model": "property", "pollSeconds": 1, "maxDanglingPercent": 50, "failOnError": False}
     job = {**JOB, "spec": {"format": "csv", "graph": graph}}
-    event = {"job": job, "shardCount": 1, "graph": {"edges": 1}}
+    event = {"job": job, "shardCount": 1, "graph": {"edges": 2, "openEndpoints": 1}}
     settings = StartGraphLoadSettings.from_env(START_ENV)
 
     def start() -> dict[str, Any]:
