@@ -15,7 +15,7 @@ from handlers.observability import entry_point, record_graph_load
 from handlers.settings import PollGraphLoadSettings
 from logic import endpoints, graph_load, polling
 from logic import report as report_errors
-from logic.errors import GraphLoaderError
+from logic.errors import DanglingEdgesError, GraphLoaderError, GraphLoadFailedError, GraphLoadTimeoutError
 
 SETTINGS_CLASS = PollGraphLoadSettings
 # What to do when a graph load function ran out of time or memory: StartGraphLoad's edge endpoint
@@ -45,9 +45,13 @@ def poll(
     result = dict(event["result"])
     if event.get("error") is not None:
         caught = report_errors.describe_error(event["error"], planned=True) or {}
+        # Only a property graph's StartGraphLoad grows with the job (its report's graph section
+        # counts edges); PollGraphLoad's one GET does not.
+        property_graph = "edges" in (result["report"].get("graph") or {})
+        hint = TIMEOUT_HINTS.get(caught.get("type", ""), "") if property_graph else ""
         failure = {
             "type": caught.get("type", "Error"),
-            "message": caught.get("message", "") + TIMEOUT_HINTS.get(caught.get("type", ""), ""),
+            "message": caught.get("message", "") + hint,
             "where": "GraphLoad",
         }
         return _finish(result, store, ledger, failure, {"status": "ERROR"}, None)
@@ -74,7 +78,7 @@ def poll(
         except GraphLoaderError as failure:
             cancelled = f"; cancelling it failed: {failure}"
         error = {
-            "type": "GraphLoadTimeoutError",
+            "type": GraphLoadTimeoutError.__name__,
             "message": (
                 f"Neptune load {load_id} was still {status} at the input's "
                 f"graph.timeoutMinutes deadline{cancelled}"
@@ -83,7 +87,7 @@ def poll(
         }
     elif not graph_load.succeeded(summary):
         error = {
-            "type": "GraphLoadFailedError",
+            "type": GraphLoadFailedError.__name__,
             "message": graph_load.failure_message(summary, load_id),
             "where": "GraphLoad",
         }
@@ -93,7 +97,7 @@ def poll(
 def _blocked(dangling: Mapping[str, Any]) -> dict[str, str]:
     count, edges = dangling["count"], dangling["edges"]
     return {
-        "type": "DanglingEdgesError",
+        "type": DanglingEdgesError.__name__,
         "message": (
             f"{count:,} of {edges:,} edges ({dangling['percent']}%) have an endpoint that is neither a "
             f"vertex of this job nor in the graph ({dangling['missingVertices']:,} vertex ids, e.g. "

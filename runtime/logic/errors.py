@@ -94,7 +94,13 @@ class GraphLoaderBusyError(GraphLoaderError):
 
 
 class GraphLoadFailedError(MaploadError):
-    """The Neptune bulk load ended in a status other than LOAD_COMPLETED."""
+    """The Neptune bulk load ended in a status other than LOAD_COMPLETED (or than LOAD_FAILED for
+    the dangling edges the endpoint check tolerated alone)."""
+
+
+class DanglingEdgesError(MaploadError):
+    """More of a property graph's edges than graph.maxDanglingPercent end at a vertex that is
+    neither of the job nor in the graph: the load was not started."""
 
 
 class GraphLoadTimeoutError(MaploadError):
