@@ -156,6 +156,8 @@ class MemoryStore:
     def get_bytes(self, bucket: str, key: str) -> bytes:
         return self.objects[key]
 
+    get_staged = get_bytes
+
     @contextlib.contextmanager
     def open_text(self, bucket: str, key: str, *, gzipped: bool) -> Iterator[io.TextIOWrapper]:
         raw: Any = io.BytesIO(self.objects[key])

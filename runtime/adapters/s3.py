@@ -15,7 +15,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from urllib3.exceptions import ProtocolError
 
-from logic.errors import SourceChangedError, SourceNotFoundError, SourceReadError
+from logic.errors import SourceChangedError, SourceNotFoundError, SourceReadError, StagedFileGoneError
 
 CHUNK_BYTES = 1024 * 1024
 STREAM_RESUMES = 5
@@ -135,6 +135,21 @@ class S3Store:
 
     def get_bytes(self, bucket: str, key: str) -> bytes:
         return bytes(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+    def get_staged(self, bucket: str, key: str) -> bytes:
+        """A file an earlier step staged; StagedFileGoneError when it is no longer there."""
+        try:
+            return self.get_bytes(bucket, key)
+        except ClientError as error:
+            # Without s3:ListBucket, S3 answers a missing key with 403 rather than 404.
+            if _code(error) not in ("NoSuchKey", "404", "AccessDenied", "403"):
+                raise
+            raise StagedFileGoneError(
+                f"s3://{bucket}/{key}, staged by a shard the ledger records done, is gone (or may not "
+                "be read): the staging bucket expires files after the environment's "
+                "staging_expiry_days while the ledger keeps shards for ledger_ttl_days; start the job "
+                "again under a new jobId"
+            ) from error
 
     def get_json(self, bucket: str, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())

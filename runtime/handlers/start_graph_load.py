@@ -71,7 +71,7 @@ def check_edges(
     keys = [layout.graph_ids_keys(job_id, plan_id, index) for index in range(int(event["shardCount"]))]
 
     def fetch(key: str) -> bytes:  # compressed: a few MB even for a shard of millions of ids
-        return store.get_bytes(bucket, key)
+        return store.get_staged(bucket, key)
 
     # The open ids in passes of at most `per_pass` (the Workers counted them, Finalize summed
     # them): memory stays bounded however many ids the job references without staging them

@@ -98,6 +98,11 @@ class GraphLoadFailedError(MaploadError):
     the dangling edges the endpoint check tolerated alone)."""
 
 
+class StagedFileGoneError(MaploadError):
+    """A file an earlier shard staged is no longer in the staging bucket (expired by its
+    lifecycle rule while the ledger still records the shard done): the graph would load in part."""
+
+
 class DanglingEdgesError(MaploadError):
     """More of a property graph's edges than graph.maxDanglingPercent end at a vertex that is
     neither of the job nor in the graph: the load was not started."""

@@ -21,6 +21,7 @@ from pipeline_support import REGION
 from adapters.s3 import S3Store
 from handlers.start_graph_load import check_edges, endpoint_check
 from logic import endpoints, layout, opencypher
+from logic.errors import StagedFileGoneError
 
 pytestmark = pytest.mark.runtime
 
@@ -296,7 +297,7 @@ class Loader:
 
 
 class NoFiles:
-    def get_bytes(self, bucket: str, key: str) -> bytes:
+    def get_staged(self, bucket: str, key: str) -> bytes:
         raise AssertionError(f"read {key}")
 
 
@@ -366,3 +367,13 @@ def test_passes_read_a_shards_empty_open_file_once_and_the_rest_each_pass(aws: A
     open_keys = [layout.graph_ids_keys("j", "p", i)[1] for i in range(3)]
     # Two passes (one open id each), then once more to count the dangling edges.
     assert [reads.count(key) for key in open_keys] == [3, 1, 3]
+
+
+def test_an_id_file_gone_from_staging_fails_the_check_naming_it_not_a_partial_load(aws: Any) -> None:
+    # A re-run skips shards the ledger records done; staging may have expired their files.
+    opened = stage(aws, {0: (["a"], [("e1", "a", "b")]), 1: (["b"], [("e2", "b", "a")])}, False)
+    gone = layout.graph_ids_keys("j", "p", 1)[0]
+    aws.delete_object(Bucket="stg", Key=gone)
+    store = S3Store(boto3.client("s3", region_name=REGION))
+    with pytest.raises(StagedFileGoneError, match=f"s3://stg/{gone}, staged by a shard .* new jobId"):
+        check_edges(event(2, 2, opened), "stg", store, lambda ids: set())
