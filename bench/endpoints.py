@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "runtime"))
 
-from handlers.start_graph_load import OPEN_IDS_PER_PASS, check_edges  # noqa: E402
+from handlers.start_graph_load import check_edges, pass_size  # noqa: E402
 from logic import layout, opencypher  # noqa: E402
 from logic.endpoints import (  # noqa: E402
     DanglingEdges,
@@ -52,6 +52,7 @@ from logic.endpoints import (  # noqa: E402
     decode_ids,
     encode_ids,
     passes,
+    text_size,
     verdict,
 )
 
@@ -184,19 +185,25 @@ def id_files(job: Job) -> dict[str, bytes]:
     return files
 
 
-def mapload_check(job: Job, files: dict[str, bytes], opened: int) -> dict[str, Any]:
+def mapload_check(job: Job, files: dict[str, bytes], opened: dict[str, int]) -> dict[str, Any]:
     """StartGraphLoad's check over the id files and the staged edge files; the open endpoint count
     comes with the event, as Finalize sums the Workers' counts (graph.openEndpoints)."""
     event = {
         "job": {"jobId": JOB, "runId": PLAN, "spec": {"format": "csv", "graph": {"model": "property"}}},
         "shardCount": len(job.shards),
-        "graph": {"edges": job.edges, "openEndpoints": opened},
+        "graph": {"edges": job.edges, **opened},
     }
-    return check_edges(event, BUCKET, MemoryStore({**files, **job.staged}), graph_lookup)  # type: ignore[arg-type]
+    store = MemoryStore({**files, **job.staged})
+    return check_edges(event, BUCKET, store, graph_lookup, pass_size(event, LAMBDA_MIB))  # type: ignore[arg-type]
 
 
-def open_endpoints(job: Job, files: dict[str, bytes]) -> int:
-    return sum(count_ids(files[layout.graph_ids_keys(JOB, PLAN, i)[1]]) for i in range(len(job.shards)))
+def open_endpoints(job: Job, files: dict[str, bytes]) -> dict[str, int]:
+    """graph.openEndpoints and .openEndpointBytes, as the Workers count them and Finalize sums them."""
+    keys = [layout.graph_ids_keys(JOB, PLAN, i)[1] for i in range(len(job.shards))]
+    return {
+        "openEndpoints": sum(count_ids(files[key]) for key in keys),
+        "openEndpointBytes": sum(text_size(files[key]) for key in keys),
+    }
 
 
 def simple_check(job: Job) -> dict[str, Any]:
@@ -336,16 +343,18 @@ def table(vertices: int, shards: int = 64, repeats: int = REPEATS) -> str:
 
 def _model(job: Job, check: Row, files: dict[str, bytes]) -> str:
     """How many vertices+edges of this shape one StartGraphLoad gets through in its time and memory.
-    A pass holds at most OPEN_IDS_PER_PASS of the shards' open endpoints, so memory stays bounded,
-    and each further pass reads every id file again: time grows with the passes. Row 1a's time and
-    peak per id scaled; S3 reads, Neptune round trips (1,000 ids a request) and the interpreter
-    itself are not counted, so these are upper bounds."""
+    A pass holds at most what `pass_size` allows in LAMBDA_MIB (logic/endpoints.py per_pass), so
+    memory stays bounded, and each further pass reads every id file again: time grows with the
+    passes. Row 1a's time and peak per open id scaled; S3 reads, Neptune round trips (1,000 ids a
+    request) and the interpreter itself are not counted, so these are upper bounds."""
     items = job.vertices + job.edges
-    opened = open_endpoints(job, files)
+    counts = open_endpoints(job, files)
+    opened = counts["openEndpoints"]
+    per_pass = pass_size({"graph": counts}, LAMBDA_MIB)  # the same per id at any scale
     seconds_per_item = check.seconds / items
 
     def seconds(n: float) -> float:
-        return passes(int(opened * n / items), OPEN_IDS_PER_PASS) * n * seconds_per_item
+        return passes(int(opened * n / items), per_pass) * n * seconds_per_item
 
     low, high = 0.0, float(items)
     while seconds(high) <= LAMBDA_SECONDS:
@@ -353,11 +362,12 @@ def _model(job: Job, check: Row, files: dict[str, bytes]) -> str:
     for _ in range(60):  # seconds() grows with n: bisect to where it reaches the limit
         middle = (low + high) / 2
         low, high = (middle, high) if seconds(middle) <= LAMBDA_SECONDS else (low, middle)
-    at = passes(int(opened * low / items), OPEN_IDS_PER_PASS)
+    at = passes(int(opened * low / items), per_pass)
     pass_mib = check.peak / max(1, opened) * (opened * low / items / at) / 2**20
     return (
         f"{job.name}: ≈ {low / 1e6:,.0f} M vertices+edges within {LAMBDA_SECONDS} s in {at} "
-        f"pass{'es' if at > 1 else ''}, at most ≈ {pass_mib:,.0f} MiB of {LAMBDA_MIB} a pass"
+        f"pass{'es' if at > 1 else ''} of ≤ {per_pass:,} open ids, measured ≈ {pass_mib:,.0f} MiB a pass "
+        f"of {LAMBDA_MIB}"
     )
 
 

@@ -22,9 +22,12 @@ from handlers.settings import StartGraphLoadSettings
 from logic import endpoints, graph_load, layout, opencypher
 
 SETTINGS_CLASS = StartGraphLoadSettings
-# Open endpoint ids held at once by the edge endpoint check (~100 bytes each in a set of short
-# ids: ~200 MB within StartGraphLoad's 512 MiB); more are checked in several passes.
-OPEN_IDS_PER_PASS = 2_000_000
+# The function's memory when Lambda does not say (AWS_LAMBDA_FUNCTION_MEMORY_SIZE): the default
+# control_memory_mib. It sizes the edge endpoint check's passes (logic/endpoints.py per_pass).
+DEFAULT_MEMORY_MIB = 512
+# Open ids asked of the graph at a time: the ids it answers with are new strings, never a whole
+# pass's worth at once.
+LOOKUP_CHUNK = 50_000
 # Id files read at once by the check (their S3 round trips overlap; decoding holds the GIL).
 READS_IN_FLIGHT = 8
 # How far the loader's clock (a load's startTime) may be behind this function's (the claim's).
@@ -32,7 +35,11 @@ CLOCK_SKEW_SECONDS = 10
 
 
 def endpoint_check(
-    event: Mapping[str, Any], bucket: str, store: S3Store, client: LoaderClient
+    event: Mapping[str, Any],
+    bucket: str,
+    store: S3Store,
+    client: LoaderClient,
+    memory_mib: int = DEFAULT_MEMORY_MIB,
 ) -> dict[str, Any]:
     """graph.danglingEdges: the check (`check_edges`), or why it was skipped."""
     graph = event["job"]["spec"].get("graph") or {}
@@ -45,7 +52,15 @@ def endpoint_check(
     reason = endpoints.skip_reason(max_percent, pending) if edges else None
     if reason is not None:
         return endpoints.skipped(reason, edges=edges, max_percent=max_percent)
-    return check_edges(event, bucket, store, client.existing_vertex_ids)
+    return check_edges(event, bucket, store, client.existing_vertex_ids, pass_size(event, memory_mib))
+
+
+def pass_size(event: Mapping[str, Any], memory_mib: int) -> int:
+    """The open ids one pass of the check holds, from the job's open endpoint counts (the report's
+    graph section, summed by Finalize) and the function's memory."""
+    staged = event.get("graph") or {}
+    opened, text = int(staged.get("openEndpoints") or 0), int(staged.get("openEndpointBytes") or 0)
+    return endpoints.per_pass(memory_mib, opened, text)
 
 
 def check_edges(
@@ -53,7 +68,7 @@ def check_edges(
     bucket: str,
     store: S3Store,
     lookup: Callable[[Collection[str]], set[str]],
-    per_pass: int = OPEN_IDS_PER_PASS,
+    per_pass: int,
 ) -> dict[str, Any]:
     """graph.danglingEdges of a property graph job (logic/endpoints.py): the endpoints no shard
     staged, looked up in the graph; the staged edge files read again only for shards that
@@ -92,8 +107,7 @@ def check_edges(
                 (part, parts),
             )
             looked_up += len(wanted)
-            if wanted:
-                missing |= wanted - lookup(wanted)
+            missing |= _not_in_graph(wanted, lookup)
             del wanted
         dangling = endpoints.DanglingEdges(missing)
         gzipped = bool(graph.get("gzip"))
@@ -105,6 +119,16 @@ def check_edges(
                 edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
                 _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
     return endpoints.verdict(dangling, edges=edges, looked_up=looked_up, max_percent=max_percent)
+
+
+def _not_in_graph(wanted: set[str], lookup: Callable[[Collection[str]], set[str]]) -> set[str]:
+    """The ids of `wanted` the graph does not hold, asked LOOKUP_CHUNK at a time."""
+    absent: set[str] = set()
+    ids = iter(wanted)
+    while chunk := list(itertools.islice(ids, LOOKUP_CHUNK)):
+        found = lookup(chunk)
+        absent.update(i for i in chunk if i not in found)
+    return absent
 
 
 def _ahead(pool: ThreadPoolExecutor, fetch: Callable[[str], bytes], keys: list[str]) -> Iterator[bytes]:
@@ -155,6 +179,7 @@ def start(
     ledger: Ledger,
     store: S3Store,
     now: Callable[[], float] = time.time,
+    memory_mib: int = DEFAULT_MEMORY_MIB,
 ) -> dict[str, Any]:
     job = event["job"]
     job_id, run_id = str(job["jobId"]), str(job["runId"])
@@ -174,7 +199,7 @@ def start(
             # again, so a retry can neither pay for the check twice nor hold back a started load.
             check = json.loads(str(recorded["danglingEdges"]))
         elif graph_load.is_property_graph(graph, str(job["spec"].get("format") or "")):
-            check = endpoint_check(event, settings.staging_bucket, store, client)
+            check = endpoint_check(event, settings.staging_bucket, store, client, memory_mib)
             if check["blocked"]:  # nothing claimed, nothing started: Poll finishes the report
                 return {**_answer(None, source, graph, now()), "danglingEdges": check}
         # Claim first, POST second: a claim without a load id means an earlier attempt may have
@@ -223,6 +248,7 @@ def handle(
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
         S3Store(clients.s3()),
         now,
+        int(env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE") or DEFAULT_MEMORY_MIB),  # Lambda sets it
     )
 
 

@@ -25,7 +25,7 @@ from handlers.settings import WorkerSettings
 from logic import layout, opencypher
 from logic.batching import BATCH_ITEMS, Batcher
 from logic.csvrecords import CutRecord, ShardRecords
-from logic.endpoints import encode_ids
+from logic.endpoints import encode_ids, text_size
 from logic.errors import SourceNotAllowedError
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
@@ -380,8 +380,9 @@ def _outputs(
             "graphKey": graph_keys[0] if graph.vertices else graph_keys[1] if graph.edges else None,
             "graphVertices": graph.vertices,
             "graphEdges": graph.edges,
-            # The endpoint check's passes are sized by the sum over shards (report.graph_section).
+            # The endpoint check's passes are sized by the sums over shards (report.graph_section).
             "graphOpenEndpoints": graph.ids.opened,
+            "graphOpenEndpointBytes": graph.ids.opened_bytes,
         }
     return outputs
 
@@ -397,7 +398,9 @@ def _finish_graph(graph: Stager | None, store: S3Store, bucket: str, keys: tuple
         return
     vertices_key, endpoints_key = keys
     store.put_bytes(bucket, vertices_key, encode_ids(sorted(graph.ids.vertices)), "application/gzip")
-    store.put_bytes(bucket, endpoints_key, encode_ids(graph.ids.open_endpoints()), "application/gzip")
+    opened = encode_ids(graph.ids.open_endpoints())
+    graph.ids.opened_bytes = text_size(opened)
+    store.put_bytes(bucket, endpoints_key, opened, "application/gzip")
 
 
 def _graph_keys(spec: JobSpec, job_id: str, plan_id: str, index: int) -> tuple[str, ...]:

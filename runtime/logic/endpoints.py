@@ -32,6 +32,11 @@ SAMPLE_SIZE = 10
 SAMPLE_ID_CHARS = 200
 CHUNK_IDS = 50_000
 INFLATE_BLOCK = 4 << 20  # bytes of an id file decompressed at a time
+# What one open id costs StartGraphLoad besides its characters (measured in CPython: ~90 bytes in
+# a set with the lookup's list, up to ~120 right after the set grows), and the share of the
+# function's memory a pass's ids may take (the interpreter, boto3 and the files read take the rest).
+ID_OVERHEAD_BYTES = 130
+MEMORY_SHARE = 0.45
 
 
 class ShardIds:
@@ -41,6 +46,7 @@ class ShardIds:
         self.vertices: set[str] = set()
         self.endpoints: set[str] = set()
         self.opened = 0  # how many open endpoints `open_endpoints` found
+        self.opened_bytes = 0  # their file's text, decompressed (the Worker sets it: `text_size`)
 
     def vertex(self, vertex_id: str) -> None:
         self.vertices.add(vertex_id)
@@ -70,6 +76,12 @@ def encode_ids(ids: Iterable[str]) -> bytes:
         while chunk := list(itertools.islice(chunks, CHUNK_IDS)):
             zipped.write("".join(encode_basestring(i) + "\n" for i in chunk).encode("utf-8"))
     return out.getvalue()
+
+
+def text_size(data: bytes) -> int:
+    """An `encode_ids` file's decompressed size, from its gzip trailer (ISIZE: the size modulo
+    4 GiB; an id file is far smaller)."""
+    return int.from_bytes(data[-4:], "little") if len(data) >= 4 else 0
 
 
 def decode_ids(data: bytes) -> Iterator[str]:
@@ -109,6 +121,14 @@ def _inflated(data: bytes) -> Iterator[bytes]:
     yield inflate.flush()
     if not inflate.eof:
         raise ValueError("an id file's gzip stream ends early: it was cut short")
+
+
+def per_pass(memory_mib: int, open_ids: int, open_bytes: int) -> int:
+    """How many open ids one pass may hold in a function of `memory_mib`: MEMORY_SHARE of it, at
+    ID_OVERHEAD_BYTES an id (a str object, its set slot, the lookup's pointer to it) plus the
+    id's own length, taken from the open files' text (`open_bytes` over `open_ids`)."""
+    mean = open_bytes / open_ids if open_ids else 0
+    return max(1, int(memory_mib * 2**20 * MEMORY_SHARE // (ID_OVERHEAD_BYTES + mean)))
 
 
 def passes(open_ids: int, per_pass: int) -> int:

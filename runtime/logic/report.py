@@ -228,11 +228,13 @@ def graph_section(
     }
     if graph_load.is_property_graph(spec["graph"], str(spec.get("format") or "")):
         # StartGraphLoad weighs dangling edges against `edges` (graph.maxDanglingPercent) and
-        # sizes its passes by `openEndpoints` (the endpoints each shard's vertices do not cover).
+        # sizes its passes by `openEndpoints` and `openEndpointBytes` (the endpoints each shard's
+        # vertices do not cover, and their text).
         fields = (
             ("vertices", "graphVertices"),
             ("edges", "graphEdges"),
             ("openEndpoints", "graphOpenEndpoints"),
+            ("openEndpointBytes", "graphOpenEndpointBytes"),
         )
         for name, field in fields:
             section[name] = sum(int(counts.get(field) or 0) for counts in shards.values())

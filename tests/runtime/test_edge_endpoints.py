@@ -10,6 +10,7 @@ import io
 import itertools
 import json
 from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from pipeline_support import REGION
 
 from adapters.s3 import S3Store
-from handlers.start_graph_load import check_edges, endpoint_check
+from handlers.start_graph_load import check_edges, endpoint_check, pass_size
 from logic import endpoints, layout, opencypher
 from logic.errors import StagedFileGoneError
 
@@ -110,6 +111,7 @@ def test_id_files_round_trip_any_text_across_chunks(ids: list[str], chunk: int, 
         data = endpoints.encode_ids(ids)
         assert read_back(data) == ids
         assert endpoints.count_ids(data) == len(ids)
+        assert endpoints.text_size(data) == len(gzip.decompress(data))  # graph.openEndpointBytes
     finally:
         endpoints.CHUNK_IDS, endpoints.INFLATE_BLOCK = original
 
@@ -179,6 +181,9 @@ def stage(aws: Any, shards: dict[int, tuple[list[str], list[tuple[str, str, str]
     return opened
 
 
+ALL = 1_000_000  # open ids a pass: one pass for every job here
+
+
 def event(shards: int, edges: int, opened: int = 0, **graph: Any) -> dict[str, Any]:
     spec = {"format": "csv", "graph": {"model": "property", **graph}}
     return {
@@ -212,14 +217,16 @@ def test_an_edge_across_shards_is_resolved_one_to_the_graph_too_one_to_nowhere_d
 
     store = S3Store(boto3.client("s3", region_name=REGION))
     assert opened == 4  # b (shard 0); g, x,"y"\nz and a (shard 1)
-    check = check_edges(event(3, 3, opened, gzip=gzipped), "stg", store, lookup)
+    check = check_edges(event(3, 3, opened, gzip=gzipped), "stg", store, lookup, ALL)
     assert asked == [["g", 'x,"y"\nz']]
     assert (check["count"], check["edges"], check["lookedUp"], check["missingVertices"]) == (1, 3, 2, 1)
     assert check["blocked"] is True and check["maxPercent"] == 0 and check["percent"] == 33.3333
     assert check["sample"] == [
         {"id": "e3", "from": 'x,"y"\nz', "to": "a", "missing": ['x,"y"\nz'], "shard": 1}
     ]
-    tolerant = check_edges(event(3, 3, opened, gzip=gzipped, maxDanglingPercent=40), "stg", store, lookup)
+    tolerant = check_edges(
+        event(3, 3, opened, gzip=gzipped, maxDanglingPercent=40), "stg", store, lookup, ALL
+    )
     assert tolerant["blocked"] is False and tolerant["count"] == 1
     # One open id a pass: several passes (which ids share one depends on the process's str
     # hash seed), each id looked up once, the same answer.
@@ -235,7 +242,7 @@ def test_a_job_whose_edges_all_end_at_its_own_vertices_asks_the_graph_nothing(aw
     def lookup(ids: Sequence[str]) -> set[str]:
         raise AssertionError(f"looked up {ids}")
 
-    check = check_edges(event(2, 2), "stg", S3Store(boto3.client("s3", region_name=REGION)), lookup)
+    check = check_edges(event(2, 2), "stg", S3Store(boto3.client("s3", region_name=REGION)), lookup, ALL)
     assert (check["count"], check["lookedUp"], check["blocked"]) == (0, 0, False)
 
 
@@ -376,4 +383,43 @@ def test_an_id_file_gone_from_staging_fails_the_check_naming_it_not_a_partial_lo
     aws.delete_object(Bucket="stg", Key=gone)
     store = S3Store(boto3.client("s3", region_name=REGION))
     with pytest.raises(StagedFileGoneError, match=f"s3://stg/{gone}, staged by a shard .* new jobId"):
-        check_edges(event(2, 2, opened), "stg", store, lambda ids: set())
+        check_edges(event(2, 2, opened), "stg", store, lambda ids: set(), ALL)
+
+
+def test_a_pass_holds_about_the_memory_share_it_was_sized_for() -> None:
+    """Passes sized for a small function (per_pass): the check's Python allocations stay within
+    the memory share the budget gives them (plus a tenth), however many passes that takes."""
+    import random
+    import sys
+    import tracemalloc
+    import uuid
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import endpoints as bench  # type: ignore[import-not-found]
+
+    rng = random.Random(16)
+    shards = [
+        bench.Shard([], [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(2)] * 25_000, [])
+        for _ in range(4)
+    ]
+    for shard in shards:
+        shard.ends = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in shard.starts]
+    job = bench._dangle(bench.Job("uuids", shards), rng)
+    files = bench.id_files(job)
+    counts = bench.open_endpoints(job, files)
+    spec = {"format": "csv", "graph": {"model": "property"}}
+    check = {"job": {"jobId": bench.JOB, "runId": bench.PLAN, "spec": spec}, "shardCount": 4}
+    check["graph"] = {"edges": job.edges, **counts}
+    memory_mib = 24
+    per_pass = pass_size(check, memory_mib)
+    assert endpoints.passes(counts["openEndpoints"], per_pass) >= 3
+    tracemalloc.start()
+    try:
+        verdict = check_edges(
+            check, bench.BUCKET, bench.MemoryStore({**files, **job.staged}), bench.graph_lookup, per_pass
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert verdict["count"] == bench.DANGLING
+    assert peak <= memory_mib * 2**20 * (endpoints.MEMORY_SHARE + 0.1)
