@@ -103,8 +103,9 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         if isinstance(dangling, dict) and "skipped" in dangling:
             lines.append(f"  endpoints not checked: {dangling['skipped']}")
         elif isinstance(dangling, dict):
+            least = "" if dangling.get("complete", True) else "at least "
             lines.append(
-                f"  endpoints dangling edges {dangling['count']:,} of {dangling['edges']:,} "
+                f"  endpoints dangling edges {least}{dangling['count']:,} of {dangling['edges']:,} "
                 f"({dangling['percent']:g}%, limit {dangling['maxPercent']:g}%)"
                 + (" · load held back" if dangling["blocked"] else "")
                 + (

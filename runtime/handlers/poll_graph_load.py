@@ -44,17 +44,7 @@ def poll(
     """
     result = dict(event["result"])
     if event.get("error") is not None:
-        caught = report_errors.describe_error(event["error"], planned=True) or {}
-        # Only a property graph's StartGraphLoad grows with the job (its report's graph section
-        # counts edges); PollGraphLoad's one GET does not.
-        property_graph = "edges" in (result["report"].get("graph") or {})
-        hint = TIMEOUT_HINTS.get(caught.get("type", ""), "") if property_graph else ""
-        failure = {
-            "type": caught.get("type", "Error"),
-            "message": caught.get("message", "") + hint,
-            "where": "GraphLoad",
-        }
-        return _finish(result, store, ledger, failure, {"status": "ERROR"}, None)
+        return _finish(result, store, ledger, _caught(event["error"], result), {"status": "ERROR"}, None)
     load = event["load"]
     dangling = load.get("danglingEdges")
     if not load.get("loadId"):  # the endpoint check held the load back
@@ -72,19 +62,7 @@ def poll(
                 float(load["deadline"]) - now(),
             )
             return {**result, "graphStatus": status, "pending": True, "waitSeconds": wait}
-        try:  # past the deadline: stop the load rather than leave it running unobserved
-            client.cancel(load_id)
-            cancelled = "; the load was cancelled"
-        except GraphLoaderError as failure:
-            cancelled = f"; cancelling it failed: {failure}"
-        error = {
-            "type": GraphLoadTimeoutError.__name__,
-            "message": (
-                f"Neptune load {load_id} was still {status} at the input's "
-                f"graph.timeoutMinutes deadline{cancelled}"
-            ),
-            "where": "GraphLoad",
-        }
+        error = _cancelled(client, load_id, status)
     elif not graph_load.succeeded(summary):
         error = {
             "type": GraphLoadFailedError.__name__,
@@ -94,13 +72,42 @@ def poll(
     return _finish(result, store, ledger, error, summary, load_id, dangling)
 
 
+def _caught(caught_error: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, str]:
+    """The report's error for a graph load function that failed for good (a Catch result)."""
+    caught = report_errors.describe_error(caught_error, planned=True) or {}
+    # Only a property graph's StartGraphLoad grows with the job (its report's graph section
+    # counts edges); PollGraphLoad's one GET does not.
+    property_graph = "edges" in (result["report"].get("graph") or {})
+    hint = TIMEOUT_HINTS.get(caught.get("type", ""), "") if property_graph else ""
+    return {
+        "type": caught.get("type", "Error"),
+        "message": caught.get("message", "") + hint,
+        "where": "GraphLoad",
+    }
+
+
+def _cancelled(client: LoaderClient, load_id: str, status: str) -> dict[str, str]:
+    """Past the deadline: stop the load rather than leave it running unobserved; the error."""
+    try:
+        client.cancel(load_id)
+        cancelled = "; the load was cancelled"
+    except GraphLoaderError as failure:
+        cancelled = f"; cancelling it failed: {failure}"
+    message = (
+        f"Neptune load {load_id} was still {status} at the input's graph.timeoutMinutes deadline{cancelled}"
+    )
+    return {"type": GraphLoadTimeoutError.__name__, "message": message, "where": "GraphLoad"}
+
+
 def _blocked(dangling: Mapping[str, Any]) -> dict[str, str]:
     count, edges = dangling["count"], dangling["edges"]
+    # Not complete: the check stopped once it was sure (the counts are lower bounds).
+    least = "" if dangling.get("complete", True) else "at least "
     return {
         "type": DanglingEdgesError.__name__,
         "message": (
-            f"{count:,} of {edges:,} edges ({dangling['percent']}%) have an endpoint that is neither a "
-            f"vertex of this job nor in the graph ({dangling['missingVertices']:,} vertex ids, e.g. "
+            f"{least}{count:,} of {edges:,} edges ({dangling['percent']}%) have an endpoint that is neither "
+            f"a vertex of this job nor in the graph ({least}{dangling['missingVertices']:,} vertex ids, e.g. "
             f"{', '.join(repr(i) for i in dangling['sample'][0]['missing'])}); graph.maxDanglingPercent "
             f"is {dangling['maxPercent']}: the load was not started (report: graph.danglingEdges)"
         ),

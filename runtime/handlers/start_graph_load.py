@@ -11,6 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from adapters import clients
@@ -92,23 +93,9 @@ def check_edges(
     # them): memory stays bounded however many ids the job references without staging them
     # (an edges-only job: all of its endpoints).
     parts = endpoints.passes(int(staged.get("openEndpoints") or 0), per_pass)
-    missing: set[str] = set()
-    looked_up = 0
     with ThreadPoolExecutor(max_workers=READS_IN_FLIGHT) as pool:
-        # A shard whose vertices cover all of its edges' endpoints has an empty open file: read
-        # in the first pass, never again.
-        opened: list[str] = []
-        for part in range(parts):
-            wanted = endpoints.unresolved(
-                _open_ids(pool, fetch, [key for _, key in keys], opened)
-                if part == 0
-                else map(endpoints.decode_ids, _ahead(pool, fetch, opened)),
-                map(endpoints.decode_ids, _ahead(pool, fetch, [vertices_key for vertices_key, _ in keys])),
-                (part, parts),
-            )
-            looked_up += len(wanted)
-            missing |= _not_in_graph(wanted, lookup)
-            del wanted
+        found = _missing(pool, fetch, keys, parts, endpoints.allowed(edges, max_percent), lookup)
+        missing, opened = found.missing, found.opened
         dangling = endpoints.DanglingEdges(missing)
         gzipped = bool(graph.get("gzip"))
         index_of = {open_key: index for index, (_, open_key) in enumerate(keys)}
@@ -118,7 +105,48 @@ def check_edges(
                 index = index_of[open_key]
                 edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
                 _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
-    return endpoints.verdict(dangling, edges=edges, looked_up=looked_up, max_percent=max_percent)
+    return endpoints.verdict(
+        dangling, edges=edges, looked_up=found.looked_up, max_percent=max_percent, complete=found.complete
+    )
+
+
+@dataclass
+class _Missing:
+    missing: set[str] = field(default_factory=set)  # the open ids found nowhere
+    opened: list[str] = field(default_factory=list)  # the open endpoint files that hold any id
+    looked_up: int = 0
+    complete: bool = True  # False: stopped once the load was surely held back
+
+
+def _missing(
+    pool: ThreadPoolExecutor,
+    fetch: Callable[[str], bytes],
+    keys: list[tuple[str, str]],
+    parts: int,
+    allowed: int,
+    lookup: Callable[[Collection[str]], set[str]],
+) -> _Missing:
+    """The passes over the id files: each merges its hash part of the open ids, less every
+    shard's vertices, and asks the graph for the rest. A shard whose vertices cover all of its
+    edges' endpoints has an empty open file: read in the first pass, never again."""
+    found = _Missing()
+    for part in range(parts):
+        wanted = endpoints.unresolved(
+            _open_ids(pool, fetch, [key for _, key in keys], found.opened)
+            if part == 0
+            else map(endpoints.decode_ids, _ahead(pool, fetch, found.opened)),
+            map(endpoints.decode_ids, _ahead(pool, fetch, [vertices_key for vertices_key, _ in keys])),
+            (part, parts),
+        )
+        found.looked_up += len(wanted)
+        found.missing |= _not_in_graph(wanted, lookup)
+        del wanted
+        if part + 1 < parts and endpoints.surely_blocked(len(found.missing), allowed):
+            # Edges loaded before their vertices, say: stop before the ids found nowhere outgrow
+            # the memory a pass was sized for; the counts are then lower bounds.
+            found.complete = False
+            break
+    return found
 
 
 def _not_in_graph(wanted: set[str], lookup: Callable[[Collection[str]], set[str]]) -> set[str]:

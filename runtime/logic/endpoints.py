@@ -234,10 +234,20 @@ def tolerated(verdict: dict[str, Any] | None) -> int:
     return 0 if verdict["blocked"] else int(verdict["count"])
 
 
-def verdict(dangling: DanglingEdges, *, edges: int, looked_up: int, max_percent: float) -> dict[str, Any]:
+def surely_blocked(missing_ids: int, allowed_edges: int) -> bool:
+    """Held back whatever the passes still to come find: each of `missing_ids` (ids found nowhere)
+    ends at least one staged edge, and an edge has two ends, so at least half as many edges
+    dangle."""
+    return -(-missing_ids // 2) > allowed_edges
+
+
+def verdict(
+    dangling: DanglingEdges, *, edges: int, looked_up: int, max_percent: float, complete: bool = True
+) -> dict[str, Any]:
     """The report's graph.danglingEdges: how many edges dangle, of how many, the ids the job
     referenced without staging them (`lookedUp`, checked in the graph), the tolerance, whether the
-    load is held back, and a sample."""
+    load is held back, and a sample. `complete` false: the check stopped once the load was sure to
+    be held back (count, lookedUp and missingVertices are then lower bounds)."""
     return {
         "count": dangling.count,
         "edges": edges,
@@ -245,6 +255,7 @@ def verdict(dangling: DanglingEdges, *, edges: int, looked_up: int, max_percent:
         "maxPercent": max_percent,
         "lookedUp": looked_up,
         "missingVertices": len(dangling.missing),
-        "blocked": blocked(dangling.count, edges, max_percent),
+        "blocked": not complete or blocked(dangling.count, edges, max_percent),
+        "complete": complete,
         "sample": dangling.sample,
     }
