@@ -18,7 +18,15 @@ from constructs import Construct
 
 from stacks.bundling import lambda_code
 from stacks.config import LoaderConfig
-from stacks.data import KEY_READ, KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, key_use
+from stacks.data import (
+    KEY_READ,
+    KEY_WRITE,
+    STAGING_GRAPH_EDGE_FILES,
+    STAGING_GRAPH_ID_FILES,
+    STAGING_JOBS_PREFIX,
+    STAGING_PREPARED_PREFIX,
+    key_use,
+)
 from stacks.graph import GraphTarget
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
@@ -94,6 +102,8 @@ class ObjectArns:
     source_objects: list[str]
     staging_jobs: str
     staging_prepared: str
+    # StartGraphLoad's edge endpoint check: the shards' id files and staged edge files only.
+    staging_graph_check: list[str]
 
     @classmethod
     def of(cls, scope: Construct, config: LoaderConfig, data: LoaderData) -> ObjectArns:
@@ -108,6 +118,10 @@ class ObjectArns:
             source_objects=[f"{arn}/*" for arn in buckets],
             staging_jobs=data.staging_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*"),
             staging_prepared=data.staging_bucket.arn_for_objects(f"{STAGING_PREPARED_PREFIX}*"),
+            staging_graph_check=[
+                data.staging_bucket.arn_for_objects(pattern)
+                for pattern in (STAGING_GRAPH_ID_FILES, STAGING_GRAPH_EDGE_FILES)
+            ],
         )
 
 
@@ -405,8 +419,9 @@ class LoaderFunctions:
             ],
             [neptune_arn],
         )
-        # The endpoint check reads the shards' id files and staged edge files (jobs/<job>/<plan>/).
-        allow(start, ["s3:GetObject"], [self.arns.staging_jobs])
+        # The endpoint check reads the shards' id files and staged edge files (jobs/<job>/<plan>/),
+        # not the rest of jobs/* (rejects hold raw source records).
+        allow(start, ["s3:GetObject"], self.arns.staging_graph_check)
         # UpdateItem: Ledger.record_graph_load writes the started load's id into the job item.
         data.ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
         allow(poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [neptune_arn])
@@ -425,13 +440,20 @@ class LoaderFunctions:
                 "openCypher query), on this one cluster."
             )
         }
+        id_files, edge_files = self.arns.staging_graph_check
         acknowledge_wildcards(
             default_policy(start.role),
             {
                 **neptune_reason,
-                resource_finding(self._scope, self.arns.staging_jobs): (
-                    "StartGraphLoad reads (s3:GetObject only) the shards' vertex id, endpoint id and "
-                    "edge files under jobs/<jobId>/<planId>/ for the edge endpoint check."
+                resource_finding(self._scope, id_files): (
+                    "StartGraphLoad reads (s3:GetObject only) the shards' vertex and endpoint id files, "
+                    "jobs/<jobId>/<planId>/graph-ids/<shard>.vertices.gz and .endpoints.gz, for the "
+                    "edge endpoint check; job and plan ids are per run, the shard count per plan."
+                ),
+                resource_finding(self._scope, edge_files): (
+                    "StartGraphLoad reads (s3:GetObject only) the staged edge files, "
+                    "jobs/<jobId>/<planId>/graph/edges/<shard>.csv[.gz], of the shards that reference "
+                    "an id found nowhere, to count and sample the dangling edges."
                 ),
             },
         )

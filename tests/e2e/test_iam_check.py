@@ -150,8 +150,16 @@ def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -
     }
     assert len(updated) == 1 and "Ledger" not in next(iter(updated))
     assert ("function start_graph_load", "neptune-db:StartLoaderJob") in actions
-    # The edge endpoint check: the shards' id files, then the graph's own vertex ids.
-    assert ("function start_graph_load", "s3:GetObject") in actions
+    # The edge endpoint check: the shards' id files, then the graph's own vertex ids, then the
+    # edge files of the shards whose edges dangle; no other staged object.
+    reads = {
+        c.resource
+        for c in observed
+        if c.principal.name == "function start_graph_load" and c.action == "s3:GetObject"
+    }
+    id_files = {r for r in reads if "/graph-ids/" in r}
+    edge_files = {r for r in reads if "/graph/edges/" in r}
+    assert id_files and edge_files and reads == id_files | edge_files, sorted(reads)
     assert ("function start_graph_load", "neptune-db:ReadDataViaQuery") in actions
     assert ("function poll_graph_load", "neptune-db:GetLoaderJobStatus") in actions
     assert ("state machine", "s3:GetObject") in actions
