@@ -31,6 +31,9 @@ STAGING_PREPARED_PREFIX = "prepared/"
 # the keys layout.py makes.
 STAGING_GRAPH_ID_FILES = f"{STAGING_JOBS_PREFIX}*/*/graph-ids/*"
 STAGING_GRAPH_EDGE_FILES = f"{STAGING_JOBS_PREFIX}*/*/graph/edges/*"
+# A run's report (layout.py report_key: jobs/<jobId>/<runId>/report.json), which PollGraphLoad
+# rewrites with the graph load's outcome.
+STAGING_REPORTS = f"{STAGING_JOBS_PREFIX}*/*/report.json"
 
 # What a principal needs of the data key, through S3 or DynamoDB (kms:ViaService): readers only
 # decrypt; writers also generate data keys (an S3 multipart upload decrypts its parts' keys too).

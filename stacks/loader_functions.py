@@ -25,6 +25,7 @@ from stacks.data import (
     STAGING_GRAPH_ID_FILES,
     STAGING_JOBS_PREFIX,
     STAGING_PREPARED_PREFIX,
+    STAGING_REPORTS,
     key_use,
 )
 from stacks.graph import GraphTarget
@@ -104,6 +105,8 @@ class ObjectArns:
     staging_prepared: str
     # StartGraphLoad's edge endpoint check: the shards' id files and staged edge files only.
     staging_graph_check: list[str]
+    # PollGraphLoad: the run's report, which it rewrites when the load ends.
+    staging_reports: str
 
     @classmethod
     def of(cls, scope: Construct, config: LoaderConfig, data: LoaderData) -> ObjectArns:
@@ -122,6 +125,7 @@ class ObjectArns:
                 data.staging_bucket.arn_for_objects(pattern)
                 for pattern in (STAGING_GRAPH_ID_FILES, STAGING_GRAPH_EDGE_FILES)
             ],
+            staging_reports=data.staging_bucket.arn_for_objects(STAGING_REPORTS),
         )
 
 
@@ -425,7 +429,8 @@ class LoaderFunctions:
         # UpdateItem: Ledger.record_graph_load writes the started load's id into the job item.
         data.ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
         allow(poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [neptune_arn])
-        allow(poll, ["s3:PutObject"], [self.arns.staging_jobs])
+        # One PutObject of the report (runtime/handlers/poll_graph_load.py _finish), no multipart.
+        allow(poll, ["s3:PutObject"], [self.arns.staging_reports])
         data.ledger_table.grant(poll, "dynamodb:UpdateItem")
         for function in (start, poll):
             _allow_network_interfaces(function)
@@ -461,8 +466,10 @@ class LoaderFunctions:
             default_policy(poll.role),
             {
                 **neptune_reason,
-                resource_finding(self._scope, self.arns.staging_jobs): (
-                    "PollGraphLoad rewrites the job report under jobs/<jobId>/<runId>/ when the load ends."
+                resource_finding(self._scope, self.arns.staging_reports): (
+                    "PollGraphLoad rewrites (s3:PutObject only) the run's report, "
+                    "jobs/<jobId>/<runId>/report.json, when the load ends; job and run ids are per "
+                    "execution. No other staged object."
                 ),
             },
         )

@@ -162,6 +162,13 @@ def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -
     assert id_files and edge_files and reads == id_files | edge_files, sorted(reads)
     assert ("function start_graph_load", "neptune-db:ReadDataViaQuery") in actions
     assert ("function poll_graph_load", "neptune-db:GetLoaderJobStatus") in actions
+    # Poll rewrites each run's report, and writes nothing else to staging.
+    writes = {
+        c.resource
+        for c in observed
+        if c.principal.name == "function poll_graph_load" and c.action == "s3:PutObject"
+    }
+    assert writes and all(r.endswith("/report.json") for r in writes), sorted(writes)
     assert ("state machine", "s3:GetObject") in actions
     assert ("state machine", "lambda:InvokeFunction") in actions
     assert ("function prepare", "s3:PutObject") in actions

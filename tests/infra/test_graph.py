@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from logic import compression, layout
-from stacks.data import STAGING_GRAPH_EDGE_FILES, STAGING_GRAPH_ID_FILES
+from stacks.data import STAGING_GRAPH_EDGE_FILES, STAGING_GRAPH_ID_FILES, STAGING_REPORTS
 from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources
 from tests.infra.test_state_machine import (
     LAMBDA_ERRORS,
@@ -231,7 +231,10 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
     # Poll finishes the report and closes the job; Start records the load id once.
     poll_role = loader_function(dev, "poll_graph_load")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
     poll = grants(policy_statements(dev.loader_json, poll_role))
-    assert ("s3:PutObject", f"{STAGING_ARN}/jobs/*") in poll
+    # Poll writes the run's report (one PutObject), nothing else in staging.
+    assert {p for p in poll if p[0].startswith("s3:")} == {
+        ("s3:PutObject", f"{STAGING_ARN}/jobs/*/*/report.json")
+    }
     assert {a for a, _ in poll if a.startswith("dynamodb:")} == {"dynamodb:UpdateItem"}
     start_role = loader_function(dev, "start_graph_load")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
     start = grants(policy_statements(dev.loader_json, start_role))
@@ -377,3 +380,18 @@ def test_settings_page_lists_every_graph_setting() -> None:
     assert len(names) == 7
     for name in names:
         assert f"`{name}`" in text, name
+
+
+def test_polls_write_grant_is_exactly_the_report_layout_makes() -> None:
+    """PollGraphLoad's s3:PutObject pattern against layout.py: the report, no other staged key."""
+    job, run = "people-2024.v1_a", "people-20240101T000000-a1b2c3"
+    assert iam_matches(STAGING_REPORTS, layout.report_key(job, run))
+    for key in (
+        layout.manifest_key(job, run),
+        layout.rejects_key(job, run),
+        layout.shard_rejects_key(job, run, 7),
+        layout.map_results_prefix(job, run) + "/map-run/manifest.json",
+        *layout.graph_ids_keys(job, run, 7),
+        *layout.property_graph_keys(job, run, 7, compressed=True),
+    ):
+        assert not iam_matches(STAGING_REPORTS, key), key
