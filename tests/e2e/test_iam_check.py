@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import json
 import urllib.request
 from typing import Any
 
@@ -14,7 +15,17 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from mapload.iamcheck import RECORDER, Call, Principal, Recorder, acting_as, decide, neptune_action, principal
+from mapload.iamcheck import (
+    RECORDER,
+    Call,
+    Principal,
+    Recorder,
+    acting_as,
+    decide,
+    neptune_action,
+    neptune_context,
+    principal,
+)
 from mapload.local import run_local
 from mapload.sample import postcodes
 
@@ -287,3 +298,29 @@ def test_the_vertex_id_query_needs_read_data_via_query() -> None:
         {("neptune-db:ReadDataViaQuery", resource)},
         set(),
     )
+    # Its request context names the query language, as Neptune's condition key does.
+    assert dict(next(iter(calls)).context)["neptune-db:QueryLanguage"] == "OpenCypher"
+    assert neptune_context("/openCypher") == {"neptune-db:QueryLanguage": "OpenCypher"}
+    assert neptune_context("/gremlin") == {"neptune-db:QueryLanguage": "Gremlin"}
+    assert neptune_context("/sparql") == {"neptune-db:QueryLanguage": "Sparql"}
+    assert neptune_context("/loader/abc") == {}  # the loader API carries no query language
+
+
+def test_the_vertex_id_query_is_allowed_in_opencypher_only(observed: set[Call]) -> None:
+    """StartGraphLoad's ReadDataViaQuery holds only with neptune-db:QueryLanguage OpenCypher: the
+    observed query is allowed by that conditioned statement; the same call in another language,
+    or with no language in its context, is denied (moto evaluates the StringEquals)."""
+    [query] = {c for c in observed if c.action == "neptune-db:ReadDataViaQuery"}
+    assert query.principal.name == "function start_graph_load"
+    assert dict(query.context)["neptune-db:QueryLanguage"] == "OpenCypher"
+    [allowing] = decide(query.principal.statements, query).allowing
+    condition = json.loads(query.principal.statements[allowing])["Condition"]
+    assert condition == {"StringEquals": {"neptune-db:QueryLanguage": "OpenCypher"}}
+    region = dict(query.context)["aws:RequestedRegion"]
+    for context in (
+        {"aws:RequestedRegion": region, "neptune-db:QueryLanguage": "Gremlin"},
+        {"aws:RequestedRegion": region, "neptune-db:QueryLanguage": "Sparql"},
+        {"aws:RequestedRegion": region},
+    ):
+        other = Call(query.principal, query.action, query.resource, tuple(sorted(context.items())))
+        assert not decide(query.principal.statements, other).allowed, context

@@ -238,6 +238,15 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
     assert {a for a, _ in poll if a.startswith("dynamodb:")} == {"dynamodb:UpdateItem"}
     start_role = loader_function(dev, "start_graph_load")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
     start = grants(policy_statements(dev.loader_json, start_role))
+    # The query in openCypher only (Neptune's neptune-db:QueryLanguage); the loader actions, whose
+    # requests carry no query language, in a statement without the condition.
+    neptune_statements = [
+        s for s in policy_statements(dev.loader_json, start_role) if "neptune-db:" in json.dumps(s["Action"])
+    ]
+    assert [(s["Action"], s.get("Condition")) for s in neptune_statements] == [
+        (["neptune-db:GetLoaderJobStatus", "neptune-db:ListLoaderJobs", "neptune-db:StartLoaderJob"], None),
+        ("neptune-db:ReadDataViaQuery", {"StringEquals": {"neptune-db:QueryLanguage": "OpenCypher"}}),
+    ]
     # Start claims the job (GetItem/PutItem) and records the load id (UpdateItem).
     assert {a for a, _ in start if a.startswith("dynamodb:")} == {
         "dynamodb:GetItem",
