@@ -7,9 +7,10 @@ signer: whose credentials) and `before-send` (the signed request) for every clie
 Worker's BatchWriteItem sender (runtime/adapters/dynamodb_wire.py) emits only `before-send`, so
 DynamoDB calls are read from the request itself (the JSON body names the tables). Neptune's
 loader and openCypher APIs are plain HTTP signed for `neptune-db`: `urllib.request.urlopen` is
-wrapped. A call is attributed to the function whose handler is running (a context variable set
-at the embedded Lambda seam, carried into the threads and thread pools it starts) or to the state
-machine when moto's Step Functions interpreter signs it (its clients use the access key `ak`).
+wrapped, and a query's context names its language (`neptune-db:QueryLanguage`) from its route.
+A call is attributed to the function whose handler is running (a context variable set at the
+embedded Lambda seam, carried into the threads and thread pools it starts) or to the state machine
+when moto's Step Functions interpreter signs it (its clients use the access key `ak`).
 
 Actions and resources follow AWS's Service Authorization Reference and the S3 user guide's
 "Required permissions for Amazon S3 API operations" (HeadObject needs s3:GetObject, ListObjectsV2
@@ -74,6 +75,11 @@ NEPTUNE_LOADER_ACTIONS = {
 # a read, which needs ReadDataViaQuery (docs: Neptune "Using query actions"); a query that writes
 # or deletes would also need WriteDataViaQuery / DeleteDataViaQuery.
 NEPTUNE_QUERY_ACTIONS = {("POST", "openCypher"): "neptune-db:ReadDataViaQuery"}
+# A query's language, in the request context of its query actions as Neptune's one service
+# condition key (Neptune user guide, "IAM condition keys for accessing data": values Gremlin,
+# OpenCypher, Sparql; the loader API actions do not carry it), by the route the query is sent to.
+NEPTUNE_QUERY_LANGUAGE_KEY = "neptune-db:QueryLanguage"
+NEPTUNE_QUERY_LANGUAGES = {"gremlin": "Gremlin", "openCypher": "OpenCypher", "sparql": "Sparql"}
 
 
 def neptune_action(method: str, path: str) -> str | None:
@@ -82,6 +88,13 @@ def neptune_action(method: str, path: str) -> str | None:
     if parts[:1] == ["loader"]:
         return NEPTUNE_LOADER_ACTIONS.get((method, len(parts) > 1))
     return NEPTUNE_QUERY_ACTIONS.get((method, "/".join(parts)))
+
+
+def neptune_context(path: str) -> dict[str, str]:
+    """The Neptune-specific condition keys of a call to `path`: its query language, if a query."""
+    parts = [p for p in path.split("/") if p]
+    language = NEPTUNE_QUERY_LANGUAGES.get(parts[0]) if parts else None
+    return {NEPTUNE_QUERY_LANGUAGE_KEY: language} if language else {}
 
 
 # KMS calls S3 makes with the caller's permissions on an SSE-KMS bucket (S3 user guide, "Using
@@ -406,7 +419,8 @@ class Recorder:
         found = (
             [(action, f"arn:aws:neptune-db:{region}:{who.account}:{cluster}/*")] if action and cluster else []
         )
-        self.add(who, f"neptune-db:{request.get_method()} {url.path}", found, {"aws:RequestedRegion": region})
+        context = {"aws:RequestedRegion": region, **neptune_context(url.path)}
+        self.add(who, f"neptune-db:{request.get_method()} {url.path}", found, context)
 
 
 RECORDER = Recorder()

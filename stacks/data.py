@@ -24,6 +24,16 @@ LEDGER_TTL_ATTRIBUTE = "expiresAt"
 STAGING_JOBS_PREFIX = "jobs/"
 # Decompressed (gzip/zip) sources written by Prepare: prepared/<jobId>/<runId>/...
 STAGING_PREPARED_PREFIX = "prepared/"
+# What StartGraphLoad's edge endpoint check reads under jobs/<jobId>/<planId>/ (runtime/logic/
+# layout.py graph_ids_keys: graph-ids/<shard>.vertices.gz, .endpoints.gz; property_graph_keys'
+# edge file: graph/edges/<shard>.csv[.gz]), and nothing else there: not the rejects (source
+# records), manifests, reports or vertex files. tests/infra/test_graph.py matches them against
+# the keys layout.py makes.
+STAGING_GRAPH_ID_FILES = f"{STAGING_JOBS_PREFIX}*/*/graph-ids/*"
+STAGING_GRAPH_EDGE_FILES = f"{STAGING_JOBS_PREFIX}*/*/graph/edges/*"
+# A run's report (layout.py report_key: jobs/<jobId>/<runId>/report.json), which PollGraphLoad
+# rewrites with the graph load's outcome.
+STAGING_REPORTS = f"{STAGING_JOBS_PREFIX}*/*/report.json"
 
 # What a principal needs of the data key, through S3 or DynamoDB (kms:ViaService): readers only
 # decrypt; writers also generate data keys (an S3 multipart upload decrypts its parts' keys too).

@@ -18,7 +18,16 @@ from constructs import Construct
 
 from stacks.bundling import lambda_code
 from stacks.config import LoaderConfig
-from stacks.data import KEY_READ, KEY_WRITE, STAGING_JOBS_PREFIX, STAGING_PREPARED_PREFIX, key_use
+from stacks.data import (
+    KEY_READ,
+    KEY_WRITE,
+    STAGING_GRAPH_EDGE_FILES,
+    STAGING_GRAPH_ID_FILES,
+    STAGING_JOBS_PREFIX,
+    STAGING_PREPARED_PREFIX,
+    STAGING_REPORTS,
+    key_use,
+)
 from stacks.graph import GraphTarget
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
@@ -31,6 +40,10 @@ HANDLER_INDEX: Final[Mapping[str, str]] = {
     "PollGraphLoad": "handlers/poll_graph_load.py",
 }
 HANDLER_FUNCTION: Final[str] = "lambda_handler"
+# The language StartGraphLoad's one query is written in, as Neptune's data-access condition key
+# names it (Neptune user guide, "IAM condition keys for accessing data": Gremlin, OpenCypher, Sparql).
+NEPTUNE_QUERY_LANGUAGE_KEY: Final[str] = "neptune-db:QueryLanguage"
+NEPTUNE_QUERY_LANGUAGE: Final[str] = "OpenCypher"
 
 RETENTION_DAYS: Final[Mapping[int, logs.RetentionDays]] = {
     1: logs.RetentionDays.ONE_DAY,
@@ -94,6 +107,10 @@ class ObjectArns:
     source_objects: list[str]
     staging_jobs: str
     staging_prepared: str
+    # StartGraphLoad's edge endpoint check: the shards' id files and staged edge files only.
+    staging_graph_check: list[str]
+    # PollGraphLoad: the run's report, which it rewrites when the load ends.
+    staging_reports: str
 
     @classmethod
     def of(cls, scope: Construct, config: LoaderConfig, data: LoaderData) -> ObjectArns:
@@ -108,6 +125,11 @@ class ObjectArns:
             source_objects=[f"{arn}/*" for arn in buckets],
             staging_jobs=data.staging_bucket.arn_for_objects(f"{STAGING_JOBS_PREFIX}*"),
             staging_prepared=data.staging_bucket.arn_for_objects(f"{STAGING_PREPARED_PREFIX}*"),
+            staging_graph_check=[
+                data.staging_bucket.arn_for_objects(pattern)
+                for pattern in (STAGING_GRAPH_ID_FILES, STAGING_GRAPH_EDGE_FILES)
+            ],
+            staging_reports=data.staging_bucket.arn_for_objects(STAGING_REPORTS),
         )
 
 
@@ -392,46 +414,68 @@ class LoaderFunctions:
             resource_name="*",
             arn_format=cdk.ArnFormat.SLASH_RESOURCE_NAME,
         )
-        # List/GetStatus: a retried start adopts the load an earlier attempt started.
-        # ReadDataViaQuery: the edge endpoint check asks the graph which vertex ids it holds (one
-        # read-only openCypher query, runtime/adapters/neptune.py EXISTING_IDS_QUERY).
-        allow(
-            start,
-            [
-                "neptune-db:StartLoaderJob",
-                "neptune-db:ListLoaderJobs",
-                "neptune-db:GetLoaderJobStatus",
-                "neptune-db:ReadDataViaQuery",
-            ],
-            [neptune_arn],
-        )
-        # The endpoint check reads the shards' id files and staged edge files (jobs/<job>/<plan>/).
-        allow(start, ["s3:GetObject"], [self.arns.staging_jobs])
-        # UpdateItem: Ledger.record_graph_load writes the started load's id into the job item.
-        data.ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-        allow(poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [neptune_arn])
-        allow(poll, ["s3:PutObject"], [self.arns.staging_jobs])
-        data.ledger_table.grant(poll, "dynamodb:UpdateItem")
+        self._grant_start_graph_load(start, neptune_arn)
+        self._grant_poll_graph_load(poll, neptune_arn)
         for function in (start, poll):
             _allow_network_interfaces(function)
         self._acknowledge_graph(start, poll, neptune_arn)
         return start, poll
+
+    def _grant_start_graph_load(self, start: lambda_.Function, neptune_arn: str) -> None:
+        """Start (or adopt) the load, check the edge endpoints, claim and record the load."""
+        # List/GetStatus: a retried start adopts the load an earlier attempt started.
+        allow(
+            start,
+            ["neptune-db:StartLoaderJob", "neptune-db:ListLoaderJobs", "neptune-db:GetLoaderJobStatus"],
+            [neptune_arn],
+        )
+        # ReadDataViaQuery: the edge endpoint check asks the graph which vertex ids it holds (one
+        # read-only openCypher query, runtime/adapters/neptune.py EXISTING_IDS_QUERY) - in openCypher
+        # only, not Gremlin or SPARQL. A statement of its own: the loader actions have no
+        # neptune-db:QueryLanguage in their request context, so the condition would deny them.
+        start.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["neptune-db:ReadDataViaQuery"],
+                resources=[neptune_arn],
+                conditions={"StringEquals": {NEPTUNE_QUERY_LANGUAGE_KEY: NEPTUNE_QUERY_LANGUAGE}},
+            )
+        )
+        # The endpoint check reads the shards' id files and staged edge files (jobs/<job>/<plan>/),
+        # not the rest of jobs/* (rejects hold raw source records).
+        allow(start, ["s3:GetObject"], self.arns.staging_graph_check)
+        # UpdateItem: Ledger.record_graph_load writes the started load's id into the job item.
+        self._data.ledger_table.grant(start, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+
+    def _grant_poll_graph_load(self, poll: lambda_.Function, neptune_arn: str) -> None:
+        """Follow (or cancel) the load, rewrite the run's report, close the job in the ledger."""
+        allow(poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [neptune_arn])
+        # One PutObject of the report (runtime/handlers/poll_graph_load.py _finish), no multipart.
+        allow(poll, ["s3:PutObject"], [self.arns.staging_reports])
+        self._data.ledger_table.grant(poll, "dynamodb:UpdateItem")
 
     def _acknowledge_graph(self, start: lambda_.Function, poll: lambda_.Function, neptune_arn: str) -> None:
         neptune_reason = {
             resource_finding(self._scope, neptune_arn): (
                 "neptune-db data actions are granted per cluster as <cluster resource id>/*; these "
                 "functions call only the loader API actions listed (and StartGraphLoad one read-only "
-                "openCypher query), on this one cluster."
+                "openCypher query: ReadDataViaQuery with neptune-db:QueryLanguage OpenCypher), on "
+                "this one cluster."
             )
         }
+        id_files, edge_files = self.arns.staging_graph_check
         acknowledge_wildcards(
             default_policy(start.role),
             {
                 **neptune_reason,
-                resource_finding(self._scope, self.arns.staging_jobs): (
-                    "StartGraphLoad reads (s3:GetObject only) the shards' vertex id, endpoint id and "
-                    "edge files under jobs/<jobId>/<planId>/ for the edge endpoint check."
+                resource_finding(self._scope, id_files): (
+                    "StartGraphLoad reads (s3:GetObject only) the shards' vertex and endpoint id files, "
+                    "jobs/<jobId>/<planId>/graph-ids/<shard>.vertices.gz and .endpoints.gz, for the "
+                    "edge endpoint check; job and plan ids are per run, the shard count per plan."
+                ),
+                resource_finding(self._scope, edge_files): (
+                    "StartGraphLoad reads (s3:GetObject only) the staged edge files, "
+                    "jobs/<jobId>/<planId>/graph/edges/<shard>.csv[.gz], of the shards that reference "
+                    "an id found nowhere, to count and sample the dangling edges."
                 ),
             },
         )
@@ -439,8 +483,10 @@ class LoaderFunctions:
             default_policy(poll.role),
             {
                 **neptune_reason,
-                resource_finding(self._scope, self.arns.staging_jobs): (
-                    "PollGraphLoad rewrites the job report under jobs/<jobId>/<runId>/ when the load ends."
+                resource_finding(self._scope, self.arns.staging_reports): (
+                    "PollGraphLoad rewrites (s3:PutObject only) the run's report, "
+                    "jobs/<jobId>/<runId>/report.json, when the load ends; job and run ids are per "
+                    "execution. No other staged object."
                 ),
             },
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import gzip
+import json
 import urllib.request
 from typing import Any
 
@@ -14,7 +15,17 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from mapload.iamcheck import RECORDER, Call, Principal, Recorder, acting_as, decide, neptune_action, principal
+from mapload.iamcheck import (
+    RECORDER,
+    Call,
+    Principal,
+    Recorder,
+    acting_as,
+    decide,
+    neptune_action,
+    neptune_context,
+    principal,
+)
 from mapload.local import run_local
 from mapload.sample import postcodes
 
@@ -150,10 +161,25 @@ def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -
     }
     assert len(updated) == 1 and "Ledger" not in next(iter(updated))
     assert ("function start_graph_load", "neptune-db:StartLoaderJob") in actions
-    # The edge endpoint check: the shards' id files, then the graph's own vertex ids.
-    assert ("function start_graph_load", "s3:GetObject") in actions
+    # The edge endpoint check: the shards' id files, then the graph's own vertex ids, then the
+    # edge files of the shards whose edges dangle; no other staged object.
+    reads = {
+        c.resource
+        for c in observed
+        if c.principal.name == "function start_graph_load" and c.action == "s3:GetObject"
+    }
+    id_files = {r for r in reads if "/graph-ids/" in r}
+    edge_files = {r for r in reads if "/graph/edges/" in r}
+    assert id_files and edge_files and reads == id_files | edge_files, sorted(reads)
     assert ("function start_graph_load", "neptune-db:ReadDataViaQuery") in actions
     assert ("function poll_graph_load", "neptune-db:GetLoaderJobStatus") in actions
+    # Poll rewrites each run's report, and writes nothing else to staging.
+    writes = {
+        c.resource
+        for c in observed
+        if c.principal.name == "function poll_graph_load" and c.action == "s3:PutObject"
+    }
+    assert writes and all(r.endswith("/report.json") for r in writes), sorted(writes)
     assert ("state machine", "s3:GetObject") in actions
     assert ("state machine", "lambda:InvokeFunction") in actions
     assert ("function prepare", "s3:PutObject") in actions
@@ -272,3 +298,29 @@ def test_the_vertex_id_query_needs_read_data_via_query() -> None:
         {("neptune-db:ReadDataViaQuery", resource)},
         set(),
     )
+    # Its request context names the query language, as Neptune's condition key does.
+    assert dict(next(iter(calls)).context)["neptune-db:QueryLanguage"] == "OpenCypher"
+    assert neptune_context("/openCypher") == {"neptune-db:QueryLanguage": "OpenCypher"}
+    assert neptune_context("/gremlin") == {"neptune-db:QueryLanguage": "Gremlin"}
+    assert neptune_context("/sparql") == {"neptune-db:QueryLanguage": "Sparql"}
+    assert neptune_context("/loader/abc") == {}  # the loader API carries no query language
+
+
+def test_the_vertex_id_query_is_allowed_in_opencypher_only(observed: set[Call]) -> None:
+    """StartGraphLoad's ReadDataViaQuery holds only with neptune-db:QueryLanguage OpenCypher: the
+    observed query is allowed by that conditioned statement; the same call in another language,
+    or with no language in its context, is denied (moto evaluates the StringEquals)."""
+    [query] = {c for c in observed if c.action == "neptune-db:ReadDataViaQuery"}
+    assert query.principal.name == "function start_graph_load"
+    assert dict(query.context)["neptune-db:QueryLanguage"] == "OpenCypher"
+    [allowing] = decide(query.principal.statements, query).allowing
+    condition = json.loads(query.principal.statements[allowing])["Condition"]
+    assert condition == {"StringEquals": {"neptune-db:QueryLanguage": "OpenCypher"}}
+    region = dict(query.context)["aws:RequestedRegion"]
+    for context in (
+        {"aws:RequestedRegion": region, "neptune-db:QueryLanguage": "Gremlin"},
+        {"aws:RequestedRegion": region, "neptune-db:QueryLanguage": "Sparql"},
+        {"aws:RequestedRegion": region},
+    ):
+        other = Call(query.principal, query.action, query.resource, tuple(sorted(context.items())))
+        assert not decide(query.principal.statements, other).allowed, context

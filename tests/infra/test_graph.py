@@ -4,11 +4,14 @@ Wait/Poll/Choice loop, read back from the synthesized templates; cfn-lint on eve
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from logic import compression, layout
+from stacks.data import STAGING_GRAPH_EDGE_FILES, STAGING_GRAPH_ID_FILES, STAGING_REPORTS
 from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources
 from tests.infra.test_state_machine import (
     LAMBDA_ERRORS,
@@ -228,18 +231,66 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
     # Poll finishes the report and closes the job; Start records the load id once.
     poll_role = loader_function(dev, "poll_graph_load")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
     poll = grants(policy_statements(dev.loader_json, poll_role))
-    assert ("s3:PutObject", f"{STAGING_ARN}/jobs/*") in poll
+    # Poll writes the run's report (one PutObject), nothing else in staging.
+    assert {p for p in poll if p[0].startswith("s3:")} == {
+        ("s3:PutObject", f"{STAGING_ARN}/jobs/*/*/report.json")
+    }
     assert {a for a, _ in poll if a.startswith("dynamodb:")} == {"dynamodb:UpdateItem"}
     start_role = loader_function(dev, "start_graph_load")[1]["Properties"]["Role"]["Fn::GetAtt"][0]
     start = grants(policy_statements(dev.loader_json, start_role))
+    # The query in openCypher only (Neptune's neptune-db:QueryLanguage); the loader actions, whose
+    # requests carry no query language, in a statement without the condition.
+    neptune_statements = [
+        s for s in policy_statements(dev.loader_json, start_role) if "neptune-db:" in json.dumps(s["Action"])
+    ]
+    assert [(s["Action"], s.get("Condition")) for s in neptune_statements] == [
+        (["neptune-db:GetLoaderJobStatus", "neptune-db:ListLoaderJobs", "neptune-db:StartLoaderJob"], None),
+        ("neptune-db:ReadDataViaQuery", {"StringEquals": {"neptune-db:QueryLanguage": "OpenCypher"}}),
+    ]
     # Start claims the job (GetItem/PutItem) and records the load id (UpdateItem).
     assert {a for a, _ in start if a.startswith("dynamodb:")} == {
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
     }
-    # The edge endpoint check reads the shards' id and edge files; it writes nothing to S3.
-    assert {p for p in start if p[0].startswith("s3:")} == {("s3:GetObject", f"{STAGING_ARN}/jobs/*")}
+    # The edge endpoint check reads the shards' id and edge files, nothing else; it writes nothing.
+    assert {p for p in start if p[0].startswith("s3:")} == {
+        ("s3:GetObject", f"{STAGING_ARN}/jobs/*/*/graph-ids/*"),
+        ("s3:GetObject", f"{STAGING_ARN}/jobs/*/*/graph/edges/*"),
+    }
+
+
+def iam_matches(pattern: str, key: str) -> bool:
+    """IAM's resource wildcard: `*` is any run of characters, slashes included."""
+    return re.fullmatch(".*".join(re.escape(part) for part in pattern.split("*")), key) is not None
+
+
+def test_the_endpoint_checks_read_grant_is_exactly_the_id_and_edge_files_layout_makes() -> None:
+    """StartGraphLoad's s3:GetObject patterns (stacks/data.py) against runtime/logic/layout.py: every
+    key check_edges reads matches one, no other key a job writes to staging matches any."""
+    patterns = (STAGING_GRAPH_ID_FILES, STAGING_GRAPH_EDGE_FILES)
+    job, plan, run = "people-2024.v1_a", "people-20240101T000000-a1b2c3", "people-20240102T000000-d4e5f6"
+    read = [
+        *layout.graph_ids_keys(job, plan, 7),
+        layout.property_graph_keys(job, plan, 7, compressed=False)[1],
+        layout.property_graph_keys(job, plan, 123456, compressed=True)[1],
+    ]
+    for key in read:
+        assert sum(iam_matches(p, key) for p in patterns) == 1, key
+    not_read = [
+        layout.manifest_key(job, run),
+        layout.shard_rejects_key(job, run, 7),
+        layout.rejects_key(job, run),
+        layout.report_key(job, run),
+        layout.map_results_prefix(job, run) + "/map-run/manifest.json",
+        layout.map_results_prefix(job, run) + "/map-run/SUCCEEDED_0.json",
+        layout.property_graph_keys(job, plan, 7, compressed=True)[0],
+        layout.graph_file_key(job, plan, 7, compressed=True),
+        compression.prepared_key(job, run, 0, "people.csv"),
+        compression.prepared_list_key(job, run),
+    ]
+    for key in not_read:
+        assert not any(iam_matches(p, key) for p in patterns), key
 
 
 def test_start_wait_poll_choice_loop(dev: Synth) -> None:
@@ -338,3 +389,18 @@ def test_settings_page_lists_every_graph_setting() -> None:
     assert len(names) == 7
     for name in names:
         assert f"`{name}`" in text, name
+
+
+def test_polls_write_grant_is_exactly_the_report_layout_makes() -> None:
+    """PollGraphLoad's s3:PutObject pattern against layout.py: the report, no other staged key."""
+    job, run = "people-2024.v1_a", "people-20240101T000000-a1b2c3"
+    assert iam_matches(STAGING_REPORTS, layout.report_key(job, run))
+    for key in (
+        layout.manifest_key(job, run),
+        layout.rejects_key(job, run),
+        layout.shard_rejects_key(job, run, 7),
+        layout.map_results_prefix(job, run) + "/map-run/manifest.json",
+        *layout.graph_ids_keys(job, run, 7),
+        *layout.property_graph_keys(job, run, 7, compressed=True),
+    ):
+        assert not iam_matches(STAGING_REPORTS, key), key
