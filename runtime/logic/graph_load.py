@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from logic.clipping import TEXT_BYTES, clip
+
 # Statuses the poll loop waits through; LOAD_COMPLETED succeeds; every other status fails the job.
 # LOAD_COMMITTED_W_WRITE_CONFLICTS is not an end: the loader resolves the conflicts in separate
 # transactions and updates the status as it goes (Neptune "Loader Error and Feed Messages"); the
@@ -109,12 +111,13 @@ def summarize(payload: Mapping[str, Any]) -> dict[str, Any]:
         "insertErrors": int(overall.get("insertErrors") or 0),
     }
     errors = (payload.get("errors") or {}).get("errorLogs") or []
+    # The loader's texts are samples too (an error message may quote the record): clipped alike.
     first = [
-        {k: e.get(k) for k in ("errorCode", "errorMessage", "fileName", "recordNum") if k in e}
+        {k: _clipped(e.get(k)) for k in ("errorCode", "errorMessage", "fileName", "recordNum") if k in e}
         for e in errors[:FIRST_ERRORS]
     ]
     failed_feeds = [
-        {k: feed.get(k) for k in ("fullUri", "status") if k in feed}
+        {k: _clipped(feed.get(k)) for k in ("fullUri", "status") if k in feed}
         for feed in (payload.get("failedFeeds") or [])[:FIRST_ERRORS]
     ]
     return {
@@ -127,6 +130,10 @@ def summarize(payload: Mapping[str, Any]) -> dict[str, Any]:
         if any(counts.values()) or first or failed_feeds
         else None,
     }
+
+
+def _clipped(value: Any) -> Any:
+    return clip(value, TEXT_BYTES) if isinstance(value, str) else value
 
 
 def failure_message(summary: Mapping[str, Any], load_id: str) -> str:
