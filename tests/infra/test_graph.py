@@ -248,7 +248,7 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert start["Parameters"]["FunctionName"] == arn_of(dev, "start_graph_load")
     assert start["Parameters"]["Payload"]["job.$"] == "$.plan.job"
     # Into the result Poll is given and returns: the first poll moves the edge endpoint check into
-    # the report, so the state never holds it twice.
+    # the report, so the state never holds it twice (tests/infra/test_state_payloads.py).
     assert start["ResultPath"] == "$.result.load"
     # The first poll right after the start; GraphWait only between polls.
     assert start["Next"] == "PollGraphLoad"
