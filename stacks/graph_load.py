@@ -37,7 +37,8 @@ POLL_THROTTLE_ATTEMPTS: Final[int] = 4
 POLL_BUSY_ATTEMPTS: Final[int] = 3
 
 
-# Finalize's result shape with the report finished, plus whether to poll again and when.
+# Finalize's result shape with the report finished, plus whether to poll again and when, and the
+# load being polled (StartGraphLoad's answer, less the edge endpoint check: that is in the report).
 POLL_RESULT: Final[Mapping[str, str]] = {
     **{
         name: "string"
@@ -46,7 +47,12 @@ POLL_RESULT: Final[Mapping[str, str]] = {
     "report": "object",
     "pending": "string",
     "waitSeconds": "number",
+    "load": "object",
 }
+# Where StartGraphLoad's answer goes: into the result PollGraphLoad is given and returns, so the
+# first poll can move the edge endpoint check into the report and drop it from the load, and the
+# state carries the check once (it can be ~11 KB: ten edges of clipped ids).
+LOAD_PATH: Final[str] = "$.result.load"
 
 
 class GraphLoadLoop(Construct):
@@ -136,7 +142,7 @@ class GraphLoadLoop(Construct):
                     "danglingEdges": "object",
                 }
             ),
-            result_path="$.graphLoad",
+            result_path=LOAD_PATH,
         )
         retries.add(start, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
         return start
@@ -147,9 +153,7 @@ class GraphLoadLoop(Construct):
             self,
             "PollGraphLoad",
             function=function,
-            payload=sfn.TaskInput.from_object(
-                {"load": sfn.JsonPath.object_at("$.graphLoad"), "result": sfn.JsonPath.object_at("$.result")}
-            ),
+            payload=sfn.TaskInput.from_object({"result": sfn.JsonPath.object_at("$.result")}),
             retries=None,
             result_selector=payload_fields(POLL_RESULT),
             result_path="$.result",

@@ -36,20 +36,28 @@ def poll(
     ledger: Ledger,
     now: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
-    """The same result shape Finalize returns (status, report, cause, ...) plus `graphStatus`
-    and `pending`; the state machine waits and polls again while `pending` is true.
+    """The same result shape Finalize returns (status, report, cause, ...) plus `graphStatus`,
+    `pending` and `load`; the state machine waits and polls again while `pending` is true.
 
-    With `error` instead of `load` (StartGraphLoad or PollGraphLoad failed for good), it only
-    finishes the report: status FAILED, the error named, `where` GraphLoad.
+    With `error` (StartGraphLoad or PollGraphLoad failed for good), it only finishes the report:
+    status FAILED, the error named, `where` GraphLoad.
     """
     result = dict(event["result"])
+    # StartGraphLoad's answer ($.result.load; `load` beside the result in executions started
+    # before that) carries the edge endpoint check to the first poll, which moves it into the
+    # report: the state holds it once.
+    load = dict(event.get("load") or result.get("load") or {})
+    if load.get("danglingEdges") is not None:
+        graph = {**(result["report"].get("graph") or {}), "danglingEdges": load["danglingEdges"]}
+        result["report"] = {**result["report"], "graph": graph}
+    result["load"] = {k: v for k, v in load.items() if k != "danglingEdges"} or None
     if event.get("error") is not None:
         return _finish(result, store, ledger, _caught(event["error"], result), {"status": "ERROR"}, None)
-    load = event["load"]
-    dangling = load.get("danglingEdges")
     if not load.get("loadId"):  # the endpoint check held the load back
-        return _finish(result, store, ledger, _blocked(dangling), {"status": "BLOCKED"}, None, dangling)
+        blocked = _blocked(result["report"]["graph"]["danglingEdges"])
+        return _finish(result, store, ledger, blocked, {"status": "BLOCKED"}, None)
     load_id = str(load["loadId"])
+    dangling = (result["report"].get("graph") or {}).get("danglingEdges")
     summary = graph_load.summarize(client.status(load_id), tolerated=endpoints.tolerated(dangling))
     status = summary["status"]
     error: dict[str, str] | None = None
@@ -69,7 +77,7 @@ def poll(
             "message": graph_load.failure_message(summary, load_id),
             "where": "GraphLoad",
         }
-    return _finish(result, store, ledger, error, summary, load_id, dangling)
+    return _finish(result, store, ledger, error, summary, load_id)
 
 
 def _caught(caught_error: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, str]:
@@ -122,14 +130,11 @@ def _finish(
     error: dict[str, str] | None,
     summary: Mapping[str, Any],
     load_id: str | None,
-    dangling: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the report with the load's outcome, close the job in the ledger, return the result."""
     report = dict(result["report"])
     graph = dict(report.get("graph") or {})
     graph["status"] = summary["status"]
-    if dangling is not None:
-        graph["danglingEdges"] = dangling
     if load_id is not None:
         graph.update(
             {

@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring
 from typing import Any
 
+from logic.clipping import ID_BYTES
+from logic.clipping import clip as clip_text
+
 SAMPLE_SIZE = 10
-SAMPLE_ID_CHARS = 200
 CHUNK_IDS = 50_000
 INFLATE_BLOCK = 4 << 20  # bytes of an id file decompressed at a time
 # What one open id costs StartGraphLoad besides its characters (measured in CPython: ~90 bytes in
@@ -187,10 +189,8 @@ class DanglingEdges:
 
 def clip(text: str) -> str:
     """An id as samples show it: the sample travels in the ledger item (400 KB) and the state
-    machine's payloads (256 KiB), so a long id is cut, saying how long it was."""
-    return (
-        text if len(text) <= SAMPLE_ID_CHARS else text[:SAMPLE_ID_CHARS] + f"... ({len(text):,} characters)"
-    )
+    machine's payloads (256 KiB), so a long id is cut to ID_BYTES of JSON, saying how long it was."""
+    return clip_text(text, ID_BYTES)
 
 
 def blocked(count: int, edges: int, max_percent: float) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from logic.clipping import TEXT_BYTES, clip
+
 # Statuses the poll loop waits through; LOAD_COMPLETED succeeds; every other status fails the job.
 # LOAD_COMMITTED_W_WRITE_CONFLICTS is not an end: the loader resolves the conflicts in separate
 # transactions and updates the status as it goes (Neptune "Loader Error and Feed Messages"); the
@@ -114,13 +116,15 @@ def summarize(payload: Mapping[str, Any], tolerated: int = 0) -> dict[str, Any]:
         "insertErrors": int(overall.get("insertErrors") or 0),
     }
     errors = (payload.get("errors") or {}).get("errorLogs") or []
+    # The loader's texts are samples too (an error message may quote the record): clipped alike.
     first = [
-        {k: e.get(k) for k in ("errorCode", "errorMessage", "fileName", "recordNum") if k in e}
+        {k: _clipped(e.get(k)) for k in ("errorCode", "errorMessage", "fileName", "recordNum") if k in e}
         for e in errors[:FIRST_ERRORS]
     ]
     feeds = payload.get("failedFeeds") or []
     failed_feeds = [
-        {k: feed.get(k) for k in ("fullUri", "status") if k in feed} for feed in feeds[:FIRST_ERRORS]
+        {k: _clipped(feed.get(k)) for k in ("fullUri", "status") if k in feed}
+        for feed in feeds[:FIRST_ERRORS]
     ]
     status = str(overall.get("status") or "UNKNOWN")
     summary: dict[str, Any] = {
@@ -163,6 +167,10 @@ def accepted(
 def succeeded(summary: Mapping[str, Any]) -> bool:
     """The load ended as the job needs: LOAD_COMPLETED, or failed only for tolerated edges."""
     return summary["status"] == COMPLETED or bool((summary.get("errors") or {}).get("tolerated"))
+
+
+def _clipped(value: Any) -> Any:
+    return clip(value, TEXT_BYTES) if isinstance(value, str) else value
 
 
 def failure_message(summary: Mapping[str, Any], load_id: str) -> str:

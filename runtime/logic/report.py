@@ -8,24 +8,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logic import graph_load
+from logic.clipping import TEXT_BYTES, clip
 
 REPORT_VERSION = 1
 SAMPLE_SIZE = 10
 # Skipped keys kept: each shard records up to this many, the report the first this many.
 SKIPPED_SAMPLE_SIZE = 5
 MISSING_LISTED = 20
-SAMPLE_TEXT_CHARS = 1000
 
 
 def clip_sample(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A reject as shown in samples (ledger item, report): long text clipped, so a 400 KB line
-    cannot push a ledger item or the execution output over its size limit."""
-    return {
-        k: v[:SAMPLE_TEXT_CHARS] + f"... ({len(v):,} characters)"
-        if isinstance(v, str) and len(v) > SAMPLE_TEXT_CHARS
-        else v
-        for k, v in record.items()
-    }
+    """A reject or a skipped key as shown in samples (ledger item, report): each text clipped to
+    TEXT_BYTES of JSON (logic/clipping.py), so a 400 KB line cannot push a ledger item or a state
+    of the execution over its size limit."""
+    return {k: clip(v, TEXT_BYTES) if isinstance(v, str) else v for k, v in record.items()}
 
 
 def describe_error(error: Mapping[str, Any] | None, planned: bool) -> dict[str, str] | None:
@@ -162,11 +158,12 @@ def balanced(records: Mapping[str, Any]) -> int:
 
 
 def _skipped_sample(shards: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The first skipped keys, in shard order (each shard keeps a few)."""
+    """The first skipped keys, in shard order (each shard keeps a few); a key's value may be 2 KB
+    of control characters, six bytes each as JSON: clipped like any sample text."""
     sample: list[dict[str, Any]] = []
     for _, counts in sorted(shards.items()):
         sample.extend(counts.get("skippedSample") or ())
-    return sample[:SKIPPED_SAMPLE_SIZE]
+    return [clip_sample(key) for key in sample[:SKIPPED_SAMPLE_SIZE]]
 
 
 def _reconciliation_error(

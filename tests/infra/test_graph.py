@@ -298,7 +298,9 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     start = states["StartGraphLoad"]
     assert start["Parameters"]["FunctionName"] == arn_of(dev, "start_graph_load")
     assert start["Parameters"]["Payload"]["job.$"] == "$.plan.job"
-    assert start["ResultPath"] == "$.graphLoad"
+    # Into the result Poll is given and returns: the first poll moves the edge endpoint check into
+    # the report, so the state never holds it twice (tests/infra/test_state_payloads.py).
+    assert start["ResultPath"] == "$.result.load"
     # The first poll right after the start; GraphWait only between polls.
     assert start["Next"] == "PollGraphLoad"
     # A full loader queue (64 loads) waits for hours, 5 minutes apart at most, not ~1.5 minutes.
@@ -316,8 +318,9 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     }
     poll = states["PollGraphLoad"]
     assert poll["Parameters"]["FunctionName"] == arn_of(dev, "poll_graph_load")
-    assert poll["Parameters"]["Payload"] == {"load.$": "$.graphLoad", "result.$": "$.result"}
+    assert poll["Parameters"]["Payload"] == {"result.$": "$.result"}
     assert poll["ResultPath"] == "$.result"
+    assert poll["ResultSelector"]["load.$"] == "$.Payload.load"  # the load, poll to poll
     assert poll["Catch"] == catch
     # Inside the loop every retry is paid each round: few, so a round stays within the history
     # budget (tests/infra/test_history.py); GraphLoadError, run once, keeps the full retries.

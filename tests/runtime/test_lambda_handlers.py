@@ -89,7 +89,7 @@ def test_start_and_poll_graph_load_through_lambda_handler(
         load = start_graph_load.lambda_handler({"job": job, "execution": EXECUTION}, FakeContext())
         # The load runs on the loader's thread: wait for its end, then poll once (no race).
         assert loader.loads[load["loadId"]].done.wait(60), "the local load did not end in 60 s"
-        polled = poll_graph_load.lambda_handler({"load": load, "result": finalized}, FakeContext())
+        polled = poll_graph_load.lambda_handler({"result": {**finalized, "load": load}}, FakeContext())
 
     assert load["loadId"] and load["waitSeconds"] == 1
     assert (polled["pending"], polled["status"]) == (False, "SUCCEEDED"), polled

@@ -543,13 +543,16 @@ def finalize_result(aws: Any, **graph: Any) -> dict[str, Any]:
     }
 
 
+POLL_SETTINGS = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
+
+
 def poll(
     server: ScriptedNeptuneLoader, aws: Any, load: dict[str, Any], now: float | None = None
 ) -> dict[str, Any]:
-    settings = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
+    """The first poll: StartGraphLoad's answer is in the result ($.result.load)."""
     return poll_graph_load.poll(
-        {"load": load, "result": finalize_result(aws)},
-        settings,
+        {"result": {**finalize_result(aws), "load": load}},
+        POLL_SETTINGS,
         client(server),
         S3Store(aws),
         ledger(),
@@ -593,6 +596,58 @@ def test_a_failed_load_fails_the_job_with_the_loaders_details(
     report = stored_report(aws)
     assert report["status"] == "FAILED" and report["error"]["where"] == "GraphLoad"
     assert report["graph"]["errors"]["first"] == FAILED_LOGS
+
+
+CHECK = {
+    "count": 1,
+    "edges": 2,
+    "percent": 50.0,
+    "maxPercent": 100,
+    "lookedUp": 1,
+    "missingVertices": 1,
+    "blocked": False,
+    "sample": [{"id": "e1", "from": "a", "to": "b", "missing": ["b"], "shard": 0}],
+}
+
+
+def test_the_first_poll_moves_the_edge_check_into_the_report_so_the_state_holds_it_once(
+    server: ScriptedNeptuneLoader, aws: Any
+) -> None:
+    server.script = ["LOAD_IN_QUEUE"]
+    load = {**started(server), "danglingEdges": CHECK}
+    server.wait(load["loadId"])
+    pending = poll(server, aws, load)
+    assert pending["pending"] is True and pending["report"]["graph"]["danglingEdges"] == CHECK
+    assert pending["load"] == {k: v for k, v in load.items() if k != "danglingEdges"}
+    # The next round is given what this one returned (its ResultPath is $.result).
+    done = poll_graph_load.poll({"result": pending}, POLL_SETTINGS, client(server), S3Store(aws), ledger())
+    assert (done["pending"], done["status"], done["load"]) == (False, "SUCCEEDED", pending["load"])
+    assert done["report"]["graph"]["danglingEdges"] == CHECK == stored_report(aws)["graph"]["danglingEdges"]
+    assert json.dumps(done).count('"danglingEdges"') == 1
+
+
+def test_a_held_back_load_fails_at_the_first_poll_with_the_check_in_the_report(aws: Any) -> None:
+    check = {**CHECK, "maxPercent": 0, "blocked": True}
+    load = {"loadId": None, "source": "s3://stg/jobs/j/run-1/graph/", "waitSeconds": 1, "startedAt": 0}
+    loader = LoaderClient("http://127.0.0.1:9", REGION, credentials=CREDENTIALS)  # never asked
+    answers = [
+        poll_graph_load.poll(event, POLL_SETTINGS, loader, S3Store(aws), ledger())
+        for event in (
+            {"result": {**finalize_result(aws), "load": {**load, "danglingEdges": check}}},
+            # An execution started before the check rode in the result: the load beside it.
+            {"load": {**load, "danglingEdges": check}, "result": finalize_result(aws)},
+        )
+    ]
+    assert answers[0] == answers[1]
+    result = answers[0]
+    assert (result["status"], result["error"], result["graphStatus"]) == (
+        "FAILED",
+        "DanglingEdgesError",
+        "BLOCKED",
+    )
+    assert "1 of 2 edges (50.0%)" in result["cause"] and "e.g. 'b'" in result["cause"]
+    assert result["report"]["graph"]["danglingEdges"] == check == stored_report(aws)["graph"]["danglingEdges"]
+    assert result["load"] == load
 
 
 def test_committed_with_write_conflicts_is_pending_while_the_loader_resolves_them(
