@@ -35,7 +35,8 @@ INFLATE_BLOCK = 4 << 20  # bytes of an id file decompressed at a time
 
 
 class ShardIds:
-    """The vertex ids a shard staged, and the endpoint ids of its edges."""
+    """The vertex ids a shard staged, and the endpoint ids of its edges that were not yet among them
+    (an endpoint that already is a vertex of the shard is not open: it is not held twice)."""
 
     def __init__(self) -> None:
         self.vertices: set[str] = set()
@@ -45,12 +46,13 @@ class ShardIds:
         self.vertices.add(vertex_id)
 
     def edge(self, start: str, end: str) -> None:
-        self.endpoints.add(start)
-        self.endpoints.add(end)
+        self.endpoint(start)
+        self.endpoint(end)
 
     def endpoint(self, vertex_id: str) -> None:
-        """One end of an edge (the other is in an ID space: not checked)."""
-        self.endpoints.add(vertex_id)
+        """One end of an edge (called alone when the other is in an ID space: not checked)."""
+        if vertex_id not in self.vertices:
+            self.endpoints.add(vertex_id)
 
     def open_endpoints(self) -> list[str]:
         """The endpoints this shard's own vertices do not cover, sorted (a file's bytes are the same

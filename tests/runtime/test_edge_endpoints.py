@@ -272,3 +272,16 @@ def test_ids_in_an_id_space_are_neither_recorded_nor_counted() -> None:
     dangling = endpoints.DanglingEdges({"p1", "q2"})
     dangling.add("e1", "p1", "q2", 0, (edges.checked(":START_ID"), edges.checked(":END_ID")))
     assert dangling.sample[0]["missing"] == ["q2"]
+
+
+def test_an_endpoint_that_already_is_a_vertex_of_the_shard_is_not_held_again() -> None:
+    # Given a shard whose edges start at its own vertices (a vertex and its edges in one record)
+    ids = endpoints.ShardIds()
+    ids.vertex("a")
+    ids.edge("a", "b")
+    # ... and one edge that comes before its vertex
+    ids.edge("c", "a")
+    ids.vertex("c")
+    # Then only the ends not yet known as vertices are held, and the open ones are those left
+    assert ids.endpoints == {"b", "c"}
+    assert ids.open_endpoints() == ["b"]
