@@ -17,10 +17,12 @@ and graph.edges never use ID spaces.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import io
 import itertools
 import json
+import math
 import zlib
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
@@ -32,6 +34,21 @@ SAMPLE_SIZE = 10
 SAMPLE_ID_CHARS = 200
 CHUNK_IDS = 50_000
 INFLATE_BLOCK = 4 << 20  # bytes of an id file decompressed at a time
+# A property graph Worker's memory grows with its shard: ShardIds holds the shard's ids in sets.
+# Its peak RSS on the worst shards (every id new and 7 digits: 8 bytes of source an id with its
+# delimiter), measured by bench/shard_memory.py (the Worker's own work() under Python 3.12, as on
+# Lambda), is a staircase rather than a line: each id holds its str object and, at the end, a slot
+# of the sorted list and its sort (ID_STR_BYTES + ID_LIST_BYTES), while a set's table of 16-byte
+# slots doubles each time it is 3/5 full (CPython), holding the old table beside the new one
+# meanwhile. `worker_peak_mib` is that model; its constants are rounded up from the measurements:
+# 64 bytes is an 8-character id's str (a 7-digit one takes 48 on Python 3.12), so ids of 7 or 8
+# characters are both covered; the baseline is the 1 KiB shard's 87 MiB (interpreter, libraries,
+# clients) plus the staged files' 8 MiB upload parts, ~104-113 MiB fitted.
+ID_SOURCE_BYTES = 8
+ID_STR_BYTES = 64
+ID_LIST_BYTES = 13
+SET_SLOT_BYTES = 16
+WORKER_BASELINE_MIB = 115
 
 
 class ShardIds:
@@ -62,6 +79,33 @@ class ShardIds:
         ids = [i for i in self.endpoints if i not in vertices]
         ids.sort()
         return ids
+
+
+def set_slots(ids: int) -> int:
+    """The table size of a CPython set of `ids` items: a power of two, doubled once 3/5 full (a
+    set under 50,000 items grows 4x at a time instead: a few MiB at most, left out)."""
+    slots = 8
+    while ids * 5 >= (slots - 1) * 3:
+        slots *= 2
+    return slots
+
+
+def worker_peak_mib(shard_mib: float) -> float:
+    """A property graph Worker's peak RSS (MiB) on the worst shard of `shard_mib` MiB: the larger of
+    the end (every id, the sets' tables, the sorted list) and the last doubling of the tables (the
+    ids then, the new tables beside the old half)."""
+    ids = math.ceil(shard_mib * 2**20 / ID_SOURCE_BYTES)
+    slots = set_slots(ids)
+    end = ids * (ID_STR_BYTES + ID_LIST_BYTES) + slots * SET_SLOT_BYTES
+    doubling = slots * 3 // 10 * ID_STR_BYTES + slots * 3 // 2 * SET_SLOT_BYTES
+    return WORKER_BASELINE_MIB + max(end, doubling) / 2**20
+
+
+def max_shard_mib(worker_memory_mib: int, largest: int) -> int:
+    """The largest whole shardSizeMiB, up to `largest`, whose worst property graph shard a Worker
+    of `worker_memory_mib` holds; 0 if not even 1 MiB (`worker_peak_mib` never decreases, so a
+    bisection finds it)."""
+    return bisect.bisect_right(range(1, largest + 1), float(worker_memory_mib), key=worker_peak_mib)
 
 
 def encode_ids(ids: Iterable[str]) -> bytes:
