@@ -41,6 +41,12 @@ EXPRESS_MAX_SECONDS: Final[int] = 300
 WORKER_TASK_MARGIN_SECONDS: Final[int] = 60
 # Lambda refuses a reserved concurrency that leaves the account fewer than 100 unreserved executions.
 LAMBDA_UNRESERVED_MINIMUM: Final[int] = 100
+# The oldest Neptune engine the Graph stack works with. Its IAM grants Neptune's fine-grained data
+# actions (neptune-db:StartLoaderJob, GetLoaderJobStatus, ReadDataViaQuery, ...), which Neptune
+# supports from engine 1.2.0.0 (Neptune User Guide, "IAM actions for data access"); openCypher
+# (the property graph's load format and the endpoint check's query) needs 1.1.1.0, so 1.2.0.0
+# covers both. Releases before 1.2.0.0 also used parameter group family neptune1, not neptune1.x.
+MIN_GRAPH_ENGINE_VERSION: Final[str] = "1.2.0.0"
 # Context keys of the form `mapload:<field>` override one field of the selected environment
 # (`cdk synth -c mapload:max_concurrency_cap=10`); CLI values arrive as strings.
 OVERRIDE_PREFIX: Final[str] = "mapload:"
@@ -162,6 +168,29 @@ class Matches(_Check):
         if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
             raise invalid(f"must be {self.expected}, got {value!r}")
         return value
+
+
+@dataclass(frozen=True)
+class EngineVersion(_Check):
+    """A Neptune engine version (four numbers, 1.x.y.z) no older than `minimum`."""
+
+    minimum: str
+
+    def coerce(self, value: Any) -> str:
+        if not isinstance(value, str) or not re.fullmatch(r"1\.[0-9]+\.[0-9]+\.[0-9]+", value):
+            raise invalid(f"must be a Neptune engine version like 1.4.5.1, got {value!r}")
+        if _version(value) < _version(self.minimum):
+            raise invalid(
+                f"must be {self.minimum} or later, got {value!r}: the stack's IAM grants Neptune's "
+                "fine-grained data actions (neptune-db:StartLoaderJob, GetLoaderJobStatus, "
+                "ReadDataViaQuery, ...), which older engines do not support (openCypher, too, "
+                "needs 1.1.1.0)"
+            )
+        return value
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
 
 
 @dataclass(frozen=True)
@@ -441,9 +470,7 @@ class GraphConfig(Section):
         float, NumberIn(2.5, 128.0), Field(alias="graph_serverless_max_capacity")
     ] = 8.0
     engine_version: Annotated[
-        str,
-        Matches(r"1\.[0-9]+\.[0-9]+\.[0-9]+", "a Neptune engine version like 1.4.5.1", nullable=False),
-        Field(alias="graph_engine_version"),
+        str, EngineVersion(MIN_GRAPH_ENGINE_VERSION), Field(alias="graph_engine_version")
     ] = "1.4.5.1"
     # Neptune keeps automated backups 1 to 35 days.
     backup_retention_days: Annotated[int, IntIn(1, 35), Field(alias="graph_backup_retention_days")] = 7

@@ -251,6 +251,8 @@ class LoaderFunctions:
                 "MAX_CONCURRENCY_CAP": str(config.max_concurrency_cap),
                 # Plan refuses a graph input where there is no cluster to load it into.
                 "GRAPH_ENABLED": "true" if data.graph is not None else "false",
+                # ... and a property graph shard larger than the Worker's memory holds.
+                "WORKER_MEMORY_MIB": str(config.worker_memory_mib),
             },
             "Worker": {**sources, **common, "WRITE_CONCURRENCY": str(config.write_concurrency)},
             "Finalize": {**common, "TABLE_ARN": data.table.table_arn},

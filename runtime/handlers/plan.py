@@ -18,6 +18,7 @@ from logic.spec import (
     JobSpec,
     check_fields,
     check_graph_database,
+    check_shard_memory,
     check_source_bucket,
     parse_s3_uri,
     parse_spec,
@@ -130,6 +131,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     prepared = raw_input.pop("prepare", None) or {}
     spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
     check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
+    check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)

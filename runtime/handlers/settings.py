@@ -104,6 +104,8 @@ class PlanSettings(_Ledger):
     max_concurrency_cap: Positive
     # false: the environment has no Neptune cluster, so a graph input is refused at once.
     graph_enabled: bool = True
+    # The Worker function's memory: a property graph shard larger than it holds is refused.
+    worker_memory_mib: Positive
 
 
 class WorkerSettings(_Ledger):

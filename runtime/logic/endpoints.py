@@ -17,10 +17,12 @@ and graph.edges never use ID spaces.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import io
 import itertools
 import json
+import math
 import zlib
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
@@ -39,10 +41,26 @@ INFLATE_BLOCK = 4 << 20  # bytes of an id file decompressed at a time
 # function's memory a pass's ids may take (the interpreter, boto3 and the files read take the rest).
 ID_OVERHEAD_BYTES = 130
 MEMORY_SHARE = 0.45
+# A property graph Worker's memory grows with its shard: ShardIds holds the shard's ids in sets.
+# Its peak RSS on the worst shards (every id new and 7 digits: 8 bytes of source an id with its
+# delimiter), measured by bench/shard_memory.py (the Worker's own work() under Python 3.12, as on
+# Lambda), is a staircase rather than a line: each id holds its str object and, at the end, a slot
+# of the sorted list and its sort (ID_STR_BYTES + ID_LIST_BYTES), while a set's table of 16-byte
+# slots doubles each time it is 3/5 full (CPython), holding the old table beside the new one
+# meanwhile. `worker_peak_mib` is that model; its constants are rounded up from the measurements:
+# 64 bytes is an 8-character id's str (a 7-digit one takes 48 on Python 3.12), so ids of 7 or 8
+# characters are both covered; the baseline is the 1 KiB shard's 87 MiB (interpreter, libraries,
+# clients) plus the staged files' 8 MiB upload parts, ~104-113 MiB fitted.
+ID_SOURCE_BYTES = 8
+ID_STR_BYTES = 64
+ID_LIST_BYTES = 13
+SET_SLOT_BYTES = 16
+WORKER_BASELINE_MIB = 115
 
 
 class ShardIds:
-    """The vertex ids a shard staged, and the endpoint ids of its edges."""
+    """The vertex ids a shard staged, and the endpoint ids of its edges that were not yet among them
+    (an endpoint that already is a vertex of the shard is not open: it is not held twice)."""
 
     def __init__(self) -> None:
         self.vertices: set[str] = set()
@@ -54,19 +72,50 @@ class ShardIds:
         self.vertices.add(vertex_id)
 
     def edge(self, start: str, end: str) -> None:
-        self.endpoints.add(start)
-        self.endpoints.add(end)
+        self.endpoint(start)
+        self.endpoint(end)
 
     def endpoint(self, vertex_id: str) -> None:
-        """One end of an edge (the other is in an ID space: not checked)."""
-        self.endpoints.add(vertex_id)
+        """One end of an edge (called alone when the other is in an ID space: not checked)."""
+        if vertex_id not in self.vertices:
+            self.endpoints.add(vertex_id)
 
     def open_endpoints(self) -> list[str]:
         """The endpoints this shard's own vertices do not cover, sorted (a file's bytes are the same
-        on every run)."""
-        opened = sorted(self.endpoints - self.vertices)
-        self.opened = len(opened)
-        return opened
+        on every run). A list, not a set difference: `endpoints - vertices` copies the endpoints into
+        a new table twice their count's size, which was a Worker's peak (~64 bytes an id more)."""
+        vertices = self.vertices
+        ids = [i for i in self.endpoints if i not in vertices]
+        ids.sort()
+        self.opened = len(ids)
+        return ids
+
+
+def set_slots(ids: int) -> int:
+    """The table size of a CPython set of `ids` items: a power of two, doubled once 3/5 full (a
+    set under 50,000 items grows 4x at a time instead: a few MiB at most, left out)."""
+    slots = 8
+    while ids * 5 >= (slots - 1) * 3:
+        slots *= 2
+    return slots
+
+
+def worker_peak_mib(shard_mib: float) -> float:
+    """A property graph Worker's peak RSS (MiB) on the worst shard of `shard_mib` MiB: the larger of
+    the end (every id, the sets' tables, the sorted list) and the last doubling of the tables (the
+    ids then, the new tables beside the old half)."""
+    ids = math.ceil(shard_mib * 2**20 / ID_SOURCE_BYTES)
+    slots = set_slots(ids)
+    end = ids * (ID_STR_BYTES + ID_LIST_BYTES) + slots * SET_SLOT_BYTES
+    doubling = slots * 3 // 10 * ID_STR_BYTES + slots * 3 // 2 * SET_SLOT_BYTES
+    return WORKER_BASELINE_MIB + max(end, doubling) / 2**20
+
+
+def max_shard_mib(worker_memory_mib: int, largest: int) -> int:
+    """The largest whole shardSizeMiB, up to `largest`, whose worst property graph shard a Worker
+    of `worker_memory_mib` holds; 0 if not even 1 MiB (`worker_peak_mib` never decreases, so a
+    bisection finds it)."""
+    return bisect.bisect_right(range(1, largest + 1), float(worker_memory_mib), key=worker_peak_mib)
 
 
 def encode_ids(ids: Iterable[str]) -> bytes:

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from logic import opencypher
+from logic import endpoints, opencypher
 from logic import spec_model as model
 from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec_model import (
@@ -318,6 +318,27 @@ def check_graph_database(spec: JobSpec, raw: Mapping[str, Any], *, graph_enabled
             "graph" if "graph" in raw else "format",
             "this environment has no graph database (graph_enabled is false in cdk.json): "
             "it loads csv/jsonl into DynamoDB only",
+        )
+
+
+def check_shard_memory(spec: JobSpec, *, worker_memory_mib: int) -> None:
+    """Raise InputValidationError (shardSizeMiB) for a property graph shard larger than the Worker
+    holds: it keeps every vertex id and edge endpoint of its shard in memory for the edge endpoint
+    check (logic/endpoints.py), so it would end with Runtime.OutOfMemory, and again on every retry.
+    DynamoDB and RDF shards stream in flat memory. A dry run is held to it too: it answers for the
+    load it rehearses."""
+    if spec.graph is None or spec.graph.model != "property":
+        return
+    peak = endpoints.worker_peak_mib(spec.shard_size_mib)
+    if peak > worker_memory_mib:
+        largest = endpoints.max_shard_mib(worker_memory_mib, MAX_SHARD_SIZE_MIB)
+        allowed = f"at most {largest}" if largest else "less than 1"
+        raise InputValidationError(
+            "shardSizeMiB",
+            f"{spec.shard_size_mib:g} MiB is more than a property graph Worker holds here: {allowed} "
+            f"with worker_memory_mib {worker_memory_mib} (it keeps every vertex id and edge endpoint of "
+            f"its shard in memory: up to ~{peak:,.0f} MiB for this size); lower shardSizeMiB, or raise "
+            "worker_memory_mib in cdk.json",
         )
 
 

@@ -834,7 +834,8 @@ class Common(Model):
         alias="shardSizeMiB",
         gt=0,
         le=MAX_SHARD_SIZE_MIB,
-        description="Bytes of source per shard (one Worker invocation), in MiB; fractions make small shards.",
+        description="Bytes of source per shard (one Worker invocation), in MiB; fractions make small shards. "
+        "A property graph's shard is also bounded by the Worker's memory (Plan names the largest).",
     )
     max_concurrency: Annotated[int, WholeNumber] = Field(
         default=100,

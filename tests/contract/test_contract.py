@@ -73,6 +73,33 @@ def _error_names(node: Any) -> set[str]:
     return names
 
 
+def test_the_default_environment_plans_a_property_graph_job_at_the_default_shard_size(
+    stacks: list[StackTemplate],
+) -> None:
+    from handlers.settings import PlanSettings
+    from logic.spec import check_shard_memory, parse_spec
+
+    # Given Plan's and the Worker's functions as the default dev environment synthesizes them
+    functions = {
+        res["Properties"]["Handler"]: res["Properties"]
+        for res in _resources(stacks, "AWS::Lambda::Function").values()
+        if "handlers" in str(res["Properties"].get("Handler", ""))
+    }
+    variables = functions["handlers.plan.lambda_handler"]["Environment"]["Variables"]
+    # (values the template resolves at deploy time stand in as placeholders)
+    settings = PlanSettings.from_env(
+        {k: v if isinstance(v, str) else "placeholder" for k, v in variables.items()}
+    )
+    # Then Plan bounds a property graph shard by the Worker's own memory (one setting, both functions)
+    assert settings.worker_memory_mib == functions["handlers.worker.lambda_handler"]["MemorySize"] == 1024
+    # ... and accepts a property graph input at the default shardSizeMiB
+    graph = {"model": "property", "vertices": [{"id": "{id}", "label": "V"}]}
+    raw = {"source": "s3://source-bucket/v.csv", "format": "csv", "jobId": "v", "graph": graph}
+    spec = parse_spec(raw, table_key=settings.table_key)
+    assert spec.shard_size_mib == 64
+    check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
+
+
 def test_error_names_in_retry_and_catch_exist_in_the_runtime(stacks: list[StackTemplate]) -> None:
     errors = importlib.import_module("logic.errors")
     machines = _resources(stacks, "AWS::StepFunctions::StateMachine")

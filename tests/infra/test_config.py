@@ -224,3 +224,26 @@ def test_an_empty_sort_key_is_refused_only_null_means_none() -> None:
         "mapload.environments.dev.sort_key (context mapload:sort_key): must be"
     )
     assert load(overrides={"sort_key": "null"}).data.table_sort_key is None
+
+
+def test_a_graph_engine_older_than_neptunes_fine_grained_iam_is_refused_naming_the_minimum() -> None:
+    # Given an engine before 1.2.0.0, whose IAM knows only neptune-db:* (no StartLoaderJob,
+    # ReadDataViaQuery, ... as the stack grants them)
+    for old in ("1.1.1.0", "1.0.5.0"):
+        # When the environment is loaded, from cdk.json or from the command line
+        message = error(graph_engine_version=old)
+        override = error(overrides={"graph_engine_version": old})
+        # Then it is refused, naming the setting, the minimum and why
+        assert message.startswith(
+            f"mapload.environments.dev.graph_engine_version: must be 1.2.0.0 or later, got '{old}'"
+        )
+        assert "neptune-db:StartLoaderJob" in message and "openCypher" in message
+        assert override.startswith(
+            "mapload.environments.dev.graph_engine_version (context mapload:graph_engine_version): "
+            "must be 1.2.0.0 or later"
+        )
+    # ... while the minimum itself is accepted, and versions compare as numbers, not as text
+    for new, family in (("1.2.0.0", "neptune1.2"), ("1.10.0.0", "neptune1.10")):
+        graph = load(graph_engine_version=new).graph
+        assert graph is not None and graph.parameter_group_family == family
+    assert "must be a Neptune engine version like 1.4.5.1" in error(graph_engine_version="1.4")

@@ -22,6 +22,7 @@ CONTRACT_ENV = {
         "TABLE_KEY",
         "MAX_CONCURRENCY_CAP",
         "LEDGER_TTL_DAYS",
+        "WORKER_MEMORY_MIB",
     },
     "Worker": {
         "SOURCE_BUCKETS",
@@ -107,6 +108,8 @@ def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> N
     assert plan["TABLE_KEY"] == '{"pk": "S", "sk": "S"}'
     assert plan["MAX_CONCURRENCY_CAP"] == "100"
     assert plan["LEDGER_TTL_DAYS"] == "30"
+    # The Worker's own memory (stacks/config.py worker_memory_mib): Plan bounds a property graph shard by it.
+    assert plan["WORKER_MEMORY_MIB"] == str(function(dev, "Worker")[1]["Properties"]["MemorySize"]) == "1024"
     worker = function(dev, "Worker")[1]["Properties"]["Environment"]["Variables"]
     assert worker["WRITE_CONCURRENCY"] == "8"
     # Every exported name the Loader imports is one the Data stack exports.

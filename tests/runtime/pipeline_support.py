@@ -17,6 +17,7 @@ ENV = {
     "TABLE_ARN": f"arn:aws:dynamodb:{REGION}:123456789012:table/target",
     "TABLE_KEY": json.dumps({"pk": "S", "sk": "S"}),
     "MAX_CONCURRENCY_CAP": "10",
+    "WORKER_MEMORY_MIB": "1024",
     "LEDGER_TTL_DAYS": "7",
     "WRITE_CONCURRENCY": "4",
 }

@@ -1,6 +1,7 @@
 """The edge endpoint check of a property graph job (logic/endpoints.py, StartGraphLoad.check_edges):
 merged per-shard id sets and a graph lookup find exactly the edges whose endpoint is neither a
-vertex of the job nor in the graph, however the records fall into shards."""
+vertex of the job nor in the graph, however the records fall into shards. And what holding a
+shard's ids costs a Worker (`worker_peak_mib`, the model Plan bounds shardSizeMiB by)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from adapters.s3 import S3Store
 from handlers.start_graph_load import check_edges, endpoint_check, pass_size
 from logic import endpoints, layout, opencypher
 from logic.errors import StagedFileGoneError
+from logic.spec_model import MAX_SHARD_SIZE_MIB, Common
 
 pytestmark = pytest.mark.runtime
 
@@ -458,3 +460,60 @@ def test_edges_staged_before_their_vertices_stop_the_check_once_the_load_is_sure
     tolerant = check_edges(event(4, 20, opened, maxDanglingPercent=99), "stg", store, lookup, per_pass=10)
     assert len(asked) == 4 and tolerant["complete"] is True and tolerant["count"] == 20
     assert tolerant["blocked"] is True  # 20 of 20 dangle: past 99 %
+
+
+def test_an_endpoint_that_already_is_a_vertex_of_the_shard_is_not_held_again() -> None:
+    # Given a shard whose edges start at its own vertices (a vertex and its edges in one record)
+    ids = endpoints.ShardIds()
+    ids.vertex("a")
+    ids.edge("a", "b")
+    # ... and one edge that comes before its vertex
+    ids.edge("c", "a")
+    ids.vertex("c")
+    # Then only the ends not yet known as vertices are held, and the open ones are those left
+    assert ids.endpoints == {"b", "c"}
+    assert ids.open_endpoints() == ["b"]
+
+
+# bench/shard_memory.py, Python 3.12: the Worker's peak RSS (MiB) on worst-case shards of these
+# sizes (MiB), every id new: edges only with 7-digit ids, a vertex and an edge a record, edges
+# only with 8-digit ids (README "The graph target", Size). The model must be above each, not far.
+MEASURED_PEAK_MIB = {
+    "edges": {8: 197, 16: 280, 20: 429, 32: 473, 39: 736, 64: 857, 78: 1368, 96: 1380, 128: 1652},
+    "vertices+edges": {8: 202, 20: 413, 39: 671, 64: 804, 78: 1252},
+    "edges, 8 digits": {8: 206, 20: 327, 39: 562, 64: 918},
+}
+
+
+@pytest.mark.parametrize("shape", MEASURED_PEAK_MIB)
+def test_the_worker_memory_model_is_above_every_measured_peak_but_not_far(shape: str) -> None:
+    for shard_mib, measured in MEASURED_PEAK_MIB[shape].items():
+        assert measured <= endpoints.worker_peak_mib(shard_mib) <= measured * 1.5, shard_mib
+    # ... within 20 % where the shape is the worst one measured at that size
+    for shard_mib in (8, 20, 39, 64):
+        worst = max(sizes[shard_mib] for sizes in MEASURED_PEAK_MIB.values())
+        assert endpoints.worker_peak_mib(shard_mib) <= worst * 1.2, shard_mib
+
+
+def test_the_model_steps_up_where_a_set_doubles_its_table() -> None:
+    # A set's table doubles once 3/5 full: at 10,066,329 ids, 8 bytes each a shard of 76.8 MiB
+    below, above = endpoints.worker_peak_mib(76.7), endpoints.worker_peak_mib(76.9)
+    assert above - below > 256  # the new 512 MiB table beside the old 256 MiB one
+    assert endpoints.set_slots(10_066_328) == 2**24 and endpoints.set_slots(10_066_329) == 2**25
+
+
+@pytest.mark.parametrize("memory", [256, 512, 1024, 1769, 3008, 10240])
+def test_the_largest_property_graph_shard_is_the_largest_whose_worst_case_fits(memory: int) -> None:
+    # When the largest shard for a Worker of `memory` MiB is asked for
+    largest = endpoints.max_shard_mib(memory, MAX_SHARD_SIZE_MIB)
+    # Then it is the largest whole MiB whose modelled worst case fits the Worker
+    assert 1 <= largest < MAX_SHARD_SIZE_MIB
+    assert endpoints.worker_peak_mib(largest) <= memory < endpoints.worker_peak_mib(largest + 1)
+
+
+def test_the_default_worker_holds_the_default_shard_and_more_memory_holds_more() -> None:
+    default = Common.model_fields["shard_size_mib"].default
+    assert endpoints.max_shard_mib(1024, MAX_SHARD_SIZE_MIB) >= default == 64
+    sizes = [endpoints.max_shard_mib(memory, MAX_SHARD_SIZE_MIB) for memory in (512, 1024, 2048, 4096)]
+    assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
+    assert endpoints.max_shard_mib(128, MAX_SHARD_SIZE_MIB) == 0  # the baseline alone nearly fills it

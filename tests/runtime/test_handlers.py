@@ -201,3 +201,25 @@ def test_a_source_encrypted_with_a_customer_kms_key_loads(aws: Any) -> None:
 def test_the_report_schema_names_every_write_mode_the_input_has() -> None:
     schema = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "report.schema.json").read_text())
     assert schema["properties"]["writeMode"]["enum"] == [*WRITE_MODES, None]
+
+
+def test_plan_refuses_a_property_graph_shard_larger_than_the_worker_holds(aws: Any) -> None:
+    from logic.endpoints import max_shard_mib
+    from logic.spec_model import MAX_SHARD_SIZE_MIB
+
+    # Given an edges-only property graph input whose shards are past what the Worker's memory holds
+    aws.put_object(Bucket="src", Key="edges.csv", Body=b"a,b\n1000000,1000001\n")
+    largest = max_shard_mib(int(ENV["WORKER_MEMORY_MIB"]), MAX_SHARD_SIZE_MIB)
+    graph = {"model": "property", "edges": [{"from": "{a}", "to": "{b}", "label": "L"}]}
+    spec = {"source": "s3://src/edges.csv", "format": "csv", "graph": graph, "shardSizeMiB": largest + 1}
+    event = {"input": spec, "execution": {"name": "run-1", "id": "arn:run-1"}}
+    # When Plan runs, Then it refuses before writing a manifest, naming the field, the largest
+    # value allowed and the setting that bounds it
+    with pytest.raises(InputValidationError) as refused:
+        plan.handle(event, ENV)
+    assert refused.value.field == "shardSizeMiB"
+    assert f"at most {largest} with worker_memory_mib {ENV['WORKER_MEMORY_MIB']}" in str(refused.value)
+    assert "Contents" not in aws.list_objects_v2(Bucket="stg")
+    # ... and a Worker with the memory for it plans the same input
+    roomy = str(int(ENV["WORKER_MEMORY_MIB"]) * 2)
+    assert plan.handle(event, {**ENV, "WORKER_MEMORY_MIB": roomy})["shardCount"] == 1

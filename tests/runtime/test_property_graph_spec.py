@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+from logic import endpoints
 from logic.errors import InputValidationError
-from logic.spec import check_fields, parse_spec, spec_to_json
+from logic.spec import check_fields, check_shard_memory, parse_spec, spec_to_json
+from logic.spec_model import MAX_SHARD_SIZE_MIB
 
 pytestmark = pytest.mark.runtime
 
@@ -230,3 +233,66 @@ def test_a_tolerance_with_failonerror_false_or_none_at_all_is_accepted() -> None
         spec = parse(raw)
         assert spec.graph.max_dangling_percent == graph.get("maxDanglingPercent", 0)
         assert spec_to_json(spec)["graph"]["maxDanglingPercent"] == spec.graph.max_dangling_percent
+
+
+def test_the_bounds_the_docs_state_are_the_rules() -> None:
+    """docs/SETTINGS.md and the README state the largest shard for a few Worker sizes: checked here."""
+    number = r"(\d{1,3}(?:,\d{3})*)"
+    settings = (ROOT / "docs" / "SETTINGS.md").read_text(encoding="utf-8")
+    row = next(line for line in settings.splitlines() if line.startswith("| `worker_memory_mib`"))
+    stated = re.findall(rf"{number} at {number}", row.split("naming the largest allowed:")[1])
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())  # lines joined
+    readme = readme.split("the largest shard it allows is", 1)[1]
+    in_readme = rf"{number} (?:MiB )?at (?:`worker_memory_mib` )?(?:the default )?{number}"
+    for pairs in (stated, re.findall(in_readme, readme[:300])):
+        assert len(pairs) >= 5, pairs
+        for largest, memory in pairs:
+            assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(largest)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        PEOPLE,
+        {"source": "s3://source-bucket/edges.csv", "format": "opencypher", "jobId": "edges"},
+        {**PEOPLE, "dryRun": True},  # a dry run answers for the load it rehearses
+    ],
+    ids=["graph.model property", "format opencypher", "dry run"],
+)
+def test_a_property_graph_shard_larger_than_the_worker_holds_is_refused_naming_the_fields(
+    raw: dict[str, Any],
+) -> None:
+    largest = endpoints.max_shard_mib(1024, MAX_SHARD_SIZE_MIB)
+    # Given a property graph input one MiB past what a Worker of 1,024 MiB holds
+    spec = parse({**raw, "shardSizeMiB": largest + 1})
+    # When Plan checks it against the Worker's memory
+    with pytest.raises(InputValidationError) as refused:
+        check_shard_memory(spec, worker_memory_mib=1024)
+    # Then the refusal names the field, the largest value allowed and the setting to raise, on one line
+    assert refused.value.field == "shardSizeMiB"
+    message = str(refused.value)
+    assert message.startswith(f"shardSizeMiB: {largest + 1} MiB is more than a property graph Worker")
+    assert f"at most {largest} with worker_memory_mib 1024" in message
+    assert "\n" not in message
+    # ... and the largest itself, or the same shard with a larger Worker, is accepted
+    check_shard_memory(parse({**raw, "shardSizeMiB": largest}), worker_memory_mib=1024)
+    check_shard_memory(spec, worker_memory_mib=2048)
+
+
+def test_the_smallest_worker_takes_a_fraction_of_a_mib_and_says_so_of_more() -> None:
+    check_shard_memory(parse({**PEOPLE, "shardSizeMiB": 0.25}), worker_memory_mib=128)
+    with pytest.raises(InputValidationError, match=r"holds here: less than 1 with worker_memory_mib 128 "):
+        check_shard_memory(parse({**PEOPLE, "shardSizeMiB": 1}), worker_memory_mib=128)
+
+
+def test_dynamodb_and_rdf_shards_are_not_bounded_by_the_worker_memory() -> None:
+    dynamodb = {
+        "source": "s3://source-bucket/a.csv",
+        "format": "csv",
+        "jobId": "items",
+        "dynamodb": {"key": {"pk": "A#{id}"}},
+        "shardSizeMiB": MAX_SHARD_SIZE_MIB,
+    }
+    rdf = {"source": "s3://source-bucket/a.nq", "format": "nquads", "jobId": "triples", "shardSizeMiB": 10240}
+    for raw in (dynamodb, rdf):
+        check_shard_memory(parse(raw), worker_memory_mib=128)

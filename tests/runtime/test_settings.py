@@ -36,6 +36,7 @@ PLAN_ENV = {
     "MAX_CONCURRENCY_CAP": "50",
     "LEDGER_TTL_DAYS": "30",
     "GRAPH_ENABLED": "false",
+    "WORKER_MEMORY_MIB": "1024",
     "AWS_REGION": "eu-west-2",
 }
 
