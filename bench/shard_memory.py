@@ -59,6 +59,17 @@ SHAPES: dict[str, dict[str, Any]] = {
         "header": "a,b",
         "graph": {"model": "property", "edges": [{"from": "{a}", "to": "{b}", "label": "L"}]},
     },
+    "iri": {
+        "name": "edges only, IRI ids",
+        "header": "a,b",
+        "graph": {
+            "model": "property",
+            "edges": [
+                {"from": "http://example.org/node/{a}", "to": "http://example.org/node/{b}", "label": "L"}
+            ],
+        },
+        "prefix": "http://example.org/node/",
+    },
     "vertices": {
         "name": "vertices+edges",
         "header": "id,to",
@@ -217,7 +228,8 @@ def child_ids(shape: str, path: str) -> dict[str, Any]:
     with open(path, encoding="utf-8") as text:
         next(text)
         for line in text:
-            first, second = line.rstrip("\n").split(",")
+            prefix = SHAPES[shape].get("prefix", "")
+            first, second = (prefix + i for i in line.rstrip("\n").split(","))
             if shape == "vertices":
                 ids.vertex(first)
             ids.edge(first, second)
@@ -271,6 +283,11 @@ def main() -> int:
         print(json.dumps((child_ids if mode == "ids" else child_worker)(shape, path)))
         return 0
     from logic.endpoints import worker_peak_mib
+    from logic.spec import id_shape, parse_spec
+
+    def shape_of(shape: str) -> Any:  # the ids' shape Plan reads from the spec
+        raw = {"source": "s3://src/shard.csv", "format": "csv", "graph": SHAPES[shape]["graph"]}
+        return id_shape(parse_spec(raw, table_key={"pk": "S", "sk": "S"}, execution_name="bench"))
 
     mode = "ids" if args.ids_only else "worker"
     sizes = [float(m) for m in args.mib.split(",")]
@@ -301,7 +318,7 @@ def main() -> int:
                 rss, out = measure(args.python, mode, shape, path)
                 path.unlink()
                 assert out["records"] == rows, (out["records"], rows)
-                model = worker_peak_mib(mib)
+                model = worker_peak_mib(mib, shape_of(shape))
                 if mib != BASELINE_MIB:
                     points.append((mib, rss))
                     if rss > model:

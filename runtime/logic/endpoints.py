@@ -42,20 +42,22 @@ INFLATE_BLOCK = 4 << 20  # bytes of an id file decompressed at a time
 ID_OVERHEAD_BYTES = 130
 MEMORY_SHARE = 0.45
 # A property graph Worker's memory grows with its shard: ShardIds holds the shard's ids in sets.
-# Its peak RSS on the worst shards (every id new and 7 digits: 8 bytes of source an id with its
-# delimiter), measured by bench/shard_memory.py (the Worker's own work() under Python 3.12, as on
-# Lambda), is a staircase rather than a line: each id holds its str object and, at the end, a slot
-# of the sorted list and its sort (ID_STR_BYTES + ID_LIST_BYTES), while a set's table of 16-byte
-# slots doubles each time it is 3/5 full (CPython), holding the old table beside the new one
-# meanwhile. `worker_peak_mib` is that model; its constants are rounded up from the measurements:
-# 64 bytes is an 8-character id's str (a 7-digit one takes 48 on Python 3.12), so ids of 7 or 8
-# characters are both covered; the baseline is the 1 KiB shard's 87 MiB (interpreter, libraries,
-# clients) plus the staged files' 8 MiB upload parts, ~104-113 MiB fitted.
-ID_SOURCE_BYTES = 8
-ID_STR_BYTES = 64
+# Its peak RSS on the worst shards (every id new), measured by bench/shard_memory.py (the Worker's
+# own work() under Python 3.12, as on Lambda), is a staircase rather than a line: each id holds its
+# str object and, at the end, a slot of the sorted list and its sort (ID_LIST_BYTES), while a
+# set's table of 16-byte slots doubles each time it is 3/5 full (CPython), holding the old table
+# beside the new one meanwhile. `worker_peak_mib` is that model for ids of ID_MIN_CHARS characters
+# or more taken from the source (one byte more each, for its delimiter), at the length that costs
+# most per byte of shard; an id's str is what CPython allocates for it (`str_bytes`). Besides the
+# ids: the 1 KiB shard's 87 MiB (interpreter, libraries, clients), rounded up, and what the stager
+# and its upload parts hold, ~45-62 MiB measured beside ShardIds alone from a 20 MiB shard on,
+# rounded up and taken as growing to it from nothing.
+ID_MIN_CHARS = 7
+ID_SOURCE_BYTES = ID_MIN_CHARS + 1
 ID_LIST_BYTES = 13
 SET_SLOT_BYTES = 16
-WORKER_BASELINE_MIB = 115
+WORKER_BASELINE_MIB = 96
+STAGER_MIB, STAGER_FULL_AT_MIB = 64, 20
 
 
 class ShardIds:
@@ -100,22 +102,49 @@ def set_slots(ids: int) -> int:
     return slots
 
 
-def worker_peak_mib(shard_mib: float) -> float:
-    """A property graph Worker's peak RSS (MiB) on the worst shard of `shard_mib` MiB: the larger of
-    the end (every id, the sets' tables, the sorted list) and the last doubling of the tables (the
-    ids then, the new tables beside the old half)."""
-    ids = math.ceil(shard_mib * 2**20 / ID_SOURCE_BYTES)
-    slots = set_slots(ids)
-    end = ids * (ID_STR_BYTES + ID_LIST_BYTES) + slots * SET_SLOT_BYTES
-    doubling = slots * 3 // 10 * ID_STR_BYTES + slots * 3 // 2 * SET_SLOT_BYTES
-    return WORKER_BASELINE_MIB + max(end, doubling) / 2**20
+@dataclass(frozen=True)
+class IdShape:
+    """How a job's id templates make ids from a record's fields, beyond the plain worst case of one
+    id a field: `per_field` ids a field read by them (two templates over one field make two), and
+    `fixed_bytes` the most text a template adds to its field (`http://example.org/node/{id}`: 24;
+    a second field counts as ID_SOURCE_BYTES more)."""
+
+    per_field: float = 1.0
+    fixed_bytes: int = 0
 
 
-def max_shard_mib(worker_memory_mib: int, largest: int) -> int:
+def str_bytes(chars: int) -> int:
+    """What CPython allocates for an ASCII str of `chars` characters: a 40-byte header, the
+    characters and a NUL, in 16-byte blocks."""
+    return -(-(41 + chars) // 16) * 16
+
+
+def worker_peak_mib(shard_mib: float, shape: IdShape = IdShape()) -> float:
+    """A property graph Worker's peak RSS (MiB) on the worst shard of `shard_mib` MiB: at the id
+    length that costs most, the larger of the end (every id, the sets' tables, the sorted list) and
+    the last doubling of the tables (the ids then, the new tables beside the old half)."""
+
+    def held(chars: int) -> float:
+        ids = math.ceil(shard_mib * 2**20 / (chars + 1) * shape.per_field)
+        size = str_bytes(chars + shape.fixed_bytes)
+        slots = set_slots(ids)
+        end = ids * (size + ID_LIST_BYTES) + slots * SET_SLOT_BYTES
+        doubling = slots * 3 // 10 * size + slots * 3 // 2 * SET_SLOT_BYTES
+        return max(end, doubling)
+
+    # Past 16 characters more never costs more per byte of shard (a str grows 16 bytes at a time).
+    worst = max(held(chars) for chars in range(ID_MIN_CHARS, ID_MIN_CHARS + 17))
+    stager = STAGER_MIB * min(1.0, shard_mib / STAGER_FULL_AT_MIB)
+    return WORKER_BASELINE_MIB + stager + worst / 2**20
+
+
+def max_shard_mib(worker_memory_mib: int, largest: int, shape: IdShape = IdShape()) -> int:
     """The largest whole shardSizeMiB, up to `largest`, whose worst property graph shard a Worker
     of `worker_memory_mib` holds; 0 if not even 1 MiB (`worker_peak_mib` never decreases, so a
     bisection finds it)."""
-    return bisect.bisect_right(range(1, largest + 1), float(worker_memory_mib), key=worker_peak_mib)
+    return bisect.bisect_right(
+        range(1, largest + 1), float(worker_memory_mib), key=lambda mib: worker_peak_mib(mib, shape)
+    )
 
 
 def encode_ids(ids: Iterable[str]) -> bytes:

@@ -329,9 +329,10 @@ def check_shard_memory(spec: JobSpec, *, worker_memory_mib: int) -> None:
     load it rehearses."""
     if spec.graph is None or spec.graph.model != "property":
         return
-    peak = endpoints.worker_peak_mib(spec.shard_size_mib)
+    shape = id_shape(spec)
+    peak = endpoints.worker_peak_mib(spec.shard_size_mib, shape)
     if peak > worker_memory_mib:
-        largest = endpoints.max_shard_mib(worker_memory_mib, MAX_SHARD_SIZE_MIB)
+        largest = endpoints.max_shard_mib(worker_memory_mib, MAX_SHARD_SIZE_MIB, shape)
         allowed = f"at most {largest}" if largest else "less than 1"
         raise InputValidationError(
             "shardSizeMiB",
@@ -340,6 +341,28 @@ def check_shard_memory(spec: JobSpec, *, worker_memory_mib: int) -> None:
             f"its shard in memory: up to ~{peak:,.0f} MiB for this size); lower shardSizeMiB, or raise "
             "worker_memory_mib in cdk.json",
         )
+
+
+def id_shape(spec: JobSpec) -> endpoints.IdShape:
+    """How the job's vertex id and edge endpoint templates make ids (openCypher sources: one a
+    field, as they are): the ids a field makes and the most text a template adds."""
+    graph = spec.graph
+    if graph is None:
+        return endpoints.IdShape()
+    templates = {
+        t.text: t for t in [v.id for v in graph.vertices] + [e for g in graph.edges for e in (g.start, g.end)]
+    }
+    reading = [t for t in templates.values() if t.fields]
+    fields = {name for t in reading for name in t.fields}
+    if not fields:
+        return endpoints.IdShape()
+
+    def added(template: Template) -> int:  # non-ASCII text: up to 4 bytes a character in a str
+        text = "".join(template.literals)
+        width = 1 if text.isascii() else 4
+        return width * len(text) + endpoints.ID_SOURCE_BYTES * (len(template.fields) - 1)
+
+    return endpoints.IdShape(per_field=len(reading) / len(fields), fixed_bytes=max(map(added, reading)))
 
 
 def check_fields(spec: JobSpec, columns: Sequence[str]) -> None:

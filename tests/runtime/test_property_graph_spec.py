@@ -14,7 +14,7 @@ import pytest
 
 from logic import endpoints
 from logic.errors import InputValidationError
-from logic.spec import check_fields, check_shard_memory, parse_spec, spec_to_json
+from logic.spec import check_fields, check_shard_memory, id_shape, parse_spec, spec_to_json
 from logic.spec_model import MAX_SHARD_SIZE_MIB
 
 pytestmark = pytest.mark.runtime
@@ -262,8 +262,8 @@ def test_the_bounds_the_docs_state_are_the_rules() -> None:
 def test_a_property_graph_shard_larger_than_the_worker_holds_is_refused_naming_the_fields(
     raw: dict[str, Any],
 ) -> None:
-    largest = endpoints.max_shard_mib(1024, MAX_SHARD_SIZE_MIB)
-    # Given a property graph input one MiB past what a Worker of 1,024 MiB holds
+    # Given a property graph input one MiB past what a Worker of 1,024 MiB holds of its ids
+    largest = endpoints.max_shard_mib(1024, MAX_SHARD_SIZE_MIB, id_shape(parse(raw)))
     spec = parse({**raw, "shardSizeMiB": largest + 1})
     # When Plan checks it against the Worker's memory
     with pytest.raises(InputValidationError) as refused:
@@ -280,9 +280,17 @@ def test_a_property_graph_shard_larger_than_the_worker_holds_is_refused_naming_t
 
 
 def test_the_smallest_worker_takes_a_fraction_of_a_mib_and_says_so_of_more() -> None:
-    check_shard_memory(parse({**PEOPLE, "shardSizeMiB": 0.25}), worker_memory_mib=128)
-    with pytest.raises(InputValidationError, match=r"holds here: less than 1 with worker_memory_mib 128 "):
-        check_shard_memory(parse({**PEOPLE, "shardSizeMiB": 1}), worker_memory_mib=128)
+    # Lambda's smallest, 128 MiB: a couple of MiB besides the interpreter; the baseline alone
+    # nearly fills 100 MiB
+    check_shard_memory(parse({**PEOPLE, "shardSizeMiB": 0.05}), worker_memory_mib=100)
+    with pytest.raises(InputValidationError, match=r"holds here: less than 1 with worker_memory_mib 100 "):
+        check_shard_memory(parse({**PEOPLE, "shardSizeMiB": 1}), worker_memory_mib=100)
+    largest = endpoints.max_shard_mib(128, MAX_SHARD_SIZE_MIB, id_shape(parse(PEOPLE)))
+    check_shard_memory(parse({**PEOPLE, "shardSizeMiB": largest}), worker_memory_mib=128)
+    with pytest.raises(
+        InputValidationError, match=rf"holds here: at most {largest} with worker_memory_mib 128 "
+    ):
+        check_shard_memory(parse({**PEOPLE, "shardSizeMiB": largest + 1}), worker_memory_mib=128)
 
 
 def test_dynamodb_and_rdf_shards_are_not_bounded_by_the_worker_memory() -> None:
@@ -296,3 +304,51 @@ def test_dynamodb_and_rdf_shards_are_not_bounded_by_the_worker_memory() -> None:
     rdf = {"source": "s3://source-bucket/a.nq", "format": "nquads", "jobId": "triples", "shardSizeMiB": 10240}
     for raw in (dynamodb, rdf):
         check_shard_memory(parse(raw), worker_memory_mib=128)
+
+
+@pytest.mark.parametrize(
+    ("graph", "per_field", "fixed"),
+    [
+        ({"edges": [{"from": "{a}", "to": "{b}", "label": "L"}]}, 1, 0),
+        (
+            {
+                "vertices": [{"id": "person-{id}", "label": "P"}],
+                "edges": [{"from": "person-{id}", "to": "person-{boss}", "label": "L"}],
+            },
+            1,
+            7,
+        ),
+        (
+            {
+                "vertices": [{"id": "{a}", "label": "P"}],
+                "edges": [{"from": "{a}", "to": "n-{a}", "label": "L"}],
+            },
+            2,
+            2,
+        ),
+        ({"edges": [{"from": "{a}-{b}", "to": "{c}", "label": "L"}]}, 2 / 3, 1 + 8),
+        ({"edges": [{"from": "ä-{a}", "to": "{b}", "label": "L"}]}, 1, 8),
+    ],
+    ids=["fields", "prefixed", "two ids a field", "two fields an id", "non-ASCII text"],
+)
+def test_the_id_shape_counts_ids_a_field_makes_and_the_text_templates_add(
+    graph: dict[str, Any], per_field: float, fixed: int
+) -> None:
+    raw = {"source": "s3://source-bucket/x.csv", "format": "csv", "jobId": "x"}
+    spec = parse({**raw, "graph": {"model": "property", **graph}})
+    assert id_shape(spec) == endpoints.IdShape(per_field=per_field, fixed_bytes=fixed)
+
+
+def test_ids_made_longer_by_a_template_lower_the_largest_shard() -> None:
+    # The default 64 MiB shard of plain ids fits the default Worker; of IRI ids it does not (1,117 MiB
+    # measured by bench/shard_memory.py --shapes iri), and Plan says so before any Worker starts.
+    iri = "http://example.org/node/"
+    edges = [{"from": iri + "{a}", "to": iri + "{b}", "label": "L"}]
+    plain = [{"from": "{a}", "to": "{b}", "label": "L"}]
+    raw = {"source": "s3://source-bucket/x.csv", "format": "csv", "jobId": "x", "shardSizeMiB": 64}
+    check_shard_memory(parse({**raw, "graph": {"model": "property", "edges": plain}}), worker_memory_mib=1024)
+    with pytest.raises(InputValidationError, match="at most 52 with worker_memory_mib 1024") as refused:
+        check_shard_memory(
+            parse({**raw, "graph": {"model": "property", "edges": edges}}), worker_memory_mib=1024
+        )
+    assert refused.value.field == "shardSizeMiB"
