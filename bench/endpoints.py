@@ -169,6 +169,8 @@ class MemoryStore:
             gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw, encoding="utf-8", newline=""
         )
 
+    open_staged_text = open_text
+
 
 # -- the rows --------------------------------------------------------------------------------------
 

@@ -478,6 +478,8 @@ class Emulator:
                 props.get("Environment", {}).get("Variables", {}), f"{logical}.Environment.Variables"
             ).items()
         }
+        # As Lambda sets it for every function (CloudFormation's default MemorySize is 128).
+        env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(props.get("MemorySize", 128))
         fn = FunctionDef(
             logical,
             name,

@@ -425,7 +425,8 @@ class LoaderFunctions:
 
     def _grant_start_graph_load(self, start: lambda_.Function, neptune_arn: str) -> None:
         """Start (or adopt) the load, check the edge endpoints, claim and record the load."""
-        # List/GetStatus: a retried start adopts the load an earlier attempt started.
+        # List/GetStatus: a retried start adopts the load an earlier attempt started; GetStatus
+        # also reads whether the loads in graph.dependencies have completed (the endpoint check).
         allow(
             start,
             ["neptune-db:StartLoaderJob", "neptune-db:ListLoaderJobs", "neptune-db:GetLoaderJobStatus"],

@@ -33,6 +33,18 @@ def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+def _staged_error(bucket: str, key: str, error: ClientError) -> StagedFileGoneError | None:
+    """A staged file's read that failed: StagedFileGoneError when it is gone, else None."""
+    # Without s3:ListBucket, S3 answers a missing key with 403 rather than 404.
+    if _code(error) not in ("NoSuchKey", "404", "AccessDenied", "403"):
+        return None
+    return StagedFileGoneError(
+        f"s3://{bucket}/{key}, staged by a shard the ledger records done, is gone (or may not be "
+        "read): the staging bucket expires files after the environment's staging_expiry_days while "
+        "the ledger keeps shards for ledger_ttl_days; start the job again under a new jobId"
+    )
+
+
 class S3Store:
     def __init__(self, client: Any) -> None:
         self._s3 = client
@@ -141,15 +153,23 @@ class S3Store:
         try:
             return self.get_bytes(bucket, key)
         except ClientError as error:
-            # Without s3:ListBucket, S3 answers a missing key with 403 rather than 404.
-            if _code(error) not in ("NoSuchKey", "404", "AccessDenied", "403"):
+            gone = _staged_error(bucket, key, error)
+            if gone is None:
                 raise
-            raise StagedFileGoneError(
-                f"s3://{bucket}/{key}, staged by a shard the ledger records done, is gone (or may not "
-                "be read): the staging bucket expires files after the environment's "
-                "staging_expiry_days while the ledger keeps shards for ledger_ttl_days; start the job "
-                "again under a new jobId"
-            ) from error
+            raise gone from error
+
+    @contextlib.contextmanager
+    def open_staged_text(self, bucket: str, key: str, *, gzipped: bool) -> Iterator[io.TextIOWrapper]:
+        """`open_text` of a file an earlier step staged; StagedFileGoneError when it is gone."""
+        with contextlib.ExitStack() as stack:
+            try:
+                text = stack.enter_context(self.open_text(bucket, key, gzipped=gzipped))
+            except ClientError as error:
+                gone = _staged_error(bucket, key, error)
+                if gone is None:
+                    raise
+                raise gone from error
+            yield text
 
     def get_json(self, bucket: str, key: str) -> Any:
         return json.loads(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())

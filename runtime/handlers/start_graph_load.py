@@ -21,11 +21,13 @@ from adapters.s3 import S3Store
 from handlers.observability import entry_point
 from handlers.settings import StartGraphLoadSettings
 from logic import endpoints, graph_load, layout, opencypher
+from logic.errors import EndpointCheckLimitError
 
 SETTINGS_CLASS = StartGraphLoadSettings
-# The function's memory when Lambda does not say (AWS_LAMBDA_FUNCTION_MEMORY_SIZE): the default
-# control_memory_mib. It sizes the edge endpoint check's passes (logic/endpoints.py per_pass).
-DEFAULT_MEMORY_MIB = 512
+# The function's memory sizes the edge endpoint check's passes (logic/endpoints.py per_pass):
+# Lambda (and the embedded run) say it in AWS_LAMBDA_FUNCTION_MEMORY_SIZE; this is for a caller
+# that does not, Lambda's smallest.
+DEFAULT_MEMORY_MIB = 128
 # Open ids asked of the graph at a time: the ids it answers with are new strings, never a whole
 # pass's worth at once.
 LOOKUP_CHUNK = 50_000
@@ -94,17 +96,21 @@ def check_edges(
     # (an edges-only job: all of its endpoints).
     parts = endpoints.passes(int(staged.get("openEndpoints") or 0), per_pass)
     with ThreadPoolExecutor(max_workers=READS_IN_FLIGHT) as pool:
-        found = _missing(pool, fetch, keys, parts, endpoints.allowed(edges, max_percent), lookup)
+        found = _missing(pool, fetch, keys, (parts, per_pass), endpoints.allowed(edges, max_percent), lookup)
         missing, opened = found.missing, found.opened
         dangling = endpoints.DanglingEdges(missing)
         gzipped = bool(graph.get("gzip"))
         index_of = {open_key: index for index, (_, open_key) in enumerate(keys)}
         reread = opened if missing else []  # none dangles unless some id was found nowhere
         for open_key, data in zip(reread, _ahead(pool, fetch, reread), strict=True):
+            if not found.complete and len(dangling.sample) >= endpoints.SAMPLE_SIZE:
+                break  # surely held back: a sample is all the rest would add (the count is a bound)
             if not missing.isdisjoint(endpoints.decode_ids(data)):
                 index = index_of[open_key]
                 edges_key = layout.property_graph_keys(job_id, plan_id, index, compressed=gzipped)[1]
                 _count_dangling(store, bucket, edges_key, gzipped, index, dangling)
+    if not found.complete:  # each id found nowhere ends an edge, and an edge has two ends
+        dangling.count = max(dangling.count, -(-len(missing) // 2))
     return endpoints.verdict(
         dangling, edges=edges, looked_up=found.looked_up, max_percent=max_percent, complete=found.complete
     )
@@ -122,13 +128,14 @@ def _missing(
     pool: ThreadPoolExecutor,
     fetch: Callable[[str], bytes],
     keys: list[tuple[str, str]],
-    parts: int,
+    passes: tuple[int, int],
     allowed: int,
     lookup: Callable[[Collection[str]], set[str]],
 ) -> _Missing:
     """The passes over the id files: each merges its hash part of the open ids, less every
     shard's vertices, and asks the graph for the rest. A shard whose vertices cover all of its
     edges' endpoints has an empty open file: read in the first pass, never again."""
+    parts, per_pass = passes
     found = _Missing()
     for part in range(parts):
         wanted = endpoints.unresolved(
@@ -146,6 +153,15 @@ def _missing(
             # the memory a pass was sized for; the counts are then lower bounds.
             found.complete = False
             break
+        # The ids found nowhere stay beside each later pass: at most half a pass's worth, so the
+        # two together keep within 1.5 times the share a pass was sized for.
+        if len(found.missing) > per_pass // 2:  # a tolerance that could still let so many through
+            raise EndpointCheckLimitError(
+                f"{len(found.missing):,} edge endpoint ids (and counting) are neither vertices of this job "
+                f"nor in the graph: more than the check holds beside its passes ({per_pass // 2:,} ids in "
+                "this function's memory). Raise the environment's control_memory_mib, load the missing "
+                "vertices first, or set graph.maxDanglingPercent to 100 to load without the check"
+            )
     return found
 
 
@@ -190,7 +206,7 @@ def _count_dangling(
     store: S3Store, bucket: str, key: str, gzipped: bool, index: int, dangling: endpoints.DanglingEdges
 ) -> None:
     """Each edge of one staged edge file (RFC 4180 rows under its own header) to the tally."""
-    with store.open_text(bucket, key, gzipped=gzipped) as text:
+    with store.open_staged_text(bucket, key, gzipped=gzipped) as text:
         rows = csv.reader(text)
         header = opencypher.parse_header(next(rows))
         at = [header.position(system) for system in (":ID", ":START_ID", ":END_ID")]

@@ -103,6 +103,11 @@ class StagedFileGoneError(MaploadError):
     lifecycle rule while the ledger still records the shard done): the graph would load in part."""
 
 
+class EndpointCheckLimitError(MaploadError):
+    """A property graph's edges end at more ids found nowhere than the edge endpoint check can hold
+    while a tolerance could still let the load start."""
+
+
 class DanglingEdgesError(MaploadError):
     """More of a property graph's edges than graph.maxDanglingPercent end at a vertex that is
     neither of the job nor in the graph: the load was not started."""

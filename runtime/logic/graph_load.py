@@ -7,7 +7,8 @@ from typing import Any
 
 from logic.clipping import TEXT_BYTES, clip
 
-# Statuses the poll loop waits through; LOAD_COMPLETED succeeds; every other status fails the job.
+# Statuses the poll loop waits through; LOAD_COMPLETED succeeds, and LOAD_FAILED for tolerated
+# dangling edges alone (`accepted`); every other status fails the job.
 # LOAD_COMMITTED_W_WRITE_CONFLICTS is not an end: the loader resolves the conflicts in separate
 # transactions and updates the status as it goes (Neptune "Loader Error and Feed Messages"); the
 # input's graph.timeoutMinutes deadline bounds the wait as for any pending status.
