@@ -159,6 +159,10 @@ class FaultProxy:
         unprocessed: list[Any] = []
         if fault is not None and fault.kind == "unprocessed":
             body, unprocessed = _split_batch(body)
+            if not unprocessed:  # a batch of one item has nothing to hand back: no fault after all
+                with self.lock:
+                    fault.injected -= 1
+                    self.injected[fault.kind] -= 1
         status, headers, answer = self._forward(request, body)
         if unprocessed and status == 200:
             answer = _add_unprocessed(answer, unprocessed)

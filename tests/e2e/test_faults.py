@@ -190,3 +190,37 @@ def test_under_injected_faults_every_record_is_written_as_in_a_clean_run_and_ret
     else:
         assert report["dynamodb"]["throttles"] > 0
         assert report["dynamodb"]["retries"] >= sum(f.injected for f in faults if f.kind != "latency")
+
+
+def test_an_unprocessed_fault_counts_only_when_it_hands_items_back(moto_server: str) -> None:
+    # The test above counts every injected fault as a retry: a batch of one item has nothing to
+    # hand back, so the fault is not counted (else the count depends on how batches fell).
+    db = boto3.client(
+        "dynamodb",
+        endpoint_url=moto_server,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    db.create_table(
+        TableName="unprocessed",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    fault = Fault("unprocessed", every=1, service="dynamodb")
+    with fault_proxy(moto_server, [fault]) as proxy:
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=proxy.url,
+            region_name="us-east-1",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
+
+        def put(*keys: str) -> dict[str, Any]:
+            requests = [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]
+            return dict(client.batch_write_item(RequestItems={"unprocessed": requests}))
+
+        assert put("a").get("UnprocessedItems") in (None, {}) and fault.injected == 0
+        assert len(put("b", "c")["UnprocessedItems"]["unprocessed"]) == 1 and fault.injected == 1
