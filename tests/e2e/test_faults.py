@@ -64,25 +64,24 @@ def _crash_one_shard_midway(
     return calls
 
 
-def _table_count(endpoint: str, table: str) -> int:
-    db = boto3.client(
+def _dynamodb(endpoint: str) -> Any:
+    """A DynamoDB client of the moto server (or the fault proxy in front of it)."""
+    return boto3.client(
         "dynamodb",
         endpoint_url=endpoint,
         region_name="us-east-1",
         aws_access_key_id="x",
         aws_secret_access_key="x",
     )
+
+
+def _table_count(endpoint: str, table: str) -> int:
+    db = _dynamodb(endpoint)
     return int(db.scan(TableName=table, Select="COUNT")["Count"])
 
 
 def _table_items(endpoint: str, table: str) -> dict[str, str]:
-    db = boto3.client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
+    db = _dynamodb(endpoint)
     items: dict[str, str] = {}
     for page in db.get_paginator("scan").paginate(TableName=table):
         for item in page["Items"]:
@@ -195,13 +194,7 @@ def test_under_injected_faults_every_record_is_written_as_in_a_clean_run_and_ret
 def test_an_unprocessed_fault_counts_only_when_it_hands_items_back(moto_server: str) -> None:
     # The test above counts every injected fault as a retry: a batch of one item has nothing to
     # hand back, so the fault is not counted (else the count depends on how batches fell).
-    db = boto3.client(
-        "dynamodb",
-        endpoint_url=moto_server,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
+    db = _dynamodb(moto_server)
     db.create_table(
         TableName="unprocessed",
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -210,13 +203,7 @@ def test_an_unprocessed_fault_counts_only_when_it_hands_items_back(moto_server: 
     )
     fault = Fault("unprocessed", every=1, service="dynamodb")
     with fault_proxy(moto_server, [fault]) as proxy:
-        client = boto3.client(
-            "dynamodb",
-            endpoint_url=proxy.url,
-            region_name="us-east-1",
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-        )
+        client = _dynamodb(proxy.url)
 
         def put(*keys: str) -> dict[str, Any]:
             requests = [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]
