@@ -265,7 +265,7 @@ def test_under_the_cli_a_missing_setting_is_one_line_naming_it(
 
 
 def test_cli_synth_of_the_pipeline_needs_no_aws_credentials(cdk_json: dict[str, Any], tmp_path: Path) -> None:
-    """`npx cdk synth -c pipeline=true` with every account and region filled in, as the README
+    """`npx cdk synth -c pipeline=true` with every account and region filled in, as docs/DEPLOY.md
     says, and no credentials anywhere: no context lookup (the Graph stacks' AZs come from
     Fn::GetAZs at deploy time), and every stage's Lambda package is bundled without Docker."""
     settings = copy.deepcopy(cdk_json)

@@ -64,7 +64,7 @@ ENV = {
     "NEPTUNE_REGION": "eu-west-2",
     "LOADER_ROLE_ARN": "arn:aws:iam::123456789012:role/loader",
 }
-# An ordinary property graph input with a DynamoDB target in a write mode that skips (README).
+# An ordinary property graph input with a DynamoDB target in a write mode that skips (docs/INPUT.md).
 INPUT = {
     "source": "s3://src/people/",
     "format": "csv",
@@ -125,8 +125,8 @@ def costly(char: str, limit: int = LONG, utf8_bytes: int | None = None) -> str:
 
 
 def reason_codes() -> list[str]:
-    """Every reject reason code the README's table lists (the report's byReason keys)."""
-    text = (ROOT / "README.md").read_text()
+    """Every reject reason code docs/REPORT.md's table lists (the report's byReason keys)."""
+    text = (ROOT / "docs" / "REPORT.md").read_text()
     rows = text.split("Reject reason codes:", 1)[1].strip().splitlines()
     table = rows[2 : next(n for n, row in enumerate(rows) if not row.startswith("|"))]
     return [code for row in table for code in re.findall(r"`([a-z_0-9]+)`", row.split("|")[1])]

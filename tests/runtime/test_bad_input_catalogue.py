@@ -1,4 +1,4 @@
-"""Every kind of bad input in README's catalogue, through Plan → Workers → Finalize on moto.
+"""Every kind of bad input in docs/BAD_INPUT.md's catalogue, through Plan → Workers → Finalize on moto.
 
 In every case: read == written + skipped + rejected, each reject names its source, line, byte offset,
 reason and raw line, and the status is what maxRejectedPercent says.

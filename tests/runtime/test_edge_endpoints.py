@@ -474,7 +474,7 @@ def test_an_endpoint_that_already_is_a_vertex_of_the_shard_is_not_held_again() -
 
 # bench/shard_memory.py, Python 3.12: the Worker's peak RSS (MiB) on worst-case shards of these
 # sizes (MiB), every id new: edges only with 7-digit ids, a vertex and an edge a record, edges
-# only with 8-digit ids (README "The graph target", Size). The model must be above each, not far.
+# only with 8-digit ids (docs/NEPTUNE.md, "Size"). The model must be above each, not far.
 MEASURED_PEAK_MIB = {
     "edges": {8: 197, 16: 280, 20: 429, 32: 473, 39: 736, 64: 857, 78: 1368, 96: 1380, 128: 1652},
     "vertices+edges": {8: 202, 20: 413, 39: 671, 64: 804, 78: 1252},

@@ -236,15 +236,15 @@ def test_a_tolerance_with_failonerror_false_or_none_at_all_is_accepted() -> None
 
 
 def test_the_bounds_the_docs_state_are_the_rules() -> None:
-    """docs/SETTINGS.md and the README state the largest shard for a few Worker sizes: checked here."""
+    """docs/SETTINGS.md and docs/NEPTUNE.md state the largest shard for a few Worker sizes: checked here."""
     number = r"(\d{1,3}(?:,\d{3})*)"
     settings = (ROOT / "docs" / "SETTINGS.md").read_text(encoding="utf-8")
     row = next(line for line in settings.splitlines() if line.startswith("| `worker_memory_mib`"))
     stated = re.findall(rf"{number} at {number}", row.split("naming the largest allowed:")[1])
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())  # lines joined
-    readme = readme.split("the largest shard it allows is", 1)[1]
-    in_readme = rf"{number} (?:MiB )?at (?:`worker_memory_mib` )?(?:the default )?{number}"
-    for pairs in (stated, re.findall(in_readme, readme[:300])):
+    guide = " ".join((ROOT / "docs" / "NEPTUNE.md").read_text(encoding="utf-8").split())  # lines joined
+    guide = guide.split("the largest shard it allows is", 1)[1]
+    in_guide = rf"{number} (?:MiB )?at (?:`worker_memory_mib` )?(?:the default )?{number}"
+    for pairs in (stated, re.findall(in_guide, guide[:300])):
         assert len(pairs) >= 5, pairs
         for largest, memory in pairs:
             assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(largest)
