@@ -1,0 +1,256 @@
+"""The docs name only what exists: links, `make` targets, `mapload` flags and input fields.
+
+Pages: README.md and every docs/*.md. What counts as "named", and what it must match:
+- **Links**: every Markdown link `[text](target)` outside fenced code blocks whose target has no
+  URL scheme (`https:`, `mailto:`, ...) names a file or folder that exists, relative to the page;
+  its `#anchor`, if any (alone: the same page), is the GitHub slug of a heading on the target page.
+- **make targets**: every `make TARGET` written as a command, that is an inline code span or a
+  line of a shell block (```sh, bash, shell or console) starting with `make ` (after leading
+  blanks), names a target of the Makefile. Other fenced blocks (layouts, benchmark output) are not
+  commands.
+- **CLI flags**: every `mapload SUBCOMMAND` written as a command (an inline code span or a line of a
+  shell block, also as `.venv/bin/mapload`) names a subcommand of `mapload.cli.parser()`, and every
+  `--flag` after it in the same span or line (up to a `#` comment) is an option of that subcommand.
+- **Spec fields**: in docs/INPUT.md, the first cell of every table row that is a backticked name
+  (dotted for nesting, `<name>` for a name the user chooses) names input fields: each dotted part
+  but `<name>` is a property name somewhere in schemas/input.schema.json. And every ```json block in
+  the docs that is an input (an object with `source`) validates against that schema (its
+  placeholder bucket, `SOURCE-BUCKET`, read in lower case), so every field an example uses exists.
+Fast: no synth, no AWS; the parser is built as the command builds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SCHEMA: dict[str, Any] = json.loads((ROOT / "schemas" / "input.schema.json").read_text(encoding="utf-8"))
+
+FENCE = re.compile(r"^ {0,3}(?:```|~~~)(\w*)")
+SHELL = {"sh", "bash", "shell", "console"}
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+CODE_SPAN = re.compile(r"`([^`]+)`")
+MAKE = re.compile(r"^\s*make ([A-Za-z0-9_.-]+)")
+MAPLOAD = re.compile(r"(?:^|[\s/])mapload ([a-z][a-z0-9-]*)(.*)")
+FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
+
+
+def split_fences(text: str) -> tuple[str, list[str]]:
+    """The page without its fenced blocks (their lines blanked), and the lines of its shell blocks."""
+    prose: list[str] = []
+    shell: list[str] = []
+    language: str | None = None  # None: outside a fenced block
+    for line in text.splitlines():
+        fence = FENCE.match(line)
+        if fence:
+            language = fence.group(1) if language is None else None
+            prose.append("")
+        elif language is not None:
+            if language in SHELL:
+                shell.append(line)
+            prose.append("")
+        else:
+            prose.append(line)
+    return "\n".join(prose), shell
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    prose, _ = split_fences(text)
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *#*$", prose, flags=re.MULTILINE):
+        base = slug(heading)
+        name, n = base, 0
+        while name in found:  # GitHub numbers repeated headings: x, x-1, x-2
+            n += 1
+            name = f"{base}-{n}"
+        found.add(name)
+    return found
+
+
+def broken_links(page: Path, text: str) -> list[str]:
+    prose, _ = split_fences(text)
+    problems = []
+    for target in LINK.findall(prose):
+        if SCHEME.match(target):
+            continue
+        path, _, anchor = target.partition("#")
+        if not path:  # an anchor on this page
+            if anchor not in anchors(text):
+                problems.append(f"{target}: no such heading on this page")
+            continue
+        file = (page.parent / path).resolve()
+        if not file.exists():
+            problems.append(f"{target}: no such file")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file.read_text(encoding="utf-8")):
+            problems.append(f"{target}: no heading #{anchor} in {file.relative_to(ROOT)}")
+    return problems
+
+
+def code_snippets(text: str) -> Iterator[str]:
+    """Inline code spans (whitespace collapsed, so a span may wrap) and the lines of shell blocks."""
+    prose, shell = split_fences(text)
+    for span in CODE_SPAN.findall(prose):
+        yield " ".join(span.split())
+    yield from shell
+
+
+def make_targets() -> set[str]:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([A-Za-z0-9_.-]+):(?!=)", makefile, flags=re.MULTILINE))
+
+
+def unknown_make_targets(text: str, targets: set[str]) -> list[str]:
+    named = {m.group(1) for snippet in code_snippets(text) if (m := MAKE.match(snippet))}
+    return sorted(named - targets)
+
+
+@cache
+def cli_options() -> dict[str, frozenset[str]]:
+    """Each subcommand of the `mapload` command and its option strings, from the parser it runs."""
+    from mapload.cli import parser
+
+    (sub,) = [a for a in parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return {name: frozenset(p._option_string_actions) for name, p in sub.choices.items()}
+
+
+def unknown_cli_names(text: str, options: dict[str, frozenset[str]]) -> list[str]:
+    problems = []
+    for snippet in code_snippets(text):
+        for m in MAPLOAD.finditer(snippet):
+            command, rest = m.group(1), m.group(2).split(" #", 1)[0]
+            if command not in options:
+                problems.append(f"mapload {command}: no such subcommand")
+                continue
+            problems += [
+                f"mapload {command} --{flag}: no such option"
+                for flag in FLAG.findall(rest)
+                if f"--{flag}" not in options[command]
+            ]
+    return problems
+
+
+def schema_properties(node: Any) -> set[str]:
+    """Every property name anywhere in a JSON Schema."""
+    names: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                names |= set(value)
+            names |= schema_properties(value)
+    elif isinstance(node, list):
+        for value in node:
+            names |= schema_properties(value)
+    return names
+
+
+def input_fields_named(text: str) -> list[str]:
+    prose, _ = split_fences(text)
+    return re.findall(r"^\| `([A-Za-z<>][\w.<>]*)` \|", prose, flags=re.MULTILINE)
+
+
+def unknown_input_fields(text: str, properties: set[str]) -> list[str]:
+    return [
+        name
+        for name in input_fields_named(text)
+        if any(part not in properties for part in name.split(".") if part != "<name>")
+    ]
+
+
+def json_inputs(text: str) -> list[Any]:
+    """Every ```json block that is an execution input (an object with `source`)."""
+    blocks = re.findall(r"^```json\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    return [doc for doc in map(json.loads, blocks) if isinstance(doc, dict) and "source" in doc]
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_relative_link_resolves_to_a_file_and_heading(page: Path) -> None:
+    assert broken_links(page, page.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_make_target_named_exists(page: Path) -> None:
+    assert unknown_make_targets(page.read_text(encoding="utf-8"), make_targets()) == []
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_mapload_subcommand_and_flag_named_exists(page: Path) -> None:
+    assert unknown_cli_names(page.read_text(encoding="utf-8"), cli_options()) == []
+
+
+def test_every_input_field_the_input_reference_names_is_in_the_schema() -> None:
+    text = (ROOT / "docs" / "INPUT.md").read_text(encoding="utf-8")
+    assert len(input_fields_named(text)) >= 30  # the rule still finds the reference's table
+    assert unknown_input_fields(text, schema_properties(SCHEMA)) == []
+
+
+def test_every_input_example_in_the_docs_is_valid() -> None:
+    examples = [doc for page in PAGES for doc in json_inputs(page.read_text(encoding="utf-8"))]
+    assert len(examples) >= 4  # the README's console input and the graph guide's
+    for example in examples:
+        jsonschema.validate({**example, "source": example["source"].lower()}, SCHEMA)
+
+
+def test_the_readme_is_a_front_door_that_links_every_docs_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 300
+    linked = {target.partition("#")[0] for target in LINK.findall(split_fences(readme)[0])}
+    assert {f"docs/{page.name}" for page in PAGES[1:]} <= linked
+
+
+# -- the checks themselves catch what they are for ---------------------------------------------------
+
+BROKEN = """# A page
+
+## Start here
+
+See [the input](INPUT.md), [a gone page](GONE.md), [here](#start-here), [nowhere](#nowhere),
+[input, no such heading](INPUT.md#no-such-heading) and [the web](https://example.org/x).
+Run `make demo`, `make no-such-target` and `mapload run-local FILE --report R --no-such-flag`.
+
+```sh
+make test ROWS=10
+.venv/bin/mapload no-such-command --env dev
+.venv/bin/mapload upload SRC s3://B/K --env dev --partial   # --comment-flag is not a flag
+```
+
+| field | default | meaning |
+|---|---|---|
+| `csv.header` | `true` | known |
+| `dynamodb.attributes.<name>.type` | `S` | known |
+| `csv.noSuchField` | `1` | unknown |
+"""
+
+
+def test_the_checks_report_a_broken_link_target_flag_and_field() -> None:
+    page = ROOT / "docs" / "EXAMPLE.md"
+    assert broken_links(page, BROKEN) == [
+        "GONE.md: no such file",
+        "#nowhere: no such heading on this page",
+        "INPUT.md#no-such-heading: no heading #no-such-heading in docs/INPUT.md",
+    ]
+    assert unknown_make_targets(BROKEN, make_targets()) == ["no-such-target"]
+    assert unknown_cli_names(BROKEN, cli_options()) == [
+        "mapload run-local --no-such-flag: no such option",
+        "mapload no-such-command: no such subcommand",
+    ]
+    assert unknown_input_fields(BROKEN, schema_properties(SCHEMA)) == ["csv.noSuchField"]
