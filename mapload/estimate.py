@@ -43,7 +43,7 @@ STANDARD_USD_PER_STATE_TRANSITION = 0.000025
 TRANSITIONS_PER_JOB = 6
 TRANSITIONS_PER_SHARD = 3
 
-# -- measured by `make bench` (README "Performance"): one worker, one shard, 16 requests in
+# -- measured by `make bench` (docs/PERFORMANCE.md): one worker, one shard, 16 requests in
 #    flight, 20 ms round trip to the endpoint, on the 2-CPU benchmark machine (2026-11-30) -----
 BENCH_WORKER_ITEMS_PER_SECOND = 4200.0
 BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM = 58.0

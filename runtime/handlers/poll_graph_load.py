@@ -19,7 +19,7 @@ from logic.errors import DanglingEdgesError, GraphLoaderError, GraphLoadFailedEr
 
 SETTINGS_CLASS = PollGraphLoadSettings
 # What to do when a graph load function ran out of time or memory: StartGraphLoad's edge endpoint
-# check grows with the ids a property graph job references (README, "Edge endpoints").
+# check grows with the ids a property graph job references (docs/NEPTUNE.md, "Edge endpoints").
 _CHECK_HINT = (
     " (StartGraphLoad checks a property graph's edge endpoints before the load, in time and memory"
     " that grow with the ids the job references: raise the environment's control_timeout_seconds,"
