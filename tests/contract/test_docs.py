@@ -16,6 +16,11 @@ Pages: README.md and every docs/*.md. What counts as "named", and what it must m
   but `<name>` is a property name somewhere in schemas/input.schema.json. And every ```json block in
   the docs that is an input (an object with `source`) validates against that schema (its
   placeholder bucket, `SOURCE-BUCKET`, read in lower case), so every field an example uses exists.
+- **Input and report fields in prose**: in the input and report references, the bad-input catalogue
+  and the graph guide, every inline code span that is a dotted name (`graph.maxDanglingPercent`,
+  `records.skipped`) whose first part is a top-level field of the input or the report names fields:
+  each part but `<name>` is a property name in schemas/input.schema.json or report.schema.json.
+  Not fields: file names (`rejects.jsonl`) and the Python names in NOT_FIELDS.
 Fast: no synth, no AWS; the parser is built as the command builds it.
 """
 
@@ -35,6 +40,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SCHEMA: dict[str, Any] = json.loads((ROOT / "schemas" / "input.schema.json").read_text(encoding="utf-8"))
+REPORT_SCHEMA: dict[str, Any] = json.loads(
+    (ROOT / "schemas" / "report.schema.json").read_text(encoding="utf-8")
+)
+REFERENCES = [ROOT / "docs" / name for name in ("INPUT.md", "REPORT.md", "BAD_INPUT.md", "NEPTUNE.md")]
+DOTTED = re.compile(r"[a-z][A-Za-z]*(?:\.[A-Za-z<>]+)+")
+FILE_SUFFIXES = {"csv", "gz", "json", "jsonl", "md", "nq", "zip"}
+NOT_FIELDS = {"csv.reader"}  # Python's csv module: how a CSV record is read
 
 FENCE = re.compile(r"^ {0,3}(?:```|~~~)(\w*)")
 SHELL = {"sh", "bash", "shell", "console"}
@@ -172,6 +184,25 @@ def unknown_input_fields(text: str, properties: set[str]) -> list[str]:
     ]
 
 
+def top_level_fields() -> set[str]:
+    """The input's top-level fields (of each format's model) and the report's."""
+    inputs = [SCHEMA, *SCHEMA.get("$defs", {}).values()]
+    return {name for node in [*inputs, REPORT_SCHEMA] for name in node.get("properties", {})}
+
+
+def unknown_dotted_fields(text: str, tops: set[str], properties: set[str]) -> list[str]:
+    prose, _ = split_fences(text)
+    return [
+        span
+        for span in CODE_SPAN.findall(prose)
+        if DOTTED.fullmatch(span)
+        and span.split(".")[0] in tops
+        and span.split(".")[-1] not in FILE_SUFFIXES
+        and span not in NOT_FIELDS
+        and any(part not in properties for part in span.split(".") if part != "<name>")
+    ]
+
+
 def json_inputs(text: str) -> list[Any]:
     """Every ```json block that is an execution input (an object with `source`)."""
     blocks = re.findall(r"^```json\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
@@ -201,6 +232,12 @@ def test_every_input_field_the_input_reference_names_is_in_the_schema() -> None:
     text = (ROOT / "docs" / "INPUT.md").read_text(encoding="utf-8")
     assert len(input_fields_named(text)) >= 30  # the rule still finds the reference's table
     assert unknown_input_fields(text, schema_properties(SCHEMA)) == []
+
+
+@pytest.mark.parametrize("page", REFERENCES, ids=page_id)
+def test_every_dotted_input_or_report_field_named_in_the_references_exists(page: Path) -> None:
+    properties = schema_properties(SCHEMA) | schema_properties(REPORT_SCHEMA)
+    assert unknown_dotted_fields(page.read_text(encoding="utf-8"), top_level_fields(), properties) == []
 
 
 def test_every_input_example_in_the_docs_is_valid() -> None:
@@ -238,6 +275,8 @@ make test ROWS=10
 | `csv.header` | `true` | known |
 | `dynamodb.attributes.<name>.type` | `S` | known |
 | `csv.noSuchField` | `1` | unknown |
+
+The report's `graph.danglingEdges` and `records.skiped`; `rejects.jsonl` is a file, not a field.
 """
 
 
@@ -254,3 +293,8 @@ def test_the_checks_report_a_broken_link_target_flag_and_field() -> None:
         "mapload no-such-command: no such subcommand",
     ]
     assert unknown_input_fields(BROKEN, schema_properties(SCHEMA)) == ["csv.noSuchField"]
+    properties = schema_properties(SCHEMA) | schema_properties(REPORT_SCHEMA)
+    assert unknown_dotted_fields(BROKEN, top_level_fields(), properties) == [
+        "csv.noSuchField",
+        "records.skiped",
+    ]
