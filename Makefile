@@ -62,7 +62,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 typecheck: setup
-	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/handlers
+	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards runtime/handlers
 
 unit: setup
 	$(BIN)/pytest -n 2 --dist loadgroup

@@ -8,7 +8,7 @@ endpoint a vertex an earlier job loaded, so every endpoint is looked up). In bot
 at ids nowhere (`MISSING`). The graph is an in-memory lookup that finds every id but those.
 
 Rows: (1) mapload as built: each shard's `ShardIds` written as `encode_ids` files (as the Worker's
-`_finish_graph` does, shards one after another here), then StartGraphLoad's own `check_edges` over
+`staging.finish_graph` does, shards one after another here), then StartGraphLoad's own `check_edges` over
 them and the staged edge files, read from memory through `open_text` as from S3; (1a) that
 `check_edges` alone, what runs in the 512 MiB / 300 s Lambda; (2) the simple alternative: one
 set of every vertex id of the job, every edge's endpoints checked against it, the rest looked up,
@@ -176,7 +176,7 @@ class MemoryStore:
 
 
 def id_files(job: Job) -> dict[str, bytes]:
-    """What each shard's Worker writes for the check (worker.py `_finish_graph`), by key."""
+    """What each shard's Worker writes for the check (shards/staging.py `finish_graph`), by key."""
     files = {}
     for index, shard in enumerate(job.shards):
         ids = ShardIds()

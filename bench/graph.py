@@ -20,9 +20,10 @@ sys.path[:0] = [str(ROOT / "runtime"), str(ROOT)]
 import pyoxigraph as ox  # noqa: E402
 
 from adapters.rdf import GraphStager  # noqa: E402
-from handlers.worker import RejectSink, process  # noqa: E402
 from logic.records import iter_shard_lines  # noqa: E402
 from logic.spec import parse_spec  # noqa: E402
+from shards.records import process  # noqa: E402
+from shards.rejects import RejectSink  # noqa: E402
 
 EX = "http://example.org/"
 CHUNK = 1 << 20

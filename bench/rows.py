@@ -106,10 +106,11 @@ def _worker(args: dict[str, Any], client: Any, item_client: Any = None) -> int:
     """The Worker's loop over the file with the writer its handler picks for the spec's write mode:
     BatchWriter (put) or ItemWriter (another mode, single-item calls to `item_client`)."""
     from adapters.dynamodb import BatchWriter, ItemWriter
-    from handlers.worker import RejectSink, process
     from logic.records import iter_shard_lines
     from logic.spec import parse_spec
     from logic.writemodes import write_plan
+    from shards.records import process
+    from shards.rejects import RejectSink
 
     spec = parse_spec(
         {**_mode_spec(args.get("mode", "put")), "source": "s3://bench/x.csv"},

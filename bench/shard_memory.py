@@ -15,7 +15,7 @@ with 8 digits):
   2 endpoints a record, of which `{to}` is open.
 
 Each shard runs in its own process (peak RSS from wait4, as bench/run.py measures): the Worker's
-own `work()` (handlers/worker.py: spec parsing, the CSV record reader, the property mapper, the
+own `process_shard()` (shards/service.py: spec parsing, the CSV record reader, the property mapper, the
 stager with its 8 MiB upload parts, the id files at the end) over the shard as one S3 object,
 with the Worker's boto3 clients built as its handler builds them, but S3 and DynamoDB answered
 by in-process fakes: the object is read from a local file in 1 MiB chunks and uploads are
@@ -171,8 +171,8 @@ def child_worker(shape: str, path: str) -> dict[str, Any]:
     from adapters.ledger import Ledger
     from adapters.s3 import S3Store
     from handlers.settings import WorkerSettings
-    from handlers.worker import work
     from logic.spec import parse_spec, spec_to_json
+    from shards.service import process_shard
 
     settings = WorkerSettings.from_env(
         {
@@ -209,9 +209,7 @@ def child_worker(shape: str, path: str) -> dict[str, Any]:
     job = {"jobId": "bench", "runId": "run", "planId": "plan", "spec": spec, "tableKey": table_key}
     s3 = LocalS3(path)
     started = time.perf_counter()
-    result = work(
-        {"shard": shard, "job": job}, settings, S3Store(s3), Ledger(NullDynamoDb(), "ledger", 1), None
-    )
+    result = process_shard(shard, job, settings, S3Store(s3), Ledger(NullDynamoDb(), "ledger", 1), None)
     seconds = time.perf_counter() - started
     assert result["read"] == result["written"], result
     del held

@@ -41,9 +41,9 @@ def _crash_one_shard_midway(
     monkeypatch: pytest.MonkeyPatch, error: Exception, after_lines: int = 60
 ) -> list[int]:
     """The second shard to start fails after `after_lines` lines, once; later calls work."""
-    from handlers import worker
+    from shards import service
 
-    original = worker.process
+    original = service.process
     calls: list[int] = []
     lock = threading.Lock()
 
@@ -60,7 +60,7 @@ def _crash_one_shard_midway(
 
         return original(dying() if crash else lines, *args, **kwargs)
 
-    monkeypatch.setattr(worker, "process", flaky)
+    monkeypatch.setattr(service, "process", flaky)
     return calls
 
 

@@ -11,7 +11,7 @@ from tests.infra.support import ROOT
 
 pytestmark = pytest.mark.infra
 
-RUNTIME_PACKAGES = {"runtime", "handlers", "logic", "adapters", "mapload"}
+RUNTIME_PACKAGES = {"runtime", "handlers", "shards", "logic", "adapters", "mapload"}
 AWS_SDK = {"boto3", "botocore", "aioboto3", "s3transfer"}
 CDK = {"aws_cdk", "constructs", "cdk_nag", "stacks", "jsii"}
 
@@ -44,6 +44,24 @@ def test_runtime_does_not_import_the_cdk() -> None:
     assert files, "runtime/ has no Python files"
     for path in files:
         bad = imported_roots(path) & CDK
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+# The runtime's layers import only downward: handlers → shards → adapters → logic.
+RUNTIME_LAYERS = {
+    "logic": {"adapters", "shards", "handlers", "mapload", "os", *AWS_SDK},
+    "adapters": {"shards", "handlers", "mapload"},
+    "shards": {"handlers", "mapload", "os", *AWS_SDK},
+    "handlers": {"mapload"},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(RUNTIME_LAYERS))
+def test_runtime_layers_import_only_the_layers_below(layer: str) -> None:
+    files = python_files(f"runtime/{layer}")
+    assert files, f"runtime/{layer} has no Python files"
+    for path in files:
+        bad = imported_roots(path) & RUNTIME_LAYERS[layer]
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 

@@ -158,7 +158,7 @@ def test_the_tolerance_holds_the_load_only_past_it(
 
 
 def stage(aws: Any, shards: dict[int, tuple[list[str], list[tuple[str, str, str]]]], gzipped: bool) -> int:
-    """What Workers leave for job j, plan p: id files and edge files, as worker.py writes them;
+    """What Workers leave for job j, plan p: id files and edge files, as shards/staging.py writes them;
     the open endpoints of all shards (the report's graph.openEndpoints)."""
     header = opencypher.relationship_header([])
     opened = 0

@@ -14,12 +14,13 @@ import pyoxigraph as ox
 import pytest
 
 from adapters.rdf import GraphStager
-from handlers.worker import RejectSink, process
 from logic.errors import InputValidationError
 from logic.graph import make_graph_mapper
 from logic.records import iter_shard_lines
 from logic.spec import parse_spec, spec_to_json
 from logic.values import Reject
+from shards.records import process
+from shards.rejects import RejectSink
 
 pytestmark = pytest.mark.runtime
 

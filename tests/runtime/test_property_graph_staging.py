@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from adapters.property_graph import PropertyGraphStager
-from handlers.worker import RejectSink, process
 from logic import layout, opencypher
 from logic.csvrecords import ShardRecords
 from logic.graph_load import load_request
 from logic.opencypher import Row
 from logic.property_graph import edge_id, headers
 from logic.spec import JobSpec, parse_spec, spec_to_json
+from shards.records import process
+from shards.rejects import RejectSink
 
 pytestmark = pytest.mark.runtime
 

@@ -1,0 +1,173 @@
+"""The per-record loop: each record parsed, mapped, then written (`Sender`) or staged, or rejected;
+the shard's counts as they pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from adapters.dynamodb import BatchWriter, ItemWriter
+from adapters.property_graph import PropertyGraphStager
+from adapters.rdf import GraphStager, line_parser, to_quad
+from logic import opencypher
+from logic.csvrecords import CutRecord, ShardRecords
+from logic.graph import is_rdf_comment, make_graph_mapper
+from logic.mapping import make_mapper
+from logic.parsing import is_skipped, make_parser
+from logic.property_graph import make_property_mapper
+from logic.records import Line
+from logic.spec import RDF_FORMATS, JobSpec
+from logic.values import Reject
+from shards.rejects import RejectSink
+from shards.staging import Stager
+from shards.writing import Sender
+
+
+class _Tally:
+    """A shard's counts as its records pass: lines owned, records read, records accepted."""
+
+    def __init__(self) -> None:
+        self.owned = self.read = self.written = 0
+
+    def counts(self, duplicates: int = 0) -> dict[str, int]:
+        return {"lines": self.owned, "read": self.read, "written": self.written, "duplicates": duplicates}
+
+
+def _records(
+    lines: Iterable[Line | CutRecord], spec: JobSpec, rejects: RejectSink, tally: _Tally
+) -> Iterator[Line]:
+    """The CSV-like records to parse: blank and comment lines skipped, a cut record rejected."""
+    for line in lines:
+        tally.owned += 1
+        if is_skipped(line.raw, spec):
+            continue
+        tally.read += 1
+        if isinstance(line, CutRecord):
+            rejects.add(line, line.code, line.reason)
+            continue
+        yield line
+
+
+def process_rdf(
+    lines: Iterable[Line], spec: JobSpec, graph: Stager | None, rejects: RejectSink
+) -> dict[str, int]:
+    """N-Quads/N-Triples: each line is one statement, checked by the RDF parser and staged."""
+    parse = line_parser(spec.format)
+    read = written = owned = 0
+    for line in lines:
+        owned += 1
+        if is_skipped(line.raw, spec) or is_rdf_comment(line.raw):
+            continue
+        quads = parse(line)
+        if not quads:  # a comment after whitespace the parser saw first
+            continue
+        read += 1
+        if isinstance(quads, Reject):
+            rejects.add(line, quads.code, quads.reason)
+            continue
+        written += 1
+        if isinstance(graph, GraphStager):
+            graph.add(quads)
+    return {"lines": owned, "read": read, "written": written, "duplicates": 0}
+
+
+def process_opencypher(
+    lines: Iterable[Line | CutRecord],
+    spec: JobSpec,
+    header: list[str] | None,
+    graph: Stager | None,
+    rejects: RejectSink,
+) -> dict[str, int]:
+    """openCypher CSV rows (RFC 4180 records, as Neptune reads them: a quoted field may hold a line
+    break): each checked against the format's rules under the object's header (Plan checked the
+    header) and staged as it is, in the vertex or edge file by the header's kind."""
+    columns = opencypher.parse_header(header or [])
+    tally = _Tally()
+    for line in _records(lines, spec, rejects, tally):
+        try:
+            text = line.raw.decode("utf-8")
+            row = opencypher.parse_line(columns, text)
+        except UnicodeDecodeError as error:
+            rejects.add(line, "invalid_utf8", f"invalid UTF-8 at byte {line.offset + error.start}")
+            continue
+        except opencypher.FormatError as error:
+            rejects.add(line, "opencypher_syntax", str(error))
+            continue
+        tally.written += 1
+        if isinstance(graph, PropertyGraphStager):
+            graph.add_line(columns.kind, text, row)
+    return tally.counts()
+
+
+def process(
+    lines: Iterable[Line] | ShardRecords,
+    spec: JobSpec,
+    header: list[str] | None,
+    writer: BatchWriter | ItemWriter | None,
+    rejects: RejectSink,
+    graph: Stager | None = None,
+    *,
+    source: str = "",
+) -> dict[str, int]:
+    """The per-record loop; `writer` and `graph` are None in a dry run (or without that target).
+    `source` names the records' object (and member): a property graph's edge ids derive from it.
+
+    CSV comes as ShardRecords: a record may span lines, and a cut one is rejected as it is."""
+    if isinstance(lines, ShardRecords):
+        if spec.format == "opencypher":
+            counts = process_opencypher(lines, spec, header, graph, rejects)
+        else:
+            counts = _process_records(lines, spec, header, writer, rejects, graph, source)
+        return {**counts, "lines": lines.lines}
+    if spec.format in RDF_FORMATS:
+        return process_rdf(lines, spec, graph, rejects)
+    return _process_records(lines, spec, header, writer, rejects, graph, source)
+
+
+def _process_records(
+    lines: Iterable[Line | CutRecord],
+    spec: JobSpec,
+    header: list[str] | None,
+    writer: BatchWriter | ItemWriter | None,
+    rejects: RejectSink,
+    graph: Stager | None,
+    source: str,
+) -> dict[str, int]:
+    parse = make_parser(spec, header)
+    to_item = make_mapper(spec) if spec.dynamodb is not None else None
+    model = spec.graph.model if spec.graph is not None else None
+    to_statements = make_graph_mapper(spec) if model == "rdf" else None
+    to_rows = make_property_mapper(spec, source) if model == "property" else None
+    sender = Sender(writer, spec) if spec.dynamodb is not None else None
+    tally = _Tally()
+    for line in _records(lines, spec, rejects, tally):
+        fields = parse(line)
+        if isinstance(fields, Reject):
+            rejects.add(line, fields.code, fields.reason)
+            continue
+        item = to_item(fields) if to_item is not None else None
+        if isinstance(item, Reject):
+            rejects.add(line, item.code, item.reason)
+            continue
+        if to_statements is not None:
+            rendered = to_statements(fields)
+            if isinstance(rendered, Reject):
+                rejects.add(line, rendered.code, rendered.reason)
+                continue
+            quads = [to_quad(statement) for statement in rendered]
+            bad = next((quad for quad in quads if isinstance(quad, Reject)), None)
+            if bad is not None:
+                rejects.add(line, bad.code, bad.reason)
+                continue
+            if isinstance(graph, GraphStager):
+                graph.add([quad for quad in quads if not isinstance(quad, Reject)])
+        if to_rows is not None:
+            rows = to_rows(fields, line.offset)
+            if isinstance(rows, Reject):
+                rejects.add(line, rows.code, rows.reason)
+                continue
+            if isinstance(graph, PropertyGraphStager):
+                graph.add(rows)
+        tally.written += 1
+        if item is not None and sender is not None:
+            sender.add(item, line.offset)
+    return tally.counts(sender.finish() if sender is not None else 0)

@@ -1,0 +1,53 @@
+"""The shard's rejected records: streamed out as NDJSON, counted by reason, a small sample kept."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import Counter
+from typing import Any
+
+from adapters.rdf import Writable
+from logic.csvrecords import CutRecord
+from logic.records import Line
+from logic.report import clip_sample
+
+SAMPLE_SIZE = 5
+
+
+class RejectSink:
+    """Rejected records with everything needed to fix and reload them, written to `out` as they
+    come (the Worker's `out` streams to S3 in parts: nothing is spooled to /tmp)."""
+
+    def __init__(self, source: str, member: str | None = None, *, out: Writable) -> None:
+        self._member = member
+        self._source = source
+        self._file = out
+        self.count = 0
+        self.by_reason: Counter[str] = Counter()
+        self.sample: list[dict[str, Any]] = []
+
+    def add(self, line: Line | CutRecord, code: str, reason: str) -> None:
+        try:
+            raw: dict[str, str] = {"raw": line.raw.decode("utf-8")}
+        except UnicodeDecodeError:  # keep the exact bytes so the row can be repaired and reloaded
+            raw = {
+                "raw": line.raw.decode("utf-8", "replace"),
+                "rawBase64": base64.b64encode(line.raw).decode(),
+            }
+        record = {
+            "source": self._source,
+            **({"member": self._member} if self._member else {}),
+            "shardLine": line.number,
+            "offset": line.offset,
+            "code": code,
+            "reason": reason,
+            **raw,
+        }
+        self._file.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+        self.count += 1
+        self.by_reason[code] += 1
+        if len(self.sample) < SAMPLE_SIZE:
+            # The sample travels in the ledger item and the report: keep it small; the rejects
+            # file holds the whole line.
+            self.sample.append(clip_sample(record))

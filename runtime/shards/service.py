@@ -1,0 +1,86 @@
+"""The shard service: one shard from its manifest entry to its recorded counts (the Worker's job).
+
+Read the byte range (`sources`) → records → mapped writes and stagings (`records`, `writing`,
+`staging`) → counts, recorded in the ledger once the shard's outputs are complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from adapters.ledger import Ledger
+from adapters.s3 import ObjectInfo, S3Store
+from logic import layout
+from logic.errors import SourceNotAllowedError
+from logic.spec import parse_spec
+from shards import sources, staging, writing
+from shards.records import process
+from shards.settings import ShardSettings
+
+# What the Worker returns besides `index`: the state machine keeps only `index`; these feed the
+# EMF metrics (handlers/observability.py).
+METRIC_FIELDS = ("read", "written", "rejected", "retries", "throttles", "bytes")
+
+
+def process_shard(
+    shard: Mapping[str, Any],
+    job: Mapping[str, Any],
+    settings: ShardSettings,
+    store: S3Store,
+    ledger: Ledger,
+    db: Any,
+    item_db: Any = None,
+) -> dict[str, Any]:
+    """Process one shard of the manifest (`shard`) of a planned `job`, once: a shard the ledger has
+    done is skipped. `db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of
+    another write mode."""
+    job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
+    plan_id = str(job.get("planId") or run_id)
+    prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
+    if shard["bucket"] not in settings.source_buckets and not prepared:
+        raise SourceNotAllowedError(f"shard {index}: bucket {shard['bucket']!r} is not an allowed source")
+    if ledger.shard_done(job_id, plan_id, index):
+        # A retry after the counts were recorded, or a re-run of the job whose earlier run
+        # finished this shard: the items are written, count nothing twice.
+        return {"index": index, "skipped": True}
+    spec = parse_spec(job["spec"], table_key=job["tableKey"])
+    obj = ObjectInfo(shard["bucket"], shard["key"], int(shard["objectSize"]), shard["etag"])
+    start, end = int(shard["start"]), int(shard["end"])
+    chain = sources.csv_chain(store, obj, spec, ledger, job_id, plan_id, index)
+    lines = sources.shard_lines(store, obj, spec, start, end, int(shard.get("dataStart") or 0), chain)
+    source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
+    origin = staging.origin(source, shard)  # the records' object and member, for property graph edge ids
+    writer = writing.writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index))
+    # Rejects and graph statements stream to staging as multipart uploads while the shard is
+    # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
+    # error aborts both; a retried shard writes the same keys afresh.
+    rejects_key = layout.shard_rejects_key(job_id, run_id, index)
+    graph_keys = staging.graph_keys(spec, job_id, plan_id, index)
+    with contextlib.ExitStack() as outputs:
+        rejects, graph = staging.sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_keys)
+        try:
+            with writing.budget(writer, spec, ledger, settings, job_id, run_id, index):
+                counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
+        finally:
+            stats = writer.close() if writer is not None else None
+        ids_keys = layout.graph_ids_keys(job_id, plan_id, index)
+        staging.finish_graph(graph, store, settings.staging_bucket, ids_keys)
+    skipped = stats.skipped if stats else 0
+    result = {
+        **counts,
+        "rejected": rejects.count,
+        # A record whose condition was not met was read and accepted, but not written.
+        "written": counts["written"] - skipped,
+        "skipped": skipped,
+        "skippedSample": writing.skipped_keys(writer, spec),
+        "bytes": end - start,
+        "requests": stats.requests if stats else 0,
+        "retries": stats.retries if stats else 0,
+        "throttles": stats.throttles if stats else 0,
+        "s3Retries": store.retries,
+        **staging.outputs(rejects, rejects_key, graph, graph_keys),
+    }
+    ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
+    return {"index": index, **{name: result[name] for name in METRIC_FIELDS}}

@@ -1,0 +1,71 @@
+"""The shard's records as read from S3: physical lines, or CSV records that may span lines."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+
+from adapters.csvchain import LedgerChain
+from adapters.ledger import Ledger
+from adapters.s3 import ObjectInfo, S3Store
+from logic.csvrecords import ShardRecords
+from logic.records import Line, iter_shard_lines
+from logic.spec import JobSpec
+
+# Formats read as RFC 4180 records (logic/csvrecords.py): a quoted field may hold a line break.
+CSV_RECORD_FORMATS = ("csv", "opencypher")
+# How long an uncertain CSV shard waits for the shards before it to publish (adapters/csvchain.py)
+# before it raises CsvStartPendingError and gives its concurrency slot back: the state machine
+# retries it with a backoff of up to a minute, for about as long as a throttled invocation.
+CSV_START_WAIT_SECONDS = 20.0
+
+
+def physical_lines(store: S3Store, obj: ObjectInfo, start: int, end: int) -> Iterator[Line]:
+    read_from = start - 1 if start > 0 else 0
+    return iter_shard_lines(store.stream(obj, read_from), read_from=read_from, start=start, end=end)
+
+
+def csv_chain(
+    store: S3Store, obj: ObjectInfo, spec: JobSpec, ledger: Ledger, job_id: str, plan_id: str, index: int
+) -> LedgerChain | None:
+    """Where a CSV shard publishes its start state or summary, and resolves an unknown start state."""
+    if spec.format not in CSV_RECORD_FORMATS or spec.csv is None:
+        return None
+    comment = spec.csv.comment
+    return LedgerChain(
+        ledger,
+        job_id,
+        plan_id,
+        index,
+        lambda first, end: physical_lines(store, obj, first, end),
+        max_record=spec.csv.max_record_bytes,
+        comment=comment.encode() if comment is not None else None,
+        deadline=time.monotonic() + CSV_START_WAIT_SECONDS,
+        now=time.monotonic,
+        sleep=time.sleep,
+    )
+
+
+def shard_lines(
+    store: S3Store,
+    obj: ObjectInfo,
+    spec: JobSpec,
+    start: int,
+    end: int,
+    data_start: int,
+    chain: LedgerChain | None = None,
+) -> Iterable[Line] | ShardRecords:
+    """The shard's lines; for CSV its records (logic/csvrecords.py: read from a window before
+    `start`, past `end` to complete the last record)."""
+    if spec.format not in CSV_RECORD_FORMATS or spec.csv is None:
+        return physical_lines(store, obj, start, end)
+    return ShardRecords(
+        lambda first: store.stream(obj, first),
+        start=start,
+        end=end,
+        object_size=obj.size,
+        data_start=data_start,
+        max_record=spec.csv.max_record_bytes,
+        comment=spec.csv.comment.encode() if spec.csv.comment is not None else None,
+        chain=chain,
+    )

@@ -1,0 +1,96 @@
+"""Sending a shard's mapped items to DynamoDB: the writer for its write mode, batching, the budget."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from typing import Any
+
+from adapters.budget import LeaseBoard, SharedBudget
+from adapters.dynamodb import BatchWriter, ItemWriter
+from adapters.ledger import Ledger, Markers
+from logic.batching import BATCH_ITEMS, Batcher
+from logic.ratecontrol import write_units
+from logic.report import SKIPPED_SAMPLE_SIZE
+from logic.spec import JobSpec
+from logic.values import Item
+from logic.writemodes import write_plan
+from shards.settings import ShardSettings
+
+
+class Sender:
+    """Hands mapped items to the writer: `put` in batches of 25 (the Batcher keeps the later of two
+    records with one key and counts the other in `duplicates`), any other write mode one item at a
+    time in file order (no dedupe: each record's condition or update must see the ones before)."""
+
+    def __init__(self, writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> None:
+        assert spec.dynamodb is not None
+        self._writer = writer
+        self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.write_mode == "put" else None
+
+    def add(self, item: Item, offset: int) -> None:
+        """Send `item`, mapped from the record at byte `offset` of its object."""
+        if self._batcher is None:
+            if isinstance(self._writer, ItemWriter):
+                self._writer.submit(item.key, item.attributes, self._writer.units(item.size), offset)
+            return
+        self._send(self._batcher.add(item))
+
+    def finish(self) -> int:
+        """Send what is left; the duplicates superseded in a batch."""
+        if self._batcher is None:
+            return 0
+        self._send(self._batcher.flush())
+        return self._batcher.duplicates
+
+    def _send(self, batch: list[Item] | None) -> None:
+        if batch and isinstance(self._writer, BatchWriter):
+            self._writer.submit([i.attributes for i in batch], write_units(i.size for i in batch))
+
+
+def writer(
+    db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, markers: Markers
+) -> BatchWriter | ItemWriter | None:
+    """BatchWriter for `put`, ItemWriter with the spec's plan for another write mode (and the
+    shard's markers, for a numeric ADD); None in a dry run or without a DynamoDB target."""
+    if spec.dry_run or spec.dynamodb is None:
+        return None
+    plan = write_plan(spec.dynamodb)
+    if plan is None:
+        return BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
+    return ItemWriter(
+        item_db,
+        settings.table_name,
+        plan,
+        in_flight=settings.write_concurrency,
+        sample=SKIPPED_SAMPLE_SIZE,
+        markers=markers if plan.counters else None,
+    )
+
+
+def skipped_keys(writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> list[dict[str, str]]:
+    """The sample of skipped keys as JSON: {key attribute: value} (numbers as text, binary as base64)."""
+    if not isinstance(writer, ItemWriter) or spec.dynamodb is None:
+        return []
+    names = [key.name for key in spec.dynamodb.key]
+
+    def text(value: Any) -> str:
+        return base64.b64encode(value).decode() if isinstance(value, bytes) else str(value)
+
+    return [dict(zip(names, map(text, key), strict=True)) for key in writer.skipped_keys]
+
+
+def budget(
+    writer: BatchWriter | ItemWriter | None,
+    spec: JobSpec,
+    ledger: Ledger,
+    settings: ShardSettings,
+    job_id: str,
+    run_id: str,
+    index: int,
+) -> contextlib.AbstractContextManager[Any]:
+    """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has one."""
+    if writer is None or spec.write_units_per_second is None:
+        return contextlib.nullcontext()
+    board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
+    return SharedBudget(board, index, spec.write_units_per_second, writer)
