@@ -1034,14 +1034,18 @@ def load_environment(
         raise MaploadConfigError(where, message) from None
 
 
+# A part missing or extra: the structured setting is refused as a whole.
+_WHOLE: Final[frozenset[str]] = frozenset({"missing", "extra_forbidden", "unexpected_keyword_argument"})
+
+
 def refusal(
     model: type[BaseModel], error: ValidationError, given: Mapping[str, Any], required: str = ""
 ) -> tuple[str, str]:
     """The first refusal as (setting path, message): `max_concurrency_cap`, `must be ...`.
 
     A rule's own refusal (`invalid`, `rule_error`) is used as it is; any other is worded from the
-    field it is about: its `Says`, its bounds, its options (a structured setting with a part
-    missing or extra is shown whole, as `given`). `required` completes "is required" for a
+    field it is about: its `Says`, its bounds, its options, and the value as `given` (before a
+    CLI string was coerced). `required` completes "is required" for a
     required field that was left out or null.
     """
     first = error.errors()[0]
@@ -1050,22 +1054,23 @@ def refusal(
     if first["type"] == "mapload":
         path = str(context.get("field") or ".".join(loc)) + str(context.get("at", ""))
         return path, str(context["message"])
-    value = first["input"]
     field = {str(info.alias or name): info for name, info in model.model_fields.items()}[loc[0]]
-    path, says = loc[0], _says(field)
+    path, says, value = loc[0], _says(field), first["input"]
+    if loc[0] in given and (len(loc) == 1 or first["type"] in _WHOLE):
+        # A setting refused as a whole is shown as given (a key parsed from its JSON, as checked).
+        value = given[loc[0]]
+        value = _key(value) if _structure(field.annotation) is not None else value
     needed = field.is_required() or (says is not None and says.required)
     if needed and (first["type"] == "missing" or value in (None, "")):
         return path, f"is required{required}: {says.what if says else 'a value'}"
     if len(loc) > 1 and loc[1].startswith("["):
         path, what = path + loc[1], says.item if says else ""
         return path, f"must be {what}, got {value!r}"
-    if len(loc) > 1 and first["type"] not in {"missing", "extra_forbidden", "unexpected_keyword_argument"}:
+    if len(loc) > 1 and first["type"] not in _WHOLE:
         # A part of a structured setting (partition_key.type): worded from that part's field.
         inner = _structure(field.annotation)
         if inner is not None and loc[1] in inner:
             return f"{path}.{loc[1]}", _must_be(inner[loc[1]], value)
-    elif len(loc) > 1:
-        value = _key(given.get(loc[0]))
     return path, _must_be(field, value)
 
 
