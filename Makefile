@@ -53,9 +53,11 @@ $(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt constraints.
 	$(BIN)/python -m pip install --quiet -r requirements-bench.txt -c constraints.txt
 	touch $@
 
-# schemas/input.schema.json from the input's pydantic models (a test fails when it is stale).
+# schemas/input.schema.json from the input's pydantic models; schemas/config.schema.json from the
+# settings model and docs/SETTINGS.md's tables from it (a test fails when any is stale).
 schemas: setup
 	$(BIN)/python scripts/input_schema.py
+	$(BIN)/python scripts/config_schema.py
 
 lint: setup
 	$(BIN)/ruff check .

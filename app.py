@@ -13,8 +13,14 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.bundling import RUNTIME_ROOT, UNZIPPED_LIMIT_BYTES, is_bundled, tree_size
-from stacks.config import MaploadConfigError, environment_names, load_environment, overrides_from_context
-from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
+from stacks.config import (
+    MaploadConfigError,
+    environment_names,
+    load_environment,
+    load_pipeline,
+    overrides_from_context,
+)
+from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
 from stacks.stage import MaploadStage, stage_id
 
 ROOT = Path(__file__).resolve().parent

@@ -1,35 +1,56 @@
-"""Typed, validated per-environment settings parsed from the cdk.json context `mapload` block.
+"""The settings of the `mapload` block of cdk.json's context, as one pydantic model.
 
-One declarative definition: each setting is a field of a pydantic model below (the section a
-stack reads), named in cdk.json by its alias, with its default and a check that coerces CLI
-strings (`-c mapload:max_concurrency_cap=10`) and fails with one line naming the setting. The
-rules between settings are the models' `after` validators. docs/SETTINGS.md is checked against
-these models (tests/infra/test_config.py).
+Each setting is one field, defined once: its name in cdk.json (the alias), its default, its
+bounds as plain `Field` constraints and its meaning (`description`). `EnvironmentConfig` is one
+environment's flat block; the classes it is made of (`DataConfig`, `LoaderConfig`, ...) are the
+views the stacks read, not copies. `PipelineConfig` is `mapload.pipeline`. `json_schema()` is
+schemas/config.schema.json, and docs/SETTINGS.md's tables are generated from it
+(`make schemas`; tests/infra/test_config.py fails when either is stale).
+
+cdk.json values and CLI strings (`-c mapload:max_concurrency_cap=10`, `-c ...=true`, JSON lists
+as strings) are coerced by the `before` validators below; a refusal is one line naming the
+setting (`refusal`), worded from the field's own constraints.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Self
+from typing import Annotated, Any, Final, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError, model_validator
-from pydantic_core import PydanticCustomError, core_schema
+from annotated_types import Ge, Le
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
 # Days CloudWatch Logs accepts as a retention period (anything else is rejected at deploy).
 LOG_RETENTION_DAYS: Final[frozenset[int]] = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192}
     | {2557, 2922, 3288, 3653}
 )
-KEY_TYPES: Final[tuple[str, ...]] = ("S", "N", "B")
+KeyType = Literal["S", "N", "B"]
+BillingMode = Literal["on_demand", "provisioned"]
+Architecture = Literal["arm64", "x86_64"]
+MapExecutionType = Literal["STANDARD", "EXPRESS"]
+KEY_TYPES: Final[tuple[str, ...]] = get_args(KeyType)
+TABLE_BILLING_MODES: Final[tuple[str, ...]] = get_args(BillingMode)
+LAMBDA_ARCHITECTURES: Final[tuple[str, ...]] = get_args(Architecture)
+MAP_EXECUTION_TYPES: Final[tuple[str, ...]] = get_args(MapExecutionType)
 # A Distributed Map runs at most 10,000 child executions at once.
 MAX_MAP_CONCURRENCY: Final[int] = 10_000
-TABLE_BILLING_MODES: Final[tuple[str, ...]] = ("on_demand", "provisioned")
-LAMBDA_ARCHITECTURES: Final[tuple[str, ...]] = ("arm64", "x86_64")
-MAP_EXECUTION_TYPES: Final[tuple[str, ...]] = ("STANDARD", "EXPRESS")
 # `data_key: "create"`: the Data stack creates the customer managed key (else a key ARN or null).
 DATA_KEY_CREATE: Final[str] = "create"
 # An on-demand table starts warm at 4,000 write units/s; warm throughput can only raise that.
@@ -51,13 +72,15 @@ MIN_GRAPH_ENGINE_VERSION: Final[str] = "1.2.0.0"
 # (`cdk synth -c mapload:max_concurrency_cap=10`); CLI values arrive as strings.
 OVERRIDE_PREFIX: Final[str] = "mapload:"
 
+
 _ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
-_ACCOUNT = re.compile(r"^[0-9]{12}$")
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]+$")
 _TABLE_NAME = r"[A-Za-z0-9_.-]{3,255}"
 _TABLE_ARN = re.compile(rf"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{{12}}:table/(?P<name>{_TABLE_NAME})$")
 _KMS_KEY_ARN = r"arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+"
-_BUCKET_NAME = re.compile(r"^(?!.*\.\.)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_CONNECTION_ARN = (
+    r"arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:[0-9]{12}:connection/[A-Za-z0-9-]+"
+)
+_PIPELINE = "mapload.pipeline"
 
 
 class MaploadConfigError(ValueError):
@@ -78,182 +101,21 @@ def rule_error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError("mapload", "{message}", {"message": message, "field": field})
 
 
-def _absent(value: Any) -> bool:
-    return value is None or value == ""
-
-
-class _Check:
-    """A field's check: coerces a cdk.json (or CLI string) value, or refuses it in one line."""
-
-    nullable: bool = False
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(self._validate)
-
-    def _validate(self, value: Any) -> Any:
-        return None if self.nullable and _absent(value) else self.coerce(value)
-
-    def coerce(self, value: Any) -> Any:
-        raise NotImplementedError
-
-
 @dataclass(frozen=True)
-class IntIn(_Check):
-    low: int
-    high: int
-    nullable: bool = False
-    allowed: frozenset[int] | None = None
+class Says:
+    """What a setting must be, in words, for its refusal: `must be <what>, got <value>`.
 
-    def coerce(self, value: Any) -> int:
-        number = _coerce_int(value)
-        if number is None or not self.low <= number <= self.high:
-            hint = "a positive integer" if self.low == 1 else "an integer"
-            raise invalid(f"must be {hint} between {self.low} and {self.high}, got {value!r}")
-        if self.allowed is not None and number not in self.allowed:
-            listed = ", ".join(str(day) for day in sorted(self.allowed))
-            raise invalid(f"must be one of {listed}, got {number}")
-        return number
+    Metadata only (pydantic ignores it): the constraint itself is the field's `pattern`.
+    `item` is what each item of a list must be.
+    """
 
-
-@dataclass(frozen=True)
-class NumberIn(_Check):
-    low: float
-    high: float
-
-    def coerce(self, value: Any) -> float:
-        number = value
-        if isinstance(value, str):
-            with contextlib.suppress(ValueError):
-                number = float(value)
-        if (
-            isinstance(number, bool)
-            or not isinstance(number, int | float)
-            or not self.low <= number <= self.high
-        ):
-            raise invalid(f"must be a number between {self.low} and {self.high}, got {value!r}")
-        return float(number)
-
-
-@dataclass(frozen=True)
-class Flag(_Check):
-    def coerce(self, value: Any) -> bool:
-        if isinstance(value, str) and value.lower() in {"true", "false"}:
-            return value.lower() == "true"
-        if not isinstance(value, bool):
-            raise invalid(f"must be true or false, got {value!r}")
-        return value
-
-
-@dataclass(frozen=True)
-class OneOf(_Check):
-    options: tuple[str, ...]
-
-    def coerce(self, value: Any) -> str:
-        if value not in self.options:
-            raise invalid(f"must be one of {', '.join(self.options)}, got {value!r}")
-        return str(value)
-
-
-@dataclass(frozen=True)
-class Matches(_Check):
-    """A string matching `pattern` (`expected` says what it must be, in the error)."""
-
-    pattern: str
-    expected: str
-    nullable: bool = True
-
-    def coerce(self, value: Any) -> str:
-        if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
-            raise invalid(f"must be {self.expected}, got {value!r}")
-        return value
-
-
-@dataclass(frozen=True)
-class EngineVersion(_Check):
-    """A Neptune engine version (four numbers, 1.x.y.z) no older than `minimum`."""
-
-    minimum: str
-
-    def coerce(self, value: Any) -> str:
-        if not isinstance(value, str) or not re.fullmatch(r"1\.[0-9]+\.[0-9]+\.[0-9]+", value):
-            raise invalid(f"must be a Neptune engine version like 1.4.5.1, got {value!r}")
-        if _version(value) < _version(self.minimum):
-            raise invalid(
-                f"must be {self.minimum} or later, got {value!r}: the stack's IAM grants Neptune's "
-                "fine-grained data actions (neptune-db:StartLoaderJob, GetLoaderJobStatus, "
-                "ReadDataViaQuery, ...), which older engines do not support (openCypher, too, "
-                "needs 1.1.1.0)"
-            )
-        return value
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))
-
-
-@dataclass(frozen=True)
-class NameList(_Check):
-    """A list (JSON, or comma-separated from the CLI) of names each matching `pattern`."""
-
-    pattern: str
     what: str
-    item: str
-    # The noun of the error when a name appears twice; "" allows repeats.
-    unique: str = ""
-
-    def coerce(self, value: Any) -> tuple[str, ...]:
-        if isinstance(value, str):
-            value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
-        if not isinstance(value, list | tuple):
-            raise invalid(f"must be a list of {self.what}, got {value!r}")
-        for index, name in enumerate(value):
-            if not isinstance(name, str) or not re.fullmatch(self.pattern, name):
-                raise invalid(f"must be {self.item}, got {name!r}", at=f"[{index}]")
-        if self.unique and len(set(value)) != len(value):
-            raise invalid(f"must not name a {self.unique} twice")
-        return tuple(value)
+    item: str = ""
+    # Null or "" is refused as "is required" (a setting that has a default too, like `branch`).
+    required: bool = False
 
 
-@dataclass(frozen=True)
-class KeyAttribute:
-    """One DynamoDB key attribute (name and scalar type S, N or B)."""
-
-    name: str
-    type: str
-
-
-@dataclass(frozen=True)
-class KeyCheck(_Check):
-    """`{"name": ..., "type": "S"|"N"|"B"}` (a JSON string from the CLI) as a KeyAttribute."""
-
-    nullable: bool = False
-
-    def _validate(self, value: Any) -> Any:
-        value = _parse_json_or(value, value) if isinstance(value, str) else value
-        # Only null means "no sort key": an empty string is refused like any other non-key.
-        return None if self.nullable and value is None else self.coerce(value)
-
-    def coerce(self, value: Any) -> KeyAttribute:
-        if not isinstance(value, Mapping) or set(value) != {"name", "type"}:
-            raise invalid(f'must be {{"name": ..., "type": "S"|"N"|"B"}}, got {value!r}')
-        name, type_ = value["name"], value["type"]
-        if not isinstance(name, str) or not 1 <= len(name) <= 255:
-            raise invalid(f"must be 1 to 255 characters, got {name!r}", at=".name")
-        if type_ not in KEY_TYPES:
-            raise invalid(f"must be one of {', '.join(KEY_TYPES)}, got {type_!r}", at=".type")
-        return KeyAttribute(name=name, type=type_)
-
-
-Days = Annotated[int, IntIn(1, 3650)]
-MemoryMiB = Annotated[int, IntIn(128, 10240)]
-# Lambda's limit: at most 900 s.
-TimeoutSeconds = Annotated[int, IntIn(1, 900)]
-TableUnits = Annotated[int | None, IntIn(1, MAX_TABLE_UNITS, nullable=True)]
-Count = Annotated[int, IntIn(1, 10_000_000)]
-Region = Annotated[str | None, Matches(_REGION.pattern, "an AWS region such as eu-west-2 or null")]
-RetainData = Annotated[bool, Flag(), Field(alias="retain_data")]
+# --- Coercion of cdk.json and CLI values (`-c` values arrive as strings) ---------------------
 
 
 def _coerce_int(value: Any) -> int | None:
@@ -275,8 +137,113 @@ def _parse_json_or(text: str, fallback: Any) -> Any:
         return fallback
 
 
+def _absent_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+def _integer(value: Any) -> Any:
+    """An integer, or a whole float or a string of digits (the CLI's); not a bool, not "5.0"."""
+    if value is None or _coerce_int(value) is not None:
+        return value
+    raise ValueError("not an integer")
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError("not a number")
+    return float(value) if isinstance(value, str) else value
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str) and value.lower() in {"true", "false"}:
+        return value.lower() == "true"
+    if not isinstance(value, bool):
+        raise ValueError("not a flag")
+    return value
+
+
+def _list(value: Any) -> Any:
+    """A JSON list, or (from the CLI) a JSON string or comma-separated names, as a tuple."""
+    if isinstance(value, str):
+        value = _parse_json_or(value, [part.strip() for part in value.split(",") if part.strip()])
+    if not isinstance(value, list | tuple):
+        raise ValueError("not a list")
+    return tuple(value)
+
+
+def _once(noun: str) -> Callable[[tuple[str, ...]], tuple[str, ...]]:
+    def check(names: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(names)) != len(names):
+            raise invalid(f"must not name a {noun} twice")
+        return names
+
+    return check
+
+
+def _key(value: Any) -> Any:
+    return _parse_json_or(value, value) if isinstance(value, str) else value
+
+
+def _retention(days: int) -> int:
+    if days not in LOG_RETENTION_DAYS:
+        raise invalid(
+            f"must be one of {', '.join(str(day) for day in sorted(LOG_RETENTION_DAYS))}, got {days}"
+        )
+    return days
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def _engine_at_least_minimum(version: str) -> str:
+    if _version(version) < _version(MIN_GRAPH_ENGINE_VERSION):
+        raise invalid(
+            f"must be {MIN_GRAPH_ENGINE_VERSION} or later, got {version!r}: the stack's IAM grants Neptune's "
+            "fine-grained data actions (neptune-db:StartLoaderJob, GetLoaderJobStatus, "
+            "ReadDataViaQuery, ...), which older engines do not support (openCypher, too, "
+            "needs 1.1.1.0)"
+        )
+    return version
+
+
+# After a setting's type and constraints: what a cdk.json or CLI value may be given as.
+INTEGER: Final[BeforeValidator] = BeforeValidator(_integer)
+NUMBER: Final[BeforeValidator] = BeforeValidator(_number)
+FLAG: Final[BeforeValidator] = BeforeValidator(_flag)
+# After a nullable setting's type and constraints: "" (from the CLI) is null too.
+NULLABLE: Final[BeforeValidator] = BeforeValidator(_absent_is_none)
+Days = Annotated[int, Field(ge=1, le=3650), INTEGER]
+MemoryMiB = Annotated[int, Field(ge=128, le=10240), INTEGER]
+# Lambda's limit: at most 900 s.
+TimeoutSeconds = Annotated[int, Field(ge=1, le=900), INTEGER]
+TableUnits = Annotated[int | None, Field(ge=1, le=MAX_TABLE_UNITS), INTEGER, NULLABLE]
+Count = Annotated[int, Field(ge=1, le=10_000_000), INTEGER]
+BucketName = Annotated[
+    str, Field(min_length=3, max_length=63, pattern=r"^[a-z0-9](\.?[a-z0-9-])*\.?[a-z0-9]$")
+]
+KmsKeyArn = Annotated[str, Field(pattern=rf"^{_KMS_KEY_ARN}$")]
+EnvironmentName = Annotated[str, Field(pattern=_ENV_NAME.pattern)]
+Stages = Annotated[
+    tuple[EnvironmentName, ...],
+    BeforeValidator(_list),
+    Says("a list of environment names", item="an environment name"),
+]
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class KeyAttribute:
+    """One DynamoDB key attribute (name and scalar type S, N or B)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=255), Says("1 to 255 characters")]
+    type: KeyType
+
+
+KEY_SHAPE: Final[Says] = Says('{"name": ..., "type": "S"|"N"|"B"}')
+
+
 class Section(BaseModel):
-    """A frozen group of settings; a field's alias is its name in cdk.json."""
+    """Frozen settings; a field's alias is its name in cdk.json."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_by_alias=True, validate_by_name=False)
 
@@ -284,46 +251,141 @@ class Section(BaseModel):
         raise AttributeError(f"{type(self).__name__} is frozen: cannot set {name}")
 
 
-class DataConfig(Section):
-    """What the Data stack needs: the target table's shape, lifecycles, retention."""
+class Site(Section):
+    """Where an environment deploys, and whether its data outlives its stacks."""
 
-    table_partition_key: Annotated[KeyAttribute, KeyCheck(), Field(alias="partition_key")] = KeyAttribute(
-        "pk", "S"
-    )
-    table_sort_key: Annotated[KeyAttribute | None, KeyCheck(nullable=True), Field(alias="sort_key")] = (
-        KeyAttribute("sk", "S")
-    )
-    # Name or ARN of a table the loader writes to instead of creating one.
+    # The environment's name in cdk.json (its key under `environments`, not a setting).
+    name: SkipJsonSchema[str]
+    account: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[0-9]{12}$",
+            description="the AWS account the environment deploys to (null: the CLI's current account)",
+        ),
+        NULLABLE,
+        Says("a 12-digit AWS account id or null"),
+    ] = None
+    region: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$",
+            description="the AWS region the environment deploys to (null: the CLI's current region)",
+        ),
+        NULLABLE,
+        Says("an AWS region such as eu-west-2 or null"),
+    ] = None
+    retain_data: Annotated[
+        bool,
+        Field(
+            description="keep buckets, tables, logs and the alarm key when the stack is deleted; also "
+            "turns on termination protection of the environment's stacks and deletion protection of its "
+            "tables (and of the Neptune cluster, which leaves a final snapshot)"
+        ),
+        FLAG,
+    ] = False
+
+
+class DataConfig(Site):
+    """What the Data stack reads: the target table's shape and capacity, lifecycles, the data key."""
+
+    table_partition_key: Annotated[
+        KeyAttribute,
+        BeforeValidator(_key),
+        KEY_SHAPE,
+        Field(alias="partition_key", description="the target table's partition key (`S`, `N` or `B`)"),
+    ] = KeyAttribute("pk", "S")
+    table_sort_key: Annotated[
+        KeyAttribute | None,
+        BeforeValidator(_key),
+        KEY_SHAPE,
+        Field(alias="sort_key", description="the target table's sort key, or `null` for none"),
+    ] = KeyAttribute("sk", "S")
     table_existing: Annotated[
         str | None,
-        Matches(
-            rf"{_TABLE_ARN.pattern[1:-1]}|{_TABLE_NAME}",
-            "a DynamoDB table name or table ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)",
+        Field(
+            alias="existing_table",
+            pattern=rf"^({_TABLE_ARN.pattern[1:-1].replace('?P<name>', '')}|{_TABLE_NAME})$",
+            description="load into this existing table (name or ARN) instead of creating one; IAM grants "
+            "exactly that table. Its key must match `partition_key`/`sort_key`",
         ),
-        Field(alias="existing_table"),
+        NULLABLE,
+        Says("a DynamoDB table name or table ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"),
     ] = None
-    staging_expiry_days: Days = 14
-    source_noncurrent_expiry_days: Days = 7
-    multipart_abort_days: Annotated[int, IntIn(1, 365)] = 1
-    access_log_expiry_days: Days = 90
-    retain_data: RetainData = False
-    # The target table's capacity (a created table only; an existing table keeps its own):
-    # "on_demand" (optionally pre-warmed) or "provisioned" with fixed read/write units.
-    table_billing_mode: Annotated[str, OneOf(TABLE_BILLING_MODES)] = "on_demand"
+    table_billing_mode: Annotated[
+        BillingMode,
+        Field(
+            description="the target table's capacity: `on_demand` or `provisioned` (a created table only; "
+            "an `existing_table` keeps its own)"
+        ),
+    ] = "on_demand"
     table_warm_write_units: Annotated[
-        int | None, IntIn(MIN_WARM_WRITE_UNITS, MAX_TABLE_UNITS, nullable=True)
+        int | None,
+        Field(
+            ge=MIN_WARM_WRITE_UNITS,
+            le=MAX_TABLE_UNITS,
+            description="pre-warm the target table to this many write units/s (warm throughput, at least "
+            "4000 — a new on-demand table starts at 4,000/s), so a large load does not wait for DynamoDB "
+            "to scale up",
+        ),
+        INTEGER,
+        NULLABLE,
     ] = None
-    table_write_capacity: TableUnits = None
-    table_read_capacity: TableUnits = None
-    # Customer managed KMS key for the buckets (not the access-log bucket), the created tables
-    # and the environment's log groups: None (S3-managed and AWS managed keys), DATA_KEY_CREATE
-    # (the Data stack creates one) or the ARN of an existing key.
+    table_write_capacity: Annotated[
+        TableUnits,
+        Field(
+            description="provisioned write units/s; required with `table_billing_mode: provisioned`, "
+            "refused with `on_demand`"
+        ),
+    ] = None
+    table_read_capacity: Annotated[
+        TableUnits,
+        Field(
+            description="provisioned read units/s; required with `table_billing_mode: provisioned`, "
+            "refused with `on_demand`"
+        ),
+    ] = None
+    staging_expiry_days: Annotated[
+        Days,
+        Field(
+            description="how long manifests, rejects and reports under `jobs/`, and decompressed sources "
+            "under `prepared/`, are kept"
+        ),
+    ] = 14
+    source_noncurrent_expiry_days: Annotated[
+        Days,
+        Field(
+            description="how long replaced versions of source objects are kept (the source bucket is "
+            "versioned)"
+        ),
+    ] = 7
+    multipart_abort_days: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=365,
+            description="incomplete multipart uploads are aborted after this many days, in both buckets",
+        ),
+        INTEGER,
+    ] = 1
+    access_log_expiry_days: Annotated[Days, Field(description="S3 server access logs")] = 90
     data_key: Annotated[
         str | None,
-        Matches(
-            f"{DATA_KEY_CREATE}|{_KMS_KEY_ARN}",
+        Field(
+            pattern=f"^({DATA_KEY_CREATE}|{_KMS_KEY_ARN})$",
+            description="a customer managed KMS key for the data at rest: `null` (SSE-S3 buckets, the AWS "
+            f'managed DynamoDB key, CloudWatch Logs\' own encryption), `"{DATA_KEY_CREATE}"` (the Data '
+            "stack creates one key with yearly rotation, kept with the data under `retain_data`; no "
+            "alias) or the ARN of an existing key in the environment's region "
+            "(`arn:aws:kms:REGION:ACCOUNT:key/ID`). With a key, the source and staging buckets use "
+            "SSE-KMS with S3 Bucket Keys, the created target table and the ledger use it as their "
+            "customer managed key, and so do the log groups of the functions, the state machine and the "
+            "VPC flow logs; the access-log bucket stays SSE-S3 (S3 server access logging cannot deliver "
+            'to an SSE-KMS bucket). See "The data key" below',
+        ),
+        NULLABLE,
+        Says(
             f'null, "{DATA_KEY_CREATE}" (the Data stack creates a key) or a KMS key ARN '
-            "(arn:aws:kms:REGION:ACCOUNT:key/ID)",
+            "(arn:aws:kms:REGION:ACCOUNT:key/ID)"
         ),
     ] = None
 
@@ -346,6 +408,16 @@ class DataConfig(Section):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _key_in_region(self) -> Self:
+        # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
+        key = self.data_key_arn
+        if key is not None and self.region is not None and key.split(":")[3] != self.region:
+            raise rule_error(
+                "data_key", f"must be a key in the environment's region {self.region}, got {key!r}"
+            )
+        return self
+
     @property
     def data_key_arn(self) -> str | None:
         """The configured existing key's ARN (None when the key is created, or there is none)."""
@@ -354,7 +426,7 @@ class DataConfig(Section):
     @property
     def table_key(self) -> dict[str, str]:
         """Key schema as the runtime reads it: partition key first."""
-        key = {self.table_partition_key.name: self.table_partition_key.type}
+        key: dict[str, str] = {self.table_partition_key.name: self.table_partition_key.type}
         if self.table_sort_key is not None:
             key[self.table_sort_key.name] = self.table_sort_key.type
         return key
@@ -368,43 +440,176 @@ class DataConfig(Section):
         return match.group("name") if match else self.table_existing
 
 
-class LoaderConfig(Section):
-    """What the Loader stack needs: function sizing, concurrency, retries, log retention."""
+class LoaderConfig(Site):
+    """What the Loader stack reads: function sizing, concurrency, retries, log retention."""
 
     source_extra_buckets: Annotated[
-        tuple[str, ...],
-        NameList(_BUCKET_NAME.pattern, "bucket names", "an S3 bucket name", unique="bucket"),
-        Field(alias="extra_source_buckets"),
+        tuple[BucketName, ...],
+        BeforeValidator(_list),
+        AfterValidator(_once("bucket")),
+        Field(
+            alias="extra_source_buckets",
+            description="buckets, besides the stack's source bucket, that an execution's `source` may "
+            "name; IAM grants read on exactly these",
+        ),
+        Says("a list of bucket names", item="an S3 bucket name"),
     ] = ()
     source_kms_keys: Annotated[
-        tuple[str, ...],
-        NameList(_KMS_KEY_ARN, "KMS key ARNs", "a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
+        tuple[KmsKeyArn, ...],
+        BeforeValidator(_list),
+        Field(
+            description="KMS key ARNs that source objects may be encrypted with (SSE-KMS, customer managed "
+            "keys); Prepare, Plan and Worker get `kms:Decrypt` on exactly these, only via S3 "
+            "(`kms:ViaService`). The key policy must also allow the functions' roles"
+        ),
+        Says("a list of KMS key ARNs", item="a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
     ] = ()
-    max_concurrency_cap: Annotated[int, IntIn(1, MAX_MAP_CONCURRENCY)] = 100
-    worker_memory_mib: MemoryMiB = 1024
-    worker_timeout_seconds: TimeoutSeconds = 900
-    control_memory_mib: MemoryMiB = 512
-    control_timeout_seconds: TimeoutSeconds = 300
-    write_concurrency: Annotated[int, IntIn(1, 256)] = 8
-    # The Worker's (and Prepare's) /tmp: Lambda allows 512 to 10,240 MB.
-    worker_ephemeral_storage_mib: Annotated[int, IntIn(512, 10240)] = 2048
-    # Finalize reads every shard's ledger item (up to 100,000) and merges every reject.
-    finalize_memory_mib: MemoryMiB = 1024
-    finalize_timeout_seconds: TimeoutSeconds = 900
+    max_concurrency_cap: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_MAP_CONCURRENCY,
+            description="upper bound for the input's `maxConcurrency` (Distributed Map child executions in "
+            "flight); at most `worker_reserved_concurrency` (synth fails naming both)",
+        ),
+        INTEGER,
+    ] = 100
+    worker_reserved_concurrency: Annotated[
+        Count,
+        Field(
+            description="concurrent executions reserved for the Worker function, and the most it may run: a "
+            "full-width load cannot starve the account's other functions, and is never throttled below "
+            f"`max_concurrency_cap`. Lambda keeps {LAMBDA_UNRESERVED_MINIMUM} executions unreserved, so it "
+            f"may be at most `lambda_concurrency_limit` − {LAMBDA_UNRESERVED_MINIMUM} (synth fails "
+            "otherwise). A throttled invocation still waits (the state machine retries "
+            "`Lambda.TooManyRequestsException` 40 times, at most 60 s apart) rather than failing the job"
+        ),
+    ] = 100
+    worker_memory_mib: Annotated[
+        MemoryMiB,
+        Field(
+            description="the Worker function's memory, and Prepare's. A property graph Worker holds its "
+            "shard's ids in memory, so Plan (which gets this setting as `WORKER_MEMORY_MIB`) refuses a "
+            "property graph input whose `shardSizeMiB` is more than the Worker holds, naming the largest "
+            "allowed: 26 at 512 MiB, 71 at 1,024, 86 at 1,536, 153 at 2,048, 213 at 3,008, 691 at 10,240, "
+            "for ids that are a field as it is (longer ids a template makes allow less; measured by "
+            '`bench/shard_memory.py`: README "The graph target", Size)'
+        ),
+    ] = 1024
+    worker_timeout_seconds: Annotated[
+        TimeoutSeconds,
+        Field(
+            description="the Worker function's timeout, and Prepare's (decompression of gzip/zip sources: "
+            'the timeout bounds how much one execution can decompress, README "Compressed sources")'
+        ),
+    ] = 900
+    control_memory_mib: Annotated[
+        MemoryMiB, Field(description="the memory of Plan (and of the graph-load functions)")
+    ] = 512
+    control_timeout_seconds: Annotated[
+        TimeoutSeconds, Field(description="the timeout of Plan (and of the graph-load functions)")
+    ] = 300
+    worker_ephemeral_storage_mib: Annotated[
+        int,
+        Field(
+            ge=512,
+            le=10240,
+            description="the Worker's and Prepare's `/tmp` (Lambda allows 512 to 10,240 MB). Neither spools "
+            "data there: a shard's rejects and staged graph file stream to staging as multipart uploads "
+            "while the shard is read (one 8 MiB part in memory each), Prepare streams decompressed data "
+            "the same way; the setting is headroom for the runtime and libraries",
+        ),
+        INTEGER,
+    ] = 2048
+    finalize_memory_mib: Annotated[
+        MemoryMiB,
+        Field(
+            description="Finalize's memory: it reads every shard's ledger item (up to 100,000) and streams "
+            "the merged rejects to S3 in 8 MiB parts (`tests/runtime/test_finalize_scale.py` measures it "
+            "at 100,000 shards)"
+        ),
+    ] = 1024
+    finalize_timeout_seconds: Annotated[TimeoutSeconds, Field(description="Finalize's timeout")] = 900
+    write_concurrency: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=256,
+            description="BatchWriteItem requests in flight per worker at most; each worker narrows it while "
+            "DynamoDB throttles (AIMD) and widens it again as requests succeed. At 20 ms round trip, 8–16 "
+            'keep one worker busy (see README "Performance")',
+        ),
+        INTEGER,
+    ] = 8
+    lambda_concurrency_limit: Annotated[
+        Count,
+        Field(
+            description="the account's concurrent Lambda executions (its quota) available to this loader; "
+            f"`worker_reserved_concurrency` may be at most this − {LAMBDA_UNRESERVED_MINIMUM} (synth fails "
+            "naming both), so a job never asks for more Workers than Lambda would run — raise it together "
+            "with the quota"
+        ),
+    ] = 1000
+    lambda_architecture: Annotated[
+        Architecture,
+        Field(description="`arm64` or `x86_64`, for every function (arm64 costs less per GB-s)"),
+    ] = "arm64"
+    map_execution_type: Annotated[
+        MapExecutionType,
+        Field(
+            description="the Distributed Map's child executions: `STANDARD`, or `EXPRESS` (cheaper per "
+            f"shard, but an EXPRESS execution ends after {EXPRESS_MAX_SECONDS // 60} minutes, so "
+            "`worker_timeout_seconds` must be at most "
+            f"{EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS} — synth fails otherwise — and "
+            "`shardSizeMiB` small enough for a shard to finish in that time)"
+        ),
+    ] = "STANDARD"
     # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
-    retry_interval_seconds: Annotated[int, IntIn(1, 3600)] = 2
-    retry_max_attempts: Annotated[int, IntIn(0, 20)] = 6
-    retry_backoff_rate: Annotated[float, NumberIn(1.0, 10.0)] = 2.0
-    ledger_ttl_days: Days = 30
-    log_retention_days: Annotated[int, IntIn(1, 3653, allowed=LOG_RETENTION_DAYS)] = 30
-    retain_logs: RetainData = False
-    lambda_architecture: Annotated[str, OneOf(LAMBDA_ARCHITECTURES)] = "arm64"
-    # Child executions of the Distributed Map: STANDARD, or EXPRESS (cheaper; 5-minute limit).
-    map_execution_type: Annotated[str, OneOf(MAP_EXECUTION_TYPES)] = "STANDARD"
-    # Concurrent Lambda executions the account allows (its quota); bounds the Worker's reservation.
-    lambda_concurrency_limit: Count = 1000
-    # Executions reserved for (and the most allowed to) the Worker; bounds max_concurrency_cap.
-    worker_reserved_concurrency: Count = 100
+    retry_interval_seconds: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=3600,
+            description="seconds before the state machine's first retry of Lambda service errors and "
+            "throttling (full jitter)",
+        ),
+        INTEGER,
+    ] = 2
+    retry_max_attempts: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=20,
+            description="attempts of the state machine's retry of Lambda service errors and throttling",
+        ),
+        INTEGER,
+    ] = 6
+    retry_backoff_rate: Annotated[
+        float,
+        Field(
+            ge=1.0,
+            le=10.0,
+            description="backoff rate of the state machine's retry of Lambda service errors and throttling",
+        ),
+        NUMBER,
+    ] = 2.0
+    ledger_ttl_days: Annotated[Days, Field(description="how long ledger items (jobs, shards) are kept")] = 30
+    log_retention_days: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=3653,
+            description="CloudWatch Logs retention of the functions and the state machine (a value "
+            f"CloudWatch accepts: {', '.join(str(day) for day in sorted(LOG_RETENTION_DAYS))})",
+        ),
+        INTEGER,
+        AfterValidator(_retention),
+    ] = 30
+
+    @property
+    def retain_logs(self) -> bool:
+        """Log groups outlive the stack with the data (`retain_data`)."""
+        return self.retain_data
 
     @model_validator(mode="after")
     def _concurrency_and_express(self) -> Self:
@@ -436,46 +641,88 @@ class LoaderConfig(Section):
         return self
 
 
-class MonitoringConfig(Section):
-    """What the dashboard and alarms need: where alarms go and when they fire."""
+class GraphConfig(Site):
+    """What the Graph stack reads: whether there is one, the cluster's size, engine and backups."""
 
-    # Address subscribed to the alarm topic (None: alarms go to the topic only).
-    alarm_email: Annotated[str | None, Matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address or null")] = (
-        None
-    )
-    # Rejected records as a percentage of records read, per 5 minutes, above which to alarm.
-    alarm_rejected_percent: Annotated[float, NumberIn(0.0, 100.0)] = 1.0
-    # Throttled DynamoDB writes per 5 minutes that, three periods in a row, count as sustained.
-    alarm_throttle_events: Count = 1000
-
-
-class GraphConfig(Section):
-    """What the Graph stack needs: the Neptune cluster's size, engine, backups and protection."""
-
-    # "db.serverless" sizes by Neptune capacity units (min/max); any other class is provisioned.
+    graph_enabled: Annotated[
+        bool,
+        Field(
+            description="build the Graph stack (VPC, Neptune, loader role) and the graph-load functions; "
+            "`false`: no Neptune, and Plan refuses a graph input"
+        ),
+        FLAG,
+    ] = True
     instance_class: Annotated[
         str,
-        Matches(
-            r"db\.(serverless|[a-z0-9]+\.[a-z0-9]+)",
-            '"db.serverless" or a Neptune instance class like db.r6g.large',
-            nullable=False,
+        Field(
+            alias="graph_instance_class",
+            pattern=r"^db\.(serverless|[a-z0-9]+\.[a-z0-9]+)$",
+            description="`db.serverless` (capacity from the two settings below) or a provisioned Neptune "
+            "class such as `db.r6g.large`",
         ),
-        Field(alias="graph_instance_class"),
+        Says('"db.serverless" or a Neptune instance class like db.r6g.large'),
     ] = "db.serverless"
-    instances: Annotated[int, IntIn(1, 16), Field(alias="graph_instances")] = 1
+    instances: Annotated[
+        int,
+        Field(
+            alias="graph_instances",
+            ge=1,
+            le=16,
+            description="cluster instances (1..16); a second one is a failover reader in the other AZ",
+        ),
+        INTEGER,
+    ] = 1
     serverless_min_capacity: Annotated[
-        float, NumberIn(1.0, 128.0), Field(alias="graph_serverless_min_capacity")
+        float,
+        Field(
+            alias="graph_serverless_min_capacity",
+            ge=1.0,
+            le=128.0,
+            description="the fewest Neptune capacity units when serverless (1..128, at most "
+            "`graph_serverless_max_capacity`)",
+        ),
+        NUMBER,
     ] = 1.0
     serverless_max_capacity: Annotated[
-        float, NumberIn(2.5, 128.0), Field(alias="graph_serverless_max_capacity")
+        float,
+        Field(
+            alias="graph_serverless_max_capacity",
+            ge=2.5,
+            le=128.0,
+            description="the most Neptune capacity units when serverless (2.5..128)",
+        ),
+        NUMBER,
     ] = 8.0
     engine_version: Annotated[
-        str, EngineVersion(MIN_GRAPH_ENGINE_VERSION), Field(alias="graph_engine_version")
+        str,
+        Field(
+            alias="graph_engine_version",
+            pattern=r"^1\.[0-9]+\.[0-9]+\.[0-9]+$",
+            description=f"the Neptune engine version, at least {MIN_GRAPH_ENGINE_VERSION} (synth fails "
+            "otherwise, naming the minimum): the functions hold Neptune's fine-grained data actions "
+            "(`neptune-db:StartLoaderJob`, `GetLoaderJobStatus`, `ReadDataViaQuery`, ...), which older "
+            "engines do not support, and openCypher needs 1.1.1.0. The cluster parameter group family "
+            "follows it (`neptune1.4`)",
+        ),
+        AfterValidator(_engine_at_least_minimum),
+        Says("a Neptune engine version like 1.4.5.1"),
     ] = "1.4.5.1"
-    # Neptune keeps automated backups 1 to 35 days.
-    backup_retention_days: Annotated[int, IntIn(1, 35), Field(alias="graph_backup_retention_days")] = 7
-    # Deletion protection on the cluster, snapshot on stack deletion (prod).
-    retain: RetainData = False
+    backup_retention_days: Annotated[
+        int,
+        Field(
+            alias="graph_backup_retention_days",
+            ge=1,
+            le=35,
+            description="automated backups kept (1..35, as Neptune allows); with `retain_data` the cluster "
+            "also has deletion protection and leaves a final snapshot",
+        ),
+        INTEGER,
+    ] = 7
+
+    @property
+    def retain(self) -> bool:
+        """Deletion protection on the cluster, snapshot on stack deletion (`retain_data`)."""
+        return self.retain_data
 
     @model_validator(mode="after")
     def _capacity_range(self) -> Self:
@@ -496,63 +743,210 @@ class GraphConfig(Section):
         return f"neptune{major_minor}"
 
 
-_SECTIONS: Final[dict[str, type[Section]]] = {
-    "data": DataConfig,
-    "loader": LoaderConfig,
-    "monitoring": MonitoringConfig,
-    "graph": GraphConfig,
-}
+class MonitoringConfig(Section):
+    """What the dashboard and alarms read: where alarms go and when they fire."""
+
+    alarm_email: Annotated[
+        str | None,
+        Field(
+            pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+            description="e-mail address subscribed to the environment's alarm topic (null: the topic has no "
+            "subscription; add your own)",
+        ),
+        NULLABLE,
+        Says("an e-mail address or null"),
+    ] = None
+    alarm_rejected_percent: Annotated[
+        float,
+        Field(
+            ge=0.0,
+            le=100.0,
+            description="alarm when rejected records exceed this percentage of records read in 5 minutes "
+            "(0..100)",
+        ),
+        NUMBER,
+    ] = 1.0
+    alarm_throttle_events: Annotated[
+        Count,
+        Field(
+            description="alarm when more than this many DynamoDB writes are throttled per 5 minutes, three "
+            "periods in a row"
+        ),
+    ] = 1000
 
 
-class EnvironmentConfig(Section):
-    """One deployment environment (dev, staging, prod), validated from its flat cdk.json block."""
+class EnvironmentConfig(MonitoringConfig, GraphConfig, LoaderConfig, DataConfig):
+    """One deployment environment (dev, staging, prod): its flat cdk.json block, every setting once.
 
-    name: str
-    account: Annotated[str | None, Matches(_ACCOUNT.pattern, "a 12-digit AWS account id or null")] = None
-    region: Region = None
-    # false: the environment has no Graph stack (graph is None) and refuses graph inputs.
-    graph_enabled: Annotated[bool, Flag()] = True
-    data: DataConfig
-    loader: LoaderConfig
-    monitoring: MonitoringConfig = MonitoringConfig()
-    graph: GraphConfig | None = None
+    A stack reads the view of it that it needs (`config.data`, `config.loader`, ...): the same
+    object, typed as the section.
+    """
 
     @model_validator(mode="before")
     @classmethod
-    def _sections(cls, raw: Any) -> Any:
-        """Hand each section the settings its fields name (retain_data goes to several)."""
-        flat = dict(raw)
-        sections: dict[str, Any] = {section: _pick(model, flat) for section, model in _SECTIONS.items()}
-        if str(flat.get("graph_enabled")).lower() == "false":
-            sections["graph"] = None
-        own = {name: flat[name] for name in ("name", "account", "region", "graph_enabled") if name in flat}
-        return {**own, **sections}
+    def _without_graph(cls, raw: Any) -> Any:
+        """`graph_enabled: false`: the graph settings are not read (there is no Graph stack)."""
+        if isinstance(raw, Mapping) and str(raw.get("graph_enabled")).lower() == "false":
+            return {key: value for key, value in raw.items() if key not in _GRAPH_SETTINGS}
+        return raw
+
+    @property
+    def data(self) -> DataConfig:
+        return self
+
+    @property
+    def loader(self) -> LoaderConfig:
+        return self
+
+    @property
+    def monitoring(self) -> MonitoringConfig:
+        return self
+
+    @property
+    def graph(self) -> GraphConfig | None:
+        """None when the environment has no Graph stack (`graph_enabled: false`)."""
+        return self if self.graph_enabled else None
+
+
+def _aliases(model: type[BaseModel]) -> dict[str, str]:
+    """Each field's name in cdk.json (its alias) → its attribute name."""
+    return {str(field.alias or name): name for name, field in model.model_fields.items()}
+
+
+_GRAPH_SETTINGS: Final[frozenset[str]] = frozenset(_aliases(GraphConfig)) - {
+    "graph_enabled",
+    *_aliases(Site),
+}
+
+
+class PipelineConfig(Section):
+    """The `mapload.pipeline` block of cdk.json: where the pipeline lives and what it promotes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    account: Annotated[
+        str,
+        Field(
+            pattern=r"^[0-9]{12}$",
+            description="the AWS account the pipeline itself runs in (CodePipeline, CodeBuild, the "
+            "artifact bucket)",
+        ),
+        Says("the 12-digit AWS account the pipeline runs in"),
+    ]
+    region: Annotated[
+        str,
+        Field(
+            pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$",
+            description="the AWS region the pipeline itself runs in (CodePipeline, CodeBuild, the "
+            "artifact bucket)",
+        ),
+        Says("the AWS region the pipeline runs in, such as eu-west-2"),
+    ]
+    connection_arn: Annotated[
+        str,
+        Field(
+            pattern=f"^{_CONNECTION_ARN}$",
+            description="a CodeStar/CodeConnections connection (`arn:aws:codeconnections:…:connection/…`) "
+            "that can read the repository",
+        ),
+        Says("the ARN of a CodeStar/CodeConnections connection to the repository host"),
+    ]
+    repository: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", description="the repository as `owner/name`"),
+        Says("the repository as owner/name"),
+    ]
+    branch: Annotated[
+        str,
+        Field(pattern=r"^[A-Za-z0-9._/-]{1,255}$", description="the branch whose commits are promoted"),
+        Says("the branch to deploy", required=True),
+    ] = "main"
+    stages: Annotated[
+        Stages,
+        Field(
+            description="environments deployed, in this order (each once, each defined under `environments`)"
+        ),
+    ] = ("dev", "staging", "prod")
+    smoke_test_after: Annotated[
+        Stages,
+        Field(
+            description="after these stages deploy, a CodeBuild step runs `mapload start` on a sample and "
+            "stops the promotion unless it SUCCEEDED and reconciles"
+        ),
+    ] = ("staging",)
+    approval_before: Annotated[
+        Stages,
+        Field(description="these stages start with a manual approval (`PromoteTo<Env>`)"),
+    ] = ("prod",)
+    smoke_test_rows: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=1_000_000,
+            description="rows in the smoke test's generated sample (1..1,000,000)",
+        ),
+        INTEGER,
+    ] = 2000
 
     @model_validator(mode="after")
-    def _key_in_region(self) -> Self:
-        # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
-        key = self.data.data_key_arn
-        if key is not None and self.region is not None and key.split(":")[3] != self.region:
-            raise rule_error(
-                "data_key", f"must be a key in the environment's region {self.region}, got {key!r}"
-            )
+    def _stages(self, info: ValidationInfo) -> Self:
+        """Each listed name is an environment of cdk.json; smoke tests and approvals are of stages."""
+        defined: Sequence[str] = (info.context or {}).get("environments", ())
+        for field in ("stages", "smoke_test_after", "approval_before"):
+            for name in getattr(self, field):
+                if name not in defined:
+                    raise rule_error(
+                        field,
+                        f"names {name!r}, which mapload.environments does not define ({', '.join(defined)})",
+                    )
+        if not self.stages or len(set(self.stages)) != len(self.stages):
+            raise rule_error("stages", "must name at least one environment, each once")
+        for field in ("smoke_test_after", "approval_before"):
+            outside = [name for name in getattr(self, field) if name not in self.stages]
+            if outside:
+                raise rule_error(field, f"names {outside[0]!r}, which is not in stages")
         return self
 
 
-def _pick(model: type[Section], flat: Mapping[str, Any]) -> dict[str, Any]:
-    aliases = {str(field.alias or name) for name, field in model.model_fields.items()}
-    return {alias: flat[alias] for alias in aliases if alias in flat}
+class MaploadSettings(Section):
+    """The `mapload` block of cdk.json's context: the pipeline and the environments by name.
+
+    The published schema (schemas/config.schema.json). It is read in parts: `load_environment`
+    validates one environment (with its name's defaults and the `-c` overrides laid over it),
+    `load_pipeline` the pipeline, only under `-c pipeline=true`.
+    """
+
+    pipeline: Annotated[
+        PipelineConfig | None,
+        Field(description="read only when the app is synthesized with -c pipeline=true"),
+    ] = None
+    environments: Annotated[
+        dict[EnvironmentName, EnvironmentConfig],
+        Field(
+            min_length=1, description="the deployment environments, by name (1-16 lowercase letters/digits)"
+        ),
+    ]
+
+
+SCHEMA_ID: Final[str] = "https://mapload.example/schemas/config.schema.json"
+
+
+def json_schema() -> dict[str, Any]:
+    """schemas/config.schema.json: the `mapload` block's JSON Schema, generated from the models."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        **MaploadSettings.model_json_schema(),
+    }
 
 
 def setting_defaults() -> dict[str, Any]:
     """Every field an environment's cdk.json block may set, with its default (before ENVIRONMENT_DEFAULTS)."""
-    defaults: dict[str, Any] = {}
-    models: tuple[type[Section], ...] = (EnvironmentConfig, *_SECTIONS.values())
-    for model in models:
-        for name, field in model.model_fields.items():
-            if name not in {"name", *_SECTIONS}:
-                defaults[str(field.alias or name)] = field.default
-    return defaults
+    return {
+        str(field.alias or name): field.default
+        for name, field in EnvironmentConfig.model_fields.items()
+        if name != "name"
+    }
 
 
 SETTING_NAMES: Final[frozenset[str]] = frozenset(setting_defaults())
@@ -632,20 +1026,81 @@ def load_environment(
     try:
         return EnvironmentConfig.model_validate({**raw, "name": env})
     except ValidationError as error:
-        raise _named(error.errors()[0], env, frozenset(overrides)) from None
+        field, message = refusal(EnvironmentConfig, error, raw)
+        where = f"mapload.environments.{env}.{field}"
+        setting = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if setting in overrides:
+            where += f" (context {OVERRIDE_PREFIX}{setting})"
+        raise MaploadConfigError(where, message) from None
 
 
-def _named(error: Mapping[str, Any], env: str, overridden: frozenset[str]) -> MaploadConfigError:
-    """The first refusal as `mapload.environments.<env>.<setting>[ (context ...)]: message`."""
-    context = error.get("ctx") or {}
-    # A section's field is named by its alias (the setting); the section's own name is dropped.
-    loc = [str(part) for part in error["loc"] if part not in _SECTIONS]
-    field = str(context.get("field") or ".".join(loc)) + str(context.get("at", ""))
-    where = f"mapload.environments.{env}.{field}"
-    setting = re.split(r"[.\[]", field, maxsplit=1)[0]
-    if setting in overridden:
-        where += f" (context {OVERRIDE_PREFIX}{setting})"
-    return MaploadConfigError(where, str(context.get("message", error["msg"])))
+# A part missing or extra: the structured setting is refused as a whole.
+_WHOLE: Final[frozenset[str]] = frozenset({"missing", "extra_forbidden", "unexpected_keyword_argument"})
+
+
+def refusal(
+    model: type[BaseModel], error: ValidationError, given: Mapping[str, Any], required: str = ""
+) -> tuple[str, str]:
+    """The first refusal as (setting path, message): `max_concurrency_cap`, `must be ...`.
+
+    A rule's own refusal (`invalid`, `rule_error`) is used as it is; any other is worded from the
+    field it is about: its `Says`, its bounds, its options, and the value as `given` (before a
+    CLI string was coerced). `required` completes "is required" for a
+    required field that was left out or null.
+    """
+    first = error.errors()[0]
+    context = first.get("ctx") or {}
+    loc = [str(part) if isinstance(part, str) else f"[{part}]" for part in first["loc"]]
+    if first["type"] == "mapload":
+        path = str(context.get("field") or ".".join(loc)) + str(context.get("at", ""))
+        return path, str(context["message"])
+    field = {str(info.alias or name): info for name, info in model.model_fields.items()}[loc[0]]
+    path, says, value = loc[0], _says(field), first["input"]
+    if loc[0] in given and (len(loc) == 1 or first["type"] in _WHOLE):
+        # A setting refused as a whole is shown as given (a key parsed from its JSON, as checked).
+        value = given[loc[0]]
+        value = _key(value) if _structure(field.annotation) is not None else value
+    needed = field.is_required() or (says is not None and says.required)
+    if needed and (first["type"] == "missing" or value in (None, "")):
+        return path, f"is required{required}: {says.what if says else 'a value'}"
+    if len(loc) > 1 and loc[1].startswith("["):
+        path, what = path + loc[1], says.item if says else ""
+        return path, f"must be {what}, got {value!r}"
+    if len(loc) > 1 and first["type"] not in _WHOLE:
+        # A part of a structured setting (partition_key.type): worded from that part's field.
+        inner = _structure(field.annotation)
+        if inner is not None and loc[1] in inner:
+            return f"{path}.{loc[1]}", _must_be(inner[loc[1]], value)
+    return path, _must_be(field, value)
+
+
+def _structure(annotation: Any) -> dict[str, FieldInfo] | None:
+    for candidate in (annotation, *get_args(annotation)):
+        fields = getattr(candidate, "__pydantic_fields__", None)
+        if fields is not None:
+            return dict(fields)
+    return None
+
+
+def _says(field: FieldInfo) -> Says | None:
+    return next((item for item in field.metadata if isinstance(item, Says)), None)
+
+
+def _must_be(field: FieldInfo, value: Any) -> str:
+    says = _says(field)
+    if says is not None:
+        return f"must be {says.what}, got {value!r}"
+    low = next((item.ge for item in field.metadata if isinstance(item, Ge)), None)
+    high = next((item.le for item in field.metadata if isinstance(item, Le)), None)
+    types = {field.annotation, *get_args(field.annotation)}
+    if low is not None and high is not None:
+        if float in types:
+            return f"must be a number between {low} and {high}, got {value!r}"
+        hint = "a positive integer" if low == 1 else "an integer"
+        return f"must be {hint} between {low} and {high}, got {value!r}"
+    if bool in types:
+        return f"must be true or false, got {value!r}"
+    return f"must be one of {', '.join(map(str, get_args(field.annotation)))}, got {value!r}"
 
 
 def overrides_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
@@ -662,3 +1117,35 @@ def overrides_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
         for key, value in context.items()
         if key.startswith(OVERRIDE_PREFIX) and value is not None
     }
+
+
+def load_pipeline(context_block: Any, environment_names: Sequence[str]) -> PipelineConfig:
+    """Parse `mapload.pipeline`; every error names the missing or wrong field."""
+    block = context_block.get("pipeline") if isinstance(context_block, Mapping) else None
+    if not isinstance(block, Mapping):
+        raise MaploadConfigError(
+            _PIPELINE,
+            "is required with -c pipeline=true: an object with account, region, connection_arn "
+            "(a CodeStar/CodeConnections connection), repository (owner/name) and branch",
+        )
+    known = sorted(PipelineConfig.model_fields)
+    unknown = sorted(set(block) - set(known))
+    if unknown:
+        raise MaploadConfigError(f"{_PIPELINE}.{unknown[0]}", f"unknown setting; known: {', '.join(known)}")
+    try:
+        return PipelineConfig.model_validate(block, context={"environments": tuple(environment_names)})
+    except ValidationError as error:
+        field, message = refusal(PipelineConfig, error, block, required=" for the pipeline")
+        raise MaploadConfigError(f"{_PIPELINE}.{field}", message) from None
+
+
+def require_target(config: EnvironmentConfig) -> tuple[str, str]:
+    """A promoted environment must say where it goes: the pipeline deploys across accounts."""
+    for field, value in (("account", config.account), ("region", config.region)):
+        if not value:
+            raise MaploadConfigError(
+                f"mapload.environments.{config.name}.{field}",
+                f"is required when the pipeline deploys {config.name!r} (-c pipeline=true)",
+            )
+    assert config.account and config.region
+    return config.account, config.region

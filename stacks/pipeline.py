@@ -8,28 +8,16 @@ environment's stage as before.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any, Final, Self
+from collections.abc import Sequence
+from typing import Any, Final
 
 import aws_cdk as cdk
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import pipelines
 from constructs import Construct
-from pydantic import ConfigDict, ValidationError, ValidationInfo, model_validator
 
-from stacks.config import (
-    DATA_KEY_CREATE,
-    EnvironmentConfig,
-    IntIn,
-    MaploadConfigError,
-    Matches,
-    NameList,
-    Section,
-    invalid,
-    rule_error,
-)
+from stacks.config import DATA_KEY_CREATE, EnvironmentConfig, PipelineConfig, require_target
 from stacks.data import KEY_WRITE
 from stacks.nag import acknowledge, acknowledge_wildcards, wildcard_findings
 from stacks.stage import DATA_STACK_ID, LOADER_STACK_ID, MaploadStage, stage_id
@@ -41,106 +29,6 @@ SMOKE_PREFIX: Final[str] = "smoke/"
 # its state machine `<logical id>-<suffix>`: the smoke test's grants match those prefixes.
 STATE_MACHINE_LOGICAL_PREFIX: Final[str] = "ShardedLoaderStateMachine"
 BUILD_IMAGE: Final[codebuild.IBuildImage] = codebuild.LinuxBuildImage.STANDARD_7_0
-
-_CONNECTION_ARN = (
-    r"arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:[0-9]{12}:connection/[A-Za-z0-9-]+"
-)
-_ENV_NAMES = r"[a-z][a-z0-9]{0,15}"
-_WHERE = "mapload.pipeline"
-
-
-@dataclass(frozen=True)
-class Required(Matches):
-    """A setting the pipeline cannot do without, matching `pattern`."""
-
-    nullable: bool = False
-
-    def coerce(self, value: Any) -> str:
-        if value is None or value == "":
-            raise invalid(f"is required for the pipeline: {self.expected}")
-        return super().coerce(value)
-
-
-Stages = Annotated[tuple[str, ...], NameList(_ENV_NAMES, "environment names", "an environment name")]
-
-
-class PipelineConfig(Section):
-    """The `mapload.pipeline` block of cdk.json: where the pipeline lives and what it promotes."""
-
-    # Defaults are checked too: a required setting left out (jsii drops null values) is named.
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
-
-    account: Annotated[str, Required(r"[0-9]{12}", "the 12-digit AWS account the pipeline runs in")] = ""
-    region: Annotated[
-        str, Required(r"[a-z]{2}(-[a-z]+)+-[0-9]+", "the AWS region the pipeline runs in, such as eu-west-2")
-    ] = ""
-    connection_arn: Annotated[
-        str,
-        Required(_CONNECTION_ARN, "the ARN of a CodeStar/CodeConnections connection to the repository host"),
-    ] = ""
-    repository: Annotated[
-        str, Required(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", "the repository as owner/name")
-    ] = ""
-    branch: Annotated[str, Required(r"[A-Za-z0-9._/-]{1,255}", "the branch to deploy")] = "main"
-    stages: Stages = ("dev", "staging", "prod")
-    smoke_test_after: Stages = ("staging",)
-    approval_before: Stages = ("prod",)
-    smoke_test_rows: Annotated[int, IntIn(1, 1_000_000)] = 2000
-
-    @model_validator(mode="after")
-    def _stages(self, info: ValidationInfo) -> Self:
-        """Each listed name is an environment of cdk.json; smoke tests and approvals are of stages."""
-        defined: Sequence[str] = (info.context or {}).get("environments", ())
-        for field in ("stages", "smoke_test_after", "approval_before"):
-            for name in getattr(self, field):
-                if name not in defined:
-                    raise rule_error(
-                        field,
-                        f"names {name!r}, which mapload.environments does not define ({', '.join(defined)})",
-                    )
-        if not self.stages or len(set(self.stages)) != len(self.stages):
-            raise rule_error("stages", "must name at least one environment, each once")
-        for field in ("smoke_test_after", "approval_before"):
-            outside = [name for name in getattr(self, field) if name not in self.stages]
-            if outside:
-                raise rule_error(field, f"names {outside[0]!r}, which is not in stages")
-        return self
-
-
-def load_pipeline(context_block: Any, environment_names: Sequence[str]) -> PipelineConfig:
-    """Parse `mapload.pipeline`; every error names the missing or wrong field."""
-    block = context_block.get("pipeline") if isinstance(context_block, Mapping) else None
-    if not isinstance(block, Mapping):
-        raise MaploadConfigError(
-            _WHERE,
-            "is required with -c pipeline=true: an object with account, region, connection_arn "
-            "(a CodeStar/CodeConnections connection), repository (owner/name) and branch",
-        )
-    known = sorted(PipelineConfig.model_fields)
-    unknown = sorted(set(block) - set(known))
-    if unknown:
-        raise MaploadConfigError(f"{_WHERE}.{unknown[0]}", f"unknown setting; known: {', '.join(known)}")
-    try:
-        return PipelineConfig.model_validate(block, context={"environments": tuple(environment_names)})
-    except ValidationError as error:
-        first = error.errors()[0]
-        context = first.get("ctx") or {}
-        field = str(context.get("field") or ".".join(str(part) for part in first["loc"]))
-        raise MaploadConfigError(
-            f"{_WHERE}.{field}{context.get('at', '')}", str(context.get("message", first["msg"]))
-        ) from None
-
-
-def require_target(config: EnvironmentConfig) -> tuple[str, str]:
-    """A promoted environment must say where it goes: the pipeline deploys across accounts."""
-    for field, value in (("account", config.account), ("region", config.region)):
-        if not value:
-            raise MaploadConfigError(
-                f"mapload.environments.{config.name}.{field}",
-                f"is required when the pipeline deploys {config.name!r} (-c pipeline=true)",
-            )
-    assert config.account and config.region
-    return config.account, config.region
 
 
 class PipelineStack(cdk.Stack):

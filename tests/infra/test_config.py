@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
+from scripts.config_schema import SCHEMA, SETTINGS, render_schema, render_settings
 from stacks.config import (
     ENVIRONMENT_DEFAULTS,
     SETTING_NAMES,
     EnvironmentConfig,
     KeyAttribute,
     MaploadConfigError,
+    PipelineConfig,
     load_environment,
     overrides_from_context,
     setting_defaults,
@@ -247,3 +249,21 @@ def test_a_graph_engine_older_than_neptunes_fine_grained_iam_is_refused_naming_t
         graph = load(graph_engine_version=new).graph
         assert graph is not None and graph.parameter_group_family == family
     assert "must be a Neptune engine version like 1.4.5.1" in error(graph_engine_version="1.4")
+
+
+def test_the_schema_and_the_settings_tables_are_generated_from_the_one_model() -> None:
+    # `make schemas` writes both; scripts/config_schema.py --check is the same test for CI scripts.
+    schema, stale = render_schema(), "is stale: run `make schemas`"
+    assert SCHEMA.read_text(encoding="utf-8") == schema, f"schemas/config.schema.json {stale}"
+    page = SETTINGS.read_text(encoding="utf-8")
+    assert page == render_settings(page, json.loads(schema)), f"docs/SETTINGS.md {stale}"
+    # The published schema is the models' own, and each model is defined once in stacks/.
+    published = json.loads(schema)["$defs"]
+    for model in (EnvironmentConfig, PipelineConfig):
+        own = model.model_json_schema()
+        assert {**own, "$defs": None} == {**published[model.__name__], "$defs": None}
+        sources = (Path(__file__).resolve().parents[2] / "stacks").glob("*.py")
+        definitions = [
+            path for path in sources if f"class {model.__name__}(" in path.read_text(encoding="utf-8")
+        ]
+        assert len(definitions) == 1, definitions

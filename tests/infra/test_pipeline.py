@@ -18,8 +18,8 @@ import pytest
 from aws_cdk.assertions import Template
 
 import app as app_module
-from stacks.config import MaploadConfigError
-from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack, load_pipeline
+from stacks.config import MaploadConfigError, load_pipeline
+from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
 from tests.infra.support import ROOT, only, resources
 
 # One worker synthesizes the pipeline once (a module fixture would run once per xdist worker).
