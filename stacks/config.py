@@ -493,14 +493,14 @@ class LoaderConfig(Site):
             "property graph input whose `shardSizeMiB` is more than the Worker holds, naming the largest "
             "allowed: 26 at 512 MiB, 71 at 1,024, 86 at 1,536, 153 at 2,048, 213 at 3,008, 691 at 10,240, "
             "for ids that are a field as it is (longer ids a template makes allow less; measured by "
-            '`bench/shard_memory.py`: README "The graph target", Size)'
+            '`bench/shard_memory.py`: docs/NEPTUNE.md, "Edge endpoints are checked before the load", Size)'
         ),
     ] = 1024
     worker_timeout_seconds: Annotated[
         TimeoutSeconds,
         Field(
             description="the Worker function's timeout, and Prepare's (decompression of gzip/zip sources: "
-            'the timeout bounds how much one execution can decompress, README "Compressed sources")'
+            'the timeout bounds how much one execution can decompress, docs/INPUT.md, "Compressed sources")'
         ),
     ] = 900
     control_memory_mib: Annotated[
@@ -537,7 +537,7 @@ class LoaderConfig(Site):
             le=256,
             description="BatchWriteItem requests in flight per worker at most; each worker narrows it while "
             "DynamoDB throttles (AIMD) and widens it again as requests succeed. At 20 ms round trip, 8–16 "
-            'keep one worker busy (see README "Performance")',
+            'keep one worker busy (see docs/PERFORMANCE.md)',
         ),
         INTEGER,
     ] = 8
