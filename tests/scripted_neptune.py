@@ -3,7 +3,7 @@
 Queued and in-progress answers before the outcome, a failed load with error details, loads held
 in the queue until cancelled, S3 refusing the loader's role, or HTTP faults (4xx/5xx,
 throttling, "too many concurrent loads") for the next requests; every request is recorded.
-The `mapload` command never imports this: its embedded run uses mapload/neptune_local.py as is.
+The `mapload` command never imports this: its embedded run uses mapload/emulator/neptune_local.py as is.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import ParseResult
 
-from mapload.neptune_local import Load, LocalNeptuneLoader
+from mapload.emulator.neptune_local import Load, LocalNeptuneLoader
 
 
 @dataclass

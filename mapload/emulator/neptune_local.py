@@ -1,5 +1,5 @@
 """A local HTTP server that answers like Neptune's bulk loader, backed by a pyoxigraph store
-(RDF) and a LadybugDB property graph (openCypher CSV, mapload/property_store.py).
+(RDF) and a LadybugDB property graph (openCypher CSV, mapload/emulator/property_store.py).
 
 The embedded run points the StartGraphLoad/PollGraphLoad functions at it (the cluster endpoint
 resolves to its URL), so the very client code that runs on AWS - HTTP, SigV4 headers, retries -
@@ -35,7 +35,12 @@ import pyoxigraph as ox
 from adapters.neptune import EXISTING_IDS_QUERY
 from logic import opencypher
 from logic.opencypher import FormatError, Header, Row
-from mapload.property_store import FILE_NAME, MissingEndpointError, PropertyGraphStore, PropertyTypeError
+from mapload.emulator.property_store import (
+    FILE_NAME,
+    MissingEndpointError,
+    PropertyGraphStore,
+    PropertyTypeError,
+)
 
 FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "ntriples": ox.RdfFormat.N_TRIPLES}
 OPENCYPHER = "opencypher"
