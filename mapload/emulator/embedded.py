@@ -140,9 +140,10 @@ def _invoke(
         payload = limits.marshal(result)
     except Exception as error:
         response_headers["x-amz-function-error"] = "Unhandled"
-        # Lambda's own failures have names no Python class can have (Sandbox.Timedout): an
-        # exception may carry the name to report, so tests can stand in for them.
-        error_type = getattr(error, "error_type", type(error).__name__)
+        # Lambda's own failures (Sandbox.Timedout) have names no Python class can have.
+        error_type = (
+            error.error_type if isinstance(error, limits.LambdaFunctionError) else type(error).__name__
+        )
         for observer in _OBSERVER:
             with observer.lock:
                 observer.errors.append({"function": fn.role, "type": error_type, "message": str(error)})
