@@ -199,7 +199,7 @@ def main() -> int:
 def _measure(
     bench: Bench, options: argparse.Namespace, csv_path: Path, size: int, latency: float
 ) -> tuple[list[Result], list[Result], list[Result]]:
-    from mapload.local import LOCAL_CONTEXT
+    from mapload.emulator import LOCAL_CONTEXT
     from mapload.synth import synthesize
 
     rows = options.rows

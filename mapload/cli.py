@@ -16,7 +16,7 @@ from mapload.arguments import add_job_arguments, add_region_argument
 
 
 def _run_local(args: argparse.Namespace) -> int:
-    from mapload.local import LocalRunError, run_local
+    from mapload.emulator import LocalRunError, run_local
 
     try:
         spec = json.loads(Path(args.spec).read_text())

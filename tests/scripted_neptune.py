@@ -3,44 +3,48 @@
 Queued and in-progress answers before the outcome, a failed load with error details, loads held
 in the queue until cancelled, S3 refusing the loader's role, or HTTP faults (4xx/5xx,
 throttling, "too many concurrent loads") for the next requests; every request is recorded.
-The `mapload` command never imports this: its embedded run uses mapload/neptune_local.py as is.
+The `mapload` command never imports this: its embedded run uses mapload/emulator/neptune_local.py as is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import ParseResult
+from urllib.parse import ParseResult, parse_qs
 
-from mapload.neptune_local import Load, LocalNeptuneLoader
+import boto3
+
+from mapload.emulator.neptune_local import Answer, Load, LocalNeptuneLoader, in_own_thread
 
 
-@dataclass
-class ScriptedLoad(Load):
-    # Statuses reported (one per GET) before the real one.
-    scripted: deque[str] = field(default_factory=deque)
-    # Held in the queue (behind other loads, as far as the client can tell) until cancelled.
-    held: bool = False
+class _DeniedS3:
+    """An S3 client whose listing fails as S3 does for a role without access."""
 
-    def reported_status(self) -> str:
-        return self.scripted.popleft() if self.scripted else self.status
-
-    def cancel(self) -> None:
-        super().cancel()
-        self.scripted.clear()
-        if self.held:  # no thread runs it: it ends here
-            self.finished = time.time()
-            self.done.set()
+    def get_paginator(self, name: str) -> Any:
+        raise PermissionError(
+            "Access Denied (Service: Amazon S3; Status Code: 403; Error Code: AccessDenied)"
+        )
 
 
 class ScriptedNeptuneLoader(LocalNeptuneLoader):
-    """`with ScriptedNeptuneLoader() as loader: loader.script = [...]` before the client calls."""
+    """`with ScriptedNeptuneLoader() as loader: loader.script = [...]` before the client calls.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    The loader itself is unchanged: the script acts through its constructor arguments (a front
+    that sees each request first, how a load starts, the S3 client the loads read with)."""
+
+    def __init__(self, *args: Any, s3_client: Callable[[], Any] | None = None, **kwargs: Any) -> None:
+        real_s3 = s3_client or (lambda: boto3.client("s3"))
+        super().__init__(
+            *args,
+            s3_client=lambda: _DeniedS3() if self.deny_s3 else real_s3(),
+            start=self._script_start,
+            front=self._script_front,
+            **kwargs,
+        )
         self.requests: list[dict[str, Any]] = []
         # (HTTP status, JSON body) answered to the next requests instead of serving them.
         self.faults: deque[tuple[int, dict[str, Any]]] = deque()
@@ -53,6 +57,8 @@ class ScriptedNeptuneLoader(LocalNeptuneLoader):
         # When set, reading the source fails as S3 does for a role without access.
         self.deny_s3 = False
         self._requests_lock = threading.Lock()
+        self._scripted: dict[str, deque[str]] = {}  # load id -> statuses still to report
+        self._held: set[str] = set()
 
     def wait(self, load_id: str, timeout: float = 60) -> Load:
         """The load once it has ended; TimeoutError naming it after `timeout` s."""
@@ -61,36 +67,48 @@ class ScriptedNeptuneLoader(LocalNeptuneLoader):
             raise TimeoutError(f"load {load_id} still {load.status} after {timeout:g} s")
         return load
 
-    def _answer(
-        self, method: str, url: ParseResult, body: bytes, headers: dict[str, str]
-    ) -> tuple[int, dict[str, Any]]:
-        with self._requests_lock:
-            self.requests.append({"method": method, "path": url.path, "headers": headers, "body": body})
-            fault = self.faults.popleft() if self.faults else None
-        return fault if fault is not None else super()._answer(method, url, body, headers)
+    def _script_front(self, answer: Answer) -> Answer:
+        def scripted(
+            method: str, url: ParseResult, body: bytes, headers: dict[str, str]
+        ) -> tuple[int, dict[str, Any]]:
+            with self._requests_lock:
+                self.requests.append({"method": method, "path": url.path, "headers": headers, "body": body})
+                fault = self.faults.popleft() if self.faults else None
+            if fault is not None:
+                return fault
+            status, answered = answer(method, url, body, headers)
+            parts = [p for p in url.path.split("/") if p]
+            load = self.loads.get(parts[1]) if status == 200 and len(parts) == 2 else None
+            if load is None:
+                return status, answered
+            script = self._scripted.setdefault(load.load_id, deque())
+            if method == "DELETE":
+                script.clear()
+                if load.load_id in self._held:  # no thread runs it: it ends here
+                    load.finished = time.time()
+                    load.done.set()
+            elif method == "GET" and script:
+                answered = dataclasses.replace(load, status=script.popleft()).answer()
+                if parse_qs(url.query).get("errors", ["false"])[0] != "true":
+                    answered["payload"].pop("errors", None)
+            return status, answered
 
-    def _new_load(self, request: dict[str, Any]) -> Load:
-        load = ScriptedLoad(load_id=super()._new_load(request).load_id, request=request)
-        load.scripted.extend(self.script)
-        return load
+        return scripted
 
-    def _begin(self, load: Load) -> None:
+    def _script_start(self, load: Load, run: Callable[[], None]) -> threading.Thread | None:
+        self._scripted[load.load_id] = deque(self.script)
         if self.hold:
-            assert isinstance(load, ScriptedLoad)
-            load.status, load.held = "LOAD_IN_QUEUE", True
-        else:
-            super()._begin(load)
-
-    def _load(self, load: Load) -> None:
+            load.status = "LOAD_IN_QUEUE"
+            self._held.add(load.load_id)
+            return None
         if self.fail_with is not None:
-            load.status, load.errors = self.fail_with[0], list(self.fail_with[1])
-            load.parsing_errors = len(load.errors)
-        else:
-            super()._load(load)
+            status, errors = self.fail_with
 
-    def _list_keys(self, s3: Any, bucket: str, prefix: str) -> list[str]:
-        if self.deny_s3:
-            raise PermissionError(
-                "Access Denied (Service: Amazon S3; Status Code: 403; Error Code: AccessDenied)"
-            )
-        return super()._list_keys(s3, bucket, prefix)
+            def fail() -> None:
+                load.status, load.errors = status, list(errors)
+                load.parsing_errors = len(load.errors)
+                load.finished = time.time()
+                load.done.set()
+
+            return in_own_thread(load, fail)
+        return in_own_thread(load, run)

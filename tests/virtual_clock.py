@@ -7,7 +7,7 @@ import time
 
 
 class VirtualClock:
-    """Epoch seconds, frozen but for `advance` (mapload/clock.py's Clock): a deadline minutes
+    """Epoch seconds, frozen but for `advance` (mapload/emulator/clock.py's Clock): a deadline minutes
     away is reached after a few polls, however fast or slow the machine is."""
 
     def __init__(self, start: float | None = None) -> None:

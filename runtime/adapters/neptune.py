@@ -31,7 +31,7 @@ OPENCYPHER = "Neptune openCypher"
 JSON_TYPE = "application/json"
 FORM_TYPE = "application/x-www-form-urlencoded"
 # The vertices among `$ids` (openCypher's id() is a vertex's ~id). The embedded Neptune
-# (mapload/neptune_local.py) answers exactly this text, so both sides import it from here.
+# (mapload/emulator/neptune_local.py) answers exactly this text, so both sides import it from here.
 EXISTING_IDS_QUERY = "MATCH (n) WHERE id(n) IN $ids RETURN id(n) AS id"
 # Vertex id queries in flight at once (existing_vertex_ids).
 QUERY_CONCURRENCY = 4

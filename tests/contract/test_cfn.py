@@ -1,11 +1,11 @@
-"""mapload/cfn.py resolves what CloudFormation would, and refuses loudly, naming what and where,
+"""mapload/emulator/cfn.py resolves what CloudFormation would, and refuses loudly, naming what and where,
 whatever it does not evaluate."""
 
 from __future__ import annotations
 
 import pytest
 
-from mapload.cfn import Resolver, UnresolvedError
+from mapload.emulator.cfn import Resolver, UnresolvedError
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from handlers.settings import POWERTOOLS_ENV_NAMES
-from mapload.embedded import Emulator, FunctionDef
+from mapload.emulator.embedded import Emulator, FunctionDef
 from mapload.synth import StackTemplate, synthesize
 
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("e2e")]

@@ -14,9 +14,9 @@ from emulated_stacks import record_stack_outputs
 from servers import moto_server as start_moto_server
 
 from mapload import ROOT
-from mapload.embedded import Deployment, Emulator
-from mapload.iamcheck import RECORDER
-from mapload.local import LOCAL_CONTEXT, run_local
+from mapload.emulator.embedded import Deployment, Emulator
+from mapload.emulator.iamcheck import RECORDER
+from mapload.emulator.local import LOCAL_CONTEXT, run_local
 from mapload.synth import StackTemplate, synthesize
 
 REPORT_SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
@@ -48,7 +48,7 @@ def scan(emu: Emulator, deployment: Deployment) -> dict[tuple[str, str], dict[st
 @pytest.fixture(autouse=True)
 def iam_checked() -> Iterator[None]:
     """Every AWS call a deployed function or the state machine makes in the test must be allowed
-    by its own synthesized role's policies (mapload/iamcheck.py)."""
+    by its own synthesized role's policies (mapload/emulator/iamcheck.py)."""
     RECORDER.install()
     RECORDER.take()
     yield

@@ -1,4 +1,4 @@
-"""The emulator's injected clock (mapload/clock.py): Wait states spend its time, not real time,
+"""The emulator's injected clock (mapload/emulator/clock.py): Wait states spend its time, not real time,
 and a handler that takes `now` reads it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 from virtual_clock import VirtualClock
 
-from mapload.embedded import ACCOUNT, Emulator, FunctionDef
+from mapload.emulator.embedded import ACCOUNT, Emulator, FunctionDef
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

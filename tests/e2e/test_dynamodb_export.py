@@ -14,7 +14,7 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer
 
 from mapload import cli
-from mapload.embedded import Deployment, Emulator
+from mapload.emulator.embedded import Deployment, Emulator
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

@@ -11,7 +11,8 @@ import boto3
 import pytest
 from faults import Fault, fault_proxy
 
-from mapload.local import run_local
+from mapload.emulator.limits import LambdaFunctionError
+from mapload.emulator.local import run_local
 from mapload.sample import postcodes, write_csv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -27,10 +28,11 @@ SPEC: dict[str, Any] = {
 }
 
 
-class LambdaTimeout(Exception):
+class LambdaTimeout(LambdaFunctionError):
     """Stands in for Lambda killing a function at its timeout."""
 
-    error_type = "Sandbox.Timedout"
+    def __init__(self, message: str) -> None:
+        super().__init__("Sandbox.Timedout", message)
 
 
 class Bug(Exception):

@@ -14,8 +14,8 @@ from scripted_neptune import ScriptedNeptuneLoader
 from virtual_clock import VirtualClock
 
 from mapload import ROOT
-from mapload.embedded import Deployment, Emulator
-from mapload.local import run_local
+from mapload.emulator.embedded import Deployment, Emulator
+from mapload.emulator.local import run_local
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

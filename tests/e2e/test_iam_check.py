@@ -15,7 +15,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from mapload.iamcheck import (
+from mapload.emulator.iamcheck import (
     RECORDER,
     Call,
     Principal,
@@ -26,7 +26,7 @@ from mapload.iamcheck import (
     neptune_context,
     principal,
 )
-from mapload.local import run_local
+from mapload.emulator.local import run_local
 from mapload.sample import postcodes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]

@@ -1,4 +1,4 @@
-"""The emulator enforces what AWS enforces and moto does not (mapload/limits.py, the Lambda seam):
+"""The emulator enforces what AWS enforces and moto does not (mapload/emulator/limits.py, the Lambda seam):
 each test shows one limit trip the way AWS reports it, on a small state machine of its own."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from mapload import limits
-from mapload.embedded import ACCOUNT, Deployment, Emulator, EmulatorTimeoutError, FunctionDef
-from mapload.local import run_local
+from mapload.emulator import limits
+from mapload.emulator.embedded import ACCOUNT, Deployment, Emulator, EmulatorTimeoutError, FunctionDef
+from mapload.emulator.local import run_local
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""mapload/moto_speed.py: the same backends and working clients, fewer locks and client builds."""
+"""mapload/emulator/moto_patches.py: the same backends and working clients, fewer locks and client builds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from moto.s3.models import s3_backends
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.utils import boto_client
 
-from mapload import moto_speed
+from mapload.emulator import moto_patches
 
 pytestmark = pytest.mark.e2e
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 def test_install_reuses_clients_and_uninstall_restores_moto() -> None:
     originals = (BackendDict.__getitem__, boto_client.boto_client_for, lambda_eval_utils.boto_client_for)
     with mock_aws():
-        moto_speed.install()
+        moto_patches.install(*moto_patches.SPEED)
         try:
             first = lambda_eval_utils.boto_client_for("eu-west-2", "s3")
             assert first is boto_client.boto_client_for("eu-west-2", "s3")
@@ -29,7 +29,7 @@ def test_install_reuses_clients_and_uninstall_restores_moto() -> None:
             )
             assert [b["Name"] for b in first.list_buckets()["Buckets"]] == ["mapload-speed-check"]
         finally:
-            moto_speed.uninstall()
+            moto_patches.uninstall(*moto_patches.SPEED)
     assert (
         BackendDict.__getitem__,
         boto_client.boto_client_for,
@@ -39,7 +39,7 @@ def test_install_reuses_clients_and_uninstall_restores_moto() -> None:
 
 def test_the_lock_free_lookup_returns_moto_s_backend_and_still_creates_new_ones() -> None:
     with mock_aws():
-        moto_speed.install()
+        moto_patches.install(*moto_patches.SPEED)
         try:
             backend = s3_backends["123456789012"]
             assert s3_backends["123456789012"] is backend  # the lock-free path: the same object
@@ -48,4 +48,4 @@ def test_the_lock_free_lookup_returns_moto_s_backend_and_still_creates_new_ones(
             assert created is not backend and created is s3_backends["210987654321"]
             assert s3_backends in BackendDict._instances  # registered for moto's reset
         finally:
-            moto_speed.uninstall()
+            moto_patches.uninstall(*moto_patches.SPEED)

@@ -1,4 +1,4 @@
-"""mapload/moto_transactions.py: a cancelled transaction in moto no longer undoes (or trips over)
+"""mapload/emulator/moto_patches.py: a cancelled transaction in moto no longer undoes (or trips over)
 other threads' writes."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend
 
-from mapload import moto_transactions
+from mapload.emulator import moto_patches
 from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.e2e
@@ -71,9 +71,9 @@ def _race(db: Any) -> int:
 def test_cancelled_transactions_keep_every_concurrent_put_and_uninstall_restores_moto() -> None:
     original = DynamoDBBackend.transact_write_items
     with mock_aws():
-        moto_transactions.install()
+        moto_patches.TRANSACTIONS.install()
         try:
             assert _race(boto3.client("dynamodb", region_name="us-east-1")) == 4 * 40
         finally:
-            moto_transactions.uninstall()
+            moto_patches.TRANSACTIONS.uninstall()
     assert DynamoDBBackend.transact_write_items is original

@@ -15,7 +15,7 @@ import pytest
 from emulated_stacks import record_stack_outputs
 
 from mapload import cli
-from mapload.embedded import Deployment, Emulator
+from mapload.emulator.embedded import Deployment, Emulator
 from mapload.environment import stack_name
 from mapload.sample import write_csv
 from mapload.synth import StackTemplate

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mapload.embedded import Deployment, Emulator
-from mapload.local import run_local
+from mapload.emulator.embedded import Deployment, Emulator
+from mapload.emulator.local import run_local
 from mapload.sample import write_csv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,33 @@ def test_the_shipped_code_imports_no_test_module() -> None:
     for path in files:
         bad = imported_roots(path) & test_modules
         assert not bad, f"{path.relative_to(ROOT)} imports test code {sorted(bad)}"
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_command_reaches_the_emulator_through_its_one_doorway() -> None:
+    """mapload/emulator/ is the embedded emulator; the command's modules import only the package
+    itself (its __init__ exports what they need), never one of its modules."""
+    emulator = ROOT / "mapload" / "emulator"
+    command = [p for p in python_files("mapload") if emulator not in p.parents]
+    assert any(p.name == "cli.py" for p in command) and (emulator / "__init__.py").exists()
+    doorway = importlib.import_module("mapload.emulator").__all__
+    for path in command:
+        inner = {
+            name
+            for name in imported_modules(path)
+            if name.startswith("mapload.emulator.") and name.removeprefix("mapload.emulator.") not in doorway
+        }
+        assert not inner, (
+            f"{path.relative_to(ROOT)} imports {sorted(inner)}: use `from mapload.emulator import ...`"
+        )

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from logic.planning import DEFAULT_MAX_SHARDS
-from mapload.limits import STATE_PAYLOAD_BYTES
+from mapload.emulator.limits import STATE_PAYLOAD_BYTES
 from tests.infra.support import Synth
 from tests.infra.test_state_machine import definition
 

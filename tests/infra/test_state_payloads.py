@@ -28,7 +28,7 @@ from handlers import finalize, poll_graph_load, start_graph_load
 from handlers.settings import FinalizeSettings, PollGraphLoadSettings, StartGraphLoadSettings
 from logic import endpoints, layout, planning
 from logic.spec import parse_spec, spec_to_json
-from mapload.limits import STATE_PAYLOAD_BYTES
+from mapload.emulator.limits import STATE_PAYLOAD_BYTES
 from tests.infra.support import Synth
 from tests.infra.test_state_machine import definition
 

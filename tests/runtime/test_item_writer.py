@@ -16,7 +16,7 @@ from adapters.dynamodb import ItemWriter, RetryPolicy
 from adapters.ledger import Markers
 from logic.errors import ShardWriteError
 from logic.writemodes import ADD, NEWER_WINS, PUT_IF_ABSENT, UPDATE, WritePlan
-from mapload import moto_transactions
+from mapload.emulator import moto_patches
 from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime
@@ -162,12 +162,12 @@ def test_a_transaction_applied_before_a_server_error_counts_written_not_skipped(
         policy=FAST,
         markers=markers,
     )
-    moto_transactions.install()
+    moto_patches.TRANSACTIONS.install()
     try:
         writer.submit(("K#0", "I"), counted(0, 5), writer.units(60), 0)
         stats = writer.close()
     finally:
-        moto_transactions.uninstall()
+        moto_patches.TRANSACTIONS.uninstall()
     assert (stats.skipped, stats.retries) == (0, 1)
     assert _sums(db) == {"K#0": 5}
 
@@ -189,12 +189,12 @@ def test_a_numeric_add_is_applied_once_per_record_offset_however_often_it_is_sen
         return writer.close()
 
     # When the shard is sent, its answers lost twice, then sent again (a retried shard)
-    moto_transactions.install()  # as the embedded run does: moto's transactions isolated
+    moto_patches.TRANSACTIONS.install()  # as the embedded run does: moto's transactions isolated
     try:
         first = send(LosingTransactions(db, lose=2))
         again = send(db)
     finally:
-        moto_transactions.uninstall()
+        moto_patches.TRANSACTIONS.uninstall()
 
     # Then each key holds the sum of its amounts once; the lost answers counted written, the
     # second sending skipped whole; each record left one marker, with the ledger's TTL.

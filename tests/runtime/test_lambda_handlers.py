@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pipeline_support import ENV, REGION, FakeContext
 
-from mapload.neptune_local import LocalNeptuneLoader
+from mapload.emulator.neptune_local import LocalNeptuneLoader
 
 pytestmark = pytest.mark.runtime
 

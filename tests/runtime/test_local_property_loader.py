@@ -1,7 +1,7 @@
-"""The embedded loader's openCypher loads (mapload/neptune_local.py into mapload/property_store.py):
-vertex files before edge files whatever their names, parsing and insert errors counted as
-Neptune counts them, failOnError honoured; the vertex id query (POST /openCypher) answered
-from that graph and every other query refused; on moto's S3."""
+"""The embedded loader's openCypher loads (mapload/emulator/neptune_local.py into
+mapload/emulator/property_store.py): vertex files before edge files whatever their names, parsing
+and insert errors counted as Neptune counts them, failOnError honoured; the vertex id query
+(POST /openCypher) answered from that graph and every other query refused; on moto's S3."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pipeline_support import REGION
 from scripted_neptune import ScriptedNeptuneLoader
 
 from adapters.neptune import EXISTING_IDS_QUERY, LoaderClient
-from mapload.property_store import FILE_NAME
+from mapload.emulator.property_store import FILE_NAME
 
 pytestmark = pytest.mark.runtime
 

@@ -1,5 +1,5 @@
 """The Neptune loader client and the StartGraphLoad/PollGraphLoad handlers against a local HTTP
-server that answers like the Neptune loader (mapload/neptune_local.py, scripted by
+server that answers like the Neptune loader (mapload/emulator/neptune_local.py, scripted by
 tests/scripted_neptune.py), on moto's S3 and DynamoDB."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from handlers import poll_graph_load, start_graph_load
 from handlers.settings import PollGraphLoadSettings, StartGraphLoadSettings
 from logic import graph_load
 from logic.errors import GraphLoaderBusyError, GraphLoaderError
-from mapload.neptune_local import LocalNeptuneLoader
+from mapload.emulator.neptune_local import LocalNeptuneLoader
 
 pytestmark = pytest.mark.runtime
 

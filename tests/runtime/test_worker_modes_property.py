@@ -22,7 +22,7 @@ from pipeline_support import ENV, REGION
 
 from adapters import clients
 from adapters.ledger import shard_sk
-from mapload import moto_transactions
+from mapload.emulator import moto_patches
 from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime
@@ -233,11 +233,11 @@ def test_a_numeric_add_counts_each_record_once_through_a_retried_shard_and_a_rer
     _moto_only(monkeypatch)
     with mock_aws():
         clients.reset()
-        moto_transactions.install()  # as the embedded run does: moto's transactions isolated
+        moto_patches.TRANSACTIONS.install()  # as the embedded run does: moto's transactions isolated
         try:
             report, sums = _run_adding(records, shard_bytes, random.Random(seed))
         finally:
-            moto_transactions.uninstall()
+            moto_patches.TRANSACTIONS.uninstall()
             clients.reset()
     expected = {0: 100}
     for key, amount in records:

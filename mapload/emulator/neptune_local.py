@@ -1,11 +1,12 @@
 """A local HTTP server that answers like Neptune's bulk loader, backed by a pyoxigraph store
-(RDF) and a LadybugDB property graph (openCypher CSV, mapload/property_store.py).
+(RDF) and a LadybugDB property graph (openCypher CSV, mapload/emulator/property_store.py).
 
 The embedded run points the StartGraphLoad/PollGraphLoad functions at it (the cluster endpoint
 resolves to its URL), so the very client code that runs on AWS - HTTP, SigV4 headers, retries -
 runs locally. It reads the staged files from S3 (the emulator's, or any endpoint boto3 is told
 about), loads them into the store and reports the statuses and counts Neptune's loader does.
-(Tests script a subclass of it, tests/scripted_neptune.py: the command never does.)
+(Tests substitute through its constructor - how a load starts, a front that sees each request
+first - in tests/scripted_neptune.py; the command never does.)
 
 It also answers `POST /openCypher`, but it is not an openCypher engine: it answers only
 mapload's vertex id query (adapters.neptune.EXISTING_IDS_QUERY, form parameters `query` and
@@ -35,7 +36,12 @@ import pyoxigraph as ox
 from adapters.neptune import EXISTING_IDS_QUERY
 from logic import opencypher
 from logic.opencypher import FormatError, Header, Row
-from mapload.property_store import FILE_NAME, MissingEndpointError, PropertyGraphStore, PropertyTypeError
+from mapload.emulator.property_store import (
+    FILE_NAME,
+    MissingEndpointError,
+    PropertyGraphStore,
+    PropertyTypeError,
+)
 
 FORMATS = {"nquads": ox.RdfFormat.N_QUADS, "ntriples": ox.RdfFormat.N_TRIPLES}
 OPENCYPHER = "opencypher"
@@ -62,16 +68,12 @@ class Load:
     # sets the overall status to LOAD_FAILED, as Neptune documents).
     feed_status: str | None = None
 
-    def reported_status(self) -> str:
-        """The status a GET answers."""
-        return self.status
-
     def cancel(self) -> None:
         """DELETE: a running load stops before its next file."""
         self.status = "LOAD_CANCELLED_BY_USER"
 
     def answer(self) -> dict[str, Any]:
-        status = self.reported_status()
+        status = self.status
         overall: dict[str, Any] = {
             "fullUri": self.request.get("source"),
             "runNumber": 1,
@@ -102,8 +104,25 @@ class Load:
         return {"status": "200 OK", "payload": payload}
 
 
+# One request answered: (method, URL, body, headers) -> (HTTP status, JSON body).
+Answer = Callable[[str, ParseResult, bytes, dict[str, str]], tuple[int, dict[str, Any]]]
+# How a load runs once its POST is answered: `start(load, run)` calls `run()` (the load's work,
+# which sets `load.done` at its end) and returns the thread doing it, joined on exit.
+Start = Callable[[Load, Callable[[], None]], threading.Thread | None]
+
+
+def in_own_thread(load: Load, run: Callable[[], None]) -> threading.Thread:
+    """Run the load in its own thread, as Neptune runs it after answering the POST."""
+    thread = threading.Thread(target=run, name=f"load-{load.load_id[:8]}", daemon=True)
+    thread.start()
+    return thread
+
+
 class LocalNeptuneLoader:
-    """`with LocalNeptuneLoader(store_dir) as loader:` serves http://127.0.0.1:<port>/loader."""
+    """`with LocalNeptuneLoader(store_dir) as loader:` serves http://127.0.0.1:<port>/loader.
+
+    `s3_client` makes the client the loads read the staged files with; `start` runs a load
+    (default: in_own_thread); `front` wraps the answering of each request (default: none)."""
 
     # Neptune queues at most 64 loads; a further POST is refused until one ends.
     QUEUE_LIMIT = 64
@@ -114,6 +133,8 @@ class LocalNeptuneLoader:
         *,
         s3_client: Callable[[], Any] | None = None,
         require_sigv4: bool = True,
+        start: Start = in_own_thread,
+        front: Callable[[Answer], Answer] | None = None,
     ) -> None:
         self.store = ox.Store(str(store_path)) if store_path is not None else ox.Store()
         self._store_path = store_path
@@ -126,6 +147,8 @@ class LocalNeptuneLoader:
         self._runs: list[threading.Thread] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._start_load = start
+        self._served: Answer = front(self._answer) if front is not None else self._answer
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -194,7 +217,7 @@ class LocalNeptuneLoader:
     def _handle(self, http: BaseHTTPRequestHandler, method: str) -> None:
         length = int(http.headers.get("Content-Length") or 0)
         body = http.rfile.read(length) if length else b""
-        self._send(http, *self._answer(method, urlparse(http.path), body, dict(http.headers.items())))
+        self._send(http, *self._served(method, urlparse(http.path), body, dict(http.headers.items())))
 
     def _answer(
         self, method: str, url: ParseResult, body: bytes, headers: dict[str, str]
@@ -272,19 +295,12 @@ class LocalNeptuneLoader:
             request, refused = self._request(raw)
             if refused is not None:
                 return refused
-            load = self._new_load(request)
+            load = Load(load_id=str(uuid.uuid4()), request=request)
             self.loads[load.load_id] = load
-        self._begin(load)
+        run = self._start_load(load, lambda: self._run(load))
+        if run is not None:
+            self._runs.append(run)
         return 200, {"status": "200 OK", "payload": {"loadId": load.load_id}}
-
-    def _new_load(self, request: dict[str, Any]) -> Load:
-        return Load(load_id=str(uuid.uuid4()), request=request)
-
-    def _begin(self, load: Load) -> None:
-        """Run the load in its own thread, as Neptune runs it after answering the POST."""
-        run = threading.Thread(target=self._run, args=(load,), name=f"load-{load.load_id[:8]}", daemon=True)
-        self._runs.append(run)
-        run.start()
 
     def _request(self, raw: bytes) -> tuple[dict[str, Any], tuple[int, dict[str, Any]] | None]:
         """The POST's parameters, or the 400 Neptune answers a request it refuses."""

@@ -21,14 +21,13 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.core.config import DefaultConfig
 
-from mapload import clock as clocks
-from mapload import iamcheck, limits, moto_speed, moto_transactions
 from mapload import region as regions
-from mapload.cfn import Resolver, UnresolvedError
-from mapload.neptune_local import LocalNeptuneLoader
+from mapload.emulator import clock as clocks
+from mapload.emulator import iamcheck, limits, moto_patches
+from mapload.emulator.cfn import Resolver, UnresolvedError
+from mapload.emulator.neptune_local import LocalNeptuneLoader
 from mapload.synth import StackTemplate
 
 ACCOUNT = "123456789012"
@@ -122,18 +121,18 @@ class Invocations:
 _SEAM_LOCK = threading.Lock()
 _FUNCTIONS: dict[str, FunctionDef] = {}
 _OBSERVER: list[Invocations] = []
-_ORIGINAL_INVOKE = LambdaSimpleBackend.invoke
 
 
-def _seam(
-    self: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
-) -> Any:
-    """moto's one place where a Lambda invocation lands: call the runtime handler instead, within
-    Lambda's limits (payload sizes, the function's timeout, JSON marshalling of the result)."""
+def _invoke(
+    function_name: str, body: Any, headers: Mapping[str, Any], response_headers: dict[str, Any]
+) -> bytes | None:
+    """moto's one place where a Lambda invocation lands (moto_patches.LAMBDA_INVOKE): call the
+    runtime handler instead, within Lambda's limits (payload sizes, the function's timeout, JSON
+    marshalling of the result). None for a function no emulator registered (moto answers it)."""
     fn = _FUNCTIONS.get(function_name) or _FUNCTIONS.get(function_name.rsplit(":", 1)[-1])
     if fn is None:
-        return _ORIGINAL_INVOKE(self, function_name, qualifier, body, headers, response_headers)
-    invocation_type = str((headers or {}).get("X-Amz-Invocation-Type") or "RequestResponse")
+        return None
+    invocation_type = str(headers.get("X-Amz-Invocation-Type") or "RequestResponse")
     limits.check_request(fn.name, invocation_type, len(body or b""))
     event = json.loads(body or b"{}")
     try:
@@ -141,9 +140,10 @@ def _seam(
         payload = limits.marshal(result)
     except Exception as error:
         response_headers["x-amz-function-error"] = "Unhandled"
-        # Lambda's own failures have names no Python class can have (Sandbox.Timedout): an
-        # exception may carry the name to report, so tests can stand in for them.
-        error_type = getattr(error, "error_type", type(error).__name__)
+        # Lambda's own failures (Sandbox.Timedout) have names no Python class can have.
+        error_type = (
+            error.error_type if isinstance(error, limits.LambdaFunctionError) else type(error).__name__
+        )
         for observer in _OBSERVER:
             with observer.lock:
                 observer.errors.append({"function": fn.role, "type": error_type, "message": str(error)})
@@ -216,16 +216,17 @@ class Emulator:
             self._saved_env[name] = os.environ.pop(name, None)
         undo.callback(self._restore_environment)
         logging.getLogger("moto").setLevel(logging.CRITICAL)  # its interpreter logs every caught error
-        LambdaSimpleBackend.invoke = _seam  # type: ignore[method-assign]
-        limits.install()  # what AWS enforces and moto's interpreter does not (mapload/limits.py)
-        undo.callback(limits.uninstall)
-        moto_speed.install()  # moto's hot paths, cheap for thousands of Map children
-        undo.callback(moto_speed.uninstall)
-        moto_transactions.install()  # TransactWriteItems isolated from other threads' writes
-        undo.callback(moto_transactions.uninstall)
+        # moto's internals, patched while the emulator is open (moto_patches.py names each one).
+        moto_patches.LAMBDA_INVOKE.install(_invoke)
+        undo.callback(moto_patches.LAMBDA_INVOKE.uninstall)
+        # What AWS enforces and moto's interpreter does not; moto's hot paths, cheap for thousands
+        # of Map children; TransactWriteItems isolated from other threads' writes.
+        for patch in (*moto_patches.LIMITS, *moto_patches.SPEED, moto_patches.TRANSACTIONS):
+            patch.install()
+            undo.callback(patch.uninstall)
         if self.clock is not None:
-            clocks.install(self.clock)
-            undo.callback(clocks.uninstall)
+            moto_patches.WAIT_CLOCK.install(self.clock)
+            undo.callback(moto_patches.WAIT_CLOCK.uninstall)
         undo.callback(self._forget_deployment)
         self._mock.start()
         undo.callback(self._mock.stop)

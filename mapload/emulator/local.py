@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from mapload import region as regions
-from mapload.clock import Clock
-from mapload.embedded import Deployment, Emulator, observing
-from mapload.neptune_local import LocalNeptuneLoader
+from mapload.emulator.clock import Clock
+from mapload.emulator.embedded import Deployment, Emulator, observing
+from mapload.emulator.neptune_local import LocalNeptuneLoader
 from mapload.reports import report_lines
 from mapload.synth import synthesize
 

@@ -1,0 +1,420 @@
+"""Every change the embedded run makes to moto's private internals, in one place (moto 5.2.5, as
+pinned in constraints.txt).
+
+Each patch names the moto behaviour it mends and the internals it replaces (`targets`, each
+"module:Owner.attribute" or "module:attribute"). tests/e2e/test_moto_patches.py holds, per
+patch, a fingerprint of those internals as moto 5.2.5 ships them: an upgrade that fixes, changes
+or moves one fails that test naming the patch. `install()` is idempotent and `uninstall()` puts
+moto's own objects back exactly as they were; the Emulator (embedded.py) installs every patch on
+entry and uninstalls it on exit.
+
+- LAMBDA_INVOKE: moto's simple Lambda backend answers every invocation with a canned body; the
+  embedded run's seam runs the runtime handler in-process instead.
+- WAIT_CLOCK: a Wait state sleeps real seconds; given a clock, it moves the clock on instead.
+- HISTORY_LIMIT, MAP_RESULT_LIMIT, UNCATCHABLE_ERRORS, RESULT_WRITER_PARAMETERS,
+  RESULT_WRITER_FILES: what AWS Step Functions enforces or writes and moto's interpreter does not
+  (moto checks each state's output and each task's result against 256 KiB, but not a Map's
+  collected results; lets States.ALL catch States.DataLimitExceeded; counts no history; and its
+  ResultWriter selects its parameters from the children's outputs and writes an empty manifest).
+  The numbers themselves are in limits.py.
+- BACKEND_LOOKUP, CLIENT_REUSE: two hot paths made cheap for a Map with thousands of children;
+  behaviour unchanged (py-spy on a 2,000-shard run, docs/ARCHITECTURE.md "The embedded emulator").
+- TRANSACTIONS: TransactWriteItems isolated from other threads' writes, as DynamoDB's are.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from mapload.emulator.clock import Clock
+from mapload.emulator.limits import (
+    HISTORY_EVENTS,
+    HISTORY_LIMIT_CAUSE,
+    HISTORY_LIMIT_ERROR,
+    UNCATCHABLE_ERRORS,
+)
+
+_MISSING: Final = object()
+_SFN: Final = "moto.stepfunctions.parser.asl"
+
+
+def resolve(target: str) -> tuple[Any, str]:
+    """A target's owner and attribute name: the class for "module:Owner.attribute", the module
+    for "module:attribute"."""
+    module_name, _, path = target.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *owners, attribute = path.split(".")
+    for name in owners:
+        owner = getattr(owner, name)
+    return owner, attribute
+
+
+class Patch:
+    """One moto behaviour mended by replacing its `targets` with `replacements` (same order)."""
+
+    def __init__(self, name: str, targets: tuple[str, ...], replacements: tuple[Any, ...] = ()) -> None:
+        self.name = name
+        self.targets = targets
+        self._replacements = replacements
+        # target -> (what the owner's own namespace held, the attribute as moto's code read it)
+        self._saved: dict[str, tuple[Any, Any]] = {}
+
+    @property
+    def installed(self) -> bool:
+        return bool(self._saved)
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        for target, replacement in zip(self.targets, self._replacements, strict=True):
+            self._swap(target, replacement)
+
+    def original(self, target: str | None = None) -> Any:
+        """moto's own attribute (the first target's by default), as its code read it: a plain
+        function for a method (call it with the instance), the function for a module's name."""
+        return self._saved[target or self.targets[0]][1]
+
+    def uninstall(self) -> None:
+        for target, (own, _) in self._saved.items():
+            owner, attribute = resolve(target)
+            if own is _MISSING:
+                delattr(owner, attribute)
+            else:
+                setattr(owner, attribute, own)
+        self._saved.clear()
+
+    def _swap(self, target: str, replacement: Any) -> None:
+        owner, attribute = resolve(target)
+        if target not in self._saved:
+            self._saved[target] = (vars(owner).get(attribute, _MISSING), getattr(owner, attribute))
+        setattr(owner, attribute, replacement)
+
+
+# -- Lambda ----------------------------------------------------------------------------------
+
+# (function name, request body, request headers, response headers) -> the response payload, or
+# None for a function the seam does not run (moto's own invoke answers it).
+Invoke = Callable[[str, Any, Mapping[str, Any], dict[str, Any]], bytes | None]
+
+
+class LambdaInvoke(Patch):
+    """moto's simple Lambda backend (config `lambda: use_docker False`) answers every invocation
+    with the request body or a canned "Simple Lambda happy path OK": its one place where an
+    invocation lands, `LambdaSimpleBackend.invoke`, is routed to `invoke` (the embedded run's
+    seam: the runtime handler, in-process, within Lambda's limits)."""
+
+    def __init__(self) -> None:
+        super().__init__("lambda-invoke", ("moto.awslambda_simple.models:LambdaSimpleBackend.invoke",))
+
+    def install(self, invoke: Invoke | None = None) -> None:
+        assert invoke is not None, "LAMBDA_INVOKE.install(invoke): the seam to route invocations to"
+
+        def seam(
+            backend: Any, function_name: str, qualifier: Any, body: Any, headers: Any, response_headers: Any
+        ) -> Any:
+            answer = invoke(function_name, body, headers or {}, response_headers)
+            if answer is not None:
+                return answer
+            return self.original()(backend, function_name, qualifier, body, headers, response_headers)
+
+        self._swap(self.targets[0], seam)
+
+
+# -- Step Functions: the clock ---------------------------------------------------------------
+
+
+class WaitClock(Patch):
+    """moto's Wait states (Seconds, SecondsPath, Timestamp, TimestampPath) all wait in
+    `WaitFunction._wait_interval`, in real time: given a clock, they advance it and return at once
+    (a later install() replaces the clock)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "wait-clock",
+            (f"{_SFN}.component.state.wait.wait_function.wait_function:WaitFunction._wait_interval",),
+        )
+
+    def install(self, clock: Clock | None = None) -> None:
+        assert clock is not None, "WAIT_CLOCK.install(clock): the clock the Wait states advance"
+
+        def wait_interval(self: Any, env: Any, wait_seconds: int) -> None:
+            clock.advance(wait_seconds)
+
+        self._swap(self.targets[0], wait_interval)
+
+
+# -- Step Functions: the service limits --------------------------------------------------------
+
+_COMMON_STATE = f"{_SFN}.component.state.state:CommonStateField._eval_body"
+_MAP_EXECUTION = f"{_SFN}.component.state.exec.state_map.state_map:StateMap._eval_execution"
+_ERROR_EQUALS = f"{_SFN}.component.common.error_name.error_equals_decl:ErrorEqualsDecl._eval_body"
+_RESULT_WRITER = (
+    f"{_SFN}.component.state.exec.state_map.result_writer.result_writer_decl:ResultWriter._eval_body"
+)
+_PUT_RESULTS = (
+    f"{_SFN}.component.state.exec.state_map.result_writer.resource_eval.resource_eval_s3"
+    ":ResourceEvalS3._handle_put_object"
+)
+
+
+def history_length(env: Any) -> int:
+    """Events so far in the history of the execution `env` runs (a Map child has its own)."""
+    return len(env.event_manager._history_event_list)
+
+
+# The event managers of executions' own histories. moto gives all the children of one
+# Distributed Map run a single shared event manager; on AWS each child is an execution with its
+# own history, and one Worker child never nears the limit, so only these are counted.
+_EXECUTION_HISTORIES: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _history_full(env: Any) -> bool:
+    """AWS logs event 25,000 only if it is ExecutionSucceeded; anything else fails the execution."""
+    if not env.is_frame():
+        _EXECUTION_HISTORIES.add(env.event_manager)
+    if env.event_manager not in _EXECUTION_HISTORIES:
+        return False
+    if env.is_running() and history_length(env) >= HISTORY_EVENTS - 1:
+        from moto.stepfunctions.parser.api import ExecutionFailedEventDetails
+
+        env.set_error(ExecutionFailedEventDetails(error=HISTORY_LIMIT_ERROR, cause=HISTORY_LIMIT_CAUSE))
+        return True
+    return False
+
+
+def _state_within_history(self: Any, env: Any) -> None:
+    if _history_full(env):
+        return
+    HISTORY_LIMIT.original()(self, env)
+    _history_full(env)
+
+
+def _map_within_payload_limit(self: Any, env: Any) -> None:
+    """A Map without a ResultWriter collects every child's output into its result: at most 256 KiB."""
+    MAP_RESULT_LIMIT.original()(self, env)
+    if self.result_writer is None and env.stack:
+        self._verify_size_quota(env=env, value=env.stack[-1])
+
+
+def _error_equals(self: Any, env: Any) -> None:
+    """States.ALL does not match the terminal errors (AWS: they cannot be caught or retried)."""
+    error_name = env.stack[-1]
+    if self._STATE_ALL_ERROR in self.error_names and getattr(error_name, "error_name", None) in (
+        UNCATCHABLE_ERRORS
+    ):
+        env.stack.pop()
+        env.stack.append(False)
+        return
+    UNCATCHABLE.original()(self, env)
+
+
+def _result_writer(self: Any, env: Any) -> None:
+    """Parameters (Prefix.$, Bucket.$) select from the state's input, as on AWS; moto evaluated
+    them against the children's outputs."""
+    env.stack.append(env.states.get_input())
+    self.parargs.eval(env=env)
+    parameters = env.stack.pop()
+    env.stack.pop()
+    env.stack.append(parameters)
+    self.resource_eval.eval_resource(env=env)
+
+
+def _write_map_results(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
+    """ResultWriter as AWS writes it: <Prefix>/<map run id>/manifest.json and one file per status
+    (SUCCEEDED_0.json, FAILED_0.json; PENDING when a run stops early), each a JSON array of the
+    child executions; the Map's result is then the small summary, not the outputs."""
+    from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
+
+    parameters = env.stack.pop()
+    outputs: list[Any] = env.stack.pop()
+    s3 = boto_client_for(
+        service="s3", region=resource_runtime_part.region, state_credentials=state_credentials
+    )
+    record = env.map_run_record_pool_manager.get_all()[-1]
+    map_run_arn = record.map_run_arn
+    map_run_id = map_run_arn.split(":")[-1]
+    bucket = parameters["Bucket"]
+    prefix = str(parameters.get("Prefix") or "")
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"
+    execution_base = map_run_arn.replace(":mapRun:", ":execution:", 1)
+    by_status: dict[str, list[dict[str, Any]]] = {"SUCCEEDED": [], "FAILED": [], "PENDING": []}
+    for index, output in enumerate(outputs):
+        status = "FAILED" if output is None else "SUCCEEDED"
+        entry: dict[str, Any] = {
+            "ExecutionArn": f"{execution_base}:{index}",
+            "Name": str(index),
+            "StateMachineArn": env.states.context_object.context_object_data["StateMachine"]["Id"],
+            "Status": status,
+        }
+        if output is not None:
+            entry["Output"] = json.dumps(output)
+            entry["OutputDetails"] = {"Included": True}
+        by_status[status].append(entry)
+    files: dict[str, list[dict[str, Any]]] = {status: [] for status in by_status}
+    for status, entries in by_status.items():
+        if not entries:
+            continue
+        key = f"{prefix}{map_run_id}/{status}_0.json"
+        body = json.dumps(entries).encode()
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
+        files[status].append({"Key": key, "Size": len(body)})
+    manifest_key = f"{prefix}{map_run_id}/manifest.json"
+    manifest = {"DestinationBucket": bucket, "MapRunArn": map_run_arn, "ResultFiles": files}
+    s3.put_object(Bucket=bucket, Key=manifest_key, Body=json.dumps(manifest).encode())
+    env.stack.append(
+        {"MapRunArn": map_run_arn, "ResultWriterDetails": {"Bucket": bucket, "Key": manifest_key}}
+    )
+
+
+# -- speed -----------------------------------------------------------------------------------
+
+
+def _lookup(self: Any, account_id: str) -> Any:
+    """`BackendDict.__getitem__` takes moto's one global lock even when the account's backend
+    exists, so every request's threads queue on it: an existing backend is returned lock-free."""
+    try:
+        return dict.__getitem__(self, account_id)
+    except KeyError:  # first use of the account (or after a reset): moto's locked path
+        return BACKEND_LOOKUP.original()(self, account_id)
+
+
+class ClientReuse(Patch):
+    """moto's interpreter builds a new boto3 client (`boto_client_for`, which loads the service
+    model) for every Lambda task and every ResultWriter/ItemReader call: one client is reused per
+    region, service and credentials while the patch is on (boto3 clients are thread-safe).
+    The modules of the interpreter import `boto_client_for` by name: each one's is replaced."""
+
+    def __init__(self) -> None:
+        users = (
+            f"{_SFN}.utils.boto_client",
+            f"{_SFN}.component.state.exec.state_task.lambda_eval_utils",
+            f"{_SFN}.component.state.exec.state_map.result_writer.resource_eval.resource_eval_s3",
+            f"{_SFN}.component.state.exec.state_map.item_reader.eval.resource_eval_s3",
+        )
+        targets = tuple(f"{module}:boto_client_for" for module in users)
+        super().__init__("client-reuse", targets, (self._client_for,) * len(targets))
+        self._clients: dict[tuple[str, str, str, bool], Any] = {}
+        self._lock = threading.Lock()
+
+    def _client_for(self, region: str, service: str, state_credentials: Any = None) -> Any:
+        from moto.core.models import botocore_stubber
+
+        key = (region, service, repr(state_credentials), bool(botocore_stubber.enabled))
+        client = self._clients.get(key)
+        if client is None:
+            with self._lock:
+                client = self._clients.get(key)
+                if client is None:
+                    client = self._clients[key] = self.original()(region, service, state_credentials)
+        return client
+
+    def uninstall(self) -> None:
+        super().uninstall()
+        with self._lock:
+            self._clients.clear()
+
+
+# -- DynamoDB --------------------------------------------------------------------------------
+
+_DYNAMODB_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+_WRITE_LOCK = threading.RLock()
+
+
+def _locked(write: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(write)
+    def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _WRITE_LOCK:
+            return write(self, *args, **kwargs)
+
+    return locked
+
+
+class Transactions(Patch):
+    """moto runs TransactWriteItems by deep-copying every table it names and, when the transaction
+    is cancelled, putting the copies back: a write another thread made in between is undone, and a
+    copy taken while another thread inserts an item fails ("dictionary changed size during
+    iteration"). The embedded run's Workers write from many threads (the ItemWriter's lanes,
+    shards in parallel), so a numeric ADD's transactions (logic/writemodes.py) would lose or repeat
+    additions there. The backend's item writes (PutItem, UpdateItem, DeleteItem, which
+    BatchWriteItem goes through) and TransactWriteItems run one at a time under one lock; reads are
+    unaffected."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "transactions", tuple(f"moto.dynamodb.models:DynamoDBBackend.{name}" for name in _DYNAMODB_WRITES)
+        )
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        for target in self.targets:
+            self._swap(target, _locked(getattr(*resolve(target))))
+
+
+# -- the patches -----------------------------------------------------------------------------
+
+LAMBDA_INVOKE: Final = LambdaInvoke()
+WAIT_CLOCK: Final = WaitClock()
+HISTORY_LIMIT: Final = Patch(
+    # moto counts no history: each state checks its execution's before and after it runs.
+    "history-limit",
+    (_COMMON_STATE,),
+    (_state_within_history,),
+)
+MAP_RESULT_LIMIT: Final = Patch(
+    # moto checks each state's output against 256 KiB, but not a Map's collected results.
+    "map-result-limit",
+    (_MAP_EXECUTION,),
+    (_map_within_payload_limit,),
+)
+UNCATCHABLE: Final = Patch(
+    # moto lets States.ALL catch States.DataLimitExceeded and States.Runtime; AWS does not.
+    "uncatchable-errors",
+    (_ERROR_EQUALS,),
+    (_error_equals,),
+)
+RESULT_WRITER_PARAMETERS: Final = Patch(
+    # moto evaluates a ResultWriter's Parameters against the children's outputs, not the input.
+    "result-writer-parameters",
+    (_RESULT_WRITER,),
+    (_result_writer,),
+)
+RESULT_WRITER_FILES: Final = Patch(
+    # moto's ResultWriter writes an empty manifest and no result files.
+    "result-writer-files",
+    (_PUT_RESULTS,),
+    (staticmethod(_write_map_results),),
+)
+BACKEND_LOOKUP: Final = Patch(
+    # moto's backend lookup takes its global lock on every request.
+    "backend-lookup",
+    ("moto.core.base_backend:BackendDict.__getitem__",),
+    (_lookup,),
+)
+CLIENT_REUSE: Final = ClientReuse()
+TRANSACTIONS: Final = Transactions()
+
+# What AWS enforces and moto's interpreter does not (installed together, limits.py's numbers).
+LIMITS: Final = (HISTORY_LIMIT, MAP_RESULT_LIMIT, UNCATCHABLE, RESULT_WRITER_PARAMETERS, RESULT_WRITER_FILES)
+# moto's hot paths, cheap for thousands of Map children.
+SPEED: Final = (BACKEND_LOOKUP, CLIENT_REUSE)
+# Every patch, for the guard test.
+ALL: Final[tuple[Patch, ...]] = (LAMBDA_INVOKE, WAIT_CLOCK, *LIMITS, *SPEED, TRANSACTIONS)
+
+
+def install(*patches: Patch) -> None:
+    """Install parameterless patches (e.g. `install(*SPEED)`); uninstall() undoes them."""
+    for patch in patches:
+        patch.install()
+
+
+def uninstall(*patches: Patch) -> None:
+    for patch in reversed(patches):
+        patch.uninstall()

@@ -1,0 +1,168 @@
+"""Guards for mapload/emulator/moto_patches.py: each patch replaces moto internals as moto 5.2.5
+ships them. These tests read unpatched moto and fail, naming the patch, when an upgrade changes,
+fixes or moves what a patch replaces or relies on: re-check that patch against the new moto (drop
+it if moto now does the right thing), then record the new fingerprint here."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import inspect
+import textwrap
+
+import pytest
+from moto import mock_aws
+
+from mapload.emulator import moto_patches
+from mapload.emulator.moto_patches import Patch, resolve
+
+pytestmark = pytest.mark.e2e
+
+MOTO_VERSION = "5.2.5"
+_SFN = "moto.stepfunctions.parser.asl"
+_MAP = f"{_SFN}.component.state.exec.state_map"
+_BOTO_CLIENT_FOR = "1f44dc2ac8aa2179"
+
+# Per patch: sha256 (first 16 hex digits) of the dedented source of every moto attribute it
+# replaces, as moto 5.2.5 ships it.
+REPLACES: dict[str, dict[str, str]] = {
+    "lambda-invoke": {"moto.awslambda_simple.models:LambdaSimpleBackend.invoke": "b09b0396b92dd439"},
+    "wait-clock": {
+        f"{_SFN}.component.state.wait.wait_function.wait_function:WaitFunction._wait_interval": (
+            "2baecc23124bf46c"
+        )
+    },
+    "history-limit": {f"{_SFN}.component.state.state:CommonStateField._eval_body": "37d888452f39c5f0"},
+    "map-result-limit": {f"{_MAP}.state_map:StateMap._eval_execution": "037ef76eaae3b613"},
+    "uncatchable-errors": {
+        f"{_SFN}.component.common.error_name.error_equals_decl:ErrorEqualsDecl._eval_body": "fa479cb1270a1b07"
+    },
+    "result-writer-parameters": {
+        f"{_MAP}.result_writer.result_writer_decl:ResultWriter._eval_body": ("3f249af5027e0450")
+    },
+    "result-writer-files": {
+        f"{_MAP}.result_writer.resource_eval.resource_eval_s3"
+        ":ResourceEvalS3._handle_put_object": "674d49d3e22cc489"
+    },
+    "backend-lookup": {"moto.core.base_backend:BackendDict.__getitem__": "b7c5b4bc0fc87260"},
+    "client-reuse": {
+        f"{_SFN}.utils.boto_client:boto_client_for": _BOTO_CLIENT_FOR,
+        f"{_SFN}.component.state.exec.state_task.lambda_eval_utils:boto_client_for": _BOTO_CLIENT_FOR,
+        f"{_MAP}.result_writer.resource_eval.resource_eval_s3:boto_client_for": _BOTO_CLIENT_FOR,
+        f"{_MAP}.item_reader.eval.resource_eval_s3:boto_client_for": _BOTO_CLIENT_FOR,
+    },
+    "transactions": {
+        "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
+        "moto.dynamodb.models:DynamoDBBackend.update_item": "f1d5d4acae8ed91c",
+        "moto.dynamodb.models:DynamoDBBackend.delete_item": "a03a3f819a3f4344",
+        "moto.dynamodb.models:DynamoDBBackend.transact_write_items": "0b5c3b73cdccf326",
+    },
+}
+
+# Per patch: what its replacement reads of moto besides the original it calls.
+RELIES_ON: dict[str, dict[str, str]] = {
+    "history-limit": {
+        f"{_SFN}.eval.event.event_manager:EventManager.__init__": "3896664a2eb395d6",  # _history_event_list
+        f"{_SFN}.eval.environment:Environment.is_frame": "ab85d9403a7258c0",
+        f"{_SFN}.eval.environment:Environment.set_error": "4caa76a68982a9dc",
+    },
+    "map-result-limit": {f"{_MAP}.state_map:StateMap._verify_size_quota": "09afeb39bdc0f1cf"},
+    "result-writer-parameters": {
+        f"{_MAP}.result_writer.result_writer_decl:ResultWriter.__init__": ("db16bb9cac256226")
+    },
+    "backend-lookup": {
+        "moto.core.base_backend:BackendDict._create_account_specific_backend": "1eb9c6b3c9aa0867"
+    },
+}
+
+
+def fingerprint(target: str) -> str:
+    owner, attribute = resolve(target)
+    source = textwrap.dedent(inspect.getsource(getattr(owner, attribute)))
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def by_name(name: str) -> Patch:
+    return next(patch for patch in moto_patches.ALL if patch.name == name)
+
+
+def test_moto_is_the_version_the_patches_were_written_against() -> None:
+    assert importlib.metadata.version("moto") == MOTO_VERSION, (
+        "moto changed: re-check every patch in mapload/emulator/moto_patches.py, then this file"
+    )
+
+
+def test_every_patch_has_its_fingerprints_and_no_patch_is_installed() -> None:
+    assert {patch.name for patch in moto_patches.ALL} == set(REPLACES)
+    for patch in moto_patches.ALL:
+        assert set(patch.targets) == set(REPLACES[patch.name]), patch.name
+        assert not patch.installed, f"{patch.name} left installed: the guards read unpatched moto"
+
+
+@pytest.mark.parametrize("name", sorted(REPLACES))
+def test_what_each_patch_replaces_is_unchanged_in_moto(name: str) -> None:
+    expected = REPLACES[name] | RELIES_ON.get(name, {})
+    changed = {target for target, digest in expected.items() if fingerprint(target) != digest}
+    assert not changed, f"moto changed under the {name} patch ({by_name(name).__doc__ or ''}): {changed}"
+
+
+def test_moto_s_simple_lambda_still_answers_with_the_request_body() -> None:
+    """lambda-invoke: without the seam, an invocation runs nothing."""
+    from moto.awslambda_simple.models import lambda_simple_backends
+
+    with mock_aws():
+        backend = lambda_simple_backends["123456789012"]["us-east-1"]
+        assert backend.invoke("any", None, '{"a": 1}', {}, {}) == b'{"a": 1}'
+
+
+def test_the_interpreter_s_modules_still_import_boto_client_for_by_name() -> None:
+    """client-reuse: each module holds moto's function under its own name (so each is replaced),
+    and moto still builds a new client per call."""
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    for target in REPLACES["client-reuse"]:
+        owner, attribute = resolve(target)
+        assert getattr(owner, attribute) is boto_client.boto_client_for, target
+    with mock_aws():
+        assert boto_client.boto_client_for("us-east-1", "s3") is not boto_client.boto_client_for(
+            "us-east-1", "s3"
+        )
+
+
+def test_states_all_is_still_the_name_the_uncatchable_patch_matches() -> None:
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+
+    assert ErrorEqualsDecl._STATE_ALL_ERROR.error_name == "States.ALL"
+
+
+def test_uninstall_restores_moto_exactly() -> None:
+    """Every patch installed and uninstalled leaves moto's own objects in place (a staticmethod
+    stays one, an inherited attribute is not copied down)."""
+    from mapload.emulator.clock import Clock
+
+    class Still:
+        def time(self) -> float:
+            return 0.0
+
+        def advance(self, seconds: float) -> None:
+            return None
+
+    clock: Clock = Still()
+    before = {
+        target: resolve(target)[0].__dict__.get(resolve(target)[1])
+        for patch in moto_patches.ALL
+        for target in patch.targets
+    }
+    moto_patches.LAMBDA_INVOKE.install(lambda *args: None)
+    moto_patches.WAIT_CLOCK.install(clock)
+    rest = tuple(
+        p for p in moto_patches.ALL if p not in (moto_patches.LAMBDA_INVOKE, moto_patches.WAIT_CLOCK)
+    )
+    moto_patches.install(*rest)
+    try:
+        assert all(patch.installed for patch in moto_patches.ALL)
+        assert all(resolve(t)[0].__dict__.get(resolve(t)[1]) is not v for t, v in before.items())
+    finally:
+        moto_patches.uninstall(*moto_patches.ALL)
+    after = {target: resolve(target)[0].__dict__.get(resolve(target)[1]) for target in before}
+    assert all(after[target] is before[target] for target in before)
