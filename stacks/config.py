@@ -537,7 +537,7 @@ class LoaderConfig(Site):
             le=256,
             description="BatchWriteItem requests in flight per worker at most; each worker narrows it while "
             "DynamoDB throttles (AIMD) and widens it again as requests succeed. At 20 ms round trip, 8–16 "
-            'keep one worker busy (see docs/PERFORMANCE.md)',
+            "keep one worker busy (see docs/PERFORMANCE.md)",
         ),
         INTEGER,
     ] = 8
