@@ -23,6 +23,7 @@ FAST: dict[str, Any] = {
     "mapload:lambda_architecture": "x86_64",
     "mapload:map_execution_type": "EXPRESS",
     "mapload:worker_timeout_seconds": 240,
+    "mapload:worker_reserved_concurrency": 100,
 }
 
 
@@ -79,14 +80,22 @@ def test_on_demand_table_can_be_pre_warmed() -> None:
         ({"table_warm_write_units": 1000}, "table_warm_write_units", "between 4000"),
         ({"lambda_architecture": "arm"}, "lambda_architecture", "arm64, x86_64"),
         ({"map_execution_type": "EXPRESS"}, "map_execution_type", "worker_timeout_seconds to at most 240"),
-        ({"max_concurrency_cap": 2000}, "max_concurrency_cap", "worker_reserved_concurrency is 100"),
-        ({"lambda_concurrency_limit": 150}, "worker_reserved_concurrency", "at most 50"),
+        (
+            {"max_concurrency_cap": 2000, "worker_reserved_concurrency": 100},
+            "max_concurrency_cap",
+            "worker_reserved_concurrency is 100",
+        ),
+        (
+            {"lambda_concurrency_limit": 150, "worker_reserved_concurrency": 100},
+            "worker_reserved_concurrency",
+            "at most 50",
+        ),
         (
             {"worker_reserved_concurrency": 950, "max_concurrency_cap": 950},
             "worker_reserved_concurrency",
             "100 unreserved",
         ),
-        ({"worker_reserved_concurrency": 0}, "worker_reserved_concurrency", "between 1 and"),
+        ({"worker_reserved_concurrency": 0}, "worker_reserved_concurrency", "0 would throttle"),
     ],
 )
 def test_bad_performance_settings_name_the_field(fields: dict[str, Any], field: str, words: str) -> None:
@@ -107,13 +116,13 @@ def test_a_raised_lambda_quota_allows_more_shards_in_flight() -> None:
 
 
 @pytest.mark.parametrize("env", ["dev", "staging", "prod"])
-def test_the_default_cap_fits_the_reserved_workers_and_leaves_lambda_its_unreserved_100(env: str) -> None:
+def test_the_default_cap_fits_the_accounts_quota_without_a_reservation(env: str) -> None:
     loader = load_environment({"environments": {env: {}}}, env).loader
-    assert loader.max_concurrency_cap <= loader.worker_reserved_concurrency
-    assert loader.worker_reserved_concurrency <= loader.lambda_concurrency_limit - 100
+    assert loader.worker_reserved_concurrency is None
+    assert loader.max_concurrency_cap <= loader.lambda_concurrency_limit
 
 
-@pytest.mark.parametrize("name", ["dev", "prod", "variant"])
+@pytest.mark.parametrize("name", ["dev", "prod", "variant", "fast"])
 def test_the_worker_has_its_reserved_concurrency_and_plan_caps_within_it(
     name: str, request: pytest.FixtureRequest
 ) -> None:
@@ -124,16 +133,19 @@ def test_the_worker_has_its_reserved_concurrency_and_plan_caps_within_it(
     template = synth.loader_json
     worker = template["Resources"][output_target(template, "WorkerFunctionName")]["Properties"]
     plan = template["Resources"][output_target(template, "PlanFunctionName")]["Properties"]
-    expected = synth.stage.config.loader.worker_reserved_concurrency
-    assert worker["ReservedConcurrentExecutions"] == expected
-    assert int(plan["Environment"]["Variables"]["MAX_CONCURRENCY_CAP"]) <= expected
+    loader = synth.stage.config.loader
+    expected = loader.worker_reserved_concurrency
+    # null (the default): no reservation at all; never 0, which would throttle every invocation.
+    assert worker.get("ReservedConcurrentExecutions") == expected
+    bound = loader.lambda_concurrency_limit if expected is None else expected
+    assert int(plan["Environment"]["Variables"]["MAX_CONCURRENCY_CAP"]) <= bound
     # Only the Worker reserves: the control functions draw on the account's unreserved pool.
     reserved = [
         logical
         for logical, fn in iter_functions(template)
         if "ReservedConcurrentExecutions" in fn["Properties"]
     ]
-    assert reserved == [output_target(template, "WorkerFunctionName")]
+    assert reserved == ([] if expected is None else [output_target(template, "WorkerFunctionName")])
 
 
 def test_settings_page_lists_every_performance_setting() -> None:
