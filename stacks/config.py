@@ -490,7 +490,8 @@ class LoaderConfig(Site):
             ge=1,
             le=MAX_MAP_CONCURRENCY,
             description="upper bound for the input's `maxConcurrency` (Distributed Map child executions in "
-            "flight); at most `worker_reserved_concurrency` (synth fails naming both)",
+            "flight); at most `worker_reserved_concurrency` when the Worker has one, else at most "
+            "`lambda_concurrency_limit` (synth fails naming both)",
         ),
         INTEGER,
     ] = 100
