@@ -65,8 +65,8 @@ def test_null_in_cdk_json_is_not_set_under_the_cli(
     _not_set(_stage(app_module.build_app(None)))
 
 
-def test_null_in_cdk_json_is_not_set_in_the_pipeline(cdk_json: dict[str, Any]) -> None:
-    context = _context(cdk_json, "prod", **NOT_SET)
+def _pipeline(context: dict[str, Any]) -> dict[str, Any]:
+    """`context` with the pipeline's block, every environment in one account and region."""
     context["mapload"]["pipeline"] = {
         "account": "111111111111",
         "region": "eu-west-2",
@@ -75,7 +75,11 @@ def test_null_in_cdk_json_is_not_set_in_the_pipeline(cdk_json: dict[str, Any]) -
     }
     for env in context["mapload"]["environments"].values():
         env.update(account="111111111111", region="eu-west-2")
-    built = app_module.build_app({**context, "pipeline": "true"})
+    return {**context, "pipeline": "true"}
+
+
+def test_null_in_cdk_json_is_not_set_in_the_pipeline(cdk_json: dict[str, Any]) -> None:
+    built = app_module.build_app(_pipeline(_context(cdk_json, "prod", **NOT_SET)))
     pipeline = built.node.find_child(PIPELINE_STACK_ID)
     assert isinstance(pipeline, PipelineStack)
     _not_set(pipeline.stages["prod"].config)
@@ -191,6 +195,17 @@ def test_synth_checks_every_environment_of_cdk_json_not_only_the_one_it_builds(
     context["mapload"]["environments"]["prod"]["worker_reserved_concurrency"] = 800
     with pytest.raises(MaploadConfigError, match=r"staging 800 \+ prod 800 = 1600"):
         app_module.build_app({**context, "env": "dev"})
+
+
+def test_the_pipeline_sums_the_reservations_of_the_stages_sharing_an_account(
+    cdk_json: dict[str, Any],
+) -> None:
+    context = _context(cdk_json, "staging", worker_reserved_concurrency="500", max_concurrency_cap=500)
+    context["mapload"]["environments"]["prod"].update(
+        worker_reserved_concurrency=500, max_concurrency_cap=500
+    )
+    with pytest.raises(MaploadConfigError, match=r"staging 500 \+ prod 500 = 1000 .*at most 900"):
+        app_module.build_app(_pipeline(context))
 
 
 @pytest.mark.parametrize("env", ["dev", "staging", "prod"])
