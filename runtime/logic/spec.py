@@ -24,7 +24,6 @@ from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec_model import (
     ATTRIBUTE_TYPES,
     COPY_ALL,
-    DEFAULT_MAX_RECORD_BYTES,
     FORMATS,
     JOB_ID_PATTERN,
     MAX_CONCURRENCY,
@@ -33,6 +32,8 @@ from logic.spec_model import (
     PARALLELISM,
     RDF_FORMATS,
     VERSION,
+    CsvOptions,
+    Template,
 )
 
 __all__ = [
@@ -47,7 +48,9 @@ __all__ = [
     "RDF_FORMATS",
     "VERSION",
     "XSD",
+    "CsvOptions",
     "JobSpec",
+    "Template",
     "check_fields",
     "check_source_bucket",
     "parse_s3_uri",
@@ -64,29 +67,6 @@ _INPUT: TypeAdapter[
 ] = TypeAdapter(model.Input)
 _S3_URI = re.compile(model.S3_URI_PATTERN)
 _JOB_ID = re.compile(model.JOB_ID_PATTERN)
-
-
-@dataclass(frozen=True)
-class Template:
-    """A `{field}` template (`{{` and `}}` are literal braces), split once into literals and fields.
-
-    Rendering is `literals[0] + value(fields[0]) + literals[1] + ... + literals[-1]`.
-    """
-
-    text: str
-    literals: tuple[str, ...]
-    fields: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CsvOptions:
-    """How CSV lines split into fields."""
-
-    header: bool = True
-    delimiter: str = ","
-    columns: tuple[str, ...] | None = None
-    comment: str | None = None
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
 
 
 @dataclass(frozen=True)
@@ -252,10 +232,9 @@ def parse_template(text: object, field: str, *, allow_empty: bool = True) -> Tem
     """Split a template once, so that rendering per record is a join of prepared parts."""
     try:
         model.template_check(allow_empty=allow_empty)(text)
-        literals, fields = model.split_template(str(text))
+        return Template.parse(str(text))
     except ValueError as error:
         raise InputValidationError(field, str(error)) from None
-    return Template(str(text), literals, fields)
 
 
 def parse_spec(
@@ -278,16 +257,14 @@ def parse_spec(
         raise _input_error(error.errors()[0], _described(key_schema)) from None
     csv = getattr(given, "csv", None)
     if given.format == "opencypher":  # Neptune's CSV: a header line, comma-separated
-        csv = model.CsvOptions()
+        csv = CsvOptions()
     graph = getattr(given, "graph", None)  # format dynamodb-json has none
     spec = JobSpec(
         source=given.source,
         format=given.format,
         dynamodb=_dynamodb(getattr(given, "dynamodb", None), key_schema),
         job_id=_job_id(given.job_id or None, execution_name),
-        csv=None
-        if csv is None
-        else CsvOptions(csv.header, csv.delimiter, _tuple(csv.columns), csv.comment, csv.max_record_bytes),
+        csv=csv,
         shard_size_mib=given.shard_size_mib,
         max_concurrency=given.max_concurrency,
         max_rejected_percent=given.max_rejected_percent,
@@ -585,10 +562,6 @@ def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return items
 
 
-def _tuple(items: Sequence[str] | None) -> tuple[str, ...] | None:
-    return None if items is None else tuple(items)
-
-
 def _described(key_schema: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{name} ({kind})" for name, kind in key_schema)
 
@@ -603,7 +576,9 @@ def _dynamodb(
     # format dynamodb-json without a key: each key attribute is the item's own (`{pk}`), and
     # without attributes every other attribute is copied (writeMode delete needs the key alone).
     as_is = given.key is None
-    given_key = {name: f"{{{name}}}" for name in key_names} if given.key is None else given.key
+    given_key = (
+        {name: Template.parse(f"{{{name}}}") for name in key_names} if given.key is None else given.key
+    )
     copy_all = isinstance(given.attributes, str) or (
         as_is and "attributes" not in given.model_fields_set and given.write_mode != "delete"
     )
@@ -622,7 +597,7 @@ def _dynamodb(
             raise InputValidationError(
                 path, f"missing: give a template for each key attribute of the table: {described}"
             )
-        keys.append(KeyAttribute(name, kind, parse_template(given_key[name], path)))
+        keys.append(KeyAttribute(name, kind, given_key[name]))
     mode, version = given.write_mode, given.version
     if copy_all or isinstance(given.attributes, str):  # COPY_ALL
         _check_version(version, ())
@@ -634,8 +609,8 @@ def _dynamodb(
             raise InputValidationError(
                 path, "is a key attribute of the table; key attributes are filled from dynamodb.key"
             )
-        if isinstance(value, str):
-            attributes.append(Attribute(name, "S", template=parse_template(value, path)))
+        if isinstance(value, Template):
+            attributes.append(Attribute(name, "S", template=value))
         else:
             attributes.append(
                 Attribute(
@@ -674,18 +649,18 @@ def _graph(
     if isinstance(given, model.PropertyGraph):
         vertices = tuple(
             Vertex(
-                _template(item.id),
-                tuple(map(_template, [item.label] if isinstance(item.label, str) else item.label)),
+                item.id,
+                (item.label,) if isinstance(item.label, Template) else tuple(item.label),
                 _properties(item.properties),
             )
             for item in given.vertices
         )
         edges = tuple(
             Edge(
-                _template(item.from_),
-                _template(item.to),
-                _template(item.label),
-                None if item.id is None else _template(item.id),
+                item.from_,
+                item.to,
+                item.label,
+                item.id,
                 _properties(item.properties),
             )
             for item in given.edges
@@ -705,10 +680,10 @@ def _graph(
     return GraphTarget(statements=statements, **_loader_options(given))
 
 
-def _properties(given: Mapping[str, str | model.TypedProperty]) -> tuple[Property, ...]:
+def _properties(given: Mapping[str, Template | model.TypedProperty]) -> tuple[Property, ...]:
     return tuple(
-        Property(name, "String", template=_template(value))
-        if isinstance(value, str)
+        Property(name, "String", template=value)
+        if isinstance(value, Template)
         else Property(name, value.type, field=value.field, optional=value.optional)
         for name, value in given.items()
     )
@@ -745,32 +720,25 @@ def _loader_options(given: model.GraphOptions) -> dict[str, Any]:
 
 
 def _term(
-    given: str
+    given: Template
     | model.IriNode
     | model.BlankNode
     | model.OptionalIri
     | model.OptionalBlank
     | model.LiteralTerm,
 ) -> Term:
-    """A validated term; its templates split (they were checked, so splitting cannot fail)."""
-    if isinstance(given, str):
-        return Term("iri", _template(given))
+    """A validated term (its templates already split)."""
+    if isinstance(given, Template):
+        return Term("iri", given)
     optional = given.optional
     if isinstance(given, model.IriNode | model.OptionalIri):
-        return Term("iri", _template(given.iri), optional=optional)
+        return Term("iri", given.iri, optional=optional)
     if isinstance(given, model.BlankNode | model.OptionalBlank):
-        return Term("blank", _template(given.blank), optional=optional)
+        return Term("blank", given.blank, optional=optional)
     datatype = given.datatype
     if datatype is not None and re.fullmatch(r"xsd:[A-Za-z]+", datatype):
         datatype = XSD + datatype[4:]
-    return Term(
-        "literal", _template(given.literal), datatype=datatype, language=given.language, optional=optional
-    )
-
-
-def _template(text: str) -> Template:
-    literals, fields = model.split_template(text)
-    return Template(text, literals, fields)
+    return Term("literal", given.literal, datatype=datatype, language=given.language, optional=optional)
 
 
 def _job_id(given: str | None, execution_name: str | None) -> str:

@@ -233,11 +233,59 @@ def check_iri_literals(text: str, literals: tuple[str, ...]) -> None:
             raise ValueError(f"{bad.group()!r} may not appear in an IRI (in {text!r})")
 
 
-TemplateText = Annotated[str, Checked(TEMPLATE_PATTERN, template_check(allow_empty=True))]
+@dataclass(frozen=True)
+class Template:
+    """A `{field}` template (`{{` and `}}` are literal braces), split once into literals and fields.
+
+    Rendering is `literals[0] + value(fields[0]) + literals[1] + ... + literals[-1]`. In the input
+    and its normalized form a template is its text (`TemplateSyntax` validates and serializes it).
+    """
+
+    text: str
+    literals: tuple[str, ...]
+    fields: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Template:
+        """Split `text` (raises ValueError when it is not a template)."""
+        literals, fields = split_template(text)
+        return cls(text, literals, fields)
+
+
+@dataclass(frozen=True)
+class TemplateSyntax:
+    """A template string that `check` accepts, validated into a Template and dumped as its text; the
+    schema states `pattern` (and `minLength`), which accept exactly the same strings."""
+
+    pattern: str
+    check: Callable[[object], object]
+    min_length: int | None = None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        text = core_schema.no_info_before_validator_function(
+            self.check, core_schema.str_schema(min_length=self.min_length)
+        )
+        return core_schema.no_info_after_validator_function(
+            Template.parse, text, serialization=core_schema.plain_serializer_function_ser_schema(_text)
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "pattern": self.pattern}
+
+
+def _text(template: Template) -> str:
+    return template.text
+
+
+TemplateText = Annotated[Template, TemplateSyntax(TEMPLATE_PATTERN, template_check(allow_empty=True))]
 KeyTemplateText = Annotated[
-    str, Field(min_length=1), Checked(TEMPLATE_PATTERN, template_check(allow_empty=False))
+    Template, TemplateSyntax(TEMPLATE_PATTERN, template_check(allow_empty=False), min_length=1)
 ]
-IriTemplateText = Annotated[str, Checked(IRI_TEMPLATE_PATTERN, template_check(allow_empty=False, iri=True))]
+IriTemplateText = Annotated[
+    Template, TemplateSyntax(IRI_TEMPLATE_PATTERN, template_check(allow_empty=False, iri=True))
+]
 
 
 def _whole_number(value: object) -> object:
