@@ -33,7 +33,9 @@ from logic.spec_model import (
     RDF_FORMATS,
     VERSION,
     CsvOptions,
+    Edge,
     Template,
+    Vertex,
 )
 
 __all__ = [
@@ -129,37 +131,6 @@ class Statement:
     predicate: Term
     object: Term
     graph: Term | None = None
-
-
-@dataclass(frozen=True)
-class Property:
-    """One vertex or edge property: a template (type String) or a typed copy of one field."""
-
-    name: str
-    type: str  # one of spec_model.PROPERTY_TYPES
-    template: Template | None = None
-    field: str | None = None
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class Vertex:
-    """graph.vertices[i]: one vertex per record."""
-
-    id: Template
-    labels: tuple[Template, ...]
-    properties: tuple[Property, ...] = ()
-
-
-@dataclass(frozen=True)
-class Edge:
-    """graph.edges[i]: one edge per record; `id` None: a deterministic id (logic/property_graph.py)."""
-
-    start: Template
-    end: Template
-    label: Template
-    id: Template | None = None
-    properties: tuple[Property, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -327,7 +298,7 @@ def id_shape(spec: JobSpec) -> endpoints.IdShape:
     if graph is None:
         return endpoints.IdShape()
     templates = {
-        t.text: t for t in [v.id for v in graph.vertices] + [e for g in graph.edges for e in (g.start, g.end)]
+        t.text: t for t in [v.id for v in graph.vertices] + [e for g in graph.edges for e in (g.from_, g.to)]
     }
     reading = [t for t in templates.values() if t.fields]
     fields = {name for t in reading for name in t.fields}
@@ -400,7 +371,7 @@ def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
         yield from _property_references(where, vertex.properties)
     for index, edge in enumerate(spec.graph.edges):
         where = f"graph.edges[{index}]"
-        parts = (("from", edge.start), ("to", edge.end), ("label", edge.label), ("id", edge.id))
+        parts = (("from", edge.from_), ("to", edge.to), ("label", edge.label), ("id", edge.id))
         for part, template in parts:
             if template is not None:
                 yield from _template_references(f"{where}.{part}", template)
@@ -412,13 +383,13 @@ def _template_references(path: str, template: Template) -> Iterator[tuple[str, s
         yield path, name
 
 
-def _property_references(where: str, properties: Sequence[Property]) -> Iterator[tuple[str, str]]:
-    for prop in properties:
-        path = f"{where}.properties.{_name(prop.name)}"
-        if prop.template is not None:
-            yield from _template_references(path, prop.template)
-        elif prop.field is not None:
-            yield f"{path}.field", prop.field
+def _property_references(where: str, properties: model.Properties) -> Iterator[tuple[str, str]]:
+    for name, value in properties.items():
+        path = f"{where}.properties.{_name(name)}"
+        if isinstance(value, Template):
+            yield from _template_references(path, value)
+        else:
+            yield f"{path}.field", value.field
 
 
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
@@ -491,35 +462,9 @@ def _term_to_json(term: Term) -> str | dict[str, Any]:
     return out
 
 
-def _property_to_json(prop: Property) -> str | dict[str, Any]:
-    if prop.template is not None:
-        return prop.template.text
-    return {"field": prop.field, "type": prop.type, "optional": prop.optional}
-
-
-def _properties_to_json(properties: Sequence[Property]) -> dict[str, Any]:
-    return {prop.name: _property_to_json(prop) for prop in properties}
-
-
 def _property_graph_to_json(graph: GraphTarget) -> dict[str, Any]:
-    vertices = [
-        {
-            "id": vertex.id.text,
-            "label": [label.text for label in vertex.labels],
-            "properties": _properties_to_json(vertex.properties),
-        }
-        for vertex in graph.vertices
-    ]
-    edges = [
-        {
-            "from": edge.start.text,
-            "to": edge.end.text,
-            "label": edge.label.text,
-            **({"id": edge.id.text} if edge.id is not None else {}),
-            "properties": _properties_to_json(edge.properties),
-        }
-        for edge in graph.edges
-    ]
+    vertices = [vertex.model_dump(by_alias=True) for vertex in graph.vertices]
+    edges = [edge.model_dump(by_alias=True, exclude_none=True) for edge in graph.edges]
     return {"model": "property", "vertices": vertices, "edges": edges}
 
 
@@ -647,24 +592,7 @@ def _graph(
     if isinstance(given, model.OpencypherGraph):  # rows already are vertices and edges
         return GraphTarget(model="property", **_loader_options(given))
     if isinstance(given, model.PropertyGraph):
-        vertices = tuple(
-            Vertex(
-                item.id,
-                (item.label,) if isinstance(item.label, Template) else tuple(item.label),
-                _properties(item.properties),
-            )
-            for item in given.vertices
-        )
-        edges = tuple(
-            Edge(
-                item.from_,
-                item.to,
-                item.label,
-                item.id,
-                _properties(item.properties),
-            )
-            for item in given.edges
-        )
+        vertices, edges = tuple(given.vertices), tuple(given.edges)
         _check_property_types("vertices", vertices)
         _check_property_types("edges", edges)
         return GraphTarget(model="property", vertices=vertices, edges=edges, **_loader_options(given))
@@ -680,25 +608,17 @@ def _graph(
     return GraphTarget(statements=statements, **_loader_options(given))
 
 
-def _properties(given: Mapping[str, Template | model.TypedProperty]) -> tuple[Property, ...]:
-    return tuple(
-        Property(name, "String", template=value)
-        if isinstance(value, Template)
-        else Property(name, value.type, field=value.field, optional=value.optional)
-        for name, value in given.items()
-    )
-
-
 def _check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> None:
     """A staged file has one column per property name: one type per name across the section."""
     first: dict[str, tuple[str, int]] = {}
     for index, element in enumerate(elements):
-        for prop in element.properties:
-            seen = first.setdefault(prop.name, (prop.type, index))
-            if seen[0] != prop.type:
+        for name, value in element.properties.items():
+            kind = model.property_type(value)
+            seen = first.setdefault(name, (kind, index))
+            if seen[0] != kind:
                 raise InputValidationError(
-                    f"graph.{section}[{index}].properties.{_name(prop.name)}",
-                    f"is type {prop.type} here but {seen[0]} in graph.{section}[{seen[1]}]: "
+                    f"graph.{section}[{index}].properties.{_name(name)}",
+                    f"is type {kind} here but {seen[0]} in graph.{section}[{seen[1]}]: "
                     "the staged file has one column per property name, so one type",
                 )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -377,9 +378,10 @@ def _term_shape(*kinds: str) -> Discriminator:
     """A term: an IRI template string, or an object with exactly one of `kinds`."""
 
     def choose(value: Any) -> str | None:
-        if isinstance(value, str):
+        if isinstance(value, str | Template):
             return "~text"
-        given = [kind for kind in kinds if isinstance(value, Mapping) and kind in value]
+        names = type(value).model_fields if isinstance(value, Model) else value
+        given = [kind for kind in kinds if isinstance(names, Mapping) and kind in names]
         return f"~{given[0]}" if len(given) == 1 else None
 
     return _shape(choose, f"an IRI template or an object with exactly one of: {', '.join(kinds)}")
@@ -489,7 +491,9 @@ class TypedField(Model):
 AttributeValue = Annotated[
     Annotated[TemplateText, Tag("~text")] | Annotated[TypedField, Tag("~field")],
     _shape(
-        lambda v: "~text" if isinstance(v, str) else "~field" if isinstance(v, Mapping) else None,
+        lambda v: (
+            "~text" if isinstance(v, str | Template) else "~field" if isinstance(v, Mapping | Model) else None
+        ),
         'a template string or {"field": ..., "type": "S", "optional": false}',
     ),
 ]
@@ -716,10 +720,17 @@ class TypedProperty(Model):
     optional: bool = False
 
 
+def property_type(value: Template | TypedProperty) -> PropertyType:
+    """A property's type: a template is a String property."""
+    return "String" if isinstance(value, Template) else value.type
+
+
 PropertyValue = Annotated[
     Annotated[TemplateText, Tag("~text")] | Annotated[TypedProperty, Tag("~field")],
     _shape(
-        lambda v: "~text" if isinstance(v, str) else "~field" if isinstance(v, Mapping) else None,
+        lambda v: (
+            "~text" if isinstance(v, str | Template) else "~field" if isinstance(v, Mapping | Model) else None
+        ),
         'a template string or {"field": ..., "type": "String", "optional": false}',
     ),
 ]
@@ -735,9 +746,10 @@ Labels = Annotated[
     Annotated[KeyTemplateText, Tag("~text")]
     | Annotated[list[KeyTemplateText], Field(min_length=1), Tag("~list")],
     _shape(
-        lambda v: "~text" if isinstance(v, str) else "~list" if isinstance(v, list) else None,
+        lambda v: "~text" if isinstance(v, str | Template) else "~list" if isinstance(v, list) else None,
         "a template string or a non-empty list of them",
     ),
+    AfterValidator(lambda labels: [labels] if isinstance(labels, Template) else labels),  # one form
 ]
 
 
@@ -747,6 +759,11 @@ class Vertex(Model):
     id: KeyTemplateText
     label: Labels
     properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
+
+    @property
+    def labels(self) -> tuple[Template, ...]:
+        """The label templates, one or more (a single label is validated into a list of one)."""
+        return (self.label,) if isinstance(self.label, Template) else tuple(self.label)
 
 
 class Edge(Model):
