@@ -32,9 +32,12 @@ from logic.spec_model import (
     PARALLELISM,
     RDF_FORMATS,
     VERSION,
+    XSD,
     CsvOptions,
     Edge,
+    Statement,
     Template,
+    Term,
     Vertex,
 )
 
@@ -61,7 +64,6 @@ __all__ = [
     "spec_to_json",
 ]
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
 KEY_TYPES = ("S", "N", "B")
 _STATEMENT_FIELDS = ("subject", "predicate", "object", "graph")
 _INPUT: TypeAdapter[
@@ -106,31 +108,6 @@ class DynamoDbTarget:
     copy_all: bool = False
     write_mode: str = "put"
     version: str | None = None  # newerWins: the attribute (type N) that orders records
-
-
-@dataclass(frozen=True)
-class Term:
-    """A template for one RDF term: an IRI, a blank node label, or a literal.
-
-    Field values substituted into an IRI or blank node template are percent-encoded, so no
-    value can end the IRI or change its structure; literal text is escaped when serialized.
-    """
-
-    kind: str  # "iri" | "blank" | "literal"
-    template: Template
-    datatype: str | None = None
-    language: str | None = None
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class Statement:
-    """subject, predicate, object (and optional graph name) templates: one statement per record."""
-
-    subject: Term
-    predicate: Term
-    object: Term
-    graph: Term | None = None
 
 
 @dataclass(frozen=True)
@@ -361,7 +338,7 @@ def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
         for part in _STATEMENT_FIELDS:
             term = getattr(statement, part)
             if term is not None:
-                for name in term.template.fields:
+                for name in model.term_template(term).fields:
                     yield f"graph.statements[{index}].{part}", name
     for index, vertex in enumerate(spec.graph.vertices):
         where = f"graph.vertices[{index}]"
@@ -450,16 +427,10 @@ def _typed_to_json(attribute: Attribute, write_mode: str) -> dict[str, Any]:
 
 
 def _term_to_json(term: Term) -> str | dict[str, Any]:
-    if term.kind == "iri" and not term.optional:
-        return term.template.text
-    out: dict[str, Any] = {term.kind: term.template.text}
-    if term.datatype is not None:
-        out["datatype"] = term.datatype
-    if term.language is not None:
-        out["language"] = term.language
-    if term.optional:
-        out["optional"] = True
-    return out
+    """An IRI that is not optional as its template's text; any other term without its defaults."""
+    if isinstance(term, Template) or (term.kind == "iri" and not term.optional):
+        return model.term_template(term).text
+    return term.model_dump(by_alias=True, exclude_defaults=True)
 
 
 def _property_graph_to_json(graph: GraphTarget) -> dict[str, Any]:
@@ -471,16 +442,14 @@ def _property_graph_to_json(graph: GraphTarget) -> dict[str, Any]:
 def _graph_to_json(graph: GraphTarget) -> dict[str, Any]:
     if graph.model == "property":
         return {**_property_graph_to_json(graph), **_loader_options_to_json(graph)}
-    statements = []
-    for statement in graph.statements:
-        item = {
-            "subject": _term_to_json(statement.subject),
-            "predicate": _term_to_json(statement.predicate),
-            "object": _term_to_json(statement.object),
+    statements = [
+        {
+            part: _term_to_json(term)
+            for part in _STATEMENT_FIELDS
+            if (term := getattr(statement, part)) is not None
         }
-        if statement.graph is not None:
-            item["graph"] = _term_to_json(statement.graph)
-        statements.append(item)
+        for statement in graph.statements
+    ]
     # "model" is left out for RDF: N-Quads/N-Triples inputs have no such field.
     return {"statements": statements, **_loader_options_to_json(graph)}
 
@@ -596,16 +565,7 @@ def _graph(
         _check_property_types("vertices", vertices)
         _check_property_types("edges", edges)
         return GraphTarget(model="property", vertices=vertices, edges=edges, **_loader_options(given))
-    statements = tuple(
-        Statement(
-            _term(item.subject),
-            _term(item.predicate),
-            _term(item.object),
-            None if item.graph is None else _term(item.graph),
-        )
-        for item in given.statements
-    )
-    return GraphTarget(statements=statements, **_loader_options(given))
+    return GraphTarget(statements=tuple(given.statements), **_loader_options(given))
 
 
 def _check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> None:
@@ -637,28 +597,6 @@ def _loader_options(given: model.GraphOptions) -> dict[str, Any]:
             {"max_dangling_percent": given.max_dangling_percent} if isinstance(given, model.EdgeCheck) else {}
         ),
     )
-
-
-def _term(
-    given: Template
-    | model.IriNode
-    | model.BlankNode
-    | model.OptionalIri
-    | model.OptionalBlank
-    | model.LiteralTerm,
-) -> Term:
-    """A validated term (its templates already split)."""
-    if isinstance(given, Template):
-        return Term("iri", given)
-    optional = given.optional
-    if isinstance(given, model.IriNode | model.OptionalIri):
-        return Term("iri", given.iri, optional=optional)
-    if isinstance(given, model.BlankNode | model.OptionalBlank):
-        return Term("blank", given.blank, optional=optional)
-    datatype = given.datatype
-    if datatype is not None and re.fullmatch(r"xsd:[A-Za-z]+", datatype):
-        datatype = XSD + datatype[4:]
-    return Term("literal", given.literal, datatype=datatype, language=given.language, optional=optional)
 
 
 def _job_id(given: str | None, execution_name: str | None) -> str:

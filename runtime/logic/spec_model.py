@@ -332,8 +332,11 @@ Comment = Annotated[
     matches(COMMENT_PATTERN, lambda v: f"must be null or a non-empty one-line prefix like '#', got {v!r}"),
 ]
 LoadId = Annotated[str, matches(LOAD_ID_PATTERN, lambda v: f"must be a loader load id, got {v!r}")]
+XSD = "http://www.w3.org/2001/XMLSchema#"
 Datatype = Annotated[
-    str, matches(DATATYPE_PATTERN, lambda v: f"must be an absolute IRI or xsd:NAME, got {v!r}")
+    str,
+    matches(DATATYPE_PATTERN, lambda v: f"must be an absolute IRI or xsd:NAME, got {v!r}"),
+    AfterValidator(lambda v: XSD + v[4:] if re.fullmatch(r"xsd:[A-Za-z]+", v) else v),  # one spelling
 ]
 Language = Annotated[
     str, matches(LANGUAGE_PATTERN, lambda v: f"must be a language tag like en or en-GB, got {v!r}")
@@ -607,23 +610,31 @@ NeverOptional = Annotated[Literal[False], BeforeValidator(_not_optional)]
 class IriNode(Model):
     iri: IriTemplateText
     optional: NeverOptional = False
+    kind: ClassVar[str] = "iri"
+
+    @property
+    def template(self) -> Template:
+        return self.iri
 
 
 class BlankNode(Model):
     blank: KeyTemplateText
     optional: NeverOptional = False
+    kind: ClassVar[str] = "blank"
+
+    @property
+    def template(self) -> Template:
+        return self.blank
 
 
-class OptionalIri(Model):
+class OptionalIri(IriNode):
     """An object's IRI; optional: the statement is left out when a field it names is empty."""
 
-    iri: IriTemplateText
-    optional: bool = False
+    optional: bool = False  # type: ignore[assignment]
 
 
-class OptionalBlank(Model):
-    blank: KeyTemplateText
-    optional: bool = False
+class OptionalBlank(BlankNode):
+    optional: bool = False  # type: ignore[assignment]
 
 
 class LiteralTerm(Model):
@@ -633,6 +644,7 @@ class LiteralTerm(Model):
     datatype: Datatype | None = None
     language: Language | None = None
     optional: bool = False
+    kind: ClassVar[str] = "literal"
     model_config = ConfigDict(
         title="Literal", json_schema_extra={"not": {"required": ["datatype", "language"]}}
     )
@@ -642,6 +654,19 @@ class LiteralTerm(Model):
         if self.datatype is not None and self.language is not None:
             raise fail("a literal has a datatype or a language, not both")
         return self
+
+    @property
+    def template(self) -> Template:
+        return self.literal
+
+
+# A term of a statement: an IRI template string, or an object naming its kind.
+Term = Template | IriNode | BlankNode | LiteralTerm
+
+
+def term_template(term: Term) -> Template:
+    """The template a term renders."""
+    return term if isinstance(term, Template) else term.template
 
 
 Subject = Annotated[
