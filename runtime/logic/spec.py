@@ -35,7 +35,6 @@ from logic.spec_model import (
     XSD,
     CsvOptions,
     Edge,
-    Statement,
     Template,
     Term,
     Vertex,
@@ -111,27 +110,6 @@ class DynamoDbTarget:
 
 
 @dataclass(frozen=True)
-class GraphTarget:
-    """The `graph` section: statements (model "rdf") or vertices and edges (model "property") for
-    CSV/JSON Lines records, staging and loader options."""
-
-    statements: tuple[Statement, ...] = ()
-    model: str = "rdf"
-    vertices: tuple[Vertex, ...] = ()
-    edges: tuple[Edge, ...] = ()
-    gzip: bool = False
-    parallelism: str = "HIGH"
-    fail_on_error: bool = True
-    queue_request: bool = True
-    update_single_cardinality_properties: bool = False
-    dependencies: tuple[str, ...] = ()
-    poll_seconds: int = 30
-    timeout_minutes: int = 720
-    # A property graph's tolerance for edges whose endpoint is neither staged nor in the graph.
-    max_dangling_percent: float = 0
-
-
-@dataclass(frozen=True)
 class JobSpec:
     """A validated execution input with every default filled in."""
 
@@ -145,7 +123,7 @@ class JobSpec:
     max_rejected_percent: float = 1
     dry_run: bool = False
     version: int = VERSION
-    graph: GraphTarget | None = None
+    graph: model.Graph | None = None
     # Job-wide DynamoDB write units per second shared by the running shards; None: no budget.
     write_units_per_second: float | None = None
 
@@ -383,9 +361,7 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     if spec.dynamodb is not None:
         out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)
     if spec.graph is not None:
-        out["graph"] = (
-            _loader_options_to_json(spec.graph) if spec.format == "opencypher" else _graph_to_json(spec.graph)
-        )
+        out["graph"] = _graph_to_json(spec.graph)
     out["shardSizeMiB"] = spec.shard_size_mib
     out["maxConcurrency"] = spec.max_concurrency
     out["maxRejectedPercent"] = spec.max_rejected_percent
@@ -433,39 +409,22 @@ def _term_to_json(term: Term) -> str | dict[str, Any]:
     return term.model_dump(by_alias=True, exclude_defaults=True)
 
 
-def _property_graph_to_json(graph: GraphTarget) -> dict[str, Any]:
-    vertices = [vertex.model_dump(by_alias=True) for vertex in graph.vertices]
-    edges = [edge.model_dump(by_alias=True, exclude_none=True) for edge in graph.edges]
-    return {"model": "property", "vertices": vertices, "edges": edges}
-
-
-def _graph_to_json(graph: GraphTarget) -> dict[str, Any]:
-    if graph.model == "property":
-        return {**_property_graph_to_json(graph), **_loader_options_to_json(graph)}
-    statements = [
-        {
-            part: _term_to_json(term)
-            for part in _STATEMENT_FIELDS
-            if (term := getattr(statement, part)) is not None
-        }
-        for statement in graph.statements
-    ]
-    # "model" is left out for RDF: N-Quads/N-Triples inputs have no such field.
-    return {"statements": statements, **_loader_options_to_json(graph)}
-
-
-def _loader_options_to_json(graph: GraphTarget) -> dict[str, Any]:
-    return {
-        "gzip": graph.gzip,
-        "parallelism": graph.parallelism,
-        "failOnError": graph.fail_on_error,
-        "queueRequest": graph.queue_request,
-        "updateSingleCardinalityProperties": graph.update_single_cardinality_properties,
-        "dependencies": list(graph.dependencies),
-        "pollSeconds": graph.poll_seconds,
-        "timeoutMinutes": graph.timeout_minutes,
-        **({"maxDanglingPercent": graph.max_dangling_percent} if graph.model == "property" else {}),
-    }
+def _graph_to_json(graph: model.Graph) -> dict[str, Any]:
+    """The graph section; "model" is left out for RDF (N-Quads/N-Triples inputs have no such field)."""
+    rdf = isinstance(graph, model.RecordGraph)
+    out = graph.model_dump(by_alias=True, exclude={"model", "edges", "statements"} if rdf else {"edges"})
+    if isinstance(graph, model.PropertyGraph):
+        out["edges"] = [edge.model_dump(by_alias=True, exclude_none=True) for edge in graph.edges]
+    elif isinstance(graph, model.RecordGraph | model.RdfGraph):
+        out["statements"] = [
+            {
+                part: _term_to_json(term)
+                for part in _STATEMENT_FIELDS
+                if (term := getattr(statement, part)) is not None
+            }
+            for statement in graph.statements
+        ]
+    return out
 
 
 def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -555,17 +514,11 @@ def _check_version(version: str | None, attributes: Sequence[Attribute]) -> None
         )
 
 
-def _graph(
-    given: model.RecordGraph | model.PropertyGraph | model.RdfGraph | model.OpencypherGraph,
-) -> GraphTarget:
-    if isinstance(given, model.OpencypherGraph):  # rows already are vertices and edges
-        return GraphTarget(model="property", **_loader_options(given))
+def _graph(given: model.Graph) -> model.Graph:
     if isinstance(given, model.PropertyGraph):
-        vertices, edges = tuple(given.vertices), tuple(given.edges)
-        _check_property_types("vertices", vertices)
-        _check_property_types("edges", edges)
-        return GraphTarget(model="property", vertices=vertices, edges=edges, **_loader_options(given))
-    return GraphTarget(statements=tuple(given.statements), **_loader_options(given))
+        _check_property_types("vertices", given.vertices)
+        _check_property_types("edges", given.edges)
+    return given
 
 
 def _check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> None:
@@ -581,22 +534,6 @@ def _check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> No
                     f"is type {kind} here but {seen[0]} in graph.{section}[{seen[1]}]: "
                     "the staged file has one column per property name, so one type",
                 )
-
-
-def _loader_options(given: model.GraphOptions) -> dict[str, Any]:
-    return dict(
-        gzip=given.gzip,
-        parallelism=given.parallelism,
-        fail_on_error=given.fail_on_error,
-        queue_request=given.queue_request,
-        update_single_cardinality_properties=given.update_single_cardinality_properties,
-        dependencies=tuple(given.dependencies),
-        poll_seconds=given.poll_seconds,
-        timeout_minutes=given.timeout_minutes,
-        **(
-            {"max_dangling_percent": given.max_dangling_percent} if isinstance(given, model.EdgeCheck) else {}
-        ),
-    )
 
 
 def _job_id(given: str | None, execution_name: str | None) -> str:

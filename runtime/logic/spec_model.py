@@ -734,6 +734,8 @@ class RecordGraph(GraphOptions):
         default="rdf", description='"rdf": statements staged as N-Quads; "property": vertices and edges.'
     )
     statements: list[Statement] = Field(min_length=1)
+    vertices: ClassVar[tuple[()]] = ()
+    edges: ClassVar[tuple[()]] = ()
 
 
 class TypedProperty(Model):
@@ -821,6 +823,7 @@ class PropertyGraph(GraphOptions, EdgeCheck):
     model: Literal["property"]
     vertices: list[Vertex] = Field(default_factory=list)
     edges: list[Edge] = Field(default_factory=list)
+    statements: ClassVar[tuple[()]] = ()
     refused = {"statements": 'not allowed when graph.model is "property": give vertices and edges'}
     model_config = ConfigDict(json_schema_extra=lambda schema: _property_graph_schema(schema))
 
@@ -873,6 +876,10 @@ def _property_graph_schema(schema: JsonDict) -> None:
 class OpencypherGraph(GraphOptions, EdgeCheck):
     """The graph target of openCypher CSV sources: each file already is a vertex or an edge file."""
 
+    model: ClassVar[str] = "property"
+    statements: ClassVar[tuple[()]] = ()
+    vertices: ClassVar[tuple[()]] = ()
+    edges: ClassVar[tuple[()]] = ()
     model_config = ConfigDict(
         title="OpencypherGraph", json_schema_extra=lambda schema: _opencypher_graph_schema(schema)
     )
@@ -906,6 +913,14 @@ class RdfGraph(GraphOptions):
     """The graph target of N-Quads/N-Triples: each line already is a statement (`[]` is allowed)."""
 
     statements: list[Statement] = Field(default_factory=list, max_length=0)
+    model: ClassVar[str] = "rdf"
+    vertices: ClassVar[tuple[()]] = ()
+    edges: ClassVar[tuple[()]] = ()
+
+
+# The graph section in each form, as the runtime reads it: `model` ("rdf" or "property"),
+# `statements`, `vertices` and `edges` (empty where the form has none), and the loader options.
+Graph = RecordGraph | PropertyGraph | RdfGraph | OpencypherGraph
 
 
 class Common(Model):
