@@ -1,10 +1,12 @@
-"""Validate the execution input (version 1) into a normalized JobSpec.
+"""Parse the execution input (version 1) into the JobSpec, and word its errors.
 
-The input's shape is defined once, by the pydantic models in logic.spec_model (schemas/
-input.schema.json is generated from them). Here: the first pydantic error as one line naming the
-field, the checks that depend on the deployment (the table's key) or on the data (columns), and the
-normalized, frozen JobSpec the other modules read. Every error is an InputValidationError whose
-`field` is the path of the offending value, e.g. `dynamodb.key.sk`.
+The JobSpec is the validated input model itself (logic.spec_model, the one definition of the input;
+schemas/input.schema.json is generated from it), validated with the table's key as context. Here:
+parse_spec, the first pydantic error as one line naming the field, the checks that need the
+execution (jobId from its name), the data (columns) or the deployment (graph database, Worker
+memory), and the normalized form Plan hands the Workers (spec_to_json: the model's dump, every
+default explicit). Every error is an InputValidationError whose `field` is the path of the
+offending value, e.g. `dynamodb.key.sk`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -34,7 +35,9 @@ from logic.spec_model import (
     VERSION,
     XSD,
     CsvOptions,
+    DynamoDbTarget,
     Edge,
+    JobSpec,
     Template,
     Term,
     Vertex,
@@ -65,93 +68,16 @@ __all__ = [
 
 KEY_TYPES = ("S", "N", "B")
 _STATEMENT_FIELDS = ("subject", "predicate", "object", "graph")
-_INPUT: TypeAdapter[
-    model.CsvInput | model.JsonlInput | model.RdfInput | model.OpencypherInput | model.DynamoDbJsonInput
-] = TypeAdapter(model.Input)
-_S3_URI = re.compile(model.S3_URI_PATTERN)
+_INPUT: TypeAdapter[JobSpec] = TypeAdapter(model.Input)
 _JOB_ID = re.compile(model.JOB_ID_PATTERN)
-
-
-@dataclass(frozen=True)
-class KeyAttribute:
-    """One key attribute of the target table (partition key first) and the template that fills it."""
-
-    name: str
-    type: str
-    template: Template
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """One non-key attribute: a template (type S) or a typed copy of one field.
-
-    `update` is how writeMode update writes it (set, add, setIfAbsent); `separator` splits a set's
-    cell; `source` is "iso8601" when an N attribute's cell is a timestamp."""
-
-    name: str
-    type: str
-    template: Template | None = None
-    field: str | None = None
-    optional: bool = False
-    update: str = "set"
-    separator: str = "|"
-    source: str | None = None
-
-
-@dataclass(frozen=True)
-class DynamoDbTarget:
-    """How a record becomes a DynamoDB item; `copy_all` is the `"attributes": "*"` form."""
-
-    key: tuple[KeyAttribute, ...]
-    attributes: tuple[Attribute, ...] = ()
-    copy_all: bool = False
-    write_mode: str = "put"
-    version: str | None = None  # newerWins: the attribute (type N) that orders records
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """A validated execution input with every default filled in."""
-
-    source: str
-    format: str
-    dynamodb: DynamoDbTarget | None
-    job_id: str
-    csv: CsvOptions | None = None
-    shard_size_mib: float = 64
-    max_concurrency: int = 100
-    max_rejected_percent: float = 1
-    dry_run: bool = False
-    version: int = VERSION
-    graph: model.Graph | None = None
-    # Job-wide DynamoDB write units per second shared by the running shards; None: no budget.
-    write_units_per_second: float | None = None
-
-    @property
-    def bucket(self) -> str:
-        return parse_s3_uri(self.source)[0]
-
-    @property
-    def key(self) -> str:
-        """The object key, or the prefix when `is_prefix`."""
-        return parse_s3_uri(self.source)[1]
-
-    @property
-    def is_prefix(self) -> bool:
-        key = self.key
-        return key == "" or key.endswith("/")
-
-    @property
-    def shard_size_bytes(self) -> int:
-        return max(1, int(self.shard_size_mib * 1024 * 1024))
 
 
 def parse_s3_uri(uri: object, field: str = "source") -> tuple[str, str]:
     """`s3://bucket/key` -> (bucket, key); the key is a prefix when it is empty or ends with "/"."""
-    match = _S3_URI.search(uri) if isinstance(uri, str) else None
-    if match is None:
-        raise InputValidationError(field, model.s3_uri_message(uri))
-    return match.group(1), match.group(2) or ""
+    try:
+        return model.s3_parts(uri)
+    except ValueError as error:
+        raise InputValidationError(field, str(error)) from None
 
 
 def parse_template(text: object, field: str, *, allow_empty: bool = True) -> Template:
@@ -178,27 +104,13 @@ def parse_spec(
     if not isinstance(raw, Mapping):
         raise InputValidationError("$", f"the execution input must be a JSON object, got {model.kind(raw)}")
     try:
-        given = _INPUT.validate_python(dict(raw))
+        given = _INPUT.validate_python(dict(raw), context={"table_key": key_schema})
     except ValidationError as error:
         raise _input_error(error.errors()[0], _described(key_schema)) from None
-    csv = getattr(given, "csv", None)
-    if given.format == "opencypher":  # Neptune's CSV: a header line, comma-separated
-        csv = CsvOptions()
-    graph = getattr(given, "graph", None)  # format dynamodb-json has none
-    spec = JobSpec(
-        source=given.source,
-        format=given.format,
-        dynamodb=_dynamodb(getattr(given, "dynamodb", None), key_schema),
-        job_id=_job_id(given.job_id or None, execution_name),
-        csv=csv,
-        shard_size_mib=given.shard_size_mib,
-        max_concurrency=given.max_concurrency,
-        max_rejected_percent=given.max_rejected_percent,
-        dry_run=given.dry_run,
-        version=given.version,
-        graph=None if graph is None else _graph(graph),
-        write_units_per_second=given.write_units_per_second,
-    )
+    spec = given.model_copy(update={"job_id": _job_id(given.job_id or None, execution_name)})
+    if isinstance(spec.graph, model.PropertyGraph):
+        _check_property_types("vertices", spec.graph.vertices)
+        _check_property_types("edges", spec.graph.edges)
     if spec.csv is not None and spec.csv.columns is not None:
         check_fields(spec, spec.csv.columns)
     return spec
@@ -297,15 +209,15 @@ def references(spec: JobSpec) -> Iterator[tuple[str, str]]:
     """Every (field path, record field name) the item mapping reads."""
     if spec.dynamodb is None:
         return
-    for key in spec.dynamodb.key:
-        for name in key.template.fields:
-            yield f"dynamodb.key.{_name(key.name)}", name
-    for attribute in spec.dynamodb.attributes:
-        if attribute.template is not None:
-            for name in attribute.template.fields:
-                yield f"dynamodb.attributes.{_name(attribute.name)}", name
-        elif attribute.field is not None:
-            yield f"dynamodb.attributes.{_name(attribute.name)}.field", attribute.field
+    for key, template in spec.dynamodb.key.items():
+        for name in template.fields:
+            yield f"dynamodb.key.{_name(key)}", name
+    for attribute, value in spec.dynamodb.mapped.items():
+        if isinstance(value, Template):
+            for name in value.fields:
+                yield f"dynamodb.attributes.{_name(attribute)}", name
+        else:
+            yield f"dynamodb.attributes.{_name(attribute)}.field", value.field
 
 
 def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
@@ -349,57 +261,19 @@ def _property_references(where: str, properties: model.Properties) -> Iterator[t
 
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     """The normalized input, every default explicit; parse_spec of it gives back an equal JobSpec."""
-    out: dict[str, Any] = {"version": spec.version, "source": spec.source, "format": spec.format}
-    if spec.csv is not None and spec.format == "csv":
-        out["csv"] = {
-            "header": spec.csv.header,
-            "delimiter": spec.csv.delimiter,
-            "columns": None if spec.csv.columns is None else list(spec.csv.columns),
-            "comment": spec.csv.comment,
-            "maxRecordBytes": spec.csv.max_record_bytes,
-        }
+    out = spec.model_dump(by_alias=True, exclude={"dynamodb", "graph"})
     if spec.dynamodb is not None:
         out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)
     if spec.graph is not None:
         out["graph"] = _graph_to_json(spec.graph)
-    out["shardSizeMiB"] = spec.shard_size_mib
-    out["maxConcurrency"] = spec.max_concurrency
-    out["maxRejectedPercent"] = spec.max_rejected_percent
-    out["jobId"] = spec.job_id
-    out["dryRun"] = spec.dry_run
-    out["writeUnitsPerSecond"] = spec.write_units_per_second
     return out
 
 
 def _dynamodb_to_json(target: DynamoDbTarget) -> dict[str, Any]:
-    attributes: str | dict[str, Any]
-    if target.copy_all:
-        attributes = COPY_ALL
-    else:
-        attributes = {}
-        for attribute in target.attributes:
-            if attribute.template is not None:
-                attributes[attribute.name] = attribute.template.text
-            else:
-                attributes[attribute.name] = _typed_to_json(attribute, target.write_mode)
-    out: dict[str, Any] = {"key": {k.name: k.template.text for k in target.key}}
-    if target.write_mode != "delete":
-        out["attributes"] = attributes
-    out["writeMode"] = target.write_mode
-    if target.version is not None:
-        out["version"] = target.version
-    return out
-
-
-def _typed_to_json(attribute: Attribute, write_mode: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"field": attribute.field, "type": attribute.type, "optional": attribute.optional}
-    if write_mode == "update":
-        out["update"] = attribute.update
-    if attribute.type in model.SET_TYPES:
-        out["separator"] = attribute.separator
-    if attribute.source is not None:
-        out["from"] = attribute.source
-    return out
+    """The item mapping as validated (a typed attribute holds the defaults its mode and type use);
+    writeMode delete has no attributes."""
+    exclude = {"attributes"} if target.write_mode == "delete" else None
+    return target.model_dump(by_alias=True, exclude_none=True, exclude=exclude)
 
 
 def _term_to_json(term: Term) -> str | dict[str, Any]:
@@ -437,88 +311,6 @@ def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 
 def _described(key_schema: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{name} ({kind})" for name, kind in key_schema)
-
-
-def _dynamodb(
-    given: model.DynamoDbTarget | None, key_schema: tuple[tuple[str, str], ...]
-) -> DynamoDbTarget | None:
-    """The table's key (only the deployment knows it) and the attributes, checked against it."""
-    if given is None:
-        return None
-    described, key_names = _described(key_schema), [name for name, _ in key_schema]
-    # format dynamodb-json without a key: each key attribute is the item's own (`{pk}`), and
-    # without attributes every other attribute is copied (writeMode delete needs the key alone).
-    as_is = given.key is None
-    given_key = (
-        {name: Template.parse(f"{{{name}}}") for name in key_names} if given.key is None else given.key
-    )
-    copy_all = isinstance(given.attributes, str) or (
-        as_is and "attributes" not in given.model_fields_set and given.write_mode != "delete"
-    )
-    for name in given_key:
-        if name not in key_names:
-            hint = difflib.get_close_matches(name, key_names, n=1, cutoff=0.6)
-            suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise InputValidationError(
-                f"dynamodb.key.{_name(name)}",
-                f"not a key attribute of the table{suggestion}; its key is {described}",
-            )
-    keys = []
-    for name, kind in key_schema:
-        path = f"dynamodb.key.{_name(name)}"
-        if name not in given_key:
-            raise InputValidationError(
-                path, f"missing: give a template for each key attribute of the table: {described}"
-            )
-        keys.append(KeyAttribute(name, kind, given_key[name]))
-    mode, version = given.write_mode, given.version
-    if copy_all or isinstance(given.attributes, str):  # COPY_ALL
-        _check_version(version, ())
-        return DynamoDbTarget(key=tuple(keys), copy_all=True, write_mode=mode)
-    attributes = []
-    for name, value in given.attributes.items() if isinstance(given.attributes, dict) else ():
-        path = f"dynamodb.attributes.{_name(name)}"
-        if name in key_names:
-            raise InputValidationError(
-                path, "is a key attribute of the table; key attributes are filled from dynamodb.key"
-            )
-        if isinstance(value, Template):
-            attributes.append(Attribute(name, "S", template=value))
-        else:
-            attributes.append(
-                Attribute(
-                    name,
-                    value.type,
-                    field=value.field,
-                    optional=value.optional,
-                    update=value.update or "set",
-                    separator="|" if value.separator is None else value.separator,
-                    source=value.from_,
-                )
-            )
-    _check_version(version, attributes)
-    return DynamoDbTarget(key=tuple(keys), attributes=tuple(attributes), write_mode=mode, version=version)
-
-
-def _check_version(version: str | None, attributes: Sequence[Attribute]) -> None:
-    """newerWins compares versions in a condition: every item must hold one, a number."""
-    if version is None:
-        return
-    found = next((a for a in attributes if a.name == version), None)
-    if found is None or found.type != "N" or found.optional or found.field is None:
-        mapped = ", ".join(_name(a.name) for a in attributes if a.type == "N" and not a.optional) or "none"
-        raise InputValidationError(
-            "dynamodb.version",
-            f"{version!r} is not a mapped attribute of type N that is not optional "
-            f"(in dynamodb.attributes; such attributes: {mapped})",
-        )
-
-
-def _graph(given: model.Graph) -> model.Graph:
-    if isinstance(given, model.PropertyGraph):
-        _check_property_types("vertices", given.vertices)
-        _check_property_types("edges", given.edges)
-    return given
 
 
 def _check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> None:
@@ -649,7 +441,4 @@ def _path(loc: Sequence[str | int]) -> str:
     return path or "$"
 
 
-def _name(name: str) -> str:
-    """A name as a path part: quoted when it holds a newline or other unprintable character, so
-    the error stays one line."""
-    return name if name.isprintable() else repr(name)
+_name = model.shown_name

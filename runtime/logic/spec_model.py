@@ -1,8 +1,10 @@
 """The execution input (version 1) as pydantic models: the one definition of its shape.
 
-schemas/input.schema.json is generated from these models (`make schemas`); logic.spec turns a
-validated model into the normalized JobSpec and runs the checks no schema can state (the table's
-key, columns named by templates, the poll budget). A rule the schema states is written here once:
+schemas/input.schema.json is generated from these models (`make schemas`), and the validated model
+is the JobSpec the runtime reads (logic.spec parses and words the errors). Checks no schema can
+state are validators here too (the table's key, given as validation context; the poll budget), or
+in logic.spec when they need the data (columns named by templates). A rule the schema states is
+written here once:
 a constraint, a regex pattern (exact in ECMA-262 and Python `re`: ends are `(?![\\s\\S])`, since
 Python's `$` also matches before a trailing newline), or a cross-field rule with its schema form.
 Checks that raise ValueError name no field: pydantic's location of the error names it.
@@ -14,7 +16,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, get_args
 
 from pydantic import (
     AfterValidator,
@@ -25,7 +27,9 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    PrivateAttr,
     Tag,
+    ValidationInfo,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -69,6 +73,8 @@ MAX_CONCURRENCY = 10000
 MAX_WRITE_UNITS_PER_SECOND = 10_000_000
 MAX_DEPENDENCIES = 64  # the loader's queue length
 MAX_POLL_SECONDS = polling.MAX_WAIT_SECONDS  # a poll never waits longer than an hour anyway
+DEFAULT_POLL_SECONDS = 30
+DEFAULT_TIMEOUT_MINUTES = 720
 MAX_TIMEOUT_MINUTES = 525_600  # a year
 
 # The end of the string in both ECMA-262 and Python `re` (no multiline flag in either).
@@ -479,6 +485,16 @@ class TypedField(Model):
         }
     )
 
+    @property
+    def update_action(self) -> UpdateAction:
+        """How writeMode update writes it: SET unless it says otherwise."""
+        return self.update or "set"
+
+    @property
+    def set_separator(self) -> str:
+        """What splits a set's cell into elements."""
+        return "|" if self.separator is None else self.separator
+
     @model_validator(mode="after")
     def _options_fit_the_type(self) -> TypedField:
         sets = ", ".join(SET_TYPES)
@@ -508,8 +524,26 @@ def _attributes_shape(value: Any) -> str | None:
     return "~map" if isinstance(value, Mapping) else None
 
 
+class KeyAttribute(NamedTuple):
+    """One key attribute of the target table (partition key first) and the template that fills it."""
+
+    name: str
+    type: str  # S, N or B
+    template: Template
+
+
+def shown_name(name: str) -> str:
+    """A name as a path part: quoted when it holds a newline or other unprintable character, so
+    the error stays one line."""
+    return name if name.isprintable() else repr(name)
+
+
 class DynamoDbTarget(Model):
     """How a record becomes a DynamoDB item."""
+
+    # Validated with the target table's key as context (`context={"table_key": ((name, S|N|B), ...)}`,
+    # partition key first), `key` names exactly the table's key attributes, in its order; without
+    # that context (a schema check alone) the key is left as given.
 
     key: dict[str, KeyTemplateText] = Field(
         description="A template for each key attribute of the target table (and no other).",
@@ -581,7 +615,100 @@ class DynamoDbTarget(Model):
                         name,
                         "update",
                     )
-        return self
+        return self._defaults_written_out()
+
+    def _defaults_written_out(self) -> DynamoDbTarget:
+        """Each typed attribute with the defaults its mode and type use (update, a set's separator),
+        as the normalized spec writes them: parsing that gives back an equal target."""
+        attributes = {
+            name: value.model_copy(
+                update={
+                    **({"update": value.update_action} if self.write_mode == "update" else {}),
+                    **({"separator": value.set_separator} if value.type in SET_TYPES else {}),
+                }
+            )
+            if isinstance(value, TypedField)
+            else value
+            for name, value in self.mapped.items()
+        }
+        return self.model_copy(update={"attributes": attributes}) if attributes != self.mapped else self
+
+    _key_types: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fits_the_table(self, info: ValidationInfo) -> DynamoDbTarget:
+        table_key: tuple[tuple[str, str], ...] | None = (info.context or {}).get("table_key")
+        if table_key is None:
+            return self
+        names = [name for name, _ in table_key]
+        described = ", ".join(f"{name} ({kind})" for name, kind in table_key)
+        # format dynamodb-json without a key: each key attribute is the item's own (`{pk}`), and
+        # without attributes every other attribute is copied (writeMode delete needs the key alone).
+        as_is = self.key is None
+        given = {name: Template.parse(f"{{{name}}}") for name in names} if self.key is None else self.key
+        for name in given:
+            if name not in names:
+                hint = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+                suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise fail(
+                    f"not a key attribute of the table{suggestion}; its key is {described}", "key", name
+                )
+        for name in names:
+            if name not in given:
+                raise fail(
+                    f"missing: give a template for each key attribute of the table: {described}", "key", name
+                )
+        copy_all = self.copy_all or (
+            as_is and "attributes" not in self.model_fields_set and self.write_mode != "delete"
+        )
+        for name in {} if copy_all else self.mapped:
+            if name in names:
+                raise fail(
+                    "is a key attribute of the table; key attributes are filled from dynamodb.key",
+                    "attributes",
+                    name,
+                )
+        attributes = COPY_ALL if copy_all else self.attributes
+        target = self.model_copy(
+            update={"key": {name: given[name] for name in names}, "attributes": attributes}
+        )
+        target._check_version()
+        target._key_types = dict(table_key)
+        return target
+
+    def _check_version(self) -> None:
+        """newerWins compares versions in a condition: every item must hold one, a number."""
+        if self.version is None:
+            return
+        found = self.mapped.get(self.version)
+        if not isinstance(found, TypedField) or found.type != "N" or found.optional:
+            numbers = [
+                shown_name(name)
+                for name, value in self.mapped.items()
+                if isinstance(value, TypedField) and value.type == "N" and not value.optional
+            ]
+            raise fail(
+                f"{self.version!r} is not a mapped attribute of type N that is not optional "
+                f"(in dynamodb.attributes; such attributes: {', '.join(numbers) or 'none'})",
+                "version",
+            )
+
+    @property
+    def key_attributes(self) -> tuple[KeyAttribute, ...]:
+        """The table's key attributes, partition key first, each with its type and template."""
+        return tuple(
+            KeyAttribute(name, self._key_types[name], template) for name, template in self.key.items()
+        )
+
+    @property
+    def copy_all(self) -> bool:
+        """The `"attributes": "*"` form: every field is copied."""
+        return self.attributes == COPY_ALL
+
+    @property
+    def mapped(self) -> dict[str, Template | TypedField]:
+        """The attributes mapped one by one (none when every field is copied)."""
+        return {} if isinstance(self.attributes, str) else self.attributes
 
 
 class ExportTarget(DynamoDbTarget):
@@ -669,15 +796,22 @@ def term_template(term: Term) -> Template:
     return term if isinstance(term, Template) else term.template
 
 
+def _one_iri_form(term: Term) -> Term:
+    """`{"iri": ...}` that is not optional is the IRI template string: one form, one value."""
+    return term.iri if isinstance(term, IriNode) and not term.optional else term
+
+
 Subject = Annotated[
     Annotated[IriTemplateText, Tag("~text")]
     | Annotated[IriNode, Tag("~iri")]
     | Annotated[BlankNode, Tag("~blank")],
     _term_shape("iri", "blank"),
+    AfterValidator(_one_iri_form),
 ]
 Predicate = Annotated[
     Annotated[IriTemplateText, Tag("~text")] | Annotated[IriNode, Tag("~iri")],
     _term_shape("iri"),
+    AfterValidator(_one_iri_form),
 ]
 Object = Annotated[
     Annotated[IriTemplateText, Tag("~text")]
@@ -685,6 +819,7 @@ Object = Annotated[
     | Annotated[OptionalBlank, Tag("~blank")]
     | Annotated[LiteralTerm, Tag("~literal")],
     _term_shape("iri", "blank", "literal"),
+    AfterValidator(_one_iri_form),
 ]
 
 
@@ -709,8 +844,10 @@ class GraphOptions(Model):
     queue_request: bool = True
     update_single_cardinality_properties: bool = False
     dependencies: list[LoadId] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
-    poll_seconds: Annotated[int, WholeNumber] = Field(default=30, ge=1, le=MAX_POLL_SECONDS)
-    timeout_minutes: Annotated[int, WholeNumber] = Field(default=720, ge=1, le=MAX_TIMEOUT_MINUTES)
+    poll_seconds: Annotated[int, WholeNumber] = Field(default=DEFAULT_POLL_SECONDS, ge=1, le=MAX_POLL_SECONDS)
+    timeout_minutes: Annotated[int, WholeNumber] = Field(
+        default=DEFAULT_TIMEOUT_MINUTES, ge=1, le=MAX_TIMEOUT_MINUTES
+    )
 
     @model_validator(mode="after")
     def _polls_fit_the_history(self) -> GraphOptions:
@@ -923,6 +1060,18 @@ class RdfGraph(GraphOptions):
 Graph = RecordGraph | PropertyGraph | RdfGraph | OpencypherGraph
 
 
+def s3_parts(uri: object) -> tuple[str, str]:
+    """`s3://bucket/key` -> (bucket, key); raises ValueError. The key is a prefix when it is empty or
+    ends with "/"."""
+    match = _S3_URI.search(uri) if isinstance(uri, str) else None
+    if match is None:
+        raise ValueError(s3_uri_message(uri))
+    return match.group(1), match.group(2) or ""
+
+
+_S3_URI = re.compile(S3_URI_PATTERN)
+
+
 class Common(Model):
     """The fields every format has."""
 
@@ -968,6 +1117,24 @@ class Common(Model):
         "shards start and finish); null: no budget, each worker backs off only when throttled.",
     )
 
+    @property
+    def bucket(self) -> str:
+        return s3_parts(self.source)[0]
+
+    @property
+    def key(self) -> str:
+        """The object key, or the prefix when `is_prefix`."""
+        return s3_parts(self.source)[1]
+
+    @property
+    def is_prefix(self) -> bool:
+        key = self.key
+        return key == "" or key.endswith("/")
+
+    @property
+    def shard_size_bytes(self) -> int:
+        return max(1, int(self.shard_size_mib * 1024 * 1024))
+
 
 _CSV_ONLY = {"csv": "only allowed when format is 'csv' (format is {format!r})"}
 _NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["graph"]}]}
@@ -999,6 +1166,7 @@ class CsvInput(RecordInput):
 
 class JsonlInput(RecordInput):
     format: Literal["jsonl"]
+    csv: ClassVar[None] = None
     refused = _CSV_ONLY
     model_config = ConfigDict(title="JSON Lines", json_schema_extra=_NEEDS_TARGET)
 
@@ -1008,6 +1176,8 @@ class RdfInput(Common):
 
     format: RdfFormat
     graph: RdfGraph = RdfGraph()
+    csv: ClassVar[None] = None
+    dynamodb: ClassVar[None] = None
     refused = {
         **_CSV_ONLY,
         "dynamodb": "not allowed with format {format!r}: RDF statements go to the graph target only",
@@ -1021,6 +1191,8 @@ class OpencypherInput(Common):
 
     format: Literal["opencypher"]
     graph: OpencypherGraph = OpencypherGraph()
+    csv: ClassVar[CsvOptions] = CsvOptions()  # Neptune's CSV: a header line, comma-separated
+    dynamodb: ClassVar[None] = None
     refused = {
         **_CSV_ONLY,
         "dynamodb": "not allowed with format {format!r}: openCypher rows go to the graph target only",
@@ -1034,9 +1206,12 @@ class DynamoDbJsonInput(Common):
 
     format: Literal["dynamodb-json"]
     dynamodb: Annotated[ExportTarget, NotNull] = Field(
-        default_factory=ExportTarget,
+        default_factory=dict,  # validated (with the table's key) as ExportTarget
+        validate_default=True,
         description="Absent: each item is written as it is, with writeMode put.",
     )
+    csv: ClassVar[None] = None
+    graph: ClassVar[None] = None
     refused = {
         **_CSV_ONLY,
         "graph": "not allowed with format {format!r}: DynamoDB JSON items go to the table only",
@@ -1060,6 +1235,9 @@ def _format(value: Any) -> str | None:
     )
 
 
+# A validated execution input, as the runtime reads it: every form has `csv`, `dynamodb` and
+# `graph` (None where it has none; format opencypher's csv is Neptune's header-and-comma form).
+JobSpec = CsvInput | JsonlInput | RdfInput | OpencypherInput | DynamoDbJsonInput
 Input = Annotated[
     Annotated[CsvInput, Tag("csv")]
     | Annotated[JsonlInput, Tag("jsonl")]
