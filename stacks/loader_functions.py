@@ -332,8 +332,16 @@ class LoaderFunctions:
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
         )
-        # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
-        self._data.ledger_table.grant(function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
+        # Query: the CSV start-state walk-back; UpdateItem and BatchGetItem: the write budget's
+        # heartbeat counters (runtime/adapters/budget.py).
+        self._data.ledger_table.grant(
+            function,
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:Query",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchGetItem",
+        )
 
     def _grant_finalize(self) -> None:
         """Finalize streams the merged rejects as a multipart upload (aborted if the merge fails)."""

@@ -104,7 +104,8 @@ def finalize(
     sample: list[dict[str, Any]] = []
     if plan is not None:
         manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
-        shards = ledger.shards(job_id, str(job.get("planId") or run_id))
+        count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
+        shards = ledger.shards(job_id, str(job.get("planId") or run_id), count)
         rejects_location, sample = _merge_rejects(
             store, settings.staging_bucket, job_id, run_id, manifest or [], shards
         )

@@ -171,8 +171,10 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("dynamodb:UpdateItem", TARGET),  # update; a numeric ADD's TransactWriteItems: its Update
         ("dynamodb:DeleteItem", TARGET),  # delete
         ("dynamodb:GetItem", LEDGER),
-        ("dynamodb:PutItem", LEDGER),  # shard counts, budget leases; a numeric ADD's marker Put
-        ("dynamodb:Query", LEDGER),  # counts write-budget leases (runtime/adapters/budget.py)
+        ("dynamodb:PutItem", LEDGER),  # shard counts, CSV start states; a numeric ADD's marker Put
+        ("dynamodb:Query", LEDGER),  # the CSV start-state walk-back
+        ("dynamodb:UpdateItem", LEDGER),  # a write-budget heartbeat (runtime/adapters/budget.py)
+        ("dynamodb:BatchGetItem", LEDGER),  # reads the previous window's heartbeat counters
     }
 
 
