@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -120,37 +120,92 @@ class Ledger:
         shard_count: int,
         *,
         counted_plan: str | None = None,
+        ended: Callable[[str], bool] | None = None,
     ) -> None:
-        """Record the job as RUNNING under this run; refuse when another run holds it.
-        `counted_plan`: the plan of a job that adds numbers (Plan refuses a re-run under another)."""
+        """Record the job as RUNNING under this run; refuse when another run holds it, unless
+        `ended` says that run's execution is over (stopped, timed out, failed past Finalize): the
+        claim is then taken over. `counted_plan`: the plan of a job that adds numbers (Plan refuses
+        a re-run under another)."""
         counted = {"countedPlanId": {"S": counted_plan}} if counted_plan is not None else {}
+        item = {
+            **counted,
+            "pk": _job_pk(job_id),
+            "sk": {"S": "JOB"},
+            "status": {"S": "RUNNING"},
+            "runId": {"S": run_id},
+            "executionId": {"S": execution_id},
+            "shardCount": {"N": str(shard_count)},
+            "startedAt": {"N": str(int(time.time()))},
+            "expiresAt": self._expires(),
+        }
+        # A Lambda retry of the same Plan is the same run, and may proceed.
+        if self._claim(item, "attribute_not_exists(pk) OR #s <> :running OR runId = :run", run_id):
+            return
+        current = self.get_job(job_id) or {}
+        held_by = str(current.get("executionId") or "")
+        # The run that holds it is over without closing it: take it over, if still that run's.
+        if ended is not None and held_by and ended(held_by):
+            if self._claim(item, "#s = :running AND runId = :run", str(current.get("runId"))):
+                return
+            current = self.get_job(job_id) or {}
+        raise JobAlreadyRunningError(
+            f"jobId {job_id!r} is already running as execution {current.get('runId', '?')}; "
+            "wait for it to finish or choose another jobId"
+        )
+
+    def _claim(self, item: dict[str, Any], condition: str, run_id: str) -> bool:
         try:
             self._db.put_item(
                 TableName=self._table,
-                Item={
-                    **counted,
-                    "pk": _job_pk(job_id),
-                    "sk": {"S": "JOB"},
-                    "status": {"S": "RUNNING"},
-                    "runId": {"S": run_id},
-                    "executionId": {"S": execution_id},
-                    "shardCount": {"N": str(shard_count)},
-                    "startedAt": {"N": str(int(time.time()))},
-                    "expiresAt": self._expires(),
-                },
-                # A Lambda retry of the same Plan is the same run, and may proceed.
-                ConditionExpression="attribute_not_exists(pk) OR #s <> :running OR runId = :run",
+                Item=item,
+                ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":running": {"S": "RUNNING"}, ":run": {"S": run_id}},
             )
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            current = self.get_job(job_id) or {}
+            return False
+        return True
+
+    def release_job(self, job_id: str, ended: Callable[[str], bool]) -> dict[str, Any]:
+        """Mark a RUNNING job RELEASED when its execution is over (`mapload release`); the job
+        item as it was. Refuses (JobAlreadyRunningError) while the execution runs; ValueError when
+        there is no such job or it is not RUNNING."""
+        current = self.get_job(job_id)
+        if current is None:
+            raise ValueError(f"no job {job_id!r} in the ledger (never run, or expired)")
+        if current.get("status") != "RUNNING":
+            raise ValueError(
+                f"jobId {job_id!r} is not held: run {current.get('runId')} left it {current.get('status')}"
+            )
+        execution = str(current.get("executionId") or "")
+        if not ended(execution):
             raise JobAlreadyRunningError(
-                f"jobId {job_id!r} is already running as execution {current.get('runId', '?')}; "
-                "wait for it to finish or choose another jobId"
-            ) from error
+                f"jobId {job_id!r} is held by execution {execution}, which is still RUNNING: "
+                "stop it first (aws stepfunctions stop-execution --execution-arn ...)"
+            )
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": _job_pk(job_id), "sk": {"S": "JOB"}},
+                UpdateExpression="SET #s = :released, finishedAt = :now",
+                ConditionExpression="#s = :running AND runId = :run",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":released": {"S": "RELEASED"},
+                    ":running": {"S": "RUNNING"},
+                    ":now": {"N": str(int(time.time()))},
+                    ":run": {"S": str(current.get("runId"))},
+                },
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            raise ValueError(
+                f"jobId {job_id!r} changed while it was released (a new run took it); nothing done"
+            ) from None
+        return current
 
     def get_job(self, job_id: str) -> dict[str, Any] | None:
         item = self._db.get_item(
