@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from moto import mock_aws
 
 from adapters.dynamodb import ItemWriter, RetryPolicy
-from adapters.ledger import Markers
+from adapters.ledger import Markers, marker_bucket
 from logic.errors import ShardWriteError
 from logic.writemodes import ADD, NEWER_WINS, PUT_IF_ABSENT, UPDATE, WritePlan
 from mapload.emulator import moto_patches
@@ -203,7 +203,10 @@ def test_a_numeric_add_is_applied_once_per_record_offset_however_often_it_is_sen
     assert again.skipped == len(records) and again.requests == len(records)
     marks = db.scan(TableName="ledger")["Items"]
     assert sorted(m["sk"]["S"] for m in marks) == sorted(f"OFFSET#{o}" for o, _, _ in records)
-    assert {m["pk"]["S"] for m in marks} == {"MARK#job#PLAN#plan#SHARD#000003"}
+    # keyed by the shard and a bucket of the offset (adapters/ledger.py: no key takes a shard's rate)
+    assert {m["pk"]["S"] for m in marks} == {
+        f"MARK#job#PLAN#plan#SHARD#000003#{marker_bucket(o):02d}" for o, _, _ in records
+    }
     assert {m["expiresAt"]["N"] for m in marks} == {"2000000000"}
 
 
