@@ -7,8 +7,9 @@ machine's Retry/Catch see in the embedded run what they would see in an account.
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from moto.core.exceptions import JsonRESTError
@@ -92,3 +93,65 @@ HISTORY_LIMIT_CAUSE: Final[str] = (
 UNCATCHABLE_ERRORS: Final[frozenset[str]] = frozenset({"States.DataLimitExceeded", "States.Runtime"})
 # The error the execution fails with when its history is full (AWS reports the cause above).
 HISTORY_LIMIT_ERROR: Final[str] = "States.Runtime"
+
+
+# -- DynamoDB: expression parameters (moto_patches.DYNAMODB_EXPRESSIONS) ------------------------
+# AWS's DynamoDB developer guide, "Constraints in Amazon DynamoDB", Expression parameters: any
+# expression string is at most 4 KB ("the size of the ConditionExpression a=b is 3 bytes"), and an
+# UpdateExpression holds at most 300 operators or functions ("SET a = :val1 + :val2 + :val3
+# contains two '+' operators": the SET's `=` is not one). Items are at most 400 KB: moto
+# enforces that itself (its own measure, limit 405,000 bytes; runtime/logic/mapping.py rejects
+# an item past AWS's before it is sent).
+EXPRESSION_BYTES: Final[int] = 4 * 1024
+ITEM_BYTES: Final[int] = 400 * 1024
+UPDATE_EXPRESSION_OPERATORS: Final[int] = 300
+# The request parameters that hold an expression string (top level, or in a TransactItems entry).
+EXPRESSION_PARAMETERS: Final[tuple[str, ...]] = (
+    "UpdateExpression",
+    "ConditionExpression",
+    "FilterExpression",
+    "KeyConditionExpression",
+    "ProjectionExpression",
+)
+# A function call: a name followed by "(" (if_not_exists, list_append, attribute_exists, ...).
+_FUNCTION = re.compile(r"(?<![#:\w])[A-Za-z_]\w*\s*\(")
+# Outside placeholders: UpdateExpression's arithmetic operators (a SET's "=" is an assignment).
+_ARITHMETIC = re.compile(r"[+-]")
+
+
+def update_operators(expression: str) -> int:
+    """Operators and functions in an UpdateExpression as AWS counts them: each function call and
+    each "+" or "-" (placeholders and names are `#x`/`:x`/identifiers, which hold neither)."""
+    return len(_FUNCTION.findall(expression)) + len(_ARITHMETIC.findall(expression))
+
+
+def expression_error(parameter: str, expression: str) -> str | None:
+    """Why DynamoDB refuses `expression` given as `parameter` (AWS's ValidationException
+    message), or None when it is within the limits."""
+    size = len(expression.encode())
+    if size > EXPRESSION_BYTES:
+        return (
+            f"Invalid {parameter}: Expression size has exceeded the maximum allowed size; "
+            f"expression size: {size}"
+        )
+    if parameter == "UpdateExpression":
+        count = update_operators(expression)
+        if count > UPDATE_EXPRESSION_OPERATORS:
+            return f"Invalid {parameter}: The expression contains too many operators; operator count: {count}"
+    return None
+
+
+def request_expression_error(body: Mapping[str, Any]) -> str | None:
+    """The first refusal among the expressions of a DynamoDB request `body` (the top level, each
+    TransactItems entry's Put, Update, Delete, ConditionCheck or Get), or None."""
+    parts: list[Mapping[str, Any]] = [body]
+    for entry in body.get("TransactItems") or ():
+        parts.extend(part for part in entry.values() if isinstance(part, Mapping))
+    for part in parts:
+        for parameter in EXPRESSION_PARAMETERS:
+            expression = part.get(parameter)
+            if isinstance(expression, str):
+                error = expression_error(parameter, expression)
+                if error is not None:
+                    return error
+    return None
