@@ -23,6 +23,8 @@ entry and uninstalls it on exit.
 - DYNAMODB_EXPRESSIONS: DynamoDB's expression limits (4 KB a string, 300 operators or functions
   an UpdateExpression), which moto does not check; and moto's expression parser kept from
   overflowing Python's recursion limit on an expression AWS accepts.
+- ITEM_SIZE: DynamoDB's 400 KB item limit as AWS counts an item's size (moto's own measure
+  ignores a list's and map's overhead and stops at 405,000 bytes).
 """
 
 from __future__ import annotations
@@ -41,8 +43,10 @@ from mapload.emulator.limits import (
     HISTORY_EVENTS,
     HISTORY_LIMIT_CAUSE,
     HISTORY_LIMIT_ERROR,
+    ITEM_BYTES,
     UNCATCHABLE_ERRORS,
     request_expression_error,
+    value_bytes,
 )
 
 _MISSING: Final = object()
@@ -420,6 +424,20 @@ class DynamoDbExpressions(Patch):
         super().uninstall()
 
 
+def _set_within_item_size(self: Any, key: str, value: Any) -> None:
+    """`LimitedSizeDict.__setitem__` (an item's attributes): refused past AWS's 400 KB."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+
+    size = sum(
+        len(name.encode())
+        + (value_bytes(typed.type, typed.value) if hasattr(typed, "type") else len(str(typed).encode()))
+        for name, typed in {**self, key: value}.items()
+    )
+    if size > ITEM_BYTES:
+        raise ItemSizeTooLarge
+    dict.__setitem__(self, key, value)
+
+
 # -- the patches -----------------------------------------------------------------------------
 
 LAMBDA_INVOKE: Final = LambdaInvoke()
@@ -463,6 +481,12 @@ BACKEND_LOOKUP: Final = Patch(
 CLIENT_REUSE: Final = ClientReuse()
 TRANSACTIONS: Final = Transactions()
 DYNAMODB_EXPRESSIONS: Final = DynamoDbExpressions()
+ITEM_SIZE: Final = Patch(
+    # moto measures an item without a list's or map's overhead and refuses it past 405,000 bytes.
+    "item-size",
+    ("moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",),
+    (_set_within_item_size,),
+)
 
 # What AWS enforces and moto does not (installed together, limits.py's numbers).
 LIMITS: Final = (
@@ -472,6 +496,7 @@ LIMITS: Final = (
     RESULT_WRITER_PARAMETERS,
     RESULT_WRITER_FILES,
     DYNAMODB_EXPRESSIONS,
+    ITEM_SIZE,
 )
 # moto's hot paths, cheap for thousands of Map children.
 SPEED: Final = (BACKEND_LOOKUP, CLIENT_REUSE)

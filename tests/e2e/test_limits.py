@@ -294,22 +294,30 @@ def test_the_largest_update_dynamodb_accepts_is_accepted(table: Any) -> None:
 
 
 def test_an_item_over_400_kb_is_refused_like_dynamodb(table: Any) -> None:
-    """moto enforces the item size itself (by its own measure, at 405,000 bytes)."""
-    big = {"pk": {"S": "a"}, "sk": {"S": "c"}, "v": {"S": "x" * (limits.ITEM_BYTES + 1)}}
+    """Counted as AWS counts: a list of 210,000 nulls is 3 + 2 x 210,000 bytes (moto's own measure
+    said 210,000 and accepted it); a 409,000-byte string fits (moto stopped at 405,000)."""
+    key = {"pk": {"S": "a"}, "sk": {"S": "c"}}
+    nulls = {"L": [{"NULL": True}] * 210_000}
+    big = {**key, "v": nulls}
     assert (
         refusal(table.put_item, TableName="t", Item=big) == "Item size has exceeded the maximum allowed size"
     )
-    assert "Item size has exceeded" in refusal(
-        table.transact_write_items, TransactItems=[{"Put": {"TableName": "t", "Item": big}}]
-    )
+    message = refusal(table.transact_write_items, TransactItems=[{"Put": {"TableName": "t", "Item": big}}])
+    assert "Item size has exceeded" in message
+    batch = {"t": [{"PutRequest": {"Item": big}}]}
+    assert "Item size has exceeded" in refusal(table.batch_write_item, RequestItems=batch)
     assert (
         refusal(
             table.update_item,
             TableName="t",
-            Key={"pk": {"S": "a"}, "sk": {"S": "c"}},
+            Key=key,
             UpdateExpression="SET #v = :v",
             ExpressionAttributeNames={"#v": "v"},
-            ExpressionAttributeValues={":v": big["v"]},
+            ExpressionAttributeValues={":v": nulls},
         )
         == "Item size to update has exceeded the maximum allowed size"
     )
+    # pk, sk, v: 2 + 1 + 2 + 1 + 1 + 409,000 bytes.
+    table.put_item(TableName="t", Item={**key, "v": {"S": "x" * 409_000}})
+    assert limits.value_bytes("N", "-0012.3400") == 3 and limits.value_bytes("N", "0") == 2
+    assert limits.value_bytes("M", {}) == 3

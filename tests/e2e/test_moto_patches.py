@@ -69,6 +69,7 @@ REPLACES: dict[str, dict[str, str]] = {
         f"{_DYNAMO}.transact_write_items": "b9f060594221b40c",
         f"{_DYNAMO}.transact_get_items": "3107f9f91a3a52b7",
     },
+    "item-size": {"moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__": "7894fedd60a6272d"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -85,6 +86,8 @@ RELIES_ON: dict[str, dict[str, str]] = {
     "backend-lookup": {
         "moto.core.base_backend:BackendDict._create_account_specific_backend": "1eb9c6b3c9aa0867"
     },
+    # How moto holds a value: a list's and map's elements as DynamoType, read by value_bytes.
+    "item-size": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
 }
 
 
@@ -190,6 +193,22 @@ def test_moto_still_accepts_an_expression_over_4_kb_and_recurses_per_action() ->
         thread.start()
         thread.join()
     assert isinstance(outcome[0], RecursionError)
+
+
+def test_moto_still_measures_an_item_its_own_way() -> None:
+    """item-size: moto refuses a 406,000-byte string, which AWS's 400 KB (409,600) allows, and
+    accepts a list of 210,000 nulls, which AWS counts as 420,000 bytes (3 + 2 per element)."""
+    import boto3
+
+    from mapload.tables import create_pk_sk_table
+
+    key = {"pk": {"S": "a"}, "sk": {"S": "b"}}
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        create_pk_sk_table(db, "t")
+        with pytest.raises(db.exceptions.ClientError, match="Item size has exceeded"):
+            db.put_item(TableName="t", Item={**key, "v": {"S": "x" * 406_000}})
+        db.put_item(TableName="t", Item={**key, "v": {"L": [{"NULL": True}] * 210_000}})
 
 
 def test_uninstall_restores_moto_exactly() -> None:
