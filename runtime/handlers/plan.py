@@ -27,7 +27,7 @@ from logic.spec import (
     parse_spec,
     spec_to_json,
 )
-from logic.writemodes import write_plan
+from logic.writemodes import check_update_limits, write_plan
 
 SETTINGS_CLASS = PlanSettings
 
@@ -143,6 +143,8 @@ def plan(
     check_input_size(raw_input, spec_to_json(spec))
     check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
     check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
+    if spec.dynamodb is not None:
+        check_update_limits(spec.dynamodb)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)
