@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from logic.errors import InputValidationError
-from logic.spec import Attribute, DynamoDbTarget, KeyAttribute, parse_template
+from logic.spec import parse_spec
+from logic.spec_model import DynamoDbTarget
 from logic.writemodes import (
     ADD,
     DELETE,
@@ -280,19 +281,30 @@ def test_an_update_within_the_limits_is_one_request() -> None:
     assert len(update_requests(WritePlan(UPDATE, KEY), item)) == 1
 
 
-def target(attributes: list[Attribute]) -> DynamoDbTarget:
-    keys = tuple(KeyAttribute(name, "S", parse_template("x", name)) for name in KEY)
-    return DynamoDbTarget(key=keys, attributes=tuple(attributes), write_mode=UPDATE)
+def target(attributes: dict[str, Any]) -> DynamoDbTarget:
+    """The input's DynamoDB target in writeMode update, keys filled by fixed templates."""
+    spec = parse_spec(
+        {
+            "version": 1,
+            "source": "s3://src/data.jsonl",
+            "jobId": "wide",
+            "format": "jsonl",
+            "dynamodb": {"key": {n: "x" for n in KEY}, "attributes": attributes, "writeMode": UPDATE},
+        },
+        table_key={n: "S" for n in KEY},
+    )
+    assert spec.dynamodb is not None
+    return spec.dynamodb
 
 
 def test_a_numeric_add_past_the_limits_is_refused_at_plan_and_never_split() -> None:
     """A numeric add's update goes in one transaction with its marker: it cannot be split."""
-    counter = Attribute("n", "N", field="n", update=ADD)
-    others = [Attribute(f"first_{i}", "S", field="id", update=SET_IF_ABSENT) for i in range(150)]
+    counter = {"n": {"field": "n", "type": "N", "update": ADD}}
+    others = {f"first_{i}": {"field": "id", "type": "S", "update": SET_IF_ABSENT} for i in range(150)}
     with pytest.raises(InputValidationError) as refused:
-        check_update_limits(target([counter, *others]))
+        check_update_limits(target({**counter, **others}))
     assert refused.value.field == "dynamodb.attributes" and "4096 bytes" in refused.value.message
-    check_update_limits(target([counter, *others[:100]]))  # about 3.7 KB: one transaction
+    check_update_limits(target({**counter, **dict(list(others.items())[:100])}))  # ~3.7 KB: one transaction
     check_update_limits(target(others))  # no numeric add: split when past the limits
     plan = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
     with pytest.raises(ValueError, match="numeric add"):
