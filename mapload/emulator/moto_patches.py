@@ -81,6 +81,11 @@ class Patch:
     def install(self) -> None:
         if self.installed:
             return
+        # Import every target's module before replacing any: a module that imports a name from
+        # another target's module (`from ...boto_client import boto_client_for`) and is first
+        # imported after that module was patched would save the replacement as moto's own.
+        for target in self.targets:
+            resolve(target)
         for target, replacement in zip(self.targets, self._replacements, strict=True):
             self._swap(target, replacement)
 

@@ -242,3 +242,27 @@ def test_uninstall_restores_moto_exactly() -> None:
         moto_patches.uninstall(*moto_patches.ALL)
     after = {target: resolve(target)[0].__dict__.get(resolve(target)[1]) for target in before}
     assert all(after[target] is before[target] for target in before)
+
+
+def test_a_patch_installed_in_a_fresh_interpreter_uninstalls_to_moto_s_own_objects() -> None:
+    """In a process that has not imported the interpreter's modules yet, installing client-reuse
+    must not let a module import the replacement as its own name (`from ...boto_client import
+    boto_client_for`), or uninstalling would leave the patch in place for every later test."""
+    import subprocess
+    import sys
+
+    script = textwrap.dedent(
+        """
+        import importlib
+        from mapload.emulator import moto_patches
+        patch = moto_patches.CLIENT_REUSE
+        patch.install()
+        patch.uninstall()
+        origin = importlib.import_module("moto.stepfunctions.parser.asl.utils.boto_client").boto_client_for
+        for target in patch.targets:
+            owner, attribute = moto_patches.resolve(target)
+            assert getattr(owner, attribute) is origin, target
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
