@@ -42,6 +42,25 @@ def _run_local(args: argparse.Namespace) -> int:
     return 0 if report["status"] == "SUCCEEDED" else 1
 
 
+def _serve(args: argparse.Namespace) -> int:
+    import time
+
+    from mapload.emulator import exports, serving
+
+    try:
+        with serving(args.port) as endpoint:
+            print(f"mapload serve: DynamoDB and S3 on {endpoint}, kept in memory until Ctrl-C")
+            print("point run-local, upload --env local and your tools at it:", *exports(endpoint), sep="\n")
+            sys.stdout.flush()
+            while True:
+                time.sleep(3600)
+    except OSError as error:
+        print(f"mapload serve: cannot listen on 127.0.0.1:{args.port}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
 def _upload(args: argparse.Namespace) -> int:
     from logic.errors import MaploadError
     from mapload import upload
@@ -130,6 +149,24 @@ def _add_run_local(sub: Any) -> None:
     run.set_defaults(func=_run_local)
 
 
+def _add_serve(sub: Any) -> None:
+    from mapload.emulator import DEFAULT_PORT
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve the embedded emulator's DynamoDB and S3 on 127.0.0.1, to keep the data between runs",
+        description=(
+            "Run the embedded emulator's DynamoDB and S3 (moto, with the emulator's fixes: every write "
+            "mode, numeric adds included, applies atomically as DynamoDB does) as a server on 127.0.0.1 "
+            "until Ctrl-C, and print the AWS_ENDPOINT_URL_* settings that send run-local's data to it."
+        ),
+    )
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any)"
+    )
+    serve.set_defaults(func=_serve)
+
+
 def _add_upload(sub: Any) -> None:
     up = sub.add_parser(
         "upload",
@@ -208,6 +245,7 @@ def parser() -> argparse.ArgumentParser:
     command = argparse.ArgumentParser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
     sub = command.add_subparsers(dest="command", required=True)
     _add_run_local(sub)
+    _add_serve(sub)
     _add_upload(sub)
     _add_sample_and_estimate(sub)
     ops.add_commands(sub)
