@@ -10,6 +10,7 @@ write mode mapload uses behaves as DynamoDB's does. It listens on 127.0.0.1 only
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,16 +36,21 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     app = DomainDispatcherApplication(create_backend_app)
-    # Bound here, not in the thread, so a taken port is an error the caller sees.
-    server = make_server(HOST, port, app, threaded=True, request_handler=MotoRequestHandler)
+    # Bound here, so a taken port is an OSError the caller sees (werkzeug's own bind exits).
+    listener = socket.create_server((HOST, port))
+    server = make_server(
+        HOST, port, app, threaded=True, request_handler=MotoRequestHandler, fd=listener.fileno()
+    )
     moto_patches.TRANSACTIONS.install()
     thread = threading.Thread(target=server.serve_forever, name="mapload-serve", daemon=True)
     thread.start()
     try:
-        yield f"http://{HOST}:{server.server_port}"
+        yield f"http://{HOST}:{listener.getsockname()[1]}"
     finally:
         server.shutdown()
         thread.join()
+        server.server_close()
+        listener.close()
         moto_patches.TRANSACTIONS.uninstall()
 
 
