@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from boto3.exceptions import Boto3Error
 from botocore.exceptions import BotoCoreError, ClientError
@@ -309,11 +309,18 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.set_defaults(func=_estimate)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line (the subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (--help: usage)\n")
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: run-local, upload, sample, estimate, start and status."""
     from mapload import ops  # start / status on a deployed environment
 
-    command = argparse.ArgumentParser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
+    command = _Parser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
     command.add_argument("--version", action="version", version=f"mapload {_version()}")
     sub = command.add_subparsers(dest="command", required=True)
     _add_run_local(sub)

@@ -138,7 +138,8 @@ def test_an_unknown_environment_is_one_line_naming_the_known_ones(
     err = capsys.readouterr().err
     assert ended.value.code == 2
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].endswith(f"unknown environment 'prd'; cdk.json defines {KNOWN}")
+    assert err.count("\n") == 1
+    assert f"error: argument --env: unknown environment 'prd'; cdk.json defines {KNOWN}" in err
 
 
 def test_a_failed_synth_is_one_line_with_the_apps_error() -> None:
