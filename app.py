@@ -15,6 +15,8 @@ from cdk_nag import AwsSolutionsChecks
 from stacks.bundling import RUNTIME_ROOT, UNZIPPED_LIMIT_BYTES, is_bundled, tree_size
 from stacks.config import (
     MaploadConfigError,
+    check_existing_table,
+    check_reservations,
     environment_names,
     load_environment,
     load_pipeline,
@@ -51,18 +53,24 @@ def build_app(
     `context=None` means "as the CDK CLI runs me": the CLI supplies cdk.json plus `-c` values.
     A dict (tests, the embedded runner) is laid over cdk.json's context: `{"env": "dev"}` picks
     the environment and `{"mapload:<field>": value}` overrides one setting of it.
+
+    The settings are read from that context as given, not from the app's: `cdk.App` drops every
+    null from its context (nested ones too), and null is how cdk.json says a setting is not set
+    (`"sort_key": null`: no sort key; `"worker_reserved_concurrency": null`: no reservation).
     """
+    settings = cli_context() if context is None else {**cdk_json_context(), **context}
     app = cdk.App(
-        context=None if context is None else {**cdk_json_context(), **context},
+        # Under the CLI the app also reads CDK_CONTEXT_JSON itself; the same values either way.
+        context=settings,
         outdir=outdir,
         post_cli_context=None if bundle else SKIP_BUNDLING,
     )
-    settings = app.node.get_all_context()
+    block = settings.get("mapload")
     if _flag(settings.get("pipeline")):
         # `-c pipeline=true`: the promotion pipeline, holding every environment's stage.
-        block = settings.get("mapload")
         overrides = overrides_from_context(settings)
         environments = [load_environment(block, name, overrides) for name in environment_names(block)]
+        check_reservations(environments)
         PipelineStack(
             app,
             PIPELINE_STACK_ID,
@@ -70,10 +78,15 @@ def build_app(
             environments=environments,
         )
     else:
-        config = load_environment(
-            settings.get("mapload"),
-            str(settings.get("env", DEFAULT_ENV)),
-            overrides_from_context(settings),
+        name = str(settings.get("env", DEFAULT_ENV))
+        config = load_environment(block, name, overrides_from_context(settings))
+        # Lambda's quota is per account and region: the other environments of cdk.json count too.
+        others = [load_environment(block, other) for other in environment_names(block) if other != name]
+        check_reservations([config, *others])
+        # An environment without `account`/`region` deploys to the CLI's (CDK_DEFAULT_*: unset
+        # without credentials, in which case CDK leaves the stacks environment-agnostic).
+        check_existing_table(
+            config, os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
         )
         MaploadStage(app, stage_id(config.name), config=config)
     # cdk-nag 3.x is a policy-validation plugin: it runs on every synth and fails it on any
@@ -140,16 +153,21 @@ def lambda_packages(app: cdk.App, requested: list[str]) -> tuple[list[str], list
     return sizes, refusals
 
 
-def requested_bundling() -> list[str]:
-    """The stacks the command bundles, as the CLI passed them to the app (before any override of
-    the app's): its context is CDK_CONTEXT_JSON plus, when that is too big for the environment,
-    the file CONTEXT_OVERFLOW_LOCATION_ENV names. Without the CLI: CDK's default, every stack."""
+def cli_context() -> dict[str, Any]:
+    """The context as the CLI passed it to the app, nulls included: CDK_CONTEXT_JSON plus, when
+    that is too big for the environment, the file CONTEXT_OVERFLOW_LOCATION_ENV names."""
     context: dict[str, Any] = {}
     overflow = os.environ.get("CONTEXT_OVERFLOW_LOCATION_ENV")
     if overflow and Path(overflow).is_file():
         context.update(json.loads(Path(overflow).read_text(encoding="utf-8")))
     context.update(json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}"))
-    requested = context.get(BUNDLING_STACKS)
+    return context
+
+
+def requested_bundling() -> list[str]:
+    """The stacks the command bundles, as the CLI passed them to the app (before any override of
+    the app's). Without the CLI: CDK's default, every stack."""
+    requested = cli_context().get(BUNDLING_STACKS)
     return ["**"] if requested is None else [str(pattern) for pattern in requested]
 
 

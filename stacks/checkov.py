@@ -12,9 +12,11 @@ from constructs import IConstruct
 # Checks that do not fit a resource type anywhere in mapload, and why.
 BY_TYPE: dict[str, dict[str, str]] = {
     "AWS::Lambda::Function": {
-        "CKV_AWS_115": "Only the Worker, the one function that fans out, reserves concurrency "
-        "(worker_reserved_concurrency); the others run once or twice per execution (or once per "
-        "deploy) and reserving for them would only take executions from the account.",
+        "CKV_AWS_115": "Only the Worker, the one function that fans out, may reserve concurrency "
+        "(worker_reserved_concurrency; null by default, as Lambda refuses a reservation a new account's "
+        "quota cannot leave 100 unreserved beside, and max_concurrency_cap bounds its fan-out); the "
+        "others run once or twice per execution (or once per deploy) and reserving for them would "
+        "only take executions from the account.",
         "CKV_AWS_116": "Invoked by Step Functions, which retries and catches failures (Finalize reports "
         "them), or by CloudFormation (the Graph stack's deploy-time lookup), which fails the "
         "deployment; a DLQ would hold nothing anyone reads.",

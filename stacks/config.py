@@ -138,7 +138,8 @@ def _parse_json_or(text: str, fallback: Any) -> Any:
 
 
 def _absent_is_none(value: Any) -> Any:
-    return None if value == "" else value
+    """The one "not set" rule: null in cdk.json, or "" / "null" as a `-c` string, is null."""
+    return None if isinstance(value, str) and value.strip().lower() in {"", "null"} else value
 
 
 def _integer(value: Any) -> Any:
@@ -146,6 +147,14 @@ def _integer(value: Any) -> Any:
     if value is None or _coerce_int(value) is not None:
         return value
     raise ValueError("not an integer")
+
+
+def _not_zero(value: Any) -> Any:
+    if value is not None and _coerce_int(value) == 0:
+        raise invalid(
+            "0 would throttle every invocation of the Worker (Lambda runs none); null means no reservation"
+        )
+    return value
 
 
 def _number(value: Any) -> Any:
@@ -211,7 +220,7 @@ def _engine_at_least_minimum(version: str) -> str:
 INTEGER: Final[BeforeValidator] = BeforeValidator(_integer)
 NUMBER: Final[BeforeValidator] = BeforeValidator(_number)
 FLAG: Final[BeforeValidator] = BeforeValidator(_flag)
-# After a nullable setting's type and constraints: "" (from the CLI) is null too.
+# After a nullable setting's type and constraints: "" and "null" (from the CLI) are null too.
 NULLABLE: Final[BeforeValidator] = BeforeValidator(_absent_is_none)
 Days = Annotated[int, Field(ge=1, le=3650), INTEGER]
 MemoryMiB = Annotated[int, Field(ge=128, le=10240), INTEGER]
@@ -306,7 +315,11 @@ class DataConfig(Site):
             alias="existing_table",
             pattern=rf"^({_TABLE_ARN.pattern[1:-1].replace('?P<name>', '')}|{_TABLE_NAME})$",
             description="load into this existing table (name or ARN) instead of creating one; IAM grants "
-            "exactly that table. Its key must match `partition_key`/`sort_key`",
+            "exactly that table. Its key must match `partition_key`/`sort_key`. An ARN must be of the "
+            "environment's own account and region (synth fails otherwise, comparing with `account`/"
+            "`region`, or with the CLI's when they are null): the functions write with the table's name in "
+            "their own account and region, and a numeric add's TransactWriteItems cannot span accounts "
+            "or regions. To load a table elsewhere, deploy an environment to its account and region",
         ),
         NULLABLE,
         Says("a DynamoDB table name or table ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"),
@@ -418,6 +431,13 @@ class DataConfig(Site):
             )
         return self
 
+    @model_validator(mode="after")
+    def _table_in_environment(self) -> Self:
+        refused = existing_table_refusal(self, self.account, self.region)
+        if refused:
+            raise rule_error("existing_table", refused)
+        return self
+
     @property
     def data_key_arn(self) -> str | None:
         """The configured existing key's ARN (None when the key is created, or there is none)."""
@@ -470,21 +490,34 @@ class LoaderConfig(Site):
             ge=1,
             le=MAX_MAP_CONCURRENCY,
             description="upper bound for the input's `maxConcurrency` (Distributed Map child executions in "
-            "flight); at most `worker_reserved_concurrency` (synth fails naming both)",
+            "flight); at most `worker_reserved_concurrency` when the Worker has one, else at most "
+            "`lambda_concurrency_limit` (synth fails naming both)",
         ),
         INTEGER,
     ] = 100
     worker_reserved_concurrency: Annotated[
-        Count,
+        int | None,
         Field(
-            description="concurrent executions reserved for the Worker function, and the most it may run: a "
-            "full-width load cannot starve the account's other functions, and is never throttled below "
-            f"`max_concurrency_cap`. Lambda keeps {LAMBDA_UNRESERVED_MINIMUM} executions unreserved, so it "
-            f"may be at most `lambda_concurrency_limit` − {LAMBDA_UNRESERVED_MINIMUM} (synth fails "
-            "otherwise). A throttled invocation still waits (the state machine retries "
-            "`Lambda.TooManyRequestsException` 40 times, at most 60 s apart) rather than failing the job"
+            ge=1,
+            le=10_000_000,
+            description="concurrent executions reserved for the Worker function, or `null` (the default) for "
+            "none. A reservation keeps a full-width load from starving the account's other functions and "
+            "the Worker from being throttled below `max_concurrency_cap` (which must then be at most it); "
+            "but Lambda refuses at deploy a reservation that leaves fewer than "
+            f"{LAMBDA_UNRESERVED_MINIMUM} executions of the account's quota unreserved, counting every "
+            "function of the account and region, and a new account's quota may be far below 1,000. So it "
+            "may be at most `lambda_concurrency_limit` − "
+            f"{LAMBDA_UNRESERVED_MINIMUM}, and the reservations of all environments of cdk.json that "
+            "deploy to one account and region (`account`/`region` null: the CLI's, one group) add up "
+            "against it (synth fails naming them). 0 is refused: it would throttle every invocation. "
+            "Without one, a throttled invocation still waits (the state machine retries "
+            "`Lambda.TooManyRequestsException` 40 times, at most 60 s apart) rather than failing the "
+            'job. To reserve: raise the account\'s quota (Service Quotas, "Concurrent executions"), '
+            "set `lambda_concurrency_limit` to it, then this",
         ),
-    ] = 100
+        BeforeValidator(lambda value: _not_zero(_integer(value))),
+        NULLABLE,
+    ] = None
     worker_memory_mib: Annotated[
         MemoryMiB,
         Field(
@@ -561,7 +594,11 @@ class LoaderConfig(Site):
             f"shard, but an EXPRESS execution ends after {EXPRESS_MAX_SECONDS // 60} minutes, so "
             "`worker_timeout_seconds` must be at most "
             f"{EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS} — synth fails otherwise — and "
-            "`shardSizeMiB` small enough for a shard to finish in that time)"
+            "`shardSizeMiB` small enough for a shard to finish in that time; the 5 minutes include "
+            "the child's retries: the Worker's retry schedule (every attempt and wait at its longest) "
+            "is cut to fit them, throttling and CSV start retries first, so a shorter "
+            "`worker_timeout_seconds` keeps more retries; a shard whose retries ran out fails the "
+            "job, and a re-run of the jobId resumes it)"
         ),
     ] = "STANDARD"
     # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
@@ -613,21 +650,29 @@ class LoaderConfig(Site):
 
     @model_validator(mode="after")
     def _concurrency_and_express(self) -> Self:
+        reserved = self.worker_reserved_concurrency
         reservable = self.lambda_concurrency_limit - LAMBDA_UNRESERVED_MINIMUM
-        if self.worker_reserved_concurrency > reservable:
+        if reserved is not None and reserved > reservable:
             raise rule_error(
                 "worker_reserved_concurrency",
-                f"{self.worker_reserved_concurrency} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} "
+                f"{reserved} must leave Lambda's {LAMBDA_UNRESERVED_MINIMUM} "
                 "unreserved executions of lambda_concurrency_limit (the account's quota) "
-                f"{self.lambda_concurrency_limit}: at most {reservable}; lower it, or raise the quota "
-                "and lambda_concurrency_limit",
+                f"{self.lambda_concurrency_limit}: at most {reservable}; lower it, set it to null (no "
+                "reservation), or raise the quota and lambda_concurrency_limit",
             )
-        if self.max_concurrency_cap > self.worker_reserved_concurrency:
+        if reserved is not None and self.max_concurrency_cap > reserved:
             raise rule_error(
                 "max_concurrency_cap",
                 f"{self.max_concurrency_cap} shards in flight need as many Worker executions, but "
-                f"worker_reserved_concurrency is {self.worker_reserved_concurrency}: lower "
+                f"worker_reserved_concurrency is {reserved}: lower "
                 "max_concurrency_cap or raise worker_reserved_concurrency",
+            )
+        if reserved is None and self.max_concurrency_cap > self.lambda_concurrency_limit:
+            raise rule_error(
+                "max_concurrency_cap",
+                f"{self.max_concurrency_cap} shards in flight need as many Worker executions, but "
+                f"lambda_concurrency_limit (the account's quota) is {self.lambda_concurrency_limit}: lower "
+                "max_concurrency_cap or raise the quota and lambda_concurrency_limit",
             )
         limit = EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS
         if self.map_execution_type == "EXPRESS" and self.worker_timeout_seconds > limit:
@@ -955,11 +1000,11 @@ SETTING_NAMES: Final[frozenset[str]] = frozenset(setting_defaults())
 # Prod keeps data and allows the large fan-out the design is for; dev and staging are smaller.
 ENVIRONMENT_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
     "dev": {},
-    # 800 Workers of a 1,000 quota: Lambda keeps 100 unreserved, the rest serves other functions.
-    "staging": {"max_concurrency_cap": 800, "worker_reserved_concurrency": 800},
+    # Up to 800 Workers of a 1,000 quota. No reservation by default (worker_reserved_concurrency):
+    # Lambda would refuse one at deploy on an account whose quota is below it + 100.
+    "staging": {"max_concurrency_cap": 800},
     "prod": {
         "max_concurrency_cap": 800,
-        "worker_reserved_concurrency": 800,
         "ledger_ttl_days": 90,
         "staging_expiry_days": 30,
         "log_retention_days": 365,
@@ -1115,7 +1160,7 @@ def overrides_from_context(context: Mapping[str, Any]) -> dict[str, Any]:
     return {
         key[len(OVERRIDE_PREFIX) :]: value
         for key, value in context.items()
-        if key.startswith(OVERRIDE_PREFIX) and value is not None
+        if key.startswith(OVERRIDE_PREFIX)
     }
 
 
@@ -1149,3 +1194,60 @@ def require_target(config: EnvironmentConfig) -> tuple[str, str]:
             )
     assert config.account and config.region
     return config.account, config.region
+
+
+def check_reservations(environments: Sequence[EnvironmentConfig]) -> None:
+    """Lambda's unreserved minimum is per account and region: the Worker reservations of the
+    environments that deploy to one account and region add up against it.
+
+    An environment whose `account` (or `region`) is null deploys to the CLI's, which synth cannot
+    know: those are taken as one account (region), the case of one user deploying them all.
+    The group's quota is the least `lambda_concurrency_limit` among them.
+    """
+    unknown = "null, the CLI's"
+    groups: dict[tuple[str | None, str | None], list[EnvironmentConfig]] = {}
+    for config in environments:
+        groups.setdefault((config.account, config.region), []).append(config)
+    for (account, region), members in groups.items():
+        reserving = [config for config in members if config.worker_reserved_concurrency is not None]
+        if len(reserving) < 2:
+            continue  # one environment's reservation is checked against its own limit
+        total = sum(config.worker_reserved_concurrency or 0 for config in reserving)
+        quota = min(config.lambda_concurrency_limit for config in members)
+        if total > quota - LAMBDA_UNRESERVED_MINIMUM:
+            here = {"account": account, "region": region}
+            where = ", ".join(f"{key} {value or unknown}" for key, value in here.items())
+            shares = " + ".join(f"{c.name} {c.worker_reserved_concurrency}" for c in reserving)
+            raise MaploadConfigError(
+                f"mapload.environments.{reserving[-1].name}.worker_reserved_concurrency",
+                f"environments deploying to one account and region ({where}) reserve {shares} = "
+                f"{total} Worker executions, but Lambda keeps {LAMBDA_UNRESERVED_MINIMUM} of the "
+                f"account's quota (lambda_concurrency_limit {quota}) unreserved: at most "
+                f"{quota - LAMBDA_UNRESERVED_MINIMUM} in all; lower them, set some to null (no "
+                "reservation), or give the environments their own account or region",
+            )
+
+
+def existing_table_refusal(config: DataConfig, account: str | None, region: str | None) -> str | None:
+    """Why an `existing_table` ARN cannot be loaded from the `account` and `region` the environment
+    deploys to (either None: unknown, not compared); None when it can."""
+    match = _TABLE_ARN.match(config.table_existing or "")
+    if match is None:
+        return None
+    table_region, table_account = match.group(0).split(":")[3:5]
+    for what, table_value, own in (("account", table_account, account), ("region", table_region, region)):
+        if own is not None and table_value != own:
+            return (
+                f"names a table in {what} {table_value}, but the environment deploys to {what} {own}: "
+                "the functions write to a table of their own account and region (a numeric add's "
+                "TransactWriteItems cannot span accounts or regions); deploy an environment to the "
+                "table's account and region"
+            )
+    return None
+
+
+def check_existing_table(config: EnvironmentConfig, cli_account: str | None, cli_region: str | None) -> None:
+    """At synth: an environment whose `account`/`region` is null deploys to the CLI's."""
+    refused = existing_table_refusal(config, config.account or cli_account, config.region or cli_region)
+    if refused:
+        raise MaploadConfigError(f"mapload.environments.{config.name}.existing_table", refused)

@@ -32,6 +32,42 @@ LAMBDA_SERVICE_ERRORS: Final[Sequence[str]] = (
 LAMBDA_THROTTLE_ERRORS: Final[Sequence[str]] = ("Lambda.TooManyRequestsException",)
 THROTTLE_MAX_ATTEMPTS: Final[int] = 40
 THROTTLE_MAX_DELAY_SECONDS: Final[int] = 60
+# A CSV shard whose start state is not published yet gives its slot back within its own wait
+# (runtime/shards/sources.py CSV_START_WAIT_SECONDS; a test keeps the two equal), before it writes.
+CSV_START_WAIT_SECONDS: Final[int] = 20
+# What one such attempt may take in all: the wait, plus the function's start and its ledger reads.
+CSV_PENDING_ATTEMPT_SECONDS: Final[int] = CSV_START_WAIT_SECONDS + 10
+
+
+def attempt_seconds(errors: Sequence[str], timeout_seconds: float) -> float:
+    """The longest a failed attempt ending in one of `errors` may take before its retry: a throttled
+    invocation is refused before the function runs; a pending CSV shard gives up after its wait;
+    any other error may come at the Task's timeout."""
+    if set(errors) <= set(LAMBDA_THROTTLE_ERRORS):
+        return 0.0
+    if set(errors) <= {"CsvStartPendingError"}:
+        return float(min(CSV_PENDING_ATTEMPT_SECONDS, timeout_seconds))
+    return float(timeout_seconds)
+
+
+def retry_waits(retrier: Mapping[str, Any]) -> list[float]:
+    """Each wait of one ASL Retrier at its longest (full jitter only shortens them), with Step
+    Functions' defaults: IntervalSeconds 1, BackoffRate 2.0, MaxAttempts 3, no MaxDelaySeconds."""
+    interval = float(retrier.get("IntervalSeconds", 1))
+    rate = float(retrier.get("BackoffRate", 2.0))
+    cap = float(retrier.get("MaxDelaySeconds", float("inf")))
+    return [min(interval * rate**attempt, cap) for attempt in range(int(retrier.get("MaxAttempts", 3)))]
+
+
+def worst_case_seconds(state: Mapping[str, Any]) -> float:
+    """The longest an ASL Task state can run with every retry it allows: its last attempt up to
+    TimeoutSeconds, and each retry of each Retrier (they count apart) a failed attempt and a wait."""
+    timeout = float(state.get("TimeoutSeconds", float("inf")))
+    return timeout + sum(
+        attempt_seconds(retrier["ErrorEquals"], timeout) + wait
+        for retrier in state.get("Retry", [])
+        for wait in retry_waits(retrier)
+    )
 
 
 @dataclass(frozen=True)
@@ -58,6 +94,8 @@ class TaskRetries:
         max_delay_seconds: int | None = None,
     ) -> None:
         """One Retrier: `errors`, up to `attempts` times, each wait at most `max_delay_seconds`."""
+        if attempts < 1:
+            return  # (a schedule fitted to a limit may have no room for it)
         task.add_retry(
             errors=list(errors),
             interval=cdk.Duration.seconds(self.interval_seconds),
@@ -69,8 +107,52 @@ class TaskRetries:
 
     def add_lambda_errors(self, task: tasks.LambdaInvoke) -> None:
         """What Lambda itself reports, on every Lambda task: service errors, then throttling."""
-        self.add(task, LAMBDA_SERVICE_ERRORS, self.max_attempts)
-        self.add(task, LAMBDA_THROTTLE_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS)
+        for errors, attempts, max_delay in self.lambda_errors():
+            self.add(task, errors, attempts, max_delay)
+
+    def lambda_errors(self) -> list[tuple[Sequence[str], int, int | None]]:
+        """(errors, attempts, max delay) of the Retriers every Lambda task has, in their order."""
+        return [
+            (LAMBDA_SERVICE_ERRORS, self.max_attempts, None),
+            (LAMBDA_THROTTLE_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS),
+        ]
+
+    def asl(self, errors: Sequence[str], attempts: int, max_delay_seconds: int | None) -> dict[str, Any]:
+        """The Retrier `add` writes, as ASL (for `worst_case_seconds`)."""
+        retrier: dict[str, Any] = {
+            "ErrorEquals": list(errors),
+            "IntervalSeconds": self.interval_seconds,
+            "MaxAttempts": attempts,
+            "BackoffRate": self.backoff_rate,
+        }
+        return retrier | ({"MaxDelaySeconds": max_delay_seconds} if max_delay_seconds is not None else {})
+
+    def fitted(
+        self,
+        retriers: Sequence[tuple[Sequence[str], int, int | None]],
+        timeout_seconds: int,
+        limit_seconds: int,
+        priority: Sequence[Sequence[str]],
+    ) -> list[tuple[Sequence[str], int, int | None]]:
+        """`retriers` with their attempts cut so that the Task's worst case (`worst_case_seconds`)
+        stays within `limit_seconds`: each in `priority` order keeps as many attempts as still fit."""
+        attempts = {tuple(errors): 0 for errors, _, _ in retriers}
+        wanted = {tuple(errors): (count, delay) for errors, count, delay in retriers}
+
+        def worst() -> float:
+            state = {
+                "TimeoutSeconds": timeout_seconds,
+                "Retry": [self.asl(errors, n, wanted[errors][1]) for errors, n in attempts.items() if n],
+            }
+            return worst_case_seconds(state)
+
+        for errors in map(tuple, priority):
+            for count in range(wanted[errors][0], 0, -1):
+                attempts[errors] = count
+                if worst() <= limit_seconds:
+                    break
+                attempts[errors] = 0
+        return [(errors, attempts[tuple(errors)], delay) for errors, _, delay in retriers]
 
 
 def payload_fields(fields: Mapping[str, str]) -> dict[str, Any]:

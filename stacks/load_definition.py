@@ -13,10 +13,12 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from stacks.config import LoaderConfig
+from stacks.config import EXPRESS_MAX_SECONDS, WORKER_TASK_MARGIN_SECONDS, LoaderConfig
 from stacks.data import STAGING_JOBS_PREFIX
 from stacks.graph_load import GraphLoadLoop
 from stacks.lambda_tasks import (
+    LAMBDA_SERVICE_ERRORS,
+    LAMBDA_THROTTLE_ERRORS,
     THROTTLE_MAX_ATTEMPTS,
     THROTTLE_MAX_DELAY_SECONDS,
     TaskRetries,
@@ -147,19 +149,40 @@ class LoadDefinition(Construct):
 
     def _shards(self, worker_function: lambda_.IFunction, staging_bucket: s3.IBucket) -> sfn.DistributedMap:
         """One Worker per shard of Plan's manifest, as many at once as Plan allowed."""
+        timeout = self._config.worker_timeout_seconds + WORKER_TASK_MARGIN_SECONDS
         worker = lambda_task(
             self,
             "Worker",
             function=worker_function,
             payload=sfn.TaskInput.from_json_path_at("$"),
-            retries=self._retries,
+            retries=None,
             result_selector={"index": sfn.JsonPath.number_at("$.Payload.index")},
             # A little beyond the function's own timeout: States.Timeout then means the
             # invocation itself hung, and the shard is retried.
-            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(self._config.worker_timeout_seconds + 60)),
+            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(timeout)),
         )
-        self._retries.add(worker, WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS)
-        self._retries.add(worker, CSV_START_PENDING_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS)
+        retriers = [
+            *self._retries.lambda_errors(),
+            (WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS, None),
+            (CSV_START_PENDING_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS),
+        ]
+        if self._config.map_execution_type == "EXPRESS":
+            # An EXPRESS child ends after 5 minutes, retries included: the whole schedule (every
+            # attempt at its longest, every wait) is cut to fit, the cheap retries first. What
+            # does not fit fails the shard; a re-run of the jobId resumes it.
+            retriers = self._retries.fitted(
+                retriers,
+                timeout,
+                EXPRESS_MAX_SECONDS,
+                priority=[
+                    LAMBDA_THROTTLE_ERRORS,
+                    CSV_START_PENDING_ERRORS,
+                    LAMBDA_SERVICE_ERRORS,
+                    WORKER_RETRY_ERRORS,
+                ],
+            )
+        for errors, attempts, max_delay in retriers:
+            self._retries.add(worker, errors, attempts, max_delay)
         shards = sfn.DistributedMap(
             self,
             "ShardsMap",

@@ -545,20 +545,41 @@ class LoaderFunctions:
         }
 
 
+# What a function in a VPC needs for its network interfaces (Lambda Developer Guide, "Giving Lambda
+# functions access to resources in an Amazon VPC", execution role permissions): the EC2 actions of
+# AWSLambdaVPCAccessExecutionRole without its logs actions on `*`.
+NETWORK_INTERFACE_ACTIONS: tuple[str, ...] = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
+
+
 def _allow_network_interfaces(function: lambda_.Function) -> None:
-    """ENIs in the VPC: AWS's own policy for exactly that (ec2:Create/Describe/Delete
-    NetworkInterface and IP assignment, which take no narrower resource)."""
+    """ENIs in the VPC: one inline policy holding only the EC2 network-interface actions (the
+    function's logs stay granted on its own log group, `_function`)."""
     role = function.role
     assert isinstance(role, iam.Role)
-    role.add_managed_policy(
-        iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole")
+    policy = iam.Policy(
+        function,
+        "NetworkInterfaces",
+        roles=[role],
+        statements=[
+            iam.PolicyStatement(
+                sid="LambdaVpcNetworkInterfaces", actions=list(NETWORK_INTERFACE_ACTIONS), resources=["*"]
+            )
+        ],
     )
-    cfn_role = role.node.default_child
-    assert isinstance(cfn_role, cdk.CfnResource)
+    # Lambda checks these permissions when it creates the function in the VPC.
+    function.node.add_dependency(policy)
+    cfn_policy = policy.node.default_child
+    assert isinstance(cfn_policy, cdk.CfnResource)
     acknowledge(
-        cfn_role,
-        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-        "AWSLambdaVPCAccessExecutionRole]",
-        "A function in a VPC needs to create and delete its network interfaces; AWS maintains "
-        "this policy for exactly that and the EC2 actions take no narrower resource.",
+        cfn_policy,
+        "AwsSolutions-IAM5[Resource::*]",
+        "Only the EC2 network-interface actions Lambda needs for a function in a VPC: "
+        "DescribeNetworkInterfaces works only on all resources, and Lambda names the interfaces it "
+        "creates and deletes itself, so no narrower resource applies.",
     )

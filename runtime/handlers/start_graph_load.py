@@ -22,6 +22,7 @@ from handlers.observability import entry_point
 from handlers.settings import StartGraphLoadSettings
 from logic import endpoints, graph_load, layout, opencypher
 from logic.errors import EndpointCheckLimitError
+from logic.spec_model import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_MINUTES
 
 SETTINGS_CLASS = StartGraphLoadSettings
 # The function's memory sizes the edge endpoint check's passes (logic/endpoints.py per_pass):
@@ -273,11 +274,11 @@ def _answer(load_id: str | None, source: str, graph: Mapping[str, Any], started:
         # None: the endpoint check held the load back (danglingEdges says why).
         "loadId": load_id,
         "source": source,
-        "waitSeconds": int(graph.get("pollSeconds") or 30),
+        "waitSeconds": int(graph.get("pollSeconds") or DEFAULT_POLL_SECONDS),
         # When the load started (epoch seconds): the poll interval grows with its age.
         "startedAt": int(started),
         # The poll loop's overall deadline (epoch seconds), from the input's timeoutMinutes.
-        "deadline": int(started + 60 * int(graph.get("timeoutMinutes") or 720)),
+        "deadline": int(started + 60 * int(graph.get("timeoutMinutes") or DEFAULT_TIMEOUT_MINUTES)),
     }
 
 

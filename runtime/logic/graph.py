@@ -16,7 +16,8 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
-from logic.spec import XSD, JobSpec, Statement, Template, Term
+from logic.spec import JobSpec
+from logic.spec_model import XSD, LiteralTerm, Statement, Template, Term
 from logic.values import Fields, Reject
 
 # ("iri", iri) | ("blank", label) | ("literal", text, datatype or None, language or None)
@@ -96,19 +97,23 @@ def _render(
 
 def _term(term: Term, fields: Fields, where: str) -> RenderedTerm | None:
     """The rendered term, or None when an optional term's field is missing/null/empty."""
-    if term.kind == "iri":
-        text = _render(term.template, fields, where, lambda value: quote(value, safe="-._~"))
-    elif term.kind == "blank":
-        text = _render(term.template, fields, where, _blank_label)
+    if isinstance(term, Template):  # an IRI template string
+        kind, template, optional = "iri", term, False
     else:
-        text = _render(term.template, fields, where, None)
-    if text is None or (term.optional and text == "" and term.kind == "literal"):
-        if term.optional:
+        kind, template, optional = term.kind, term.template, term.optional
+    if kind == "iri":
+        text = _render(template, fields, where, lambda value: quote(value, safe="-._~"))
+    elif kind == "blank":
+        text = _render(template, fields, where, _blank_label)
+    else:
+        text = _render(template, fields, where, None)
+    if text is None or (optional and text == "" and kind == "literal"):
+        if optional:
             return None
-        missing = [name for name in term.template.fields if fields.get(name) is None]
+        missing = [name for name in template.fields if fields.get(name) is None]
         raise _Missing(Reject("missing_field", f"field {missing[0]!r} needed by {where} is missing or null"))
-    if term.kind != "literal":
-        return (term.kind, text)
+    if not isinstance(term, LiteralTerm):
+        return (kind, text)
     pattern = LEXICAL.get(term.datatype or "")
     if pattern is not None and not pattern.fullmatch(text):
         short = (term.datatype or "").removeprefix(XSD)

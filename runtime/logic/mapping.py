@@ -24,7 +24,8 @@ from logic.cells import number_text as _number
 from logic.cells import shown as _shown
 from logic.cells import utf8_len as _utf8_len
 from logic.dynamodb_json import ItemFields, plain
-from logic.spec import Attribute, DynamoDbTarget, JobSpec, Template
+from logic.spec import JobSpec, Template
+from logic.spec_model import DynamoDbTarget, TypedField
 from logic.values import Fields, Item, Reject
 
 __all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]
@@ -55,13 +56,13 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
             MAX_KEY_BYTES[i],
             _utf8_len(key.name),
         )
-        for i, key in enumerate(target.key)
+        for i, key in enumerate(target.key_attributes)
     )
     producers: tuple[_Producer, ...]
     if target.copy_all:
-        producers = (_copy_all(frozenset(k.name for k in target.key), jsonl),)
+        producers = (_copy_all(frozenset(target.key), jsonl),)
     else:
-        producers = tuple(_producer(attribute, jsonl) for attribute in target.attributes)
+        producers = tuple(_producer(name, value, jsonl) for name, value in target.mapped.items())
 
     def to_item(fields: Fields) -> Item | Reject:
         attributes: dict[str, dict[str, Any]] = {}
@@ -121,18 +122,18 @@ def _item_mapper(target: DynamoDbTarget) -> Callable[[Fields], Item | Reject]:
     """
     keys = tuple(
         (key.name, _item_key(key.name, key.type, key.template), MAX_KEY_BYTES[i], _utf8_len(key.name))
-        for i, key in enumerate(target.key)
+        for i, key in enumerate(target.key_attributes)
     )
-    producers = tuple(_item_attribute(attribute) for attribute in target.attributes)
-    key_names = frozenset(key.name for key in target.key)
+    producers = tuple(_item_attribute(name, value) for name, value in target.mapped.items())
+    key_names = frozenset(target.key)
     copy_all = target.copy_all
     # The attributes the plain view needs: those that templates and typed attributes read.
     read = frozenset(
-        [field for key in target.key if key.template.literals != ("", "") for field in key.template.fields]
+        [field for key in target.key.values() if key.literals != ("", "") for field in key.fields]
         + [
             field
-            for a in target.attributes
-            for field in (a.template.fields if a.template else (a.field,))
+            for a in target.mapped.values()
+            for field in (a.fields if isinstance(a, Template) else (a.field,))
             if field
         ]
     )
@@ -200,11 +201,13 @@ def _item_key(name: str, kind: str, template: Template) -> _KeyFill:
     return copied
 
 
-def _item_attribute(attribute: Attribute) -> Callable[[ItemFields, Fields, dict[str, dict[str, Any]]], int]:
+def _item_attribute(
+    name: str, attribute: Template | TypedField
+) -> Callable[[ItemFields, Fields, dict[str, dict[str, Any]]], int]:
     """One mapped attribute of an exported item: L or M copied from a field of that type (B and
     sets inside kept), else produced from the plain view as for JSON Lines."""
-    produce = _producer(attribute, True)
-    field, kind, name = attribute.field, attribute.type, attribute.name
+    produce = _producer(name, attribute, True)
+    field, kind = (None, "S") if isinstance(attribute, Template) else (attribute.field, attribute.type)
     name_len = _utf8_len(name)
 
     def attribute_value(fields: ItemFields, plain_fields: Fields, out: dict[str, dict[str, Any]]) -> int:
@@ -287,11 +290,10 @@ def _scalar_text(value: Any, name: str) -> str:
     raise _Rejected("not_scalar", f"field {name!r} is {kind}; only strings, numbers and booleans fit here")
 
 
-def _producer(attribute: Attribute, jsonl: bool) -> _Producer:
-    name = attribute.name
+def _producer(name: str, attribute: Template | TypedField, jsonl: bool) -> _Producer:
     name_len = _utf8_len(name)
-    if attribute.template is not None:
-        render = _renderer(attribute.template, jsonl)
+    if isinstance(attribute, Template):
+        render = _renderer(attribute, jsonl)
 
         def template_attribute(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
             text = render(fields)
@@ -302,7 +304,6 @@ def _producer(attribute: Attribute, jsonl: bool) -> _Producer:
 
     field = attribute.field
     optional = attribute.optional
-    assert field is not None
     convert = _converter(attribute)
     # A JSON null is a value for NULL (the others reject it, or leave an optional attribute out).
     null_is_value = attribute.type == "NULL"
@@ -333,11 +334,11 @@ def _producer(attribute: Attribute, jsonl: bool) -> _Producer:
     return field_attribute
 
 
-def _converter(attribute: Attribute) -> cells.Converter:
+def _converter(attribute: TypedField) -> cells.Converter:
     """S, N and BOOL here; the other types (and N from an ISO-8601 timestamp) in logic/cells.py."""
-    if attribute.source is None and attribute.type in ("S", "N", "BOOL"):
+    if attribute.from_ is None and attribute.type in ("S", "N", "BOOL"):
         return {"S": _to_string, "N": _to_number, "BOOL": _to_bool}[attribute.type]
-    return cells.converter(attribute.type, separator=attribute.separator, source=attribute.source)
+    return cells.converter(attribute.type, separator=attribute.set_separator, source=attribute.from_)
 
 
 def _to_string(value: Any, name: str) -> tuple[dict[str, Any], int] | None:

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 from logic import opencypher
 from logic.opencypher import FormatError, Header, Row
-from logic.spec import Edge, JobSpec, Property, Template, Vertex
+from logic.spec import JobSpec, Template
+from logic.spec_model import Edge, Properties, Vertex, property_type
 from logic.values import Fields, Reject
 
 
@@ -47,8 +48,8 @@ def headers(spec: JobSpec) -> tuple[Header, Header]:
 def _columns(elements: Sequence[Vertex | Edge]) -> list[tuple[str, str]]:
     columns: dict[str, str] = {}
     for element in elements:
-        for prop in element.properties:
-            columns.setdefault(prop.name, opencypher.INPUT_TYPES[prop.type])
+        for name, value in element.properties.items():
+            columns.setdefault(name, opencypher.INPUT_TYPES[property_type(value)])
     return list(columns.items())
 
 
@@ -99,23 +100,22 @@ def _vertex(vertex: Vertex, fields: Fields, where: str) -> Row:
 def _edge(edge: Edge, fields: Fields, where: str, default_id: str) -> Row:
     return Row(
         id=default_id if edge.id is None else _render(edge.id, fields, f"{where}.id", required=True),
-        start=_render(edge.start, fields, f"{where}.from", required=True),
-        end=_render(edge.end, fields, f"{where}.to", required=True),
+        start=_render(edge.from_, fields, f"{where}.from", required=True),
+        end=_render(edge.to, fields, f"{where}.to", required=True),
         type=_render(edge.label, fields, f"{where}.label", required=True),
         properties=_properties(edge.properties, fields, where),
     )
 
 
-def _properties(properties: Sequence[Property], fields: Fields, where: str) -> dict[str, str]:
+def _properties(properties: Properties, fields: Fields, where: str) -> dict[str, str]:
     """Each property's text; one left out when it has no value (an empty CSV cell is no value):
     a template that renders empty, or an optional field that is missing, null or empty."""
     out: dict[str, str] = {}
-    for prop in properties:
-        at = f"{where}.properties.{prop.name}"
-        if prop.template is not None:
-            text = _render(prop.template, fields, at, required=False)
+    for name, prop in properties.items():
+        at = f"{where}.properties.{name}"
+        if isinstance(prop, Template):
+            text = _render(prop, fields, at, required=False)
         else:
-            assert prop.field is not None
             value = fields.get(prop.field)
             text = "" if value is None else _text(value, prop.field, at)
             if not text and not prop.optional:
@@ -125,7 +125,7 @@ def _properties(properties: Sequence[Property], fields: Fields, where: str) -> d
             if text:
                 text = _typed(prop.type, text, at)
         if text:
-            out[prop.name] = text
+            out[name] = text
     return out
 
 

@@ -1,10 +1,12 @@
-"""Validate the execution input (version 1) into a normalized JobSpec.
+"""Parse the execution input (version 1) into the JobSpec, and word its errors.
 
-The input's shape is defined once, by the pydantic models in logic.spec_model (schemas/
-input.schema.json is generated from them). Here: the first pydantic error as one line naming the
-field, the checks that depend on the deployment (the table's key) or on the data (columns), and the
-normalized, frozen JobSpec the other modules read. Every error is an InputValidationError whose
-`field` is the path of the offending value, e.g. `dynamodb.key.sk`.
+The JobSpec is the validated input model itself (logic.spec_model, the one definition of the input;
+schemas/input.schema.json is generated from it), validated with the table's key as context. Here:
+parse_spec, the first pydantic error as one line naming the field, the checks that need the
+execution (jobId from its name), the data (columns) or the deployment (graph database, Worker
+memory), and the normalized form Plan hands the Workers (spec_to_json: the model's dump, every
+default explicit). Every error is an InputValidationError whose `field` is the path of the
+offending value, e.g. `dynamodb.key.sk`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -24,7 +25,6 @@ from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec_model import (
     ATTRIBUTE_TYPES,
     COPY_ALL,
-    DEFAULT_MAX_RECORD_BYTES,
     FORMATS,
     JOB_ID_PATTERN,
     MAX_CONCURRENCY,
@@ -33,6 +33,14 @@ from logic.spec_model import (
     PARALLELISM,
     RDF_FORMATS,
     VERSION,
+    XSD,
+    CsvOptions,
+    DynamoDbTarget,
+    Edge,
+    JobSpec,
+    Template,
+    Term,
+    Vertex,
 )
 
 __all__ = [
@@ -47,7 +55,9 @@ __all__ = [
     "RDF_FORMATS",
     "VERSION",
     "XSD",
+    "CsvOptions",
     "JobSpec",
+    "Template",
     "check_fields",
     "check_source_bucket",
     "parse_s3_uri",
@@ -56,206 +66,27 @@ __all__ = [
     "spec_to_json",
 ]
 
-XSD = "http://www.w3.org/2001/XMLSchema#"
 KEY_TYPES = ("S", "N", "B")
 _STATEMENT_FIELDS = ("subject", "predicate", "object", "graph")
-_INPUT: TypeAdapter[
-    model.CsvInput | model.JsonlInput | model.RdfInput | model.OpencypherInput | model.DynamoDbJsonInput
-] = TypeAdapter(model.Input)
-_S3_URI = re.compile(model.S3_URI_PATTERN)
+_INPUT: TypeAdapter[JobSpec] = TypeAdapter(model.Input)
 _JOB_ID = re.compile(model.JOB_ID_PATTERN)
-
-
-@dataclass(frozen=True)
-class Template:
-    """A `{field}` template (`{{` and `}}` are literal braces), split once into literals and fields.
-
-    Rendering is `literals[0] + value(fields[0]) + literals[1] + ... + literals[-1]`.
-    """
-
-    text: str
-    literals: tuple[str, ...]
-    fields: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CsvOptions:
-    """How CSV lines split into fields."""
-
-    header: bool = True
-    delimiter: str = ","
-    columns: tuple[str, ...] | None = None
-    comment: str | None = None
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-
-
-@dataclass(frozen=True)
-class KeyAttribute:
-    """One key attribute of the target table (partition key first) and the template that fills it."""
-
-    name: str
-    type: str
-    template: Template
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """One non-key attribute: a template (type S) or a typed copy of one field.
-
-    `update` is how writeMode update writes it (set, add, setIfAbsent); `separator` splits a set's
-    cell; `source` is "iso8601" when an N attribute's cell is a timestamp."""
-
-    name: str
-    type: str
-    template: Template | None = None
-    field: str | None = None
-    optional: bool = False
-    update: str = "set"
-    separator: str = "|"
-    source: str | None = None
-
-
-@dataclass(frozen=True)
-class DynamoDbTarget:
-    """How a record becomes a DynamoDB item; `copy_all` is the `"attributes": "*"` form."""
-
-    key: tuple[KeyAttribute, ...]
-    attributes: tuple[Attribute, ...] = ()
-    copy_all: bool = False
-    write_mode: str = "put"
-    version: str | None = None  # newerWins: the attribute (type N) that orders records
-
-
-@dataclass(frozen=True)
-class Term:
-    """A template for one RDF term: an IRI, a blank node label, or a literal.
-
-    Field values substituted into an IRI or blank node template are percent-encoded, so no
-    value can end the IRI or change its structure; literal text is escaped when serialized.
-    """
-
-    kind: str  # "iri" | "blank" | "literal"
-    template: Template
-    datatype: str | None = None
-    language: str | None = None
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class Statement:
-    """subject, predicate, object (and optional graph name) templates: one statement per record."""
-
-    subject: Term
-    predicate: Term
-    object: Term
-    graph: Term | None = None
-
-
-@dataclass(frozen=True)
-class Property:
-    """One vertex or edge property: a template (type String) or a typed copy of one field."""
-
-    name: str
-    type: str  # one of spec_model.PROPERTY_TYPES
-    template: Template | None = None
-    field: str | None = None
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class Vertex:
-    """graph.vertices[i]: one vertex per record."""
-
-    id: Template
-    labels: tuple[Template, ...]
-    properties: tuple[Property, ...] = ()
-
-
-@dataclass(frozen=True)
-class Edge:
-    """graph.edges[i]: one edge per record; `id` None: a deterministic id (logic/property_graph.py)."""
-
-    start: Template
-    end: Template
-    label: Template
-    id: Template | None = None
-    properties: tuple[Property, ...] = ()
-
-
-@dataclass(frozen=True)
-class GraphTarget:
-    """The `graph` section: statements (model "rdf") or vertices and edges (model "property") for
-    CSV/JSON Lines records, staging and loader options."""
-
-    statements: tuple[Statement, ...] = ()
-    model: str = "rdf"
-    vertices: tuple[Vertex, ...] = ()
-    edges: tuple[Edge, ...] = ()
-    gzip: bool = False
-    parallelism: str = "HIGH"
-    fail_on_error: bool = True
-    queue_request: bool = True
-    update_single_cardinality_properties: bool = False
-    dependencies: tuple[str, ...] = ()
-    poll_seconds: int = 30
-    timeout_minutes: int = 720
-    # A property graph's tolerance for edges whose endpoint is neither staged nor in the graph.
-    max_dangling_percent: float = 0
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """A validated execution input with every default filled in."""
-
-    source: str
-    format: str
-    dynamodb: DynamoDbTarget | None
-    job_id: str
-    csv: CsvOptions | None = None
-    shard_size_mib: float = 64
-    max_concurrency: int = 100
-    max_rejected_percent: float = 1
-    dry_run: bool = False
-    version: int = VERSION
-    graph: GraphTarget | None = None
-    # Job-wide DynamoDB write units per second shared by the running shards; None: no budget.
-    write_units_per_second: float | None = None
-
-    @property
-    def bucket(self) -> str:
-        return parse_s3_uri(self.source)[0]
-
-    @property
-    def key(self) -> str:
-        """The object key, or the prefix when `is_prefix`."""
-        return parse_s3_uri(self.source)[1]
-
-    @property
-    def is_prefix(self) -> bool:
-        key = self.key
-        return key == "" or key.endswith("/")
-
-    @property
-    def shard_size_bytes(self) -> int:
-        return max(1, int(self.shard_size_mib * 1024 * 1024))
 
 
 def parse_s3_uri(uri: object, field: str = "source") -> tuple[str, str]:
     """`s3://bucket/key` -> (bucket, key); the key is a prefix when it is empty or ends with "/"."""
-    match = _S3_URI.search(uri) if isinstance(uri, str) else None
-    if match is None:
-        raise InputValidationError(field, model.s3_uri_message(uri))
-    return match.group(1), match.group(2) or ""
+    try:
+        return model.s3_parts(uri)
+    except ValueError as error:
+        raise InputValidationError(field, str(error)) from None
 
 
 def parse_template(text: object, field: str, *, allow_empty: bool = True) -> Template:
     """Split a template once, so that rendering per record is a join of prepared parts."""
     try:
         model.template_check(allow_empty=allow_empty)(text)
-        literals, fields = model.split_template(str(text))
+        return Template.parse(str(text))
     except ValueError as error:
         raise InputValidationError(field, str(error)) from None
-    return Template(str(text), literals, fields)
 
 
 def parse_spec(
@@ -273,29 +104,13 @@ def parse_spec(
     if not isinstance(raw, Mapping):
         raise InputValidationError("$", f"the execution input must be a JSON object, got {model.kind(raw)}")
     try:
-        given = _INPUT.validate_python(dict(raw))
+        given = _INPUT.validate_python(dict(raw), context={"table_key": key_schema})
     except ValidationError as error:
         raise _input_error(error.errors()[0], _described(key_schema)) from None
-    csv = getattr(given, "csv", None)
-    if given.format == "opencypher":  # Neptune's CSV: a header line, comma-separated
-        csv = model.CsvOptions()
-    graph = getattr(given, "graph", None)  # format dynamodb-json has none
-    spec = JobSpec(
-        source=given.source,
-        format=given.format,
-        dynamodb=_dynamodb(getattr(given, "dynamodb", None), key_schema),
-        job_id=_job_id(given.job_id or None, execution_name),
-        csv=None
-        if csv is None
-        else CsvOptions(csv.header, csv.delimiter, _tuple(csv.columns), csv.comment, csv.max_record_bytes),
-        shard_size_mib=given.shard_size_mib,
-        max_concurrency=given.max_concurrency,
-        max_rejected_percent=given.max_rejected_percent,
-        dry_run=given.dry_run,
-        version=given.version,
-        graph=None if graph is None else _graph(graph),
-        write_units_per_second=given.write_units_per_second,
-    )
+    spec = given.model_copy(update={"job_id": _job_id(given.job_id or None, execution_name)})
+    if isinstance(spec.graph, model.PropertyGraph):
+        _check_property_types("vertices", spec.graph.vertices)
+        _check_property_types("edges", spec.graph.edges)
     if spec.csv is not None and spec.csv.columns is not None:
         check_fields(spec, spec.csv.columns)
     return spec
@@ -350,7 +165,7 @@ def id_shape(spec: JobSpec) -> endpoints.IdShape:
     if graph is None:
         return endpoints.IdShape()
     templates = {
-        t.text: t for t in [v.id for v in graph.vertices] + [e for g in graph.edges for e in (g.start, g.end)]
+        t.text: t for t in [v.id for v in graph.vertices] + [e for g in graph.edges for e in (g.from_, g.to)]
     }
     reading = [t for t in templates.values() if t.fields]
     fields = {name for t in reading for name in t.fields}
@@ -394,15 +209,15 @@ def references(spec: JobSpec) -> Iterator[tuple[str, str]]:
     """Every (field path, record field name) the item mapping reads."""
     if spec.dynamodb is None:
         return
-    for key in spec.dynamodb.key:
-        for name in key.template.fields:
-            yield f"dynamodb.key.{_name(key.name)}", name
-    for attribute in spec.dynamodb.attributes:
-        if attribute.template is not None:
-            for name in attribute.template.fields:
-                yield f"dynamodb.attributes.{_name(attribute.name)}", name
-        elif attribute.field is not None:
-            yield f"dynamodb.attributes.{_name(attribute.name)}.field", attribute.field
+    for key, template in spec.dynamodb.key.items():
+        for name in template.fields:
+            yield f"dynamodb.key.{_name(key)}", name
+    for attribute, value in spec.dynamodb.mapped.items():
+        if isinstance(value, Template):
+            for name in value.fields:
+                yield f"dynamodb.attributes.{_name(attribute)}", name
+        else:
+            yield f"dynamodb.attributes.{_name(attribute)}.field", value.field
 
 
 def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
@@ -413,7 +228,7 @@ def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
         for part in _STATEMENT_FIELDS:
             term = getattr(statement, part)
             if term is not None:
-                for name in term.template.fields:
+                for name in model.term_template(term).fields:
                     yield f"graph.statements[{index}].{part}", name
     for index, vertex in enumerate(spec.graph.vertices):
         where = f"graph.vertices[{index}]"
@@ -423,7 +238,7 @@ def graph_references(spec: JobSpec) -> Iterator[tuple[str, str]]:
         yield from _property_references(where, vertex.properties)
     for index, edge in enumerate(spec.graph.edges):
         where = f"graph.edges[{index}]"
-        parts = (("from", edge.start), ("to", edge.end), ("label", edge.label), ("id", edge.id))
+        parts = (("from", edge.from_), ("to", edge.to), ("label", edge.label), ("id", edge.id))
         for part, template in parts:
             if template is not None:
                 yield from _template_references(f"{where}.{part}", template)
@@ -435,146 +250,55 @@ def _template_references(path: str, template: Template) -> Iterator[tuple[str, s
         yield path, name
 
 
-def _property_references(where: str, properties: Sequence[Property]) -> Iterator[tuple[str, str]]:
-    for prop in properties:
-        path = f"{where}.properties.{_name(prop.name)}"
-        if prop.template is not None:
-            yield from _template_references(path, prop.template)
-        elif prop.field is not None:
-            yield f"{path}.field", prop.field
+def _property_references(where: str, properties: model.Properties) -> Iterator[tuple[str, str]]:
+    for name, value in properties.items():
+        path = f"{where}.properties.{_name(name)}"
+        if isinstance(value, Template):
+            yield from _template_references(path, value)
+        else:
+            yield f"{path}.field", value.field
 
 
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
     """The normalized input, every default explicit; parse_spec of it gives back an equal JobSpec."""
-    out: dict[str, Any] = {"version": spec.version, "source": spec.source, "format": spec.format}
-    if spec.csv is not None and spec.format == "csv":
-        out["csv"] = {
-            "header": spec.csv.header,
-            "delimiter": spec.csv.delimiter,
-            "columns": None if spec.csv.columns is None else list(spec.csv.columns),
-            "comment": spec.csv.comment,
-            "maxRecordBytes": spec.csv.max_record_bytes,
-        }
+    out = spec.model_dump(by_alias=True, exclude={"dynamodb", "graph"})
     if spec.dynamodb is not None:
         out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)
     if spec.graph is not None:
-        out["graph"] = (
-            _loader_options_to_json(spec.graph) if spec.format == "opencypher" else _graph_to_json(spec.graph)
-        )
-    out["shardSizeMiB"] = spec.shard_size_mib
-    out["maxConcurrency"] = spec.max_concurrency
-    out["maxRejectedPercent"] = spec.max_rejected_percent
-    out["jobId"] = spec.job_id
-    out["dryRun"] = spec.dry_run
-    out["writeUnitsPerSecond"] = spec.write_units_per_second
+        out["graph"] = _graph_to_json(spec.graph)
     return out
 
 
 def _dynamodb_to_json(target: DynamoDbTarget) -> dict[str, Any]:
-    attributes: str | dict[str, Any]
-    if target.copy_all:
-        attributes = COPY_ALL
-    else:
-        attributes = {}
-        for attribute in target.attributes:
-            if attribute.template is not None:
-                attributes[attribute.name] = attribute.template.text
-            else:
-                attributes[attribute.name] = _typed_to_json(attribute, target.write_mode)
-    out: dict[str, Any] = {"key": {k.name: k.template.text for k in target.key}}
-    if target.write_mode != "delete":
-        out["attributes"] = attributes
-    out["writeMode"] = target.write_mode
-    if target.version is not None:
-        out["version"] = target.version
-    return out
-
-
-def _typed_to_json(attribute: Attribute, write_mode: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"field": attribute.field, "type": attribute.type, "optional": attribute.optional}
-    if write_mode == "update":
-        out["update"] = attribute.update
-    if attribute.type in model.SET_TYPES:
-        out["separator"] = attribute.separator
-    if attribute.source is not None:
-        out["from"] = attribute.source
-    return out
+    """The item mapping as validated (a typed attribute holds the defaults its mode and type use);
+    writeMode delete has no attributes."""
+    exclude = {"attributes"} if target.write_mode == "delete" else None
+    return target.model_dump(by_alias=True, exclude_none=True, exclude=exclude)
 
 
 def _term_to_json(term: Term) -> str | dict[str, Any]:
-    if term.kind == "iri" and not term.optional:
-        return term.template.text
-    out: dict[str, Any] = {term.kind: term.template.text}
-    if term.datatype is not None:
-        out["datatype"] = term.datatype
-    if term.language is not None:
-        out["language"] = term.language
-    if term.optional:
-        out["optional"] = True
+    """An IRI that is not optional as its template's text; any other term without its defaults."""
+    if isinstance(term, Template) or (term.kind == "iri" and not term.optional):
+        return model.term_template(term).text
+    return term.model_dump(by_alias=True, exclude_defaults=True)
+
+
+def _graph_to_json(graph: model.Graph) -> dict[str, Any]:
+    """The graph section; "model" is left out for RDF (N-Quads/N-Triples inputs have no such field)."""
+    rdf = isinstance(graph, model.RecordGraph)
+    out = graph.model_dump(by_alias=True, exclude={"model", "edges", "statements"} if rdf else {"edges"})
+    if isinstance(graph, model.PropertyGraph):
+        out["edges"] = [edge.model_dump(by_alias=True, exclude_none=True) for edge in graph.edges]
+    elif isinstance(graph, model.RecordGraph | model.RdfGraph):
+        out["statements"] = [
+            {
+                part: _term_to_json(term)
+                for part in _STATEMENT_FIELDS
+                if (term := getattr(statement, part)) is not None
+            }
+            for statement in graph.statements
+        ]
     return out
-
-
-def _property_to_json(prop: Property) -> str | dict[str, Any]:
-    if prop.template is not None:
-        return prop.template.text
-    return {"field": prop.field, "type": prop.type, "optional": prop.optional}
-
-
-def _properties_to_json(properties: Sequence[Property]) -> dict[str, Any]:
-    return {prop.name: _property_to_json(prop) for prop in properties}
-
-
-def _property_graph_to_json(graph: GraphTarget) -> dict[str, Any]:
-    vertices = [
-        {
-            "id": vertex.id.text,
-            "label": [label.text for label in vertex.labels],
-            "properties": _properties_to_json(vertex.properties),
-        }
-        for vertex in graph.vertices
-    ]
-    edges = [
-        {
-            "from": edge.start.text,
-            "to": edge.end.text,
-            "label": edge.label.text,
-            **({"id": edge.id.text} if edge.id is not None else {}),
-            "properties": _properties_to_json(edge.properties),
-        }
-        for edge in graph.edges
-    ]
-    return {"model": "property", "vertices": vertices, "edges": edges}
-
-
-def _graph_to_json(graph: GraphTarget) -> dict[str, Any]:
-    if graph.model == "property":
-        return {**_property_graph_to_json(graph), **_loader_options_to_json(graph)}
-    statements = []
-    for statement in graph.statements:
-        item = {
-            "subject": _term_to_json(statement.subject),
-            "predicate": _term_to_json(statement.predicate),
-            "object": _term_to_json(statement.object),
-        }
-        if statement.graph is not None:
-            item["graph"] = _term_to_json(statement.graph)
-        statements.append(item)
-    # "model" is left out for RDF: N-Quads/N-Triples inputs have no such field.
-    return {"statements": statements, **_loader_options_to_json(graph)}
-
-
-def _loader_options_to_json(graph: GraphTarget) -> dict[str, Any]:
-    return {
-        "gzip": graph.gzip,
-        "parallelism": graph.parallelism,
-        "failOnError": graph.fail_on_error,
-        "queueRequest": graph.queue_request,
-        "updateSingleCardinalityProperties": graph.update_single_cardinality_properties,
-        "dependencies": list(graph.dependencies),
-        "pollSeconds": graph.poll_seconds,
-        "timeoutMinutes": graph.timeout_minutes,
-        **({"maxDanglingPercent": graph.max_dangling_percent} if graph.model == "property" else {}),
-    }
 
 
 def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -585,192 +309,23 @@ def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return items
 
 
-def _tuple(items: Sequence[str] | None) -> tuple[str, ...] | None:
-    return None if items is None else tuple(items)
-
-
 def _described(key_schema: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{name} ({kind})" for name, kind in key_schema)
-
-
-def _dynamodb(
-    given: model.DynamoDbTarget | None, key_schema: tuple[tuple[str, str], ...]
-) -> DynamoDbTarget | None:
-    """The table's key (only the deployment knows it) and the attributes, checked against it."""
-    if given is None:
-        return None
-    described, key_names = _described(key_schema), [name for name, _ in key_schema]
-    # format dynamodb-json without a key: each key attribute is the item's own (`{pk}`), and
-    # without attributes every other attribute is copied (writeMode delete needs the key alone).
-    as_is = given.key is None
-    given_key = {name: f"{{{name}}}" for name in key_names} if given.key is None else given.key
-    copy_all = isinstance(given.attributes, str) or (
-        as_is and "attributes" not in given.model_fields_set and given.write_mode != "delete"
-    )
-    for name in given_key:
-        if name not in key_names:
-            hint = difflib.get_close_matches(name, key_names, n=1, cutoff=0.6)
-            suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
-            raise InputValidationError(
-                f"dynamodb.key.{_name(name)}",
-                f"not a key attribute of the table{suggestion}; its key is {described}",
-            )
-    keys = []
-    for name, kind in key_schema:
-        path = f"dynamodb.key.{_name(name)}"
-        if name not in given_key:
-            raise InputValidationError(
-                path, f"missing: give a template for each key attribute of the table: {described}"
-            )
-        keys.append(KeyAttribute(name, kind, parse_template(given_key[name], path)))
-    mode, version = given.write_mode, given.version
-    if copy_all or isinstance(given.attributes, str):  # COPY_ALL
-        _check_version(version, ())
-        return DynamoDbTarget(key=tuple(keys), copy_all=True, write_mode=mode)
-    attributes = []
-    for name, value in given.attributes.items() if isinstance(given.attributes, dict) else ():
-        path = f"dynamodb.attributes.{_name(name)}"
-        if name in key_names:
-            raise InputValidationError(
-                path, "is a key attribute of the table; key attributes are filled from dynamodb.key"
-            )
-        if isinstance(value, str):
-            attributes.append(Attribute(name, "S", template=parse_template(value, path)))
-        else:
-            attributes.append(
-                Attribute(
-                    name,
-                    value.type,
-                    field=value.field,
-                    optional=value.optional,
-                    update=value.update or "set",
-                    separator="|" if value.separator is None else value.separator,
-                    source=value.from_,
-                )
-            )
-    _check_version(version, attributes)
-    return DynamoDbTarget(key=tuple(keys), attributes=tuple(attributes), write_mode=mode, version=version)
-
-
-def _check_version(version: str | None, attributes: Sequence[Attribute]) -> None:
-    """newerWins compares versions in a condition: every item must hold one, a number."""
-    if version is None:
-        return
-    found = next((a for a in attributes if a.name == version), None)
-    if found is None or found.type != "N" or found.optional or found.field is None:
-        mapped = ", ".join(_name(a.name) for a in attributes if a.type == "N" and not a.optional) or "none"
-        raise InputValidationError(
-            "dynamodb.version",
-            f"{version!r} is not a mapped attribute of type N that is not optional "
-            f"(in dynamodb.attributes; such attributes: {mapped})",
-        )
-
-
-def _graph(
-    given: model.RecordGraph | model.PropertyGraph | model.RdfGraph | model.OpencypherGraph,
-) -> GraphTarget:
-    if isinstance(given, model.OpencypherGraph):  # rows already are vertices and edges
-        return GraphTarget(model="property", **_loader_options(given))
-    if isinstance(given, model.PropertyGraph):
-        vertices = tuple(
-            Vertex(
-                _template(item.id),
-                tuple(map(_template, [item.label] if isinstance(item.label, str) else item.label)),
-                _properties(item.properties),
-            )
-            for item in given.vertices
-        )
-        edges = tuple(
-            Edge(
-                _template(item.from_),
-                _template(item.to),
-                _template(item.label),
-                None if item.id is None else _template(item.id),
-                _properties(item.properties),
-            )
-            for item in given.edges
-        )
-        _check_property_types("vertices", vertices)
-        _check_property_types("edges", edges)
-        return GraphTarget(model="property", vertices=vertices, edges=edges, **_loader_options(given))
-    statements = tuple(
-        Statement(
-            _term(item.subject),
-            _term(item.predicate),
-            _term(item.object),
-            None if item.graph is None else _term(item.graph),
-        )
-        for item in given.statements
-    )
-    return GraphTarget(statements=statements, **_loader_options(given))
-
-
-def _properties(given: Mapping[str, str | model.TypedProperty]) -> tuple[Property, ...]:
-    return tuple(
-        Property(name, "String", template=_template(value))
-        if isinstance(value, str)
-        else Property(name, value.type, field=value.field, optional=value.optional)
-        for name, value in given.items()
-    )
 
 
 def _check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> None:
     """A staged file has one column per property name: one type per name across the section."""
     first: dict[str, tuple[str, int]] = {}
     for index, element in enumerate(elements):
-        for prop in element.properties:
-            seen = first.setdefault(prop.name, (prop.type, index))
-            if seen[0] != prop.type:
+        for name, value in element.properties.items():
+            kind = model.property_type(value)
+            seen = first.setdefault(name, (kind, index))
+            if seen[0] != kind:
                 raise InputValidationError(
-                    f"graph.{section}[{index}].properties.{_name(prop.name)}",
-                    f"is type {prop.type} here but {seen[0]} in graph.{section}[{seen[1]}]: "
+                    f"graph.{section}[{index}].properties.{_name(name)}",
+                    f"is type {kind} here but {seen[0]} in graph.{section}[{seen[1]}]: "
                     "the staged file has one column per property name, so one type",
                 )
-
-
-def _loader_options(given: model.GraphOptions) -> dict[str, Any]:
-    return dict(
-        gzip=given.gzip,
-        parallelism=given.parallelism,
-        fail_on_error=given.fail_on_error,
-        queue_request=given.queue_request,
-        update_single_cardinality_properties=given.update_single_cardinality_properties,
-        dependencies=tuple(given.dependencies),
-        poll_seconds=given.poll_seconds,
-        timeout_minutes=given.timeout_minutes,
-        **(
-            {"max_dangling_percent": given.max_dangling_percent} if isinstance(given, model.EdgeCheck) else {}
-        ),
-    )
-
-
-def _term(
-    given: str
-    | model.IriNode
-    | model.BlankNode
-    | model.OptionalIri
-    | model.OptionalBlank
-    | model.LiteralTerm,
-) -> Term:
-    """A validated term; its templates split (they were checked, so splitting cannot fail)."""
-    if isinstance(given, str):
-        return Term("iri", _template(given))
-    optional = given.optional
-    if isinstance(given, model.IriNode | model.OptionalIri):
-        return Term("iri", _template(given.iri), optional=optional)
-    if isinstance(given, model.BlankNode | model.OptionalBlank):
-        return Term("blank", _template(given.blank), optional=optional)
-    datatype = given.datatype
-    if datatype is not None and re.fullmatch(r"xsd:[A-Za-z]+", datatype):
-        datatype = XSD + datatype[4:]
-    return Term(
-        "literal", _template(given.literal), datatype=datatype, language=given.language, optional=optional
-    )
-
-
-def _template(text: str) -> Template:
-    literals, fields = model.split_template(text)
-    return Template(text, literals, fields)
 
 
 def _job_id(given: str | None, execution_name: str | None) -> str:
@@ -886,7 +441,4 @@ def _path(loc: Sequence[str | int]) -> str:
     return path or "$"
 
 
-def _name(name: str) -> str:
-    """A name as a path part: quoted when it holds a newline or other unprintable character, so
-    the error stays one line."""
-    return name if name.isprintable() else repr(name)
+_name = model.shown_name

@@ -1,8 +1,10 @@
 """The execution input (version 1) as pydantic models: the one definition of its shape.
 
-schemas/input.schema.json is generated from these models (`make schemas`); logic.spec turns a
-validated model into the normalized JobSpec and runs the checks no schema can state (the table's
-key, columns named by templates, the poll budget). A rule the schema states is written here once:
+schemas/input.schema.json is generated from these models (`make schemas`), and the validated model
+is the JobSpec the runtime reads (logic.spec parses and words the errors). Checks no schema can
+state are validators here too (the table's key, given as validation context; the poll budget), or
+in logic.spec when they need the data (columns named by templates). A rule the schema states is
+written here once:
 a constraint, a regex pattern (exact in ECMA-262 and Python `re`: ends are `(?![\\s\\S])`, since
 Python's `$` also matches before a trailing newline), or a cross-field rule with its schema form.
 Checks that raise ValueError name no field: pydantic's location of the error names it.
@@ -14,9 +16,10 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -24,7 +27,9 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
+    PrivateAttr,
     Tag,
+    ValidationInfo,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -68,6 +73,8 @@ MAX_CONCURRENCY = 10000
 MAX_WRITE_UNITS_PER_SECOND = 10_000_000
 MAX_DEPENDENCIES = 64  # the loader's queue length
 MAX_POLL_SECONDS = polling.MAX_WAIT_SECONDS  # a poll never waits longer than an hour anyway
+DEFAULT_POLL_SECONDS = 30
+DEFAULT_TIMEOUT_MINUTES = 720
 MAX_TIMEOUT_MINUTES = 525_600  # a year
 
 # The end of the string in both ECMA-262 and Python `re` (no multiline flag in either).
@@ -233,11 +240,59 @@ def check_iri_literals(text: str, literals: tuple[str, ...]) -> None:
             raise ValueError(f"{bad.group()!r} may not appear in an IRI (in {text!r})")
 
 
-TemplateText = Annotated[str, Checked(TEMPLATE_PATTERN, template_check(allow_empty=True))]
+@dataclass(frozen=True)
+class Template:
+    """A `{field}` template (`{{` and `}}` are literal braces), split once into literals and fields.
+
+    Rendering is `literals[0] + value(fields[0]) + literals[1] + ... + literals[-1]`. In the input
+    and its normalized form a template is its text (`TemplateSyntax` validates and serializes it).
+    """
+
+    text: str
+    literals: tuple[str, ...]
+    fields: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Template:
+        """Split `text` (raises ValueError when it is not a template)."""
+        literals, fields = split_template(text)
+        return cls(text, literals, fields)
+
+
+@dataclass(frozen=True)
+class TemplateSyntax:
+    """A template string that `check` accepts, validated into a Template and dumped as its text; the
+    schema states `pattern` (and `minLength`), which accept exactly the same strings."""
+
+    pattern: str
+    check: Callable[[object], object]
+    min_length: int | None = None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        text = core_schema.no_info_before_validator_function(
+            self.check, core_schema.str_schema(min_length=self.min_length)
+        )
+        return core_schema.no_info_after_validator_function(
+            Template.parse, text, serialization=core_schema.plain_serializer_function_ser_schema(_text)
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "pattern": self.pattern}
+
+
+def _text(template: Template) -> str:
+    return template.text
+
+
+TemplateText = Annotated[Template, TemplateSyntax(TEMPLATE_PATTERN, template_check(allow_empty=True))]
 KeyTemplateText = Annotated[
-    str, Field(min_length=1), Checked(TEMPLATE_PATTERN, template_check(allow_empty=False))
+    Template, TemplateSyntax(TEMPLATE_PATTERN, template_check(allow_empty=False), min_length=1)
 ]
-IriTemplateText = Annotated[str, Checked(IRI_TEMPLATE_PATTERN, template_check(allow_empty=False, iri=True))]
+IriTemplateText = Annotated[
+    Template, TemplateSyntax(IRI_TEMPLATE_PATTERN, template_check(allow_empty=False, iri=True))
+]
 
 
 def _whole_number(value: object) -> object:
@@ -283,8 +338,11 @@ Comment = Annotated[
     matches(COMMENT_PATTERN, lambda v: f"must be null or a non-empty one-line prefix like '#', got {v!r}"),
 ]
 LoadId = Annotated[str, matches(LOAD_ID_PATTERN, lambda v: f"must be a loader load id, got {v!r}")]
+XSD = "http://www.w3.org/2001/XMLSchema#"
 Datatype = Annotated[
-    str, matches(DATATYPE_PATTERN, lambda v: f"must be an absolute IRI or xsd:NAME, got {v!r}")
+    str,
+    matches(DATATYPE_PATTERN, lambda v: f"must be an absolute IRI or xsd:NAME, got {v!r}"),
+    AfterValidator(lambda v: XSD + v[4:] if re.fullmatch(r"xsd:[A-Za-z]+", v) else v),  # one spelling
 ]
 Language = Annotated[
     str, matches(LANGUAGE_PATTERN, lambda v: f"must be a language tag like en or en-GB, got {v!r}")
@@ -329,9 +387,10 @@ def _term_shape(*kinds: str) -> Discriminator:
     """A term: an IRI template string, or an object with exactly one of `kinds`."""
 
     def choose(value: Any) -> str | None:
-        if isinstance(value, str):
+        if isinstance(value, str | Template):
             return "~text"
-        given = [kind for kind in kinds if isinstance(value, Mapping) and kind in value]
+        names = type(value).model_fields if isinstance(value, Model) else value
+        given = [kind for kind in kinds if isinstance(names, Mapping) and kind in names]
         return f"~{given[0]}" if len(given) == 1 else None
 
     return _shape(choose, f"an IRI template or an object with exactly one of: {', '.join(kinds)}")
@@ -426,6 +485,16 @@ class TypedField(Model):
         }
     )
 
+    @property
+    def update_action(self) -> UpdateAction:
+        """How writeMode update writes it: SET unless it says otherwise."""
+        return self.update or "set"
+
+    @property
+    def set_separator(self) -> str:
+        """What splits a set's cell into elements."""
+        return "|" if self.separator is None else self.separator
+
     @model_validator(mode="after")
     def _options_fit_the_type(self) -> TypedField:
         sets = ", ".join(SET_TYPES)
@@ -441,7 +510,9 @@ class TypedField(Model):
 AttributeValue = Annotated[
     Annotated[TemplateText, Tag("~text")] | Annotated[TypedField, Tag("~field")],
     _shape(
-        lambda v: "~text" if isinstance(v, str) else "~field" if isinstance(v, Mapping) else None,
+        lambda v: (
+            "~text" if isinstance(v, str | Template) else "~field" if isinstance(v, Mapping | Model) else None
+        ),
         'a template string or {"field": ..., "type": "S", "optional": false}',
     ),
 ]
@@ -453,8 +524,26 @@ def _attributes_shape(value: Any) -> str | None:
     return "~map" if isinstance(value, Mapping) else None
 
 
+class KeyAttribute(NamedTuple):
+    """One key attribute of the target table (partition key first) and the template that fills it."""
+
+    name: str
+    type: str  # S, N or B
+    template: Template
+
+
+def shown_name(name: str) -> str:
+    """A name as a path part: quoted when it holds a newline or other unprintable character, so
+    the error stays one line."""
+    return name if name.isprintable() else repr(name)
+
+
 class DynamoDbTarget(Model):
     """How a record becomes a DynamoDB item."""
+
+    # Validated with the target table's key as context (`context={"table_key": ((name, S|N|B), ...)}`,
+    # partition key first), `key` names exactly the table's key attributes, in its order; without
+    # that context (a schema check alone) the key is left as given.
 
     key: dict[str, KeyTemplateText] = Field(
         description="A template for each key attribute of the target table (and no other).",
@@ -526,7 +615,100 @@ class DynamoDbTarget(Model):
                         name,
                         "update",
                     )
-        return self
+        return self._defaults_written_out()
+
+    def _defaults_written_out(self) -> DynamoDbTarget:
+        """Each typed attribute with the defaults its mode and type use (update, a set's separator),
+        as the normalized spec writes them: parsing that gives back an equal target."""
+        attributes = {
+            name: value.model_copy(
+                update={
+                    **({"update": value.update_action} if self.write_mode == "update" else {}),
+                    **({"separator": value.set_separator} if value.type in SET_TYPES else {}),
+                }
+            )
+            if isinstance(value, TypedField)
+            else value
+            for name, value in self.mapped.items()
+        }
+        return self.model_copy(update={"attributes": attributes}) if attributes != self.mapped else self
+
+    _key_types: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _fits_the_table(self, info: ValidationInfo) -> DynamoDbTarget:
+        table_key: tuple[tuple[str, str], ...] | None = (info.context or {}).get("table_key")
+        if table_key is None:
+            return self
+        names = [name for name, _ in table_key]
+        described = ", ".join(f"{name} ({kind})" for name, kind in table_key)
+        # format dynamodb-json without a key: each key attribute is the item's own (`{pk}`), and
+        # without attributes every other attribute is copied (writeMode delete needs the key alone).
+        as_is = self.key is None
+        given = {name: Template.parse(f"{{{name}}}") for name in names} if self.key is None else self.key
+        for name in given:
+            if name not in names:
+                hint = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+                suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise fail(
+                    f"not a key attribute of the table{suggestion}; its key is {described}", "key", name
+                )
+        for name in names:
+            if name not in given:
+                raise fail(
+                    f"missing: give a template for each key attribute of the table: {described}", "key", name
+                )
+        copy_all = self.copy_all or (
+            as_is and "attributes" not in self.model_fields_set and self.write_mode != "delete"
+        )
+        for name in {} if copy_all else self.mapped:
+            if name in names:
+                raise fail(
+                    "is a key attribute of the table; key attributes are filled from dynamodb.key",
+                    "attributes",
+                    name,
+                )
+        attributes = COPY_ALL if copy_all else self.attributes
+        target = self.model_copy(
+            update={"key": {name: given[name] for name in names}, "attributes": attributes}
+        )
+        target._check_version()
+        target._key_types = dict(table_key)
+        return target
+
+    def _check_version(self) -> None:
+        """newerWins compares versions in a condition: every item must hold one, a number."""
+        if self.version is None:
+            return
+        found = self.mapped.get(self.version)
+        if not isinstance(found, TypedField) or found.type != "N" or found.optional:
+            numbers = [
+                shown_name(name)
+                for name, value in self.mapped.items()
+                if isinstance(value, TypedField) and value.type == "N" and not value.optional
+            ]
+            raise fail(
+                f"{self.version!r} is not a mapped attribute of type N that is not optional "
+                f"(in dynamodb.attributes; such attributes: {', '.join(numbers) or 'none'})",
+                "version",
+            )
+
+    @property
+    def key_attributes(self) -> tuple[KeyAttribute, ...]:
+        """The table's key attributes, partition key first, each with its type and template."""
+        return tuple(
+            KeyAttribute(name, self._key_types[name], template) for name, template in self.key.items()
+        )
+
+    @property
+    def copy_all(self) -> bool:
+        """The `"attributes": "*"` form: every field is copied."""
+        return self.attributes == COPY_ALL
+
+    @property
+    def mapped(self) -> dict[str, Template | TypedField]:
+        """The attributes mapped one by one (none when every field is copied)."""
+        return {} if isinstance(self.attributes, str) else self.attributes
 
 
 class ExportTarget(DynamoDbTarget):
@@ -555,23 +737,31 @@ NeverOptional = Annotated[Literal[False], BeforeValidator(_not_optional)]
 class IriNode(Model):
     iri: IriTemplateText
     optional: NeverOptional = False
+    kind: ClassVar[str] = "iri"
+
+    @property
+    def template(self) -> Template:
+        return self.iri
 
 
 class BlankNode(Model):
     blank: KeyTemplateText
     optional: NeverOptional = False
+    kind: ClassVar[str] = "blank"
+
+    @property
+    def template(self) -> Template:
+        return self.blank
 
 
-class OptionalIri(Model):
+class OptionalIri(IriNode):
     """An object's IRI; optional: the statement is left out when a field it names is empty."""
 
-    iri: IriTemplateText
-    optional: bool = False
+    optional: bool = False  # type: ignore[assignment]
 
 
-class OptionalBlank(Model):
-    blank: KeyTemplateText
-    optional: bool = False
+class OptionalBlank(BlankNode):
+    optional: bool = False  # type: ignore[assignment]
 
 
 class LiteralTerm(Model):
@@ -581,6 +771,7 @@ class LiteralTerm(Model):
     datatype: Datatype | None = None
     language: Language | None = None
     optional: bool = False
+    kind: ClassVar[str] = "literal"
     model_config = ConfigDict(
         title="Literal", json_schema_extra={"not": {"required": ["datatype", "language"]}}
     )
@@ -591,16 +782,36 @@ class LiteralTerm(Model):
             raise fail("a literal has a datatype or a language, not both")
         return self
 
+    @property
+    def template(self) -> Template:
+        return self.literal
+
+
+# A term of a statement: an IRI template string, or an object naming its kind.
+Term = Template | IriNode | BlankNode | LiteralTerm
+
+
+def term_template(term: Term) -> Template:
+    """The template a term renders."""
+    return term if isinstance(term, Template) else term.template
+
+
+def _one_iri_form(term: Term) -> Term:
+    """`{"iri": ...}` that is not optional is the IRI template string: one form, one value."""
+    return term.iri if isinstance(term, IriNode) and not term.optional else term
+
 
 Subject = Annotated[
     Annotated[IriTemplateText, Tag("~text")]
     | Annotated[IriNode, Tag("~iri")]
     | Annotated[BlankNode, Tag("~blank")],
     _term_shape("iri", "blank"),
+    AfterValidator(_one_iri_form),
 ]
 Predicate = Annotated[
     Annotated[IriTemplateText, Tag("~text")] | Annotated[IriNode, Tag("~iri")],
     _term_shape("iri"),
+    AfterValidator(_one_iri_form),
 ]
 Object = Annotated[
     Annotated[IriTemplateText, Tag("~text")]
@@ -608,6 +819,7 @@ Object = Annotated[
     | Annotated[OptionalBlank, Tag("~blank")]
     | Annotated[LiteralTerm, Tag("~literal")],
     _term_shape("iri", "blank", "literal"),
+    AfterValidator(_one_iri_form),
 ]
 
 
@@ -632,8 +844,10 @@ class GraphOptions(Model):
     queue_request: bool = True
     update_single_cardinality_properties: bool = False
     dependencies: list[LoadId] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
-    poll_seconds: Annotated[int, WholeNumber] = Field(default=30, ge=1, le=MAX_POLL_SECONDS)
-    timeout_minutes: Annotated[int, WholeNumber] = Field(default=720, ge=1, le=MAX_TIMEOUT_MINUTES)
+    poll_seconds: Annotated[int, WholeNumber] = Field(default=DEFAULT_POLL_SECONDS, ge=1, le=MAX_POLL_SECONDS)
+    timeout_minutes: Annotated[int, WholeNumber] = Field(
+        default=DEFAULT_TIMEOUT_MINUTES, ge=1, le=MAX_TIMEOUT_MINUTES
+    )
 
     @model_validator(mode="after")
     def _polls_fit_the_history(self) -> GraphOptions:
@@ -657,6 +871,8 @@ class RecordGraph(GraphOptions):
         default="rdf", description='"rdf": statements staged as N-Quads; "property": vertices and edges.'
     )
     statements: list[Statement] = Field(min_length=1)
+    vertices: ClassVar[tuple[()]] = ()
+    edges: ClassVar[tuple[()]] = ()
 
 
 class TypedProperty(Model):
@@ -668,10 +884,17 @@ class TypedProperty(Model):
     optional: bool = False
 
 
+def property_type(value: Template | TypedProperty) -> PropertyType:
+    """A property's type: a template is a String property."""
+    return "String" if isinstance(value, Template) else value.type
+
+
 PropertyValue = Annotated[
     Annotated[TemplateText, Tag("~text")] | Annotated[TypedProperty, Tag("~field")],
     _shape(
-        lambda v: "~text" if isinstance(v, str) else "~field" if isinstance(v, Mapping) else None,
+        lambda v: (
+            "~text" if isinstance(v, str | Template) else "~field" if isinstance(v, Mapping | Model) else None
+        ),
         'a template string or {"field": ..., "type": "String", "optional": false}',
     ),
 ]
@@ -687,9 +910,10 @@ Labels = Annotated[
     Annotated[KeyTemplateText, Tag("~text")]
     | Annotated[list[KeyTemplateText], Field(min_length=1), Tag("~list")],
     _shape(
-        lambda v: "~text" if isinstance(v, str) else "~list" if isinstance(v, list) else None,
+        lambda v: "~text" if isinstance(v, str | Template) else "~list" if isinstance(v, list) else None,
         "a template string or a non-empty list of them",
     ),
+    AfterValidator(lambda labels: [labels] if isinstance(labels, Template) else labels),  # one form
 ]
 
 
@@ -699,6 +923,11 @@ class Vertex(Model):
     id: KeyTemplateText
     label: Labels
     properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
+
+    @property
+    def labels(self) -> tuple[Template, ...]:
+        """The label templates, one or more (a single label is validated into a list of one)."""
+        return (self.label,) if isinstance(self.label, Template) else tuple(self.label)
 
 
 class Edge(Model):
@@ -731,6 +960,7 @@ class PropertyGraph(GraphOptions, EdgeCheck):
     model: Literal["property"]
     vertices: list[Vertex] = Field(default_factory=list)
     edges: list[Edge] = Field(default_factory=list)
+    statements: ClassVar[tuple[()]] = ()
     refused = {"statements": 'not allowed when graph.model is "property": give vertices and edges'}
     model_config = ConfigDict(json_schema_extra=lambda schema: _property_graph_schema(schema))
 
@@ -783,6 +1013,10 @@ def _property_graph_schema(schema: JsonDict) -> None:
 class OpencypherGraph(GraphOptions, EdgeCheck):
     """The graph target of openCypher CSV sources: each file already is a vertex or an edge file."""
 
+    model: ClassVar[str] = "property"
+    statements: ClassVar[tuple[()]] = ()
+    vertices: ClassVar[tuple[()]] = ()
+    edges: ClassVar[tuple[()]] = ()
     model_config = ConfigDict(
         title="OpencypherGraph", json_schema_extra=lambda schema: _opencypher_graph_schema(schema)
     )
@@ -816,6 +1050,26 @@ class RdfGraph(GraphOptions):
     """The graph target of N-Quads/N-Triples: each line already is a statement (`[]` is allowed)."""
 
     statements: list[Statement] = Field(default_factory=list, max_length=0)
+    model: ClassVar[str] = "rdf"
+    vertices: ClassVar[tuple[()]] = ()
+    edges: ClassVar[tuple[()]] = ()
+
+
+# The graph section in each form, as the runtime reads it: `model` ("rdf" or "property"),
+# `statements`, `vertices` and `edges` (empty where the form has none), and the loader options.
+Graph = RecordGraph | PropertyGraph | RdfGraph | OpencypherGraph
+
+
+def s3_parts(uri: object) -> tuple[str, str]:
+    """`s3://bucket/key` -> (bucket, key); raises ValueError. The key is a prefix when it is empty or
+    ends with "/"."""
+    match = _S3_URI.search(uri) if isinstance(uri, str) else None
+    if match is None:
+        raise ValueError(s3_uri_message(uri))
+    return match.group(1), match.group(2) or ""
+
+
+_S3_URI = re.compile(S3_URI_PATTERN)
 
 
 class Common(Model):
@@ -863,6 +1117,24 @@ class Common(Model):
         "shards start and finish); null: no budget, each worker backs off only when throttled.",
     )
 
+    @property
+    def bucket(self) -> str:
+        return s3_parts(self.source)[0]
+
+    @property
+    def key(self) -> str:
+        """The object key, or the prefix when `is_prefix`."""
+        return s3_parts(self.source)[1]
+
+    @property
+    def is_prefix(self) -> bool:
+        key = self.key
+        return key == "" or key.endswith("/")
+
+    @property
+    def shard_size_bytes(self) -> int:
+        return max(1, int(self.shard_size_mib * 1024 * 1024))
+
 
 _CSV_ONLY = {"csv": "only allowed when format is 'csv' (format is {format!r})"}
 _NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["graph"]}]}
@@ -894,6 +1166,7 @@ class CsvInput(RecordInput):
 
 class JsonlInput(RecordInput):
     format: Literal["jsonl"]
+    csv: ClassVar[None] = None
     refused = _CSV_ONLY
     model_config = ConfigDict(title="JSON Lines", json_schema_extra=_NEEDS_TARGET)
 
@@ -903,6 +1176,8 @@ class RdfInput(Common):
 
     format: RdfFormat
     graph: RdfGraph = RdfGraph()
+    csv: ClassVar[None] = None
+    dynamodb: ClassVar[None] = None
     refused = {
         **_CSV_ONLY,
         "dynamodb": "not allowed with format {format!r}: RDF statements go to the graph target only",
@@ -916,6 +1191,8 @@ class OpencypherInput(Common):
 
     format: Literal["opencypher"]
     graph: OpencypherGraph = OpencypherGraph()
+    csv: ClassVar[CsvOptions] = CsvOptions()  # Neptune's CSV: a header line, comma-separated
+    dynamodb: ClassVar[None] = None
     refused = {
         **_CSV_ONLY,
         "dynamodb": "not allowed with format {format!r}: openCypher rows go to the graph target only",
@@ -929,9 +1206,12 @@ class DynamoDbJsonInput(Common):
 
     format: Literal["dynamodb-json"]
     dynamodb: Annotated[ExportTarget, NotNull] = Field(
-        default_factory=ExportTarget,
+        default_factory=dict,  # validated (with the table's key) as ExportTarget
+        validate_default=True,
         description="Absent: each item is written as it is, with writeMode put.",
     )
+    csv: ClassVar[None] = None
+    graph: ClassVar[None] = None
     refused = {
         **_CSV_ONLY,
         "graph": "not allowed with format {format!r}: DynamoDB JSON items go to the table only",
@@ -955,6 +1235,9 @@ def _format(value: Any) -> str | None:
     )
 
 
+# A validated execution input, as the runtime reads it: every form has `csv`, `dynamodb` and
+# `graph` (None where it has none; format opencypher's csv is Neptune's header-and-comma form).
+JobSpec = CsvInput | JsonlInput | RdfInput | OpencypherInput | DynamoDbJsonInput
 Input = Annotated[
     Annotated[CsvInput, Tag("csv")]
     | Annotated[JsonlInput, Tag("jsonl")]

@@ -21,13 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from logic.batching import BATCH_ITEMS
 from logic.ratecontrol import write_units
-
-if TYPE_CHECKING:
-    from logic.spec import DynamoDbTarget
+from logic.spec_model import DynamoDbTarget, TypedField
 
 PUT: Final = "put"
 PUT_IF_ABSENT: Final = "putIfAbsent"
@@ -78,12 +76,13 @@ def write_plan(target: DynamoDbTarget) -> WritePlan | None:
     """The spec's single-item write plan; None for `put` (batches, no plan)."""
     if target.write_mode == PUT:
         return None
+    typed = {name: a for name, a in target.mapped.items() if isinstance(a, TypedField)}
     return WritePlan(
         mode=target.write_mode,
-        key=tuple(key.name for key in target.key),
+        key=tuple(target.key),
         version=target.version,
-        actions={a.name: a.update for a in target.attributes if a.update != SET},
-        counters=tuple(a.name for a in target.attributes if a.update == ADD and a.type == "N"),
+        actions={name: a.update_action for name, a in typed.items() if a.update_action != SET},
+        counters=tuple(name for name, a in typed.items() if a.update_action == ADD and a.type == "N"),
     )
 
 

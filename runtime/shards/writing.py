@@ -72,7 +72,7 @@ def skipped_keys(writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> list
     """The sample of skipped keys as JSON: {key attribute: value} (numbers as text, binary as base64)."""
     if not isinstance(writer, ItemWriter) or spec.dynamodb is None:
         return []
-    names = [key.name for key in spec.dynamodb.key]
+    names = list(spec.dynamodb.key)
 
     def text(value: Any) -> str:
         return base64.b64encode(value).decode() if isinstance(value, bytes) else str(value)

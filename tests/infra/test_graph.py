@@ -224,8 +224,7 @@ def test_graph_functions_run_in_the_vpc_with_exactly_the_loader_actions(dev: Syn
         role = props["Role"]["Fn::GetAtt"][0]
         pairs = grants(policy_statements(dev.loader_json, role))
         assert {p for p in pairs if p[0].startswith("neptune-db:")} == neptune_grants
-        managed = dev.loader_json["Resources"][role]["Properties"]["ManagedPolicyArns"]
-        assert [flat(m).rsplit("/", 1)[-1] for m in managed] == ["AWSLambdaVPCAccessExecutionRole"]
+        assert "ManagedPolicyArns" not in dev.loader_json["Resources"][role]["Properties"]
     start_env = loader_function(dev, "start_graph_load")[1]["Properties"]["Environment"]["Variables"]
     assert flat(start_env["LOADER_ROLE_ARN"]) == GRAPH_IMPORT + "GraphLoaderRoleArn}"
     # Poll finishes the report and closes the job; Start records the load id once.
@@ -407,3 +406,38 @@ def test_polls_write_grant_is_exactly_the_report_layout_makes() -> None:
         *layout.property_graph_keys(job, run, 7, compressed=True),
     ):
         assert not iam_matches(STAGING_REPORTS, key), key
+
+
+ENI_ACTIONS = {
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+}
+
+
+@pytest.mark.parametrize("name", ["start_graph_load", "poll_graph_load"])
+def test_vpc_functions_get_only_the_network_interface_actions_on_star_and_logs_on_their_own_group(
+    dev: Synth, name: str
+) -> None:
+    """Not AWSLambdaVPCAccessExecutionRole, whose logs actions are on `*`: one inline policy with the
+    EC2 network-interface actions Lambda needs (which take no narrower resource), created before the
+    function (Lambda checks them at CreateFunction), and logs only on the function's own group."""
+    _, fn = loader_function(dev, name)
+    role = fn["Properties"]["Role"]["Fn::GetAtt"][0]
+    assert "ManagedPolicyArns" not in dev.loader_json["Resources"][role]["Properties"]
+    statements = policy_statements(dev.loader_json, role)
+    on_star = {(a, r) for a, r in grants(statements) if r == "*"}
+    assert on_star == {(action, "*") for action in ENI_ACTIONS}
+    (eni_policy,) = [
+        policy
+        for policy, res in resources(dev.loader_json, "AWS::IAM::Policy").items()
+        if {"Ref": role} in res["Properties"]["Roles"]
+        and {s.get("Sid") for s in res["Properties"]["PolicyDocument"]["Statement"]}
+        == {"LambdaVpcNetworkInterfaces"}
+    ]
+    assert eni_policy in fn["DependsOn"]
+    log_group = fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    logs = {(a, r) for a, r in grants(statements) if a.startswith("logs:")}
+    assert logs and all(r == "${GetAtt:" + log_group + ".Arn}" for _, r in logs), logs

@@ -230,6 +230,12 @@ def test_no_wildcard_actions_and_unscoped_resources_only_where_aws_requires(dev:
         "xray:GetSamplingTargets",
         "xray:PutTelemetryRecords",
         "xray:PutTraceSegments",
+        # The VPC functions' network interfaces (inline, in place of AWSLambdaVPCAccessExecutionRole).
+        "ec2:CreateNetworkInterface",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DeleteNetworkInterface",
+        "ec2:AssignPrivateIpAddresses",
+        "ec2:UnassignPrivateIpAddresses",
     }
     for template in (dev.loader_json, dev.data_json):
         for policy in resources(template, "AWS::IAM::Policy").values():

@@ -3,13 +3,14 @@ child execution type, and maxConcurrency against the account's Lambda concurrenc
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stacks.config import MaploadConfigError, load_environment
-from tests.infra.support import Synth, iter_functions, only, output_target, resources, synthesize
+from tests.infra.support import Synth, flat, iter_functions, only, output_target, resources, synthesize
 
 pytestmark = pytest.mark.infra
 
@@ -23,6 +24,7 @@ FAST: dict[str, Any] = {
     "mapload:lambda_architecture": "x86_64",
     "mapload:map_execution_type": "EXPRESS",
     "mapload:worker_timeout_seconds": 240,
+    "mapload:worker_reserved_concurrency": 100,
 }
 
 
@@ -79,14 +81,22 @@ def test_on_demand_table_can_be_pre_warmed() -> None:
         ({"table_warm_write_units": 1000}, "table_warm_write_units", "between 4000"),
         ({"lambda_architecture": "arm"}, "lambda_architecture", "arm64, x86_64"),
         ({"map_execution_type": "EXPRESS"}, "map_execution_type", "worker_timeout_seconds to at most 240"),
-        ({"max_concurrency_cap": 2000}, "max_concurrency_cap", "worker_reserved_concurrency is 100"),
-        ({"lambda_concurrency_limit": 150}, "worker_reserved_concurrency", "at most 50"),
+        (
+            {"max_concurrency_cap": 2000, "worker_reserved_concurrency": 100},
+            "max_concurrency_cap",
+            "worker_reserved_concurrency is 100",
+        ),
+        (
+            {"lambda_concurrency_limit": 150, "worker_reserved_concurrency": 100},
+            "worker_reserved_concurrency",
+            "at most 50",
+        ),
         (
             {"worker_reserved_concurrency": 950, "max_concurrency_cap": 950},
             "worker_reserved_concurrency",
             "100 unreserved",
         ),
-        ({"worker_reserved_concurrency": 0}, "worker_reserved_concurrency", "between 1 and"),
+        ({"worker_reserved_concurrency": 0}, "worker_reserved_concurrency", "0 would throttle"),
     ],
 )
 def test_bad_performance_settings_name_the_field(fields: dict[str, Any], field: str, words: str) -> None:
@@ -107,13 +117,13 @@ def test_a_raised_lambda_quota_allows_more_shards_in_flight() -> None:
 
 
 @pytest.mark.parametrize("env", ["dev", "staging", "prod"])
-def test_the_default_cap_fits_the_reserved_workers_and_leaves_lambda_its_unreserved_100(env: str) -> None:
+def test_the_default_cap_fits_the_accounts_quota_without_a_reservation(env: str) -> None:
     loader = load_environment({"environments": {env: {}}}, env).loader
-    assert loader.max_concurrency_cap <= loader.worker_reserved_concurrency
-    assert loader.worker_reserved_concurrency <= loader.lambda_concurrency_limit - 100
+    assert loader.worker_reserved_concurrency is None
+    assert loader.max_concurrency_cap <= loader.lambda_concurrency_limit
 
 
-@pytest.mark.parametrize("name", ["dev", "prod", "variant"])
+@pytest.mark.parametrize("name", ["dev", "prod", "variant", "fast"])
 def test_the_worker_has_its_reserved_concurrency_and_plan_caps_within_it(
     name: str, request: pytest.FixtureRequest
 ) -> None:
@@ -124,16 +134,19 @@ def test_the_worker_has_its_reserved_concurrency_and_plan_caps_within_it(
     template = synth.loader_json
     worker = template["Resources"][output_target(template, "WorkerFunctionName")]["Properties"]
     plan = template["Resources"][output_target(template, "PlanFunctionName")]["Properties"]
-    expected = synth.stage.config.loader.worker_reserved_concurrency
-    assert worker["ReservedConcurrentExecutions"] == expected
-    assert int(plan["Environment"]["Variables"]["MAX_CONCURRENCY_CAP"]) <= expected
+    loader = synth.stage.config.loader
+    expected = loader.worker_reserved_concurrency
+    # null (the default): no reservation at all; never 0, which would throttle every invocation.
+    assert worker.get("ReservedConcurrentExecutions") == expected
+    bound = loader.lambda_concurrency_limit if expected is None else expected
+    assert int(plan["Environment"]["Variables"]["MAX_CONCURRENCY_CAP"]) <= bound
     # Only the Worker reserves: the control functions draw on the account's unreserved pool.
     reserved = [
         logical
         for logical, fn in iter_functions(template)
         if "ReservedConcurrentExecutions" in fn["Properties"]
     ]
-    assert reserved == [output_target(template, "WorkerFunctionName")]
+    assert reserved == ([] if expected is None else [output_target(template, "WorkerFunctionName")])
 
 
 def test_settings_page_lists_every_performance_setting() -> None:
@@ -149,3 +162,65 @@ def test_settings_page_lists_every_performance_setting() -> None:
         "worker_reserved_concurrency",
     ):
         assert f"`{name}`" in text, name
+
+
+# -- EXPRESS children: the whole retry schedule within 5 minutes --------------------------------
+
+EXPRESS_LIMIT_SECONDS = 300  # an EXPRESS execution ends after 5 minutes, retries included
+
+
+def _schedule_seconds(task: dict[str, Any]) -> float:
+    """The longest the synthesized Task can run (computed here, apart from the stack's own):
+    its last attempt up to TimeoutSeconds; each retry a failed attempt (none for throttling, which
+    Lambda refuses before the function runs; the Worker's own 20 s wait plus 10 s for a pending
+    CSV start; else up to TimeoutSeconds) and its wait at its longest (jitter only shortens it)."""
+    timeout = float(task["TimeoutSeconds"])
+    total = timeout
+    for retrier in task.get("Retry", []):
+        errors = set(retrier["ErrorEquals"])
+        attempt = 0.0 if errors == {"Lambda.TooManyRequestsException"} else timeout
+        attempt = min(30.0, timeout) if errors == {"CsvStartPendingError"} else attempt
+        interval, rate = retrier.get("IntervalSeconds", 1), retrier.get("BackoffRate", 2.0)
+        cap = retrier.get("MaxDelaySeconds", float("inf"))
+        for n in range(retrier.get("MaxAttempts", 3)):
+            total += attempt + min(interval * rate**n, cap)
+    return total
+
+
+def _worker_state(synth_template: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    machine = only(resources(synth_template, "AWS::StepFunctions::StateMachine"))
+    asl = json.loads(flat(machine["Properties"]["DefinitionString"]))
+    shards = asl["States"]["Shards"]
+    return dict(shards["ItemProcessor"]["States"]["Worker"]), shards["ItemProcessor"]["ProcessorConfig"]
+
+
+def test_express_children_fit_their_whole_retry_schedule_in_five_minutes(fast: Synth) -> None:
+    worker, processor = _worker_state(fast.loader_json)
+    assert processor["ExecutionType"] == "EXPRESS"
+    assert _schedule_seconds(worker) <= EXPRESS_LIMIT_SECONDS, worker.get("Retry")
+
+
+def test_a_shorter_express_worker_keeps_the_retries_that_fit(tmp_path: Path) -> None:
+    from aws_cdk.assertions import Template
+
+    import app as app_module
+
+    built = app_module.build_app({**FAST, "mapload:worker_timeout_seconds": 60}, outdir=str(tmp_path))
+    stage = built.node.find_child("Mapload-dev")
+    worker, _ = _worker_state(dict(Template.from_stack(stage.loader).to_json()))
+    assert _schedule_seconds(worker) <= EXPRESS_LIMIT_SECONDS
+    kept = {error for retrier in worker["Retry"] for error in retrier["ErrorEquals"]}
+    assert {"Lambda.TooManyRequestsException", "CsvStartPendingError"} <= kept
+
+
+def test_standard_children_keep_the_whole_schedule_which_would_not_fit_express(dev: Synth) -> None:
+    worker, processor = _worker_state(dev.loader_json)
+    assert processor["ExecutionType"] == "STANDARD"
+    assert _schedule_seconds(worker) > 20 * 60  # throttling alone waits ~20-36 minutes
+
+
+def test_the_stack_and_the_runtime_agree_on_the_csv_start_wait() -> None:
+    from shards.sources import CSV_START_WAIT_SECONDS as RUNTIME
+    from stacks.lambda_tasks import CSV_START_WAIT_SECONDS
+
+    assert CSV_START_WAIT_SECONDS == RUNTIME

@@ -74,8 +74,8 @@ def test_the_readme_example_parses() -> None:
     assert not spec.is_prefix
     assert spec.job_id == "postcodes-2026-11"
     assert spec.shard_size_bytes == 64 * 1024 * 1024
-    assert [k.name for k in spec.dynamodb.key] == ["pk", "sk"]
-    assert [a.name for a in spec.dynamodb.attributes] == ["latitude", "longitude", "label"]
+    assert [k.name for k in spec.dynamodb.key_attributes] == ["pk", "sk"]
+    assert list(spec.dynamodb.attributes) == ["latitude", "longitude", "label"]
 
 
 def test_defaults_are_filled_in() -> None:
@@ -132,12 +132,12 @@ def test_write_modes_and_typed_attributes_parse() -> None:
     assert parse(POSTCODES).dynamodb.write_mode == "put"
     versioned = parse(VERSIONED).dynamodb
     assert (versioned.write_mode, versioned.version) == ("newerWins", "latitude")
-    typed = {a.name: a for a in parse(TYPED).dynamodb.attributes}
+    typed = parse(TYPED).dynamodb.attributes
     assert (typed["tags"].separator, typed["codes"].separator) == (";", "|")
-    assert (typed["expires"].type, typed["expires"].source) == ("N", "iso8601")
-    updating = {a.name: a.update for a in parse(UPDATING).dynamodb.attributes}
+    assert (typed["expires"].type, typed["expires"].from_) == ("N", "iso8601")
+    updating = {name: a.update for name, a in parse(UPDATING).dynamodb.attributes.items()}
     assert updating == {"tags": "add", "first": "setIfAbsent", "latitude": "set", "seen": "add"}
-    assert parse(DELETING).dynamodb.attributes == ()
+    assert parse(DELETING).dynamodb.attributes == {}
 
 
 def test_the_spec_model_names_the_modes_and_actions_of_writemodes() -> None:
@@ -385,7 +385,7 @@ def test_number_keys_and_single_keys() -> None:
         table_key={"id": "N"},
         execution_name="r",
     )
-    assert [(k.name, k.type) for k in spec.dynamodb.key] == [("id", "N")]
+    assert [(k.name, k.type) for k in spec.dynamodb.key_attributes] == [("id", "N")]
 
 
 def test_input_validation_error_survives_pickling() -> None:
@@ -502,7 +502,7 @@ def test_schema_and_parse_spec_reject_the_same_inputs(raw: Any, field: str, word
 
 def test_without_attributes_items_hold_the_key_alone() -> None:
     spec = parse(changed(POSTCODES, "dynamodb.attributes", DELETE))
-    assert (spec.dynamodb.attributes, spec.dynamodb.copy_all) == ((), False)
+    assert (spec.dynamodb.attributes, spec.dynamodb.copy_all) == ({}, False)
     assert spec_to_json(spec)["dynamodb"]["attributes"] == {}
 
 

@@ -15,7 +15,7 @@ import pytest
 from logic import endpoints
 from logic.errors import InputValidationError
 from logic.spec import check_fields, check_shard_memory, id_shape, parse_spec, spec_to_json
-from logic.spec_model import MAX_SHARD_SIZE_MIB
+from logic.spec_model import MAX_SHARD_SIZE_MIB, Template, property_type
 
 pytestmark = pytest.mark.runtime
 
@@ -55,12 +55,15 @@ def test_a_property_graph_parses_into_vertices_and_edges() -> None:
     assert graph.model == "property" and graph.statements == ()
     (vertex,) = graph.vertices
     assert [label.text for label in vertex.labels] == ["Person", "{kind}"]
-    assert [(p.name, p.type, p.optional) for p in vertex.properties] == [
+    assert [
+        (name, property_type(p), not isinstance(p, Template) and p.optional)
+        for name, p in vertex.properties.items()
+    ] == [
         ("name", "String", False),
         ("age", "Int", True),
     ]
     (edge,) = graph.edges
-    assert (edge.start.fields, edge.end.fields, edge.id) == (("id",), ("boss",), None)
+    assert (edge.from_.fields, edge.to.fields, edge.id) == (("id",), ("boss",), None)
 
 
 def test_rdf_stays_the_default_model() -> None:
@@ -164,7 +167,7 @@ def test_a_property_name_has_one_type_per_section() -> None:
     assert "Long here but String in graph.vertices[0]" in str(caught.value)
     # Vertices and edges are separate files: the same name may differ between them.
     del raw["graph"]["vertices"][1]
-    assert parse(raw).graph.edges[0].properties[0].type == "Long"
+    assert property_type(parse(raw).graph.edges[0].properties["n"]) == "Long"
 
 
 def test_vertex_and_edge_templates_must_name_columns() -> None:
