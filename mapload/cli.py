@@ -6,13 +6,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from boto3.exceptions import Boto3Error
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mapload import sample
-from mapload.arguments import add_job_arguments, add_region_argument
+from mapload.arguments import add_job_arguments, add_region_argument, environment_or_local
+from mapload.region import explain, region_line
+from mapload.reports import failure_line
 
 
 def _run_local(args: argparse.Namespace) -> int:
@@ -26,6 +28,9 @@ def _run_local(args: argparse.Namespace) -> int:
     if not isinstance(spec, dict):
         print(f"mapload: --spec {args.spec} must hold a JSON object (the execution input)", file=sys.stderr)
         return 2
+    region, source = explain(args.region)
+    if not args.quiet:
+        print(region_line("run-local", region, source), file=sys.stderr)
     try:
         report = run_local(
             Path(args.file),
@@ -34,12 +39,35 @@ def _run_local(args: argparse.Namespace) -> int:
             env_name=args.env,
             quiet=args.quiet,
             graph_store=Path(args.graph_store) if args.graph_store else None,
-            region=args.region,
+            region=region,
         )
     except LocalRunError as error:
         print(f"mapload: {error}", file=sys.stderr)
         return 2
-    return 0 if report["status"] == "SUCCEEDED" else 1
+    if report["status"] == "SUCCEEDED":
+        return 0
+    if args.quiet:  # no summary, but a failure is never silent
+        print(failure_line(report, args.report), file=sys.stderr)
+    return 1
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import time
+
+    from mapload.emulator import exports, serving
+
+    try:
+        with serving(args.port) as endpoint:
+            print(f"mapload serve: DynamoDB and S3 on {endpoint}, kept in memory until Ctrl-C")
+            print("point run-local, upload --env local and your tools at it:", *exports(endpoint), sep="\n")
+            sys.stdout.flush()
+            while True:
+                time.sleep(3600)
+    except OSError as error:
+        print(f"mapload serve: cannot listen on 127.0.0.1:{args.port}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
 
 
 def _upload(args: argparse.Namespace) -> int:
@@ -63,6 +91,8 @@ def _upload(args: argparse.Namespace) -> int:
         if args.destination is None:
             print("mapload: upload needs SOURCE and s3://BUCKET/KEY", file=sys.stderr)
             return 2
+        if not args.quiet:
+            print(region_line("upload", *explain(args.region)), file=sys.stderr)
         result, seconds, size = upload.upload(
             Path(args.source_or_uri),
             args.destination,
@@ -88,24 +118,53 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from mapload import estimate
+    from mapload import estimate, measure
 
+    rows, item_bytes, row_bytes = args.rows, args.item_bytes, None
+    from_spec: dict[str, Any] = {}  # the spec's write mode, shard size and concurrency
     try:
+        if (args.file is None) != (args.spec is None):
+            raise ValueError("--file and --spec go together: the file to sample and its spec")
+        if args.file is not None:
+            measured = measure.measure(Path(args.file), _read_json(args.spec, "--spec"))
+            print(measure.describe(measured, args.file))
+            rows = rows if rows is not None else measured.rows
+            item_bytes = item_bytes if item_bytes is not None else measured.item_bytes
+            row_bytes = measured.row_bytes
+            from_spec = measure.job_settings(measured)
+        if rows is None or item_bytes is None:
+            raise ValueError("give --rows and --item-bytes, or --file and --spec to measure them")
         result = estimate.estimate(
-            args.rows,
-            args.item_bytes,
+            rows,
+            item_bytes,
+            row_bytes=row_bytes,
             wcu=args.wcu,
-            concurrency=args.concurrency,
-            shard_mib=args.shard_mib,
+            concurrency=_first(args.concurrency, from_spec.get("concurrency"), estimate.DEFAULT_CONCURRENCY),
+            shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), estimate.DEFAULT_SHARD_MIB),
             memory_mib=args.memory_mib,
             architecture=args.architecture,
-            write_mode=args.write_mode,
+            write_mode=_first(args.write_mode, from_spec.get("write_mode"), "put"),
         )
-    except ValueError as error:
+    except (ValueError, measure.MeasureError) as error:
         print(f"mapload estimate: {error}", file=sys.stderr)
         return 2
     print(estimate.render(result))
     return 0
+
+
+def _first(*values: Any) -> Any:
+    """The first value given (the command line's, then the spec's, then the default)."""
+    return next(value for value in values if value is not None)
+
+
+def _read_json(path: str, option: str) -> dict[str, Any]:
+    try:
+        spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot read {option} {path}: {error}") from error
+    if not isinstance(spec, dict):
+        raise ValueError(f"{option} {path} must hold a JSON object (the execution input)")
+    return spec
 
 
 def _add_run_local(sub: Any) -> None:
@@ -121,13 +180,35 @@ def _add_run_local(sub: Any) -> None:
     run.add_argument("file", help="the file to load (CSV, JSON Lines, N-Quads or N-Triples)")
     add_job_arguments(run, env_help="which environment's settings to use (default: dev)", env_default="dev")
     run.add_argument("--report", required=True, help="where to write the run report (JSON)")
-    run.add_argument("--quiet", action="store_true", help="no progress line")
+    run.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress line and no summary; a failure still prints one line",
+    )
     run.add_argument(
         "--graph-store",
         metavar="DIR",
         help="keep the embedded RDF store (pyoxigraph) in DIR, to query with SPARQL after the run",
     )
     run.set_defaults(func=_run_local)
+
+
+def _add_serve(sub: Any) -> None:
+    from mapload.emulator import DEFAULT_PORT
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve the embedded emulator's DynamoDB and S3 on 127.0.0.1, to keep the data between runs",
+        description=(
+            "Run the embedded emulator's DynamoDB and S3 (moto, with the emulator's fixes: every write "
+            "mode, numeric adds included, applies atomically as DynamoDB does) as a server on 127.0.0.1 "
+            "until Ctrl-C, and print the AWS_ENDPOINT_URL_* settings that send run-local's data to it."
+        ),
+    )
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; 0: any)"
+    )
+    serve.set_defaults(func=_serve)
 
 
 def _add_upload(sub: Any) -> None:
@@ -147,7 +228,12 @@ def _add_upload(sub: Any) -> None:
         "source_or_uri", metavar="SOURCE", help="file or folder of part files (with --abort: s3://BUCKET/KEY)"
     )
     up.add_argument("destination", nargs="?", metavar="s3://BUCKET/KEY", help="the object to build")
-    up.add_argument("--env", required=True, help="local, or a deployed environment (dev, staging, prod)")
+    up.add_argument(
+        "--env",
+        required=True,
+        type=environment_or_local,
+        help="local, or a deployed environment (dev, staging, prod)",
+    )
     up.add_argument("--in-flight", type=int, default=8, help="parts uploaded at once (default: 8)")
     up.add_argument("--part-size-mib", type=float, default=16, help="part size for a file (default: 16)")
     up.add_argument(
@@ -168,50 +254,90 @@ def _add_sample_and_estimate(sub: Any) -> None:
     from logic.spec_model import WRITE_MODES
     from mapload import estimate
 
-    gen = sub.add_parser("sample", help="write a deterministic UK-postcode-like CSV")
-    gen.add_argument("output")
-    gen.add_argument("--rows", type=int, default=200_000)
-    gen.add_argument("--seed", type=int, default=1)
+    gen = sub.add_parser(
+        "sample",
+        help="write a deterministic UK-postcode-like CSV",
+        description="Write postcode, latitude, longitude rows (examples/postcodes.spec.json loads them).",
+    )
+    gen.add_argument("output", help="the CSV file to write")
+    gen.add_argument("--rows", type=int, default=200_000, help="data rows to write (default: 200000)")
+    gen.add_argument(
+        "--seed", type=int, default=1, help="random seed: the same seed writes the same file (default: 1)"
+    )
     gen.set_defaults(func=_sample)
 
     est = sub.add_parser(
         "estimate",
         help="time and cost of a load on AWS (documented limits, list prices, benchmarked worker rate)",
+        description=(
+            "Estimate a load from typed numbers (--rows, --item-bytes) or from a file and its spec "
+            "(--file, --spec): its start is parsed and mapped with the spec to count rows and measure "
+            "the items' sizes; the spec's writeMode, shardSizeMiB and maxConcurrency apply unless given."
+        ),
     )
-    est.add_argument("--rows", type=int, required=True, help="items to write")
-    est.add_argument("--item-bytes", type=int, required=True, help="average DynamoDB item size")
+    est.add_argument("--rows", type=int, help="items to write (default with --file: measured)")
+    est.add_argument(
+        "--item-bytes", type=int, help="average DynamoDB item size (default with --file: measured)"
+    )
+    est.add_argument("--file", help="a local file to sample (plain or gzip), with --spec")
+    est.add_argument("--spec", help="the file's execution input as JSON, without 'source'")
     est.add_argument(
         "--wcu", type=int, help="write units/s the load may use (default: a new on-demand table's 4000)"
     )
     est.add_argument(
         "--concurrency",
         type=int,
-        default=estimate.DEFAULT_CONCURRENCY,
-        help="maxConcurrency: workers in flight",
+        help=f"maxConcurrency: workers in flight (default: the spec's, else {estimate.DEFAULT_CONCURRENCY})",
     )
-    est.add_argument("--shard-mib", type=float, default=estimate.DEFAULT_SHARD_MIB, help="shardSizeMiB")
+    est.add_argument(
+        "--shard-mib",
+        type=float,
+        help=f"shardSizeMiB (default: the spec's, else {estimate.DEFAULT_SHARD_MIB:g})",
+    )
     est.add_argument("--memory-mib", type=int, default=estimate.DEFAULT_MEMORY_MIB, help="worker_memory_mib")
-    est.add_argument("--architecture", default=estimate.DEFAULT_ARCHITECTURE, choices=estimate.ARCHITECTURES)
+    est.add_argument(
+        "--architecture",
+        default=estimate.DEFAULT_ARCHITECTURE,
+        choices=estimate.ARCHITECTURES,
+        help="worker_architecture (default: %(default)s)",
+    )
     est.add_argument(
         "--write-mode",
-        default="put",
         choices=WRITE_MODES,
-        help="dynamodb.writeMode: put writes batches of 25, the others one item per request",
+        help="dynamodb.writeMode (default: the spec's, else put): put writes batches of 25, others 1 item",
     )
     est.set_defaults(func=_estimate)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line (the subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (--help: usage)\n")
 
 
 def parser() -> argparse.ArgumentParser:
     """The command line: run-local, upload, sample, estimate, start and status."""
     from mapload import ops  # start / status on a deployed environment
 
-    command = argparse.ArgumentParser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
+    command = _Parser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
+    command.add_argument("--version", action="version", version=f"mapload {_version()}")
     sub = command.add_subparsers(dest="command", required=True)
     _add_run_local(sub)
+    _add_serve(sub)
     _add_upload(sub)
     _add_sample_and_estimate(sub)
     ops.add_commands(sub)
     return command
+
+
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("mapload")
+    except importlib.metadata.PackageNotFoundError:  # a checkout run without `pip install -e .`
+        return "(not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,12 +9,13 @@ used.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
+
+from mapload import region as regions
 
 # The stage's stack names (stacks/stage.py stage_id + stack ids; tests/infra checks they agree).
 # Not imported from stacks/: that would start the CDK's jsii runtime for a status query.
@@ -61,12 +62,13 @@ class Clients:
     """The boto3 clients the commands use, made once from the standard AWS settings."""
 
     def __init__(self, region: str | None = None) -> None:
-        # botocore reads AWS_DEFAULT_REGION; AWS_REGION (what Lambda and most SDKs set) too.
-        region = region or os.environ.get("AWS_REGION") or None
-        session = boto3.session.Session(region_name=region) if region else boto3.session.Session()
-        if session.region_name is None:
+        # --region, AWS_REGION (what Lambda and most SDKs set), AWS_DEFAULT_REGION, the profile's;
+        # never a guess: a deployed environment is in one region.
+        name, self.region_source = regions.explain(region)
+        if self.region_source == regions.DEFAULTED:
             raise OpsError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION")
-        self.region = session.region_name
+        session = boto3.session.Session(region_name=name)
+        self.region = str(session.region_name)
         self.cloudformation = session.client("cloudformation")
         self.s3 = session.client("s3")
         self.sfn = session.client("stepfunctions")

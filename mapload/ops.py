@@ -12,9 +12,16 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from botocore.exceptions import ClientError
 
-from mapload.arguments import DEPLOYED_ENV_HELP, DEPLOYED_REGION_HELP, add_job_arguments, add_region_argument
+from mapload.arguments import (
+    DEPLOYED_ENV_HELP,
+    DEPLOYED_REGION_HELP,
+    add_env_argument,
+    add_job_arguments,
+    add_region_argument,
+)
 from mapload.environment import Clients, Environment, OpsError, describe_environment, target_key
 from mapload.progress import ProgressBar, map_run_progress, progress_line, watch
+from mapload.region import region_line
 from mapload.reports import job_report, reconciliation_problems, summary
 
 if TYPE_CHECKING:
@@ -136,6 +143,7 @@ def start(
     if "source" in spec:
         raise OpsError("the spec must not name 'source': give SOURCE on the command line")
     clients = Clients(region)
+    print(region_line("start", clients.region, clients.region_source), file=err)
     environment = describe_environment(clients, env)
     name = execution_name(spec)
     # Refuse a bad spec before uploading a file of many GB for a job Plan would refuse.
@@ -180,11 +188,16 @@ def status(
     *,
     region: str | None = None,
     limit: int = 10,
+    watch_interval: float | None = None,
     out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> str:
-    """Show one execution (by name or ARN), or the latest ones; returns the shown status."""
+    """Show one execution (by name or ARN), or the latest ones; returns the shown status. With
+    `watch_interval`, a RUNNING execution is watched (progress on `err`) until it ends."""
     out = out or sys.stdout
+    err = err or sys.stderr
     clients = Clients(region)
+    print(region_line("status", clients.region, clients.region_source), file=err)
     environment = describe_environment(clients, env)
     if execution is None:
         listed = clients.sfn.list_executions(stateMachineArn=environment.state_machine_arn, maxResults=limit)
@@ -201,6 +214,8 @@ def status(
         described: dict[str, Any] = clients.sfn.describe_execution(executionArn=arn)
     except ClientError as error:
         raise OpsError(f"no execution {execution} on {environment.state_machine_arn}: {error}") from error
+    if described["status"] == "RUNNING" and watch_interval is not None:
+        described = watch(clients, arn, ProgressBar(err, True), interval=watch_interval)
     if described["status"] == "RUNNING":
         seconds = (datetime.now(UTC) - described["startDate"]).total_seconds()
         print(progress_line("RUNNING", map_run_progress(clients, arn), seconds), file=out)
@@ -264,7 +279,9 @@ def _start_command(args: Any) -> int:
 
 def _status_command(args: Any) -> int:
     try:
-        shown = status(args.env, args.execution, region=args.region)
+        shown = status(
+            args.env, args.execution, region=args.region, watch_interval=args.interval if args.watch else None
+        )
     except OpsError as error:
         print(f"mapload: {error}", file=sys.stderr)
         return 2
@@ -307,8 +324,14 @@ def add_commands(sub: Any) -> None:
         description="Show one execution's progress or report, or list the latest executions.",
     )
     show.add_argument("execution", nargs="?", help="execution name or ARN (default: the latest)")
-    show.add_argument("--env", required=True, help=DEPLOYED_ENV_HELP)
+    add_env_argument(show, DEPLOYED_ENV_HELP)
     add_region_argument(show, DEPLOYED_REGION_HELP)
+    show.add_argument(
+        "--watch",
+        action="store_true",
+        help="follow a running execution's progress until it ends, then report",
+    )
+    show.add_argument("--interval", type=float, default=2.0, help="seconds between progress polls (--watch)")
     show.set_defaults(func=_status_command)
 
     free = sub.add_parser(

@@ -12,16 +12,31 @@ from botocore.exceptions import ClientError
 DEFAULT_REGION = "us-east-1"
 # The AWS CLI and SDKs read AWS_REGION before AWS_DEFAULT_REGION; botocore reads only the latter.
 REGION_VARIABLES = ("AWS_REGION", "AWS_DEFAULT_REGION")
+DEFAULTED = "the default: no --region, AWS_REGION, AWS_DEFAULT_REGION or profile region"
 
 
 def resolve(explicit: str | None = None) -> str:
     """--region, else AWS_REGION, else AWS_DEFAULT_REGION, else the profile's region, else us-east-1."""
+    return explain(explicit)[0]
+
+
+def explain(explicit: str | None = None) -> tuple[str, str]:
+    """The region `resolve` picks and where it comes from (DEFAULTED when nothing named one: a
+    command on a deployed environment refuses that instead of guessing)."""
     if explicit:
-        return explicit
+        return explicit, "--region"
     for name in REGION_VARIABLES:
         if os.environ.get(name):
-            return os.environ[name]
-    return boto3.Session().region_name or DEFAULT_REGION
+            return os.environ[name], name
+    profile = boto3.Session().region_name
+    if profile:
+        return profile, "the AWS profile"
+    return DEFAULT_REGION, DEFAULTED
+
+
+def region_line(command: str, region: str, source: str) -> str:
+    """What every command prints first: the region it works in, and why that one."""
+    return f"mapload {command}: region {region} ({source})"
 
 
 def create_bucket(s3: Any, name: str, region: str) -> None:

@@ -66,6 +66,17 @@ def summary(report: Mapping[str, Any] | None, described: Mapping[str, Any]) -> s
     return "\n".join(lines + report_lines(report))
 
 
+def failure_line(report: Mapping[str, Any], report_path: object) -> str:
+    """One line saying why a run failed and where its report is (what --quiet still prints)."""
+    error = report.get("error") or {}
+    why = (
+        f"{error.get('type')} in {error.get('where')}: {error.get('message')}"
+        if error
+        else "no error recorded"
+    )
+    return f"mapload run {report.get('runId', '')}: {report.get('status')}: {why} (report {report_path})"
+
+
 def _table(dynamodb: Mapping[str, Any]) -> str:
     """The table's name, with its region and account from its ARN when the report has it."""
     arn = str(dynamodb.get("tableArn") or "")
@@ -79,15 +90,19 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
     (`mapload status` and `mapload run-local` print them the same way)."""
     rec = report.get("records") or {}
     shards = report.get("shards") or {}
+    # A dry run writes nothing: its counts are what a real run would write.
+    dry = bool(report.get("dryRun"))
     lines = [
-        f"  records   read {rec.get('read', 0):,} = written {rec.get('written', 0):,}"
+        f"  records   {'DRY RUN, nothing written: ' if dry else ''}read {rec.get('read', 0):,} = "
+        f"{'would write' if dry else 'written'} {rec.get('written', 0):,}"
         # skipped: a write mode's condition not met; shown when there are any
         + (f" + skipped {rec['skipped']:,}" if rec.get("skipped") else "")
         + f" + rejected {rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
         f"  shards    {shards.get('done')}/{shards.get('total')} done",
         f"  seconds   {report.get('seconds')}",
-        f"  table     {_table(report.get('dynamodb') or {})}",
     ]
+    if report.get("writeMode") is not None or not isinstance(report.get("graph"), dict):
+        lines.append(f"  table     {_table(report.get('dynamodb') or {})}")  # not on a graph-only run
     graph = report.get("graph")
     if isinstance(graph, dict):
         lines.append(
@@ -116,9 +131,10 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
             )
     rejects = report.get("rejects") or {}
     if rejects.get("count"):
-        lines.append(
-            f"  rejects   {rejects['count']:,} {rejects.get('byReason')} -> {rejects.get('location')}"
+        reasons = ", ".join(
+            f"{reason} {count:,}" for reason, count in (rejects.get("byReason") or {}).items()
         )
+        lines.append(f"  rejects   {rejects['count']:,} ({reasons}) -> {rejects.get('location')}")
     if report.get("error"):
         err = report["error"]
         lines.append(f"  error     {err.get('type')} in {err.get('where')}: {err.get('message')}")

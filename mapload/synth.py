@@ -83,7 +83,7 @@ def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
         )
         if done.returncode != 0:
             shutil.rmtree(scratch, ignore_errors=True)
-            raise RuntimeError(f"cdk synth failed:\n{done.stdout}\n{done.stderr}")
+            raise RuntimeError(_synth_failure(done.stdout, done.stderr))
         try:
             scratch.rename(outdir)
         except OSError:  # another process got there first with the same templates
@@ -92,6 +92,14 @@ def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
     else:
         os.utime(outdir)  # recently used: the last to be pruned
     return load_assembly(outdir)
+
+
+def _synth_failure(stdout: str, stderr: str) -> str:
+    """One line: the error the app raised (its traceback's last line), the whole output in a log."""
+    log = CACHE_DIR / "synth-failed.log"
+    log.write_text(f"{stdout}\n{stderr}", encoding="utf-8")
+    last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "no output")
+    return f"cdk synth failed: {last} (whole output: {log})"
 
 
 def prune(cache: Path, keep: int = KEEP_ENTRIES, now: float | None = None) -> list[Path]:

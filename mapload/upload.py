@@ -42,7 +42,9 @@ class Target:
 
 
 def _session(env: str, region: str | None = None) -> Any:
-    name = regions.resolve(region)
+    name, source = regions.explain(region)
+    if env != "local" and source == regions.DEFAULTED:  # a deployed environment: never a guess
+        raise UploadError("no AWS region: pass --region or set AWS_REGION / AWS_DEFAULT_REGION")
     session = boto3.Session(region_name=name)
     if env == "local" and session.get_credentials() is None:
         # Local S3/DynamoDB-compatible servers accept any credentials.

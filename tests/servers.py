@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+ROOT = Path(__file__).resolve().parents[1]
 STARTUP_SECONDS = 60.0
 # DynamoDB applies each write to an item atomically; moto's threaded server does not (8 threads
 # adding 1 to one item 1,000 times left 895), which made the multipart counter, whose last count
@@ -40,6 +41,7 @@ DomainDispatcherApplication.__call__ = one_dynamodb_request_at_a_time
 server.main(sys.argv[1:])
 """
 _LISTENING = re.compile(r"Running on (http://127\.0\.0\.1:\d+)")
+_SERVED = re.compile(r"^export AWS_ENDPOINT_URL_DYNAMODB=(http://127\.0\.0\.1:\d+)")
 
 
 class ServerStartError(RuntimeError):
@@ -66,13 +68,15 @@ class MotoServer:
         return [e for e in entries if e["method"] == method and re.search(url, e["url"])]
 
 
-def _drain(stream: IO[str], log: Path, found: list[str], ready: threading.Event) -> None:
+def _drain(
+    stream: IO[str], log: Path, listening: re.Pattern[str], found: list[str], ready: threading.Event
+) -> None:
     """Read the server's output to the end (a full pipe would stall it), noting its address."""
     with log.open("a", encoding="utf-8") as out:
         for line in stream:
             out.write(line)
             out.flush()
-            match = _LISTENING.search(line)
+            match = listening.search(line)
             if match and not ready.is_set():
                 found.append(match.group(1))
                 ready.set()
@@ -84,26 +88,46 @@ def moto_server(log: Path, env: Mapping[str, str] | None = None) -> Iterator[Mot
     """moto's server on `-p 0` (the OS picks a free port: no bind-close-reuse race under
     xdist); raises ServerStartError, with the server's output, if it does not come up."""
     recording = log.with_suffix(".recording")
+    command = [sys.executable, "-c", _SERVER, "-H", "127.0.0.1", "-p", "0"]
+    recorder = {"MOTO_RECORDER_FILEPATH": str(recording), **(env or {})}
+    with _server_process("moto", command, _LISTENING, log, recorder) as url:
+        yield MotoServer(url, log)
+
+
+@contextmanager
+def mapload_serve(log: Path) -> Iterator[str]:
+    """`mapload serve --port 0` in its own process, as a user runs it; yields its endpoint."""
+    command = [sys.executable, "-m", "mapload.cli", "serve", "--port", "0"]
+    with _server_process("mapload serve", command, _SERVED, log, {}) as url:
+        yield url
+
+
+@contextmanager
+def _server_process(
+    name: str, command: list[str], listening: re.Pattern[str], log: Path, env: Mapping[str, str]
+) -> Iterator[str]:
+    """Start `command`, wait until its output names its endpoint (`listening`), yield it; stop it."""
     process = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, "-H", "127.0.0.1", "-p", "0"],
+        command,
+        cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "MOTO_RECORDER_FILEPATH": str(recording), **(env or {})},
+        env={**os.environ, **env},
     )
     assert process.stdout is not None
     found: list[str] = []
     ready = threading.Event()
-    drain = threading.Thread(target=_drain, args=(process.stdout, log, found, ready), daemon=True)
+    drain = threading.Thread(target=_drain, args=(process.stdout, log, listening, found, ready), daemon=True)
     drain.start()
     try:
         started = time.monotonic()
         if not ready.wait(STARTUP_SECONDS) or not found:
             raise ServerStartError(
-                f"moto server did not come up within {time.monotonic() - started:.0f} s "
+                f"{name} server did not come up within {time.monotonic() - started:.0f} s "
                 f"(exit code {process.poll()}): {log.read_text(encoding='utf-8')[-2000:]}"
             )
-        yield MotoServer(found[0], log)
+        yield found[0]
     finally:
         process.terminate()
         try:

@@ -165,6 +165,7 @@ def _complete(report: dict[str, Any], described: dict[str, Any], run_id: str) ->
 
 
 def summary(report: dict[str, Any], report_path: Path) -> str:
-    lines = [f"mapload run {report.get('runId', '')}: {report['status']}", *report_lines(report)]
+    dry = " (DRY RUN: nothing written)" if report.get("dryRun") else ""
+    lines = [f"mapload run {report.get('runId', '')}: {report['status']}{dry}", *report_lines(report)]
     lines.append(f"  report    {report_path}")
     return "\n".join(lines)

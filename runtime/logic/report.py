@@ -97,7 +97,10 @@ def build(
     max_rejected = float((spec or {}).get("maxRejectedPercent", 1))
     rejected_percent = 100.0 * totals["rejected"] / totals["read"] if totals["read"] else 0.0
     if error is None:
-        error = _reconciliation_error(totals, missing, total, unbalanced, rejected_percent, max_rejected)
+        dry_run = bool((spec or {}).get("dryRun", False))
+        error = _reconciliation_error(
+            totals, missing, total, unbalanced, rejected_percent, max_rejected, dry_run
+        )
     return {
         "version": REPORT_VERSION,
         "jobId": job_id,
@@ -173,6 +176,7 @@ def _reconciliation_error(
     unbalanced: list[int],
     rejected_percent: float,
     max_rejected: float,
+    dry_run: bool = False,
 ) -> dict[str, str] | None:
     """Why the counts fail the job (the first reason), or None when they reconcile."""
     if missing:
@@ -193,7 +197,8 @@ def _reconciliation_error(
             "type": "TooManyRejectsError",
             "message": (
                 f"{totals['rejected']} of {totals['read']} records rejected ({rejected_percent:.2f}%), "
-                f"above maxRejectedPercent {max_rejected:g}; what was written stays written"
+                f"above maxRejectedPercent {max_rejected:g}; "
+                + ("a dry run: nothing was written" if dry_run else "what was written stays written")
             ),
             "where": "Finalize",
         }

@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 from emulated_stacks import record_stack_outputs
+from servers import mapload_serve
 from servers import moto_server as start_moto_server
 
 from mapload import ROOT
@@ -78,6 +79,13 @@ def moto_server(tmp_path: Path) -> Iterator[str]:
     """A moto server in its own process: a DynamoDB/S3 endpoint that outlives one embedded run."""
     with start_moto_server(tmp_path / "moto-server.log") as running:
         yield running.endpoint
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """`mapload serve` in its own process: the documented endpoint that keeps the data."""
+    with mapload_serve(tmp_path / "mapload-serve.log") as endpoint:
+        yield endpoint
 
 
 @pytest.fixture

@@ -97,7 +97,7 @@ def test_a_failed_job_exits_non_zero_and_shows_finalizes_report(
     assert code == 1
     assert ": FAILED" in out.splitlines()[0]
     assert "records   read 301 = written 300 + rejected 1" in out  # from report.json in S3
-    assert "rejects   1 {'bad_number': 1}" in out
+    assert "rejects   1 (bad_number 1)" in out
     assert "mapload: NOT OK: execution FAILED" in err
     execution = out.split("execution ", 1)[1].split(":", 1)[0]
     assert cli.main(["status", "--env", "dev", execution]) == 1
@@ -180,7 +180,8 @@ def test_start_and_status_follow_the_standard_endpoint_setting(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A separate server named only by AWS_ENDPOINT_URL: stacks, bucket and state machine live there."""
+    """A separate server named only by AWS_ENDPOINT_URL: stacks, bucket and state machine live there
+    (an environment cdk.json defines, as --env must be; deployed nowhere but on that server)."""
     import urllib.request
 
     import boto3
@@ -216,16 +217,16 @@ def test_start_and_status_follow_the_standard_endpoint_setting(
     record_stack_outputs(
         boto3.client("cloudformation"),
         {
-            "Mapload-remote-Data.SourceBucketName": "src-bucket",
-            "Mapload-remote-Data.StagingBucketName": "staging-bucket",
-            "Mapload-remote-Loader.TableKey": json.dumps({"pk": "S", "sk": "S"}),
-            "Mapload-remote-Loader.StateMachineArn": machine,
+            "Mapload-staging-Data.SourceBucketName": "src-bucket",
+            "Mapload-staging-Data.StagingBucketName": "staging-bucket",
+            "Mapload-staging-Loader.TableKey": json.dumps({"pk": "S", "sk": "S"}),
+            "Mapload-staging-Loader.StateMachineArn": machine,
         },
     )
     source = write_csv(tmp_path / "three.csv", 3, seed=2)
 
     assert (
-        cli.main(["start", "--env", "remote", str(source), "--spec", str(spec_file), "--interval", "0.2"])
+        cli.main(["start", "--env", "staging", str(source), "--spec", str(spec_file), "--interval", "0.2"])
         == 0
     )
     out = capsys.readouterr().out
@@ -233,7 +234,7 @@ def test_start_and_status_follow_the_standard_endpoint_setting(
     assert (
         s3.head_object(Bucket="src-bucket", Key="uploads/three.csv")["ContentLength"] == source.stat().st_size
     )
-    assert cli.main(["status", "--env", "remote"]) == 0
+    assert cli.main(["status", "--env", "staging"]) == 0
     assert "SUCCEEDED" in capsys.readouterr().out.splitlines()[0]
 
 

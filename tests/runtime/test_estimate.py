@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mapload import estimate as est
+from mapload import measure
 from mapload.cli import main
 
 pytestmark = pytest.mark.runtime
@@ -107,3 +111,95 @@ def test_the_command_says_when_a_write_mode_writes_single_items(capsys: pytest.C
     assert main(["estimate", "--rows", "1000", "--item-bytes", "100"]) == 0
     out = capsys.readouterr().out
     assert "BatchWriteItem, 25 items per request (put)" in out and "writes one item" not in out
+
+
+# -- from a file and its spec ------------------------------------------------------------------
+
+PRODUCT_SPEC: dict[str, Any] = {
+    "format": "csv",
+    "dynamodb": {
+        "key": {"pk": "PRODUCT#{sku}", "sk": "DETAILS"},
+        "attributes": {"price": {"field": "price", "type": "N"}, "stock": {"field": "stock", "type": "N"}},
+    },
+}
+
+
+def _products(path: Path, rows: int) -> Path:
+    lines = ["sku,price,stock\n"] + [f"S-{i:06d},{i % 100}.99,{i % 7}\n" for i in range(rows)]
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress("".join(lines).encode()))
+    else:
+        path.write_text("".join(lines))
+    return path
+
+
+def _spec_file(tmp_path: Path, spec: dict[str, Any]) -> Path:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_a_file_and_its_spec_give_the_rows_and_the_items_size(tmp_path: Path) -> None:
+    measured = measure.measure(_products(tmp_path / "p.csv", 10), PRODUCT_SPEC)
+    # pk "PRODUCT#S-000000" (2 + 16), sk "DETAILS" (2 + 7), price and stock (5 + 5 and their
+    # numbers): about 50 bytes, never more than DynamoDB counts.
+    assert (measured.rows, measured.sampled, measured.rejected, measured.exact) == (10, 10, 0, True)
+    assert 40 <= measured.item_bytes <= 70
+    assert measured.row_bytes == len("S-000000,0.99,0\n")
+
+
+def test_a_file_larger_than_the_sample_is_scaled_plain_or_gzip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(measure, "SAMPLE_BYTES", 20_000)
+    for name in ("p.csv", "p.csv.gz"):
+        measured = measure.measure(_products(tmp_path / name, 20_000), PRODUCT_SPEC)
+        assert not measured.exact and measured.sampled < 2_000
+        assert measured.rows == pytest.approx(20_000, rel=0.05), name
+
+
+def test_the_command_estimates_from_a_file_with_the_specs_write_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = {**PRODUCT_SPEC, "dynamodb": {**PRODUCT_SPEC["dynamodb"], "writeMode": "putIfAbsent"}}
+    source = _products(tmp_path / "p.csv", 10)
+
+    assert main(["estimate", "--file", str(source), "--spec", str(_spec_file(tmp_path, spec))]) == 0
+
+    out = capsys.readouterr().out
+    assert f"{source}: 10 rows (sampled 10 records, 0 rejected)" in out
+    assert "(putIfAbsent)" in out
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ({"format": "nquads", "graph": {}}, "no dynamodb.key"),
+        ({**PRODUCT_SPEC, "format": "xml"}, "the spec is not valid"),
+    ],
+)
+def test_a_spec_estimate_cannot_measure_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: dict[str, Any], words: str
+) -> None:
+    source = _products(tmp_path / "p.csv", 3)
+    assert main(["estimate", "--file", str(source), "--spec", str(_spec_file(tmp_path, spec))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err
+
+
+def test_the_command_needs_numbers_or_a_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--rows", "10"]) == 2
+    assert "give --rows and --item-bytes, or --file and --spec" in capsys.readouterr().err
+
+
+def test_a_gzip_of_many_members_is_scaled_by_its_ratio_not_its_last_members_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(measure, "SAMPLE_BYTES", 20_000)
+    lines = _products(tmp_path / "p.csv", 20_000).read_bytes().splitlines(keepends=True)
+    source = tmp_path / "blocks.csv.gz"  # as bgzip writes: a member per block
+    source.write_bytes(
+        b"".join(gzip.compress(b"".join(lines[i : i + 500])) for i in range(0, len(lines), 500))
+    )
+    measured = measure.measure(source, PRODUCT_SPEC)
+    assert measured.rows == pytest.approx(20_000, rel=0.25)  # not the last member's 500

@@ -1,23 +1,35 @@
-"""The tests' moto server: it comes up on a port of its own choosing and applies DynamoDB writes
-atomically, as DynamoDB does (moto's own threaded server loses concurrent updates)."""
+"""The tests' moto server and `mapload serve`: they come up on a port of their own choosing and
+apply DynamoDB writes atomically, as DynamoDB does (moto's own threaded server loses concurrent
+updates)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import boto3
 import pytest
-from servers import moto_server
+from servers import mapload_serve, moto_server
 
 pytestmark = [pytest.mark.runtime]
 
 
-def test_concurrent_updates_of_one_item_are_all_applied(tmp_path: Path) -> None:
-    with moto_server(tmp_path / "server.log") as server:
+@contextmanager
+def _tests_server(log: Path) -> Iterator[str]:
+    with moto_server(log) as server:
+        yield server.endpoint
+
+
+@pytest.mark.parametrize("start", [_tests_server, mapload_serve], ids=["tests' moto server", "mapload serve"])
+def test_concurrent_updates_of_one_item_are_all_applied(
+    tmp_path: Path, start: Callable[[Path], AbstractContextManager[str]]
+) -> None:
+    with start(tmp_path / "server.log") as endpoint:
         db = boto3.client(
             "dynamodb",
-            endpoint_url=server.endpoint,
+            endpoint_url=endpoint,
             region_name="us-east-1",
             aws_access_key_id="test",
             aws_secret_access_key="test",

@@ -1,0 +1,182 @@
+"""`mapload estimate --file F --spec S`: the rows and item size of a real file, measured.
+
+The file's first SAMPLE_BYTES (decompressed, for gzip) are read as the Worker reads them: the
+spec's own parser (CSV header and records, JSON Lines, DynamoDB JSON) and its own mapping to
+items, whose sizes are DynamoDB's (logic/mapping.py). The rows of the whole file are the
+sample's records scaled by the file's size; a file that fits in the sample is counted exactly.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+SAMPLE_BYTES = 4 * 2**20
+SAMPLE_SOURCE = "s3://mapload-estimate/sample"  # the spec needs a source; nothing reads it
+
+
+class MeasureError(Exception):
+    """The file or spec cannot be measured; the message says why."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    rows: int  # records in the whole file (exact when `exact`)
+    item_bytes: int  # average item size (bytes, DynamoDB's measure), at least 1
+    row_bytes: int  # average source bytes per record (uncompressed)
+    sampled: int  # records read
+    rejected: int  # of those, records the spec rejects
+    exact: bool
+    spec: Any  # the parsed JobSpec: write mode, shard size, concurrency
+
+
+def _gunzip_start(handle: IO[bytes], limit: int) -> tuple[bytes, int]:
+    """Up to `limit` + 1 decompressed bytes of a gzip stream (members in a row too), and how many
+    compressed bytes made them."""
+    out: list[bytes] = []
+    produced = consumed = 0
+    inflate = zlib.decompressobj(wbits=31)
+    pending = b""
+    while produced <= limit:
+        if not pending:
+            pending = handle.read(64 * 1024)
+            if not pending:
+                break
+        chunk = inflate.decompress(pending, limit + 1 - produced)
+        consumed += len(pending) - len(inflate.unconsumed_tail) - len(inflate.unused_data)
+        pending = inflate.unconsumed_tail or inflate.unused_data
+        out.append(chunk)
+        produced += len(chunk)
+        if inflate.eof:  # the next member, if any
+            inflate = zlib.decompressobj(wbits=31)
+    return b"".join(out), consumed
+
+
+def _sample(path: Path) -> tuple[bytes, bool, float]:
+    """(up to SAMPLE_BYTES of the data, whether that is all of it, the data's whole size: exact for
+    a plain file, estimated for gzip)."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        if handle.read(2) != b"\x1f\x8b":
+            handle.seek(0)
+            data = handle.read(SAMPLE_BYTES + 1)
+            return data[:SAMPLE_BYTES], len(data) <= SAMPLE_BYTES, float(size)
+        handle.seek(0)
+        try:
+            data, consumed = _gunzip_start(handle, SAMPLE_BYTES)
+        except zlib.error as error:
+            raise MeasureError(f"{path}: not a readable gzip file ({error})") from error
+        whole = len(data) <= SAMPLE_BYTES
+        data = data[:SAMPLE_BYTES]
+        if whole:
+            return data, True, len(data)
+        handle.seek(-4, 2)
+        return data, False, _gzip_size(size * len(data) / max(consumed, 1), handle.read(4), len(data))
+
+
+def _gzip_size(by_ratio: float, trailer: bytes, sampled: int) -> float:
+    """A gzip file's decompressed size: its trailer's ISIZE (the last member's size modulo 2**32)
+    lifted by whole 2**32 to the nearest of the sample's ratio, when it can be the whole size (one
+    member, within a factor 2 of the ratio's); else the ratio's estimate (a file's start may
+    compress differently from the rest)."""
+    isize = int.from_bytes(trailer, "little")
+    if isize < sampled and by_ratio < 2**32:
+        return by_ratio  # several members: the trailer tells the last one only
+    lifted = isize + round((by_ratio - isize) / 2**32) * 2**32
+    # Far from the ratio's estimate: the trailer is one member's of several (`cat a.gz b.gz`).
+    return float(lifted) if lifted >= sampled and by_ratio / 2 <= lifted <= by_ratio * 2 else by_ratio
+
+
+def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
+    """Parse and map the start of `path` with `raw_spec` (the execution input, without source)."""
+    from logic.csvrecords import reference_records
+    from logic.errors import InputValidationError
+    from logic.mapping import make_mapper
+    from logic.parsing import make_parser
+    from logic.planning import read_header
+    from logic.spec import parse_spec
+    from logic.values import Item, Line, Reject
+
+    if "source" in raw_spec:
+        raise MeasureError("the spec must not name 'source': give the file with --file")
+    key = (raw_spec.get("dynamodb") or {}).get("key")
+    if not isinstance(key, dict) or not key:
+        raise MeasureError("the spec has no dynamodb.key: estimate measures the DynamoDB items a load writes")
+    try:
+        # The table's key as the spec fills it (types do not change an item's size much).
+        spec = parse_spec(
+            {**raw_spec, "source": SAMPLE_SOURCE},
+            table_key=dict.fromkeys(key, "S"),
+            execution_name="estimate",
+        )
+    except InputValidationError as error:
+        raise MeasureError(f"the spec is not valid: {error}") from error
+    if not path.is_file():
+        raise MeasureError(f"{path}: no such file")
+    data, whole, data_size = _sample(path)
+    header, start = None, 0
+    if spec.csv is not None:
+        try:
+            header, start = read_header(data, spec, len(data))
+        except InputValidationError as error:
+            raise MeasureError(f"{path}: {error}") from error
+    body = data[start:]
+    if not whole:  # the sample ends inside a record: leave that record out
+        body = body[: body.rfind(b"\n") + 1]
+    if spec.csv is not None:
+        comment = spec.csv.comment.encode() if spec.csv.comment is not None else None
+        records: Any = reference_records(
+            body, max_record=spec.csv.max_record_bytes, comment=comment, base=start
+        )
+    else:
+        records = (Line(n, 0, raw.rstrip(b"\r")) for n, raw in enumerate(body.split(b"\n"), 1))
+    parse, mapped = make_parser(spec, header), make_mapper(spec)
+    comment_bytes = spec.csv.comment.encode() if spec.csv is not None and spec.csv.comment else None
+    sizes: list[int] = []
+    rejected = 0
+    for record in records:
+        if not isinstance(record, Line):
+            rejected += 1  # a record the reader cuts (too large, an unclosed quote)
+            continue
+        if not record.raw.strip() or (comment_bytes is not None and record.raw.startswith(comment_bytes)):
+            continue
+        fields = parse(record)
+        item = fields if isinstance(fields, Reject) else mapped(fields)
+        if isinstance(item, Item):
+            sizes.append(item.size)
+        else:
+            rejected += 1
+    sampled = len(sizes) + rejected
+    if not sizes:
+        raise MeasureError(f"{path}: no record of the first {len(data):,} bytes maps to an item")
+    rows = sampled if whole else round(sampled * (data_size - start) / max(len(body), 1))
+    return Measured(
+        rows=rows,
+        item_bytes=max(1, round(sum(sizes) / len(sizes))),
+        row_bytes=max(1, round(len(body) / sampled)),
+        sampled=sampled,
+        rejected=rejected,
+        exact=whole,
+        spec=spec,
+    )
+
+
+def job_settings(measured: Measured) -> dict[str, Any]:
+    """What the spec says about the load's shape: its write mode, shard size and concurrency."""
+    spec = measured.spec
+    return {
+        "write_mode": spec.dynamodb.write_mode if spec.dynamodb is not None else None,
+        "shard_mib": spec.shard_size_mib,
+        "concurrency": spec.max_concurrency,
+    }
+
+
+def describe(measured: Measured, file: str) -> str:
+    """One line: what was sampled and what it says."""
+    rows = f"{measured.rows:,} rows" if measured.exact else f"about {measured.rows:,} rows"
+    return (
+        f"{file}: {rows} (sampled {measured.sampled:,} records, {measured.rejected:,} rejected); "
+        f"items {measured.item_bytes:,} bytes on average, {measured.row_bytes:,} source bytes per row"
+    )
