@@ -20,6 +20,7 @@ from logic.spec import (
     check_graph_database,
     check_shard_memory,
     check_source_bucket,
+    fit_shard_size,
     parse_s3_uri,
     parse_spec,
     spec_to_json,
@@ -131,6 +132,7 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     prepared = raw_input.pop("prepare", None) or {}
     spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
     check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
+    spec = fit_shard_size(spec, worker_memory_mib=settings.worker_memory_mib)
     check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)

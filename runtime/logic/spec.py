@@ -60,6 +60,7 @@ __all__ = [
     "Template",
     "check_fields",
     "check_source_bucket",
+    "fit_shard_size",
     "parse_s3_uri",
     "parse_spec",
     "parse_template",
@@ -134,6 +135,21 @@ def check_graph_database(spec: JobSpec, raw: Mapping[str, Any], *, graph_enabled
             "this environment has no graph database (graph_enabled is false in cdk.json): "
             "it loads csv/jsonl into DynamoDB only",
         )
+
+
+def fit_shard_size(spec: JobSpec, *, worker_memory_mib: int) -> JobSpec:
+    """The spec with the shard size its Worker holds: a property graph input that gives no
+    shardSizeMiB gets the largest whole MiB a Worker of `worker_memory_mib` holds of its ids, up
+    to the default (`check_shard_memory` then refuses only a size the user gave, or a Worker that
+    holds less than 1 MiB). The chosen size is in the normalized spec, so the plan id, the Workers
+    and the execution's output all have it."""
+    if spec.graph is None or spec.graph.model != "property" or "shard_size_mib" in spec.model_fields_set:
+        return spec
+    shape = id_shape(spec)
+    if endpoints.worker_peak_mib(spec.shard_size_mib, shape) <= worker_memory_mib:
+        return spec
+    largest = endpoints.max_shard_mib(worker_memory_mib, int(spec.shard_size_mib), shape)
+    return spec.model_copy(update={"shard_size_mib": float(largest)}) if largest else spec
 
 
 def check_shard_memory(spec: JobSpec, *, worker_memory_mib: int) -> None:

@@ -247,10 +247,39 @@ def test_the_bounds_the_docs_state_are_the_rules() -> None:
     guide = " ".join((ROOT / "docs" / "NEPTUNE.md").read_text(encoding="utf-8").split())  # lines joined
     guide = guide.split("the largest shard it allows is", 1)[1]
     in_guide = rf"{number} (?:MiB )?at (?:`worker_memory_mib` )?(?:the default )?{number}"
-    for pairs in (stated, re.findall(in_guide, guide[:300])):
+    from stacks.config import EnvironmentConfig
+
+    described = EnvironmentConfig.model_fields["worker_memory_mib"].description or ""
+    in_settings = re.findall(rf"{number} at {number}", described.split("naming the largest allowed")[1])
+    for pairs in (stated, re.findall(in_guide, guide[:300]), in_settings):
         assert len(pairs) >= 5, pairs
         for largest, memory in pairs:
             assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(largest)
+
+
+def test_every_largest_shard_a_doc_names_for_a_worker_memory_is_the_rule() -> None:
+    """One number: a figure anywhere in the docs that names a Worker memory's largest shard (as
+    Plan's message says it, or for the ids of a template) is what Plan computes."""
+    number = r"(\d+(?:,\d{3})*)"
+    checked = 0
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for largest, memory in re.findall(rf"at most {number} with worker_memory_mib {number}", text):
+            assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(
+                largest.replace(",", "")
+            ), (page.name, largest, memory)
+            checked += 1
+        for largest, memory in re.findall(rf"{number} at the default `worker_memory_mib` {number}", text):
+            assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(largest)
+            checked += 1
+        for largest, template, memory in re.findall(rf"{number} for `([^`]+)` ids at {number}", text):
+            literal = "".join(Template.parse(template).literals)
+            shape = endpoints.IdShape(fixed_bytes=len(literal))
+            assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB, shape) == int(
+                largest
+            ), (page.name, template)
+            checked += 1
+    assert checked >= 2
 
 
 @pytest.mark.parametrize(
