@@ -230,6 +230,8 @@ def graph_section(
         fields = (
             ("vertices", "graphVertices"),
             ("edges", "graphEdges"),
+            ("skippedVertices", "graphSkippedVertices"),
+            ("skippedEdges", "graphSkippedEdges"),
             ("openEndpoints", "graphOpenEndpoints"),
             ("openEndpointBytes", "graphOpenEndpointBytes"),
         )

@@ -302,9 +302,14 @@ def _term_to_json(term: Term) -> str | dict[str, Any]:
 def _graph_to_json(graph: model.Graph) -> dict[str, Any]:
     """The graph section; "model" is left out for RDF (N-Quads/N-Triples inputs have no such field)."""
     rdf = isinstance(graph, model.RecordGraph)
-    out = graph.model_dump(by_alias=True, exclude={"model", "edges", "statements"} if rdf else {"edges"})
+    out = graph.model_dump(
+        by_alias=True, exclude={"model", "edges", "statements"} if rdf else {"vertices", "edges"}
+    )
     if isinstance(graph, model.PropertyGraph):
-        out["edges"] = [edge.model_dump(by_alias=True, exclude_none=True) for edge in graph.edges]
+        # `optional` only when true: the normalized form (and the plan id) of an input without it
+        # is as before the flag existed.
+        out["vertices"] = [_element_to_json(vertex) for vertex in graph.vertices]
+        out["edges"] = [_element_to_json(edge) for edge in graph.edges]
     elif isinstance(graph, model.RecordGraph | model.RdfGraph):
         out["statements"] = [
             {
@@ -315,6 +320,12 @@ def _graph_to_json(graph: model.Graph) -> dict[str, Any]:
             for statement in graph.statements
         ]
     return out
+
+
+def _element_to_json(element: Vertex | Edge) -> dict[str, Any]:
+    return element.model_dump(
+        by_alias=True, exclude_none=True, exclude=None if element.optional else {"optional"}
+    )
 
 
 def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
