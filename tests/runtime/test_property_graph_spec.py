@@ -384,3 +384,25 @@ def test_ids_made_longer_by_a_template_lower_the_largest_shard() -> None:
             parse({**raw, "graph": {"model": "property", "edges": edges}}), worker_memory_mib=1024
         )
     assert refused.value.field == "shardSizeMiB"
+
+
+def test_optional_vertices_and_edges_are_normalized_only_when_true() -> None:
+    # Given the same graph with and without "optional" on its vertex and edge
+    vertex = {"id": "person-{id}", "label": "Person"}
+    edge = {"from": "person-{id}", "to": "person-{boss}", "label": "REPORTS_TO"}
+    plain = parse(with_graph(vertices=[vertex], edges=[edge]))
+    optional = with_graph(vertices=[{**vertex, "optional": True}], edges=[{**edge, "optional": True}])
+    assert SCHEMA.is_valid(optional)
+    # Then "optional": false is the default, left out of the normalized spec (plan ids do not move),
+    # and true is kept, and round-trips
+    assert parse(with_graph(vertices=[{**vertex, "optional": False}], edges=[edge])) == plain
+    assert "optional" not in json.dumps(spec_to_json(plain))
+    normalized = spec_to_json(parse(optional))
+    flags = normalized["graph"]["vertices"][0]["optional"], normalized["graph"]["edges"][0]["optional"]
+    assert flags == (True, True)
+    assert parse(normalized) == parse(optional)
+    # ... and a flag that is not a boolean is refused naming it
+    with pytest.raises(InputValidationError) as refused:
+        parse(with_graph(edges=[{**edge, "optional": "yes"}]))
+    assert refused.value.field == "graph.edges[0].optional"
+    assert not SCHEMA.is_valid(with_graph(edges=[{**edge, "optional": "yes"}]))
