@@ -406,3 +406,25 @@ def test_optional_vertices_and_edges_are_normalized_only_when_true() -> None:
         parse(with_graph(edges=[{**edge, "optional": "yes"}]))
     assert refused.value.field == "graph.edges[0].optional"
     assert not SCHEMA.is_valid(with_graph(edges=[{**edge, "optional": "yes"}]))
+
+
+def test_the_shard_size_the_guide_says_plan_chooses_for_its_example_is_the_one_it_chooses() -> None:
+    from logic.spec import fit_shard_size
+    from stacks.config import EnvironmentConfig
+
+    # Given the guide's property graph example (no shardSizeMiB) and the size it says Plan chooses
+    guide = (ROOT / "docs" / "NEPTUNE.md").read_text(encoding="utf-8")
+    block, said = re.search(
+        r"```json\n(\{[^`]*\"model\": \"property\"[^`]*)```\s*\(`optional`"
+        r".*?Plan chooses (\d+) at the default",
+        guide,
+        re.DOTALL,
+    ).groups()  # type: ignore[union-attr]
+    raw = json.loads(block.replace("SOURCE-BUCKET", "source-bucket"))
+    assert "shardSizeMiB" not in raw
+    raw["jobId"] = "people"
+    # Then Plan chooses that size at the default Worker memory, and the Worker holds it
+    memory = EnvironmentConfig.model_fields["worker_memory_mib"].default
+    spec = fit_shard_size(parse(raw), worker_memory_mib=memory)
+    assert spec.shard_size_mib == int(said) < 64
+    check_shard_memory(spec, worker_memory_mib=memory)
