@@ -70,6 +70,7 @@ class Clients:
         self.cloudformation = session.client("cloudformation")
         self.s3 = session.client("s3")
         self.sfn = session.client("stepfunctions")
+        self.dynamodb = session.client("dynamodb")
 
 
 def describe_environment(clients: Clients, env: str) -> Environment:

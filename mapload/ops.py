@@ -1,4 +1,4 @@
-"""`mapload start` and `mapload status`: run and watch a job on a deployed environment."""
+"""`mapload start`, `status` and `release`: run, watch and free a job on a deployed environment."""
 
 from __future__ import annotations
 
@@ -54,12 +54,14 @@ def check_spec(
     gzip, as an export writes it), its first item against the table's key."""
     from logic.compression import detect
     from logic.errors import InputValidationError
+    from logic.payloads import check_input_size
     from logic.planning import probe_header
-    from logic.spec import check_fields, check_graph_database, parse_spec
+    from logic.spec import check_fields, check_graph_database, parse_spec, spec_to_json
 
     refused = "the spec is not valid (nothing uploaded or started)"
     try:
         parsed = parse_spec({**spec, "source": source_uri}, table_key=table_key, execution_name=name)
+        check_input_size({**spec, "source": source_uri}, spec_to_json(parsed))
         check_graph_database(parsed, spec, graph_enabled=graph_enabled)
     except InputValidationError as error:
         raise OpsError(f"{refused}: {error}") from error
@@ -207,6 +209,26 @@ def status(
     return str(described["status"])
 
 
+def release(env: str, job_id: str, *, region: str | None = None, out: TextIO | None = None) -> str:
+    """Free a jobId whose run ended without closing it (stopped, timed out, failed past Finalize):
+    its ledger job item goes from RUNNING to RELEASED. Refused while that execution runs. Returns
+    the execution that held it. (Plan also takes such a jobId over by itself.)"""
+    from adapters.executions import execution_ended
+    from adapters.ledger import Ledger
+    from logic.errors import JobAlreadyRunningError
+
+    out = out or sys.stdout
+    clients = Clients(region)
+    environment = describe_environment(clients, env)
+    ledger = Ledger(clients.dynamodb, environment.outputs["LedgerTableName"], ttl_days=1)
+    try:
+        held = ledger.release_job(job_id, lambda arn: execution_ended(clients.sfn, arn))
+    except (ValueError, JobAlreadyRunningError) as error:
+        raise OpsError(str(error)) from None
+    print(f"released jobId {job_id!r} (held by {held.get('executionId')}, now over)", file=out)
+    return str(held.get("executionId"))
+
+
 # -- command line ----------------------------------------------------------------------------
 
 
@@ -249,8 +271,17 @@ def _status_command(args: Any) -> int:
     return 0 if shown in {"SUCCEEDED", "RUNNING", "NONE"} else 1
 
 
+def _release_command(args: Any) -> int:
+    try:
+        release(args.env, args.job_id, region=args.region)
+    except OpsError as error:
+        print(f"mapload: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def add_commands(sub: Any) -> None:
-    """Register `start` and `status` on the mapload command's subparsers."""
+    """Register `start`, `status` and `release` on the mapload command's subparsers."""
     run = sub.add_parser(
         "start",
         help="start a job on a deployed environment, show its progress and final report",
@@ -279,3 +310,17 @@ def add_commands(sub: Any) -> None:
     show.add_argument("--env", required=True, help=DEPLOYED_ENV_HELP)
     add_region_argument(show, DEPLOYED_REGION_HELP)
     show.set_defaults(func=_status_command)
+
+    free = sub.add_parser(
+        "release",
+        help="free a jobId whose run ended without finishing it (stopped, timed out)",
+        description=(
+            "Mark a jobId's ledger job RELEASED when the execution holding it is no longer RUNNING, "
+            "so a new run of the jobId may start (a numeric add resumes under the same jobId). "
+            "Refused while that execution runs: stop it first."
+        ),
+    )
+    free.add_argument("job_id", metavar="JOB_ID", help="the jobId to free")
+    free.add_argument("--env", required=True, help=DEPLOYED_ENV_HELP)
+    add_region_argument(free, DEPLOYED_REGION_HELP)
+    free.set_defaults(func=_release_command)

@@ -40,6 +40,9 @@ HANDLER_INDEX: Final[Mapping[str, str]] = {
     "PollGraphLoad": "handlers/poll_graph_load.py",
 }
 HANDLER_FUNCTION: Final[str] = "lambda_handler"
+# What CloudFormation names the state machine after: its logical id (ShardedLoader/StateMachine).
+# The pipeline's smoke role scopes by the same prefix (stacks/pipeline.py).
+STATE_MACHINE_NAME_PREFIX: Final[str] = "ShardedLoaderStateMachine"
 # The language StartGraphLoad's one query is written in, as Neptune's data-access condition key
 # names it (Neptune user guide, "IAM condition keys for accessing data": Gremlin, OpenCypher, Sparql).
 NEPTUNE_QUERY_LANGUAGE_KEY: Final[str] = "neptune-db:QueryLanguage"
@@ -311,7 +314,21 @@ class LoaderFunctions:
         allow(function, ["s3:GetObject"], arns.source_objects)
         allow(function, ["s3:PutObject"], [arns.staging_jobs])
         self._data.ledger_table.grant(function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+        # Whether the execution holding a jobId still runs (runtime/adapters/executions.py): this
+        # state machine's executions only, by its name's prefix (its ARN would be a cycle).
+        allow(function, ["states:DescribeExecution"], [self.executions_arn])
         self._grant_source_keys(function)
+
+    @property
+    def executions_arn(self) -> str:
+        """The executions of this stack's state machine, as CloudFormation names it
+        (`<logical id>-<suffix>`, the logical id under ShardedLoader/StateMachine)."""
+        return cdk.Stack.of(self._scope).format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{STATE_MACHINE_NAME_PREFIX}*:*",
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
 
     def _grant_worker(self) -> None:
         arns, function = self.arns, self.worker_function
@@ -332,8 +349,16 @@ class LoaderFunctions:
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
         )
-        # Query: count the shards holding a write-budget lease (runtime/adapters/budget.py).
-        self._data.ledger_table.grant(function, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query")
+        # Query: the CSV start-state walk-back; UpdateItem and BatchGetItem: the write budget's
+        # heartbeat counters (runtime/adapters/budget.py).
+        self._data.ledger_table.grant(
+            function,
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:Query",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchGetItem",
+        )
 
     def _grant_finalize(self) -> None:
         """Finalize streams the merged rejects as a multipart upload (aborted if the merge fails)."""
@@ -532,6 +557,16 @@ class LoaderFunctions:
         for function in (self.plan_function, self.worker_function):
             acknowledge_wildcards(default_policy(function.role), {**staging, **sources})
             acknowledge_wildcards(default_policy(function.role), prepared)
+        acknowledge_wildcards(
+            default_policy(self.plan_function.role),
+            {
+                resource_finding(scope, self.executions_arn): (
+                    "DescribeExecution on this stack's state machine's executions (by its name's "
+                    "prefix: naming its ARN would be a dependency cycle): Plan asks whether the run "
+                    "holding a jobId still runs before it takes the jobId over."
+                )
+            },
+        )
         acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
         acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **prepare_sources})
 

@@ -333,7 +333,8 @@ class Emulator:
             resolver.refs[logical] = name
             resolver.attrs[(logical, "Arn")] = f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{name}"
         elif kind == "AWS::StepFunctions::StateMachine":
-            name = f"mapload-{self.env_name}-{logical}"[:80]
+            # As CloudFormation names it: <logical id>-<suffix> (the Plan role's grant relies on it).
+            name = f"{logical}-{self.env_name}"[:80]
             arn = f"arn:aws:states:{self.region}:{ACCOUNT}:stateMachine:{name}"
             resolver.refs[logical] = arn
             resolver.attrs[(logical, "Arn")] = arn

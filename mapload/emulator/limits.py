@@ -6,9 +6,12 @@ machine's Retry/Catch see in the embedded run what they would see in an account.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any, Final
 
 from moto.core.exceptions import JsonRESTError
@@ -92,3 +95,104 @@ HISTORY_LIMIT_CAUSE: Final[str] = (
 UNCATCHABLE_ERRORS: Final[frozenset[str]] = frozenset({"States.DataLimitExceeded", "States.Runtime"})
 # The error the execution fails with when its history is full (AWS reports the cause above).
 HISTORY_LIMIT_ERROR: Final[str] = "States.Runtime"
+
+
+# -- DynamoDB: expression parameters (moto_patches.DYNAMODB_EXPRESSIONS) ------------------------
+# AWS's DynamoDB developer guide, "Constraints in Amazon DynamoDB", Expression parameters: any
+# expression string is at most 4 KB ("the size of the ConditionExpression a=b is 3 bytes"), and an
+# UpdateExpression holds at most 300 operators or functions ("SET a = :val1 + :val2 + :val3
+# contains two '+' operators": the SET's `=` is not one).
+EXPRESSION_BYTES: Final[int] = 4 * 1024
+UPDATE_EXPRESSION_OPERATORS: Final[int] = 300
+# The request parameters that hold an expression string (top level, or in a TransactItems entry).
+EXPRESSION_PARAMETERS: Final[tuple[str, ...]] = (
+    "UpdateExpression",
+    "ConditionExpression",
+    "FilterExpression",
+    "KeyConditionExpression",
+    "ProjectionExpression",
+)
+# A function call: a name followed by "(" (if_not_exists, list_append, attribute_exists, ...).
+_FUNCTION = re.compile(r"(?<![#:\w])[A-Za-z_]\w*\s*\(")
+# Outside placeholders: UpdateExpression's arithmetic operators (a SET's "=" is an assignment).
+_ARITHMETIC = re.compile(r"[+-]")
+
+
+def update_operators(expression: str) -> int:
+    """Operators and functions in an UpdateExpression as AWS counts them: each function call and
+    each "+" or "-" (placeholders and names are `#x`/`:x`/identifiers, which hold neither)."""
+    return len(_FUNCTION.findall(expression)) + len(_ARITHMETIC.findall(expression))
+
+
+def expression_error(parameter: str, expression: str) -> str | None:
+    """Why DynamoDB refuses `expression` given as `parameter` (AWS's ValidationException
+    message), or None when it is within the limits."""
+    size = len(expression.encode())
+    if size > EXPRESSION_BYTES:
+        return (
+            f"Invalid {parameter}: Expression size has exceeded the maximum allowed size; "
+            f"expression size: {size}"
+        )
+    if parameter == "UpdateExpression":
+        count = update_operators(expression)
+        if count > UPDATE_EXPRESSION_OPERATORS:
+            return f"Invalid {parameter}: The expression contains too many operators; operator count: {count}"
+    return None
+
+
+def request_expression_error(body: Mapping[str, Any]) -> str | None:
+    """The first refusal among the expressions of a DynamoDB request `body` (the top level, each
+    TransactItems entry's Put, Update, Delete, ConditionCheck or Get), or None."""
+    parts: list[Mapping[str, Any]] = [body]
+    for entry in body.get("TransactItems") or ():
+        parts.extend(part for part in entry.values() if isinstance(part, Mapping))
+    for part in parts:
+        for parameter in EXPRESSION_PARAMETERS:
+            expression = part.get(parameter)
+            if isinstance(expression, str):
+                error = expression_error(parameter, expression)
+                if error is not None:
+                    return error
+    return None
+
+
+# -- DynamoDB: item size (moto_patches.ITEM_SIZE) ------------------------------------------------
+# An item is at most 400 KB (1 KB = 1,024 bytes), counted as AWS's developer guide, "Item sizes
+# and formats", says: each attribute's name (UTF-8 bytes) and value; a string its UTF-8 bytes, a
+# binary its bytes, a number about one byte per two significant digits plus one, a Boolean or
+# null one byte, a set its elements, a list or map 3 bytes plus, per element, one byte (and, in a
+# map, the member's name) and the element. runtime/logic/mapping.py estimates an item no smaller.
+ITEM_BYTES: Final[int] = 400 * 1024
+
+
+def _number_bytes(text: str) -> int:
+    digits = len(Decimal(text).normalize().as_tuple().digits)
+    return (digits + 1) // 2 + 1
+
+
+def _binary_bytes(value: bytes | str) -> int:
+    return len(value) if isinstance(value, bytes | bytearray) else len(base64.b64decode(value))
+
+
+def value_bytes(kind: str, value: Any) -> int:
+    """The size DynamoDB counts for one value of type `kind` (`value` as moto holds it: a list's or
+    map's elements as objects with `type` and `value`, a binary as bytes or base64 text)."""
+    if kind == "S":
+        return len(value.encode())
+    if kind == "N":
+        return _number_bytes(value)
+    if kind == "B":
+        return _binary_bytes(value)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(v.encode()) for v in value)
+    if kind == "NS":
+        return sum(_number_bytes(v) for v in value)
+    if kind == "BS":
+        return sum(_binary_bytes(v) for v in value)
+    if kind == "L":
+        return 3 + sum(1 + value_bytes(v.type, v.value) for v in value)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + value_bytes(v.type, v.value) for k, v in value.items())
+    raise ValueError(f"unknown DynamoDB type {kind!r}")

@@ -20,6 +20,11 @@ entry and uninstalls it on exit.
 - BACKEND_LOOKUP, CLIENT_REUSE: two hot paths made cheap for a Map with thousands of children;
   behaviour unchanged (py-spy on a 2,000-shard run, docs/ARCHITECTURE.md "The embedded emulator").
 - TRANSACTIONS: TransactWriteItems isolated from other threads' writes, as DynamoDB's are.
+- DYNAMODB_EXPRESSIONS: DynamoDB's expression limits (4 KB a string, 300 operators or functions
+  an UpdateExpression), which moto does not check; and moto's expression parser kept from
+  overflowing Python's recursion limit on an expression AWS accepts.
+- ITEM_SIZE: DynamoDB's 400 KB item limit as AWS counts an item's size (moto's own measure
+  ignores a list's and map's overhead and stops at 405,000 bytes).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -37,7 +43,10 @@ from mapload.emulator.limits import (
     HISTORY_EVENTS,
     HISTORY_LIMIT_CAUSE,
     HISTORY_LIMIT_ERROR,
+    ITEM_BYTES,
     UNCATCHABLE_ERRORS,
+    request_expression_error,
+    value_bytes,
 )
 
 _MISSING: Final = object()
@@ -358,6 +367,77 @@ class Transactions(Patch):
             self._swap(target, _locked(getattr(*resolve(target))))
 
 
+# The DynamoDB requests that carry an expression (DynamoHandler's method per API action).
+_EXPRESSION_REQUESTS = (
+    "put_item",
+    "update_item",
+    "delete_item",
+    "get_item",
+    "query",
+    "scan",
+    "transact_write_items",
+    "transact_get_items",
+)
+# Python's recursion limit while the patch is on: moto's expression parser and executor recurse
+# about ten frames per SET action, so the shortest actions that fit in 4 KB (~590) need ~6,000.
+EXPRESSION_RECURSION: Final = 10_000
+
+
+def _within_expression_limits(action: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(action)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        from moto.dynamodb.exceptions import MockValidationException
+
+        error = request_expression_error(self.body)
+        if error is not None:
+            raise MockValidationException(error)
+        return action(self, *args, **kwargs)
+
+    return checked
+
+
+class DynamoDbExpressions(Patch):
+    """moto checks neither the size of an expression string nor the operators of an
+    UpdateExpression: each request that carries expressions is refused first, with AWS's
+    ValidationException message, when one is past the limits in limits.py. And moto's parser
+    recurses per action: past ~160 SET actions (a 2 KB expression AWS accepts) it raised
+    RecursionError instead of answering, so Python's recursion limit is raised while installed."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "dynamodb-expressions",
+            tuple(f"moto.dynamodb.responses:DynamoHandler.{name}" for name in _EXPRESSION_REQUESTS),
+        )
+        self._recursion_limit = 0
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        for target in self.targets:
+            self._swap(target, _within_expression_limits(getattr(*resolve(target))))
+        self._recursion_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(self._recursion_limit, EXPRESSION_RECURSION))
+
+    def uninstall(self) -> None:
+        if self.installed:
+            sys.setrecursionlimit(self._recursion_limit)
+        super().uninstall()
+
+
+def _set_within_item_size(self: Any, key: str, value: Any) -> None:
+    """`LimitedSizeDict.__setitem__` (an item's attributes): refused past AWS's 400 KB."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+
+    size = sum(
+        len(name.encode())
+        + (value_bytes(typed.type, typed.value) if hasattr(typed, "type") else len(str(typed).encode()))
+        for name, typed in {**self, key: value}.items()
+    )
+    if size > ITEM_BYTES:
+        raise ItemSizeTooLarge
+    dict.__setitem__(self, key, value)
+
+
 # -- the patches -----------------------------------------------------------------------------
 
 LAMBDA_INVOKE: Final = LambdaInvoke()
@@ -400,9 +480,24 @@ BACKEND_LOOKUP: Final = Patch(
 )
 CLIENT_REUSE: Final = ClientReuse()
 TRANSACTIONS: Final = Transactions()
+DYNAMODB_EXPRESSIONS: Final = DynamoDbExpressions()
+ITEM_SIZE: Final = Patch(
+    # moto measures an item without a list's or map's overhead and refuses it past 405,000 bytes.
+    "item-size",
+    ("moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",),
+    (_set_within_item_size,),
+)
 
-# What AWS enforces and moto's interpreter does not (installed together, limits.py's numbers).
-LIMITS: Final = (HISTORY_LIMIT, MAP_RESULT_LIMIT, UNCATCHABLE, RESULT_WRITER_PARAMETERS, RESULT_WRITER_FILES)
+# What AWS enforces and moto does not (installed together, limits.py's numbers).
+LIMITS: Final = (
+    HISTORY_LIMIT,
+    MAP_RESULT_LIMIT,
+    UNCATCHABLE,
+    RESULT_WRITER_PARAMETERS,
+    RESULT_WRITER_FILES,
+    DYNAMODB_EXPRESSIONS,
+    ITEM_SIZE,
+)
 # moto's hot paths, cheap for thousands of Map children.
 SPEED: Final = (BACKEND_LOOKUP, CLIENT_REUSE)
 # Every patch, for the guard test.

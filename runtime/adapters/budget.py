@@ -1,69 +1,91 @@
-"""A job-wide write budget shared by the running shards, through leases in the ledger table.
+"""A job-wide write budget shared by the running shards, through heartbeat counters in the ledger.
 
-Each worker of a job with `writeUnitsPerSecond` holds a lease item
-(`pk=JOB#<jobId>`, `sk=LEASE#<runId>#SHARD#<index:06d>`, `until` epoch seconds) that it renews
-every `interval` seconds; on each renewal it counts the leases of its run that have not expired
-(one Query) and sets its writer to budget / that count. A finished worker ends its lease
-(`until` = 0), so the others take over its share within one interval; a worker that crashes
-stops renewing and its lease lapses after `lease_seconds`. Until then the survivors under-use
-the budget — never over-use it. Limits: shards that start together may all see a smaller count
-for up to one interval (each then briefly takes more than its share; DynamoDB throttling and the
-AIMD window absorb it), and the split is equal, not by how much work each shard has left.
+Time is cut into windows of `interval` seconds (10 s). Once per window each running worker adds 1
+to a counter of the window (UpdateItem ADD: one write unit), one of BUCKETS counter items chosen
+by its shard index (`pk=BEAT#<jobId>#<runId>#<window>#<bucket>`, `sk=BEAT`). It then reads the
+previous window's BUCKETS counters (one eventually consistent BatchGetItem: half a read unit
+each) — every worker that ran through that window added to them — and sets its writer to budget /
+that count (plus itself, if it did not beat in that window). A worker beats at a fixed phase of
+the window, in its first half and set by its index, so that the previous window's beats are
+at least half a window old when it reads them (eventual consistency settles in about a second).
+
+Why counters and not leases: a Query of every lease, by every worker, every 10 s reads on the order
+of 10^5 units a second at 10,000 workers, on one key. Here each key takes at most
+`max workers / BUCKETS` writes and `max workers` half-unit reads per half window
+(tests/runtime/test_ledger_keys.py computes them at the largest run), and a worker's cost is one
+write and BUCKETS half reads per window, whatever the number of shards.
+
+A worker that ends or crashes simply stops beating: the others take its share back within two
+windows. Until then they under-use the budget, never over-use it, but for these limits: shards
+that start together see a smaller count for up to one window (each then briefly takes more than
+its share; DynamoDB throttling and the AIMD window absorb it), a beat whose answer was lost and was
+retried counts twice (a smaller share), and the split is equal, not by the work each shard has left.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-from logic.ratecontrol import budget_share, live_leases
+from logic.ratecontrol import budget_share
+
+# Counter items per window. Bound: 10,000 workers' beats in half a window over this many keys stay
+# under 1,000 write units a second; every worker reads all of them (see the module docstring).
+BUCKETS: Final = 4
+# Seconds a window lasts: each worker beats and re-reads the count once per window.
+INTERVAL_SECONDS: Final = 10.0
+# A worker's beat falls in the first PHASE_SPAN of its window (see `phase`).
+PHASE_SPAN: Final = 0.5
+_GOLDEN = 0.6180339887498949
 
 
 class RateSetter(Protocol):
     def set_rate(self, rate: float | None) -> None: ...
 
 
-def lease_prefix(run_id: str) -> str:
-    return f"LEASE#{run_id}#SHARD#"
+def phase(index: int, interval: float) -> float:
+    """Seconds into each window at which shard `index` beats: spread over the window's first half."""
+    return (index * _GOLDEN) % 1.0 * PHASE_SPAN * interval
 
 
-class LeaseBoard:
-    """Lease items of one run in the ledger table."""
+class HeartbeatBoard:
+    """The heartbeat counters of one run in the ledger table."""
 
     def __init__(self, client: Any, table: str, job_id: str, run_id: str, ttl_seconds: int = 86_400) -> None:
         self._db = client
         self._table = table
-        self._pk = {"S": f"JOB#{job_id}"}
-        self._run_id = run_id
+        self._prefix = f"BEAT#{job_id}#{run_id}#"
         self._ttl_seconds = ttl_seconds
 
-    def hold(self, index: int, until: float) -> None:
-        self._db.put_item(
+    def key(self, window: int, bucket: int) -> dict[str, dict[str, str]]:
+        return {"pk": {"S": f"{self._prefix}{window}#{bucket}"}, "sk": {"S": "BEAT"}}
+
+    def beat(self, index: int, window: int) -> None:
+        self._db.update_item(
             TableName=self._table,
-            Item={
-                "pk": self._pk,
-                "sk": {"S": f"{lease_prefix(self._run_id)}{index:06d}"},
-                "until": {"N": f"{until:.3f}"},
-                "expiresAt": {"N": str(int(time.time()) + self._ttl_seconds)},
+            Key=self.key(window, index % BUCKETS),
+            UpdateExpression="ADD beats :one SET expiresAt = if_not_exists(expiresAt, :expires)",
+            ExpressionAttributeValues={
+                ":one": {"N": "1"},
+                ":expires": {"N": str(int(time.time()) + self._ttl_seconds)},
             },
         )
 
-    def running(self, now: float) -> int:
-        leases: list[dict[str, str]] = []
-        paginator = self._db.get_paginator("query")
-        for page in paginator.paginate(
-            TableName=self._table,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": self._pk, ":prefix": {"S": lease_prefix(self._run_id)}},
-            ProjectionExpression="#u",
-            ExpressionAttributeNames={"#u": "until"},
-            ConsistentRead=True,
-        ):
-            leases.extend({"until": item["until"]["N"]} for item in page.get("Items", []))
-        return live_leases(leases, now)
+    def count(self, window: int) -> int:
+        """The beats of `window`: the workers that ran through it."""
+        keys: list[dict[str, Any]] = [self.key(window, bucket) for bucket in range(BUCKETS)]
+        total = 0
+        for _ in range(8):  # unprocessed keys (throttled) are asked again
+            answer = self._db.batch_get_item(
+                RequestItems={self._table: {"Keys": keys, "ProjectionExpression": "beats"}}
+            )
+            total += sum(int(item["beats"]["N"]) for item in answer["Responses"].get(self._table, []))
+            keys = (answer.get("UnprocessedKeys") or {}).get(self._table, {}).get("Keys", [])
+            if not keys:
+                break
+        return total
 
 
 class SharedBudget:
@@ -71,13 +93,12 @@ class SharedBudget:
 
     def __init__(
         self,
-        board: LeaseBoard,
+        board: HeartbeatBoard,
         index: int,
         budget: float,
         writer: RateSetter,
         *,
-        interval: float = 10.0,
-        lease_seconds: float = 45.0,
+        interval: float = INTERVAL_SECONDS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._board = board
@@ -85,10 +106,10 @@ class SharedBudget:
         self._budget = budget
         self._writer = writer
         self._interval = interval
-        self._lease_seconds = lease_seconds
         self._clock = clock
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="write-budget", daemon=True)
+        self._beaten: tuple[int, ...] = ()  # the last two windows this worker beat in
         self.running = 1
         self.rate: float | None = None
 
@@ -98,23 +119,30 @@ class SharedBudget:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # Nothing to hand back: the counters of the windows to come will not hold this worker.
         self._stop.set()
         self._thread.join()
-        # Hand the share back to the shards still running. If the ledger refuses even after its
-        # client's retries, the lease lapses on its own: the shard's work is done, so no failure.
-        with contextlib.suppress(Exception):
-            self._board.hold(self._index, 0)
 
     def refresh(self) -> None:
-        now = self._clock()
-        self._board.hold(self._index, now + self._lease_seconds)
-        self.running = max(1, self._board.running(now))
+        window = int(self._clock() // self._interval)
+        if window not in self._beaten:  # one beat per window, however often it is called
+            self._board.beat(self._index, window)
+            self._beaten = (*self._beaten[-1:], window)
+        # The previous window's count holds this worker only if it beat then.
+        itself = 0 if window - 1 in self._beaten else 1
+        self.running = max(1, self._board.count(window - 1) + itself)
         self.rate = budget_share(self._budget, self.running)
         self._writer.set_rate(self.rate)
 
+    def _next_beat(self) -> float:
+        """Seconds until this worker's phase in the next window."""
+        now = self._clock()
+        start = (int(now // self._interval) + 1) * self._interval
+        return max(0.0, start + phase(self._index, self._interval) - now)
+
     def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(self._next_beat()):
             try:
                 self.refresh()
-            except Exception:  # a missed renewal only keeps the old share
+            except Exception:  # a missed beat only keeps the old share (and counts it out once)
                 continue

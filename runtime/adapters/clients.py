@@ -68,7 +68,13 @@ def ledger_dynamodb() -> Any:
     return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))
 
 
+@functools.cache
+def stepfunctions() -> Any:
+    """Plan asks whether the execution holding a jobId still runs (adapters/executions.py)."""
+    return boto3.client("stepfunctions", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+
+
 def reset() -> None:
     """Forget every cached client (a new endpoint or emulator needs new ones)."""
-    for factory in (s3, _core, dynamodb, batch_writes, ledger_dynamodb):
+    for factory in (s3, _core, dynamodb, batch_writes, ledger_dynamodb, stepfunctions):
         factory.cache_clear()

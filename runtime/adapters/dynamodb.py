@@ -19,7 +19,7 @@ from adapters.ledger import Markers
 from logic.errors import ShardWriteError
 from logic.ratecontrol import AimdWindow, TokenBucket
 from logic.retry import backoff_delays
-from logic.writemodes import WritePlan, counted_update, single_item_request, written_by_us
+from logic.writemodes import WritePlan, counted_update, single_item_requests, written_by_us
 
 # Answers that mean "try again later", not "this request is wrong".
 RETRYABLE_CODES = frozenset(
@@ -326,19 +326,40 @@ class ItemWriter(_PacedWriter):
                 with self._lock:
                     self._failure = self._failure or error
 
-    def _request(self, item: dict[str, Any], offset: int) -> tuple[Callable[..., Any], dict[str, Any]]:
-        """The client call and its arguments that write `item`."""
+    def _requests(self, item: dict[str, Any], offset: int) -> list[tuple[Callable[..., Any], dict[str, Any]]]:
+        """The client calls and their arguments that write `item`, one after another (several
+        for an update past DynamoDB's expression limits: logic/writemodes.py update_requests)."""
         if self._markers is not None and any(name in item for name in self._plan.counters):
             if offset < 0:
                 raise ValueError("a record with a counter needs its offset")
             marker = self._markers.item(offset)
             arguments = counted_update(self._plan, item, self._table, self._markers.table, marker)
-            return self._client.transact_write_items, arguments
-        method, arguments = single_item_request(self._plan, item)
-        return getattr(self._client, method), {"TableName": self._table, **arguments}
+            return [(self._client.transact_write_items, arguments)]
+        return [
+            (getattr(self._client, method), {"TableName": self._table, **arguments})
+            for method, arguments in single_item_requests(self._plan, item)
+        ]
 
     def _write(self, key: tuple[Any, ...], item: dict[str, Any], units: int, offset: int) -> None:
-        call, arguments = self._request(item, offset)
+        """Send the record's requests in order, each paced at the record's units (an UpdateItem
+        costs the item's size); after a give-up (here, or in another lane: the shard fails
+        either way) the rest stay unsent, so a record counts once in those not written."""
+        for call, arguments in self._requests(item, offset):
+            with self._lock:
+                given_up = self._not_written
+            self._send(key, item, units, call, arguments)
+            with self._lock:
+                if self._not_written > given_up:
+                    return
+
+    def _send(
+        self,
+        key: tuple[Any, ...],
+        item: dict[str, Any],
+        units: int,
+        call: Callable[..., Any],
+        arguments: dict[str, Any],
+    ) -> None:
         # Whether an earlier attempt may have been applied although its answer was lost.
         unanswered = False
 

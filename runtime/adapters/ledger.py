@@ -1,34 +1,81 @@
 """The ledger table: one item per job and one per finished shard, written with conditions; and
-the markers of records whose numeric ADD was applied (`Markers`)."""
+the markers of records whose numeric ADD was applied (`Markers`).
+
+Keys are laid out so that no partition key takes more than a partition's throughput (1,000 write
+units, 3,000 read units a second) at the largest run Plan and the config accept (100,000 shards,
+10,000 Workers): `tests/runtime/test_ledger_keys.py` computes each key's rate from the constants
+here, and the embedded run meters requests per key (`tests/e2e/test_key_load.py`).
+
+- The job item (`JOB#<jobId>`, `JOB`) and a run's graph load claim are read and written a few times
+  a run: they stay under the job's key.
+- A shard's record and CSV chain states live under the key of its *block*
+  (`JOB#<jobId>#PLAN#<planId>#BLOCK#<index // BLOCK_SHARDS>`): blocks are contiguous, so the CSV
+  walk-back reads its own block and the few before it, and Finalize reads the blocks in parallel.
+  The Map starts neighbouring shards together, so the bound assumes all of a block's shards
+  write their largest record and chain states within one second.
+- Applied-record markers are spread over MARKER_BUCKETS keys per shard by a hash of the record's
+  offset: a record's marker key is still a function of (job, plan, shard, offset), so a retry or a
+  re-run meets the marker its first attempt wrote (exactly once), while one shard's transactions
+  (up to `write_concurrency` in flight) no longer sit on one key.
+- The write budget (adapters/budget.py) counts the running Workers with heartbeat counters, not a
+  Query of leases.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
 from logic.errors import JobAlreadyRunningError
 
 DAY = 86_400
+# Shards per block key. Bound: BLOCK_SHARDS x (largest shard record + CSV states) in write units
+# within one second stays under 1,000 (the record's samples: tests/runtime/test_ledger_keys.py).
+BLOCK_SHARDS: Final = 8
+# Marker keys per shard. Bound: `write_concurrency`'s cap of transactions in flight, each 2 write
+# units per item (transactional), at FASTEST_TRANSACTION_SECONDS, spread over this many keys.
+MARKER_BUCKETS: Final = 64
+# The quickest TransactWriteItems round trip assumed (DynamoDB's are ~10 ms and more).
+FASTEST_TRANSACTION_SECONDS: Final = 0.01
+# Threads Finalize reads the blocks with.
+READ_THREADS: Final = 16
+# Items a CSV walk-back Query reads a page at a time.
+CSV_PAGE_ITEMS: Final = 64
 
 
 def _job_pk(job_id: str) -> dict[str, str]:
     return {"S": f"JOB#{job_id}"}
 
 
-def shard_sk(plan_id: str, index: int) -> str:
-    return f"PLAN#{plan_id}#SHARD#{index:06d}"
+def block_of(index: int) -> int:
+    return index // BLOCK_SHARDS
+
+
+def block_pk(job_id: str, plan_id: str, block: int) -> dict[str, str]:
+    return {"S": f"JOB#{job_id}#PLAN#{plan_id}#BLOCK#{block:05d}"}
+
+
+def shard_key(job_id: str, plan_id: str, index: int) -> dict[str, dict[str, str]]:
+    """The key of a shard's record."""
+    return {"pk": block_pk(job_id, plan_id, block_of(index)), "sk": {"S": f"SHARD#{index:06d}"}}
+
+
+def marker_bucket(offset: int) -> int:
+    return zlib.crc32(str(offset).encode()) % MARKER_BUCKETS
 
 
 @dataclass(frozen=True)
 class Markers:
     """Where one shard's applied-record markers go (logic/writemodes.py `counted_update`): one
-    ledger item per record, keyed by job, plan, shard and the record's byte offset. A partition
-    per shard: one worker's writes stay far below a partition's 1,000 write units/s."""
+    ledger item per record, keyed by job, plan, shard and the record's byte offset, spread over
+    MARKER_BUCKETS partition keys by the offset (see the module docstring)."""
 
     table: str
     job_id: str
@@ -37,8 +84,9 @@ class Markers:
     expires_at: int
 
     def item(self, offset: int) -> dict[str, dict[str, str]]:
+        shard = f"MARK#{self.job_id}#PLAN#{self.plan_id}#SHARD#{self.index:06d}"
         return {
-            "pk": {"S": f"MARK#{self.job_id}#PLAN#{self.plan_id}#SHARD#{self.index:06d}"},
+            "pk": {"S": f"{shard}#{marker_bucket(offset):02d}"},
             "sk": {"S": f"OFFSET#{offset}"},
             "expiresAt": {"N": str(self.expires_at)},
         }
@@ -72,37 +120,92 @@ class Ledger:
         shard_count: int,
         *,
         counted_plan: str | None = None,
+        ended: Callable[[str], bool] | None = None,
     ) -> None:
-        """Record the job as RUNNING under this run; refuse when another run holds it.
-        `counted_plan`: the plan of a job that adds numbers (Plan refuses a re-run under another)."""
+        """Record the job as RUNNING under this run; refuse when another run holds it, unless
+        `ended` says that run's execution is over (stopped, timed out, failed past Finalize): the
+        claim is then taken over. `counted_plan`: the plan of a job that adds numbers (Plan refuses
+        a re-run under another)."""
         counted = {"countedPlanId": {"S": counted_plan}} if counted_plan is not None else {}
+        item = {
+            **counted,
+            "pk": _job_pk(job_id),
+            "sk": {"S": "JOB"},
+            "status": {"S": "RUNNING"},
+            "runId": {"S": run_id},
+            "executionId": {"S": execution_id},
+            "shardCount": {"N": str(shard_count)},
+            "startedAt": {"N": str(int(time.time()))},
+            "expiresAt": self._expires(),
+        }
+        # A Lambda retry of the same Plan is the same run, and may proceed.
+        if self._claim(item, "attribute_not_exists(pk) OR #s <> :running OR runId = :run", run_id):
+            return
+        current = self.get_job(job_id) or {}
+        held_by = str(current.get("executionId") or "")
+        # The run that holds it is over without closing it: take it over, if still that run's.
+        if ended is not None and held_by and ended(held_by):
+            if self._claim(item, "#s = :running AND runId = :run", str(current.get("runId"))):
+                return
+            current = self.get_job(job_id) or {}
+        raise JobAlreadyRunningError(
+            f"jobId {job_id!r} is already running as execution {current.get('runId', '?')}; "
+            "wait for it to finish or choose another jobId"
+        )
+
+    def _claim(self, item: dict[str, Any], condition: str, run_id: str) -> bool:
         try:
             self._db.put_item(
                 TableName=self._table,
-                Item={
-                    **counted,
-                    "pk": _job_pk(job_id),
-                    "sk": {"S": "JOB"},
-                    "status": {"S": "RUNNING"},
-                    "runId": {"S": run_id},
-                    "executionId": {"S": execution_id},
-                    "shardCount": {"N": str(shard_count)},
-                    "startedAt": {"N": str(int(time.time()))},
-                    "expiresAt": self._expires(),
-                },
-                # A Lambda retry of the same Plan is the same run, and may proceed.
-                ConditionExpression="attribute_not_exists(pk) OR #s <> :running OR runId = :run",
+                Item=item,
+                ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={":running": {"S": "RUNNING"}, ":run": {"S": run_id}},
             )
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            current = self.get_job(job_id) or {}
+            return False
+        return True
+
+    def release_job(self, job_id: str, ended: Callable[[str], bool]) -> dict[str, Any]:
+        """Mark a RUNNING job RELEASED when its execution is over (`mapload release`); the job
+        item as it was. Refuses (JobAlreadyRunningError) while the execution runs; ValueError when
+        there is no such job or it is not RUNNING."""
+        current = self.get_job(job_id)
+        if current is None:
+            raise ValueError(f"no job {job_id!r} in the ledger (never run, or expired)")
+        if current.get("status") != "RUNNING":
+            raise ValueError(
+                f"jobId {job_id!r} is not held: run {current.get('runId')} left it {current.get('status')}"
+            )
+        execution = str(current.get("executionId") or "")
+        if not ended(execution):
             raise JobAlreadyRunningError(
-                f"jobId {job_id!r} is already running as execution {current.get('runId', '?')}; "
-                "wait for it to finish or choose another jobId"
-            ) from error
+                f"jobId {job_id!r} is held by execution {execution}, which is still RUNNING: "
+                "stop it first (aws stepfunctions stop-execution --execution-arn ...)"
+            )
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": _job_pk(job_id), "sk": {"S": "JOB"}},
+                UpdateExpression="SET #s = :released, finishedAt = :now",
+                ConditionExpression="#s = :running AND runId = :run",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":released": {"S": "RELEASED"},
+                    ":running": {"S": "RUNNING"},
+                    ":now": {"N": str(int(time.time()))},
+                    ":run": {"S": str(current.get("runId"))},
+                },
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            raise ValueError(
+                f"jobId {job_id!r} changed while it was released (a new run took it); nothing done"
+            ) from None
+        return current
 
     def get_job(self, job_id: str) -> dict[str, Any] | None:
         item = self._db.get_item(
@@ -137,8 +240,7 @@ class Ledger:
             self._db.put_item(
                 TableName=self._table,
                 Item={
-                    "pk": _job_pk(job_id),
-                    "sk": {"S": shard_sk(plan_id, index)},
+                    **shard_key(job_id, plan_id, index),
                     "index": {"N": str(index)},
                     "counts": {"S": json.dumps(counts, separators=(",", ":"))},
                     "expiresAt": self._expires(),
@@ -154,24 +256,32 @@ class Ledger:
     def shard_done(self, job_id: str, plan_id: str, index: int) -> bool:
         item = self._db.get_item(
             TableName=self._table,
-            Key={"pk": _job_pk(job_id), "sk": {"S": shard_sk(plan_id, index)}},
+            Key=shard_key(job_id, plan_id, index),
             ConsistentRead=True,
             ProjectionExpression="sk",
         ).get("Item")
         return item is not None
 
-    def shards(self, job_id: str, plan_id: str) -> dict[int, dict[str, Any]]:
+    def shards(self, job_id: str, plan_id: str, count: int) -> dict[int, dict[str, Any]]:
+        """The recorded shards among the first `count`: their blocks read in parallel."""
         found: dict[int, dict[str, Any]] = {}
-        paginator = self._db.get_paginator("query")
-        for page in paginator.paginate(
+        blocks = range(block_of(count - 1) + 1) if count > 0 else range(0)
+        with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="ledger") as pool:
+            for items in pool.map(lambda block: self._block(job_id, plan_id, block, "SHARD#"), blocks):
+                for item in items:
+                    found[int(item["index"]["N"])] = json.loads(item["counts"]["S"])
+        return found
+
+    def _block(self, job_id: str, plan_id: str, block: int, prefix: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for page in self._db.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": _job_pk(job_id), ":prefix": {"S": f"PLAN#{plan_id}#SHARD#"}},
+            ExpressionAttributeValues={":pk": block_pk(job_id, plan_id, block), ":prefix": {"S": prefix}},
             ConsistentRead=True,
         ):
-            for item in page.get("Items", []):
-                found[int(item["index"]["N"])] = json.loads(item["counts"]["S"])
-        return found
+            items.extend(page.get("Items", []))
+        return items
 
     # -- the CSV start-state chain (adapters/csvchain.py) ----------------------------------------
 
@@ -181,8 +291,8 @@ class Ledger:
         self._db.put_item(
             TableName=self._table,
             Item={
-                "pk": _job_pk(job_id),
-                "sk": {"S": csv_state_sk(plan_id, index, kind)},
+                "pk": block_pk(job_id, plan_id, block_of(index)),
+                "sk": {"S": csv_state_sk(index, kind)},
                 "csv": {"S": json.dumps(body, separators=(",", ":"))},
                 "expiresAt": self._expires(),
             },
@@ -192,23 +302,25 @@ class Ledger:
         self, job_id: str, plan_id: str, index: int
     ) -> Iterator[tuple[int, str, dict[str, Any]]]:
         """The CSV START and SUMMARY items of the shards before `index`, nearest first (per shard
-        SUMMARY before START), read a page at a time as the caller consumes them."""
+        SUMMARY before START), read a page at a time as the caller consumes them: its own block
+        first, then the blocks before it."""
         paginator = self._db.get_paginator("query")
-        for page in paginator.paginate(
-            TableName=self._table,
-            KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
-            ExpressionAttributeValues={
-                ":pk": _job_pk(job_id),
-                ":low": {"S": f"PLAN#{plan_id}#CSV#"},
-                ":high": {"S": csv_state_sk(plan_id, index - 1, "~")},
-            },
-            ScanIndexForward=False,
-            ConsistentRead=True,
-            PaginationConfig={"PageSize": 64},
-        ):
-            for item in page.get("Items", []):
-                _, _, _, number, kind = item["sk"]["S"].split("#")
-                yield int(number), kind, json.loads(item["csv"]["S"])
+        for block in range(block_of(index - 1), -1, -1) if index > 0 else ():
+            for page in paginator.paginate(
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+                ExpressionAttributeValues={
+                    ":pk": block_pk(job_id, plan_id, block),
+                    ":low": {"S": "CSV#"},
+                    ":high": {"S": csv_state_sk(index - 1, "~")},
+                },
+                ScanIndexForward=False,
+                ConsistentRead=True,
+                PaginationConfig={"PageSize": CSV_PAGE_ITEMS},
+            ):
+                for item in page.get("Items", []):
+                    _, number, kind = item["sk"]["S"].split("#")
+                    yield int(number), kind, json.loads(item["csv"]["S"])
 
     # -- the graph load (one per run: a retried StartGraphLoad finds it here) -----------------
 
@@ -265,8 +377,8 @@ class Ledger:
         return load_id
 
 
-def csv_state_sk(plan_id: str, index: int, kind: str) -> str:
-    return f"PLAN#{plan_id}#CSV#{index:06d}#{kind}"
+def csv_state_sk(index: int, kind: str) -> str:
+    return f"CSV#{index:06d}#{kind}"
 
 
 def graph_load_sk(run_id: str) -> str:

@@ -104,7 +104,8 @@ def finalize(
     sample: list[dict[str, Any]] = []
     if plan is not None:
         manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
-        shards = ledger.shards(job_id, str(job.get("planId") or run_id))
+        count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
+        shards = ledger.shards(job_id, str(job.get("planId") or run_id), count)
         rejects_location, sample = _merge_rejects(
             store, settings.staging_bucket, job_id, run_id, manifest or [], shards
         )
@@ -136,9 +137,12 @@ def finalize(
         result["graph"] = graph
     key = layout.report_key(job_id, run_id)
     store.put_json(settings.staging_bucket, key, result)
-    if plan is not None:
+    answer = _answer(result, f"s3://{settings.staging_bucket}/{key}")
+    # The claim on the jobId lasts until the run's last state: PollGraphLoad's end when a graph
+    # load follows (a second run must not start meanwhile), else here.
+    if plan is not None and not answer["graphLoad"]:
         ledger.finish_job(job_id, run_id, result["status"])
-    return _answer(result, f"s3://{settings.staging_bucket}/{key}")
+    return answer
 
 
 def _answer(result: dict[str, Any], report_uri: str) -> dict[str, Any]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters import clients
+from adapters.executions import execution_ended
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
@@ -14,6 +16,7 @@ from handlers.settings import PlanSettings
 from logic import layout, planning
 from logic.dynamodb_json import not_data
 from logic.errors import InputValidationError
+from logic.payloads import check_input_size
 from logic.spec import (
     JobSpec,
     check_fields,
@@ -25,7 +28,7 @@ from logic.spec import (
     parse_spec,
     spec_to_json,
 )
-from logic.writemodes import write_plan
+from logic.writemodes import check_update_limits, write_plan
 
 SETTINGS_CLASS = PlanSettings
 
@@ -124,16 +127,26 @@ def _counted_plan(spec: JobSpec, ledger: Ledger, plan_id: str) -> str | None:
     return plan_id
 
 
-def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledger: Ledger) -> dict[str, Any]:
+def plan(
+    event: Mapping[str, Any],
+    settings: PlanSettings,
+    store: S3Store,
+    ledger: Ledger,
+    ended: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
+    """`ended(execution id)`: whether the execution holding the jobId is over (then taken over)."""
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
     raw_input = dict(event.get("input") or {})
     # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
     prepared = raw_input.pop("prepare", None) or {}
     spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
+    check_input_size(raw_input, spec_to_json(spec))
     check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
     spec = fit_shard_size(spec, worker_memory_mib=settings.worker_memory_mib)
     check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
+    if spec.dynamodb is not None:
+        check_update_limits(spec.dynamodb)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)
@@ -146,7 +159,8 @@ def plan(event: Mapping[str, Any], settings: PlanSettings, store: S3Store, ledge
     # objects and spec finds the shards an earlier run finished, and skips them.
     plan_id = planning.plan_id(shards, spec_json)
     counted = _counted_plan(spec, ledger, plan_id)
-    ledger.start_job(job_id, run_id, str(execution.get("id") or run_id), len(shards), counted_plan=counted)
+    execution_id = str(execution.get("id") or run_id)
+    ledger.start_job(job_id, run_id, execution_id, len(shards), counted_plan=counted, ended=ended)
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
     return {
@@ -173,6 +187,7 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        functools.partial(execution_ended, clients.stepfunctions()),
     )
 
 

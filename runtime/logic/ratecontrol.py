@@ -14,8 +14,7 @@ time in. Two controls, both needed:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 # DynamoDB charges one write unit per started KB of item size (a standard table, PutItem or a
 # BatchWriteItem put).
@@ -103,8 +102,3 @@ def budget_share(budget: float | None, running: int) -> float | None:
     if budget is None:
         return None
     return budget / max(1, running)
-
-
-def live_leases(leases: Iterable[Mapping[str, Any]], now: float) -> int:
-    """Leases (`{"until": epoch seconds}`) that have not expired: the shards running now."""
-    return sum(1 for lease in leases if float(lease.get("until", 0)) > now)

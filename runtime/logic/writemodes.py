@@ -18,12 +18,13 @@ A refused condition (ConditionalCheckFailedException) means the record is skippe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from logic.batching import BATCH_ITEMS
+from logic.errors import InputValidationError
 from logic.ratecontrol import write_units
 from logic.spec_model import DynamoDbTarget, TypedField
 
@@ -40,6 +41,28 @@ SET: Final = "set"
 ADD: Final = "add"
 SET_IF_ABSENT: Final = "setIfAbsent"
 UPDATE_ACTIONS: Final = (SET, ADD, SET_IF_ABSENT)
+
+# DynamoDB's expression limits (developer guide, "Constraints in Amazon DynamoDB", Expression
+# parameters): any expression string at most 4 KB, an UpdateExpression at most 300 operators or
+# functions. At about 14 bytes a SET action (37 with if_not_exists), an update of ~280 attributes
+# (~110 set only if absent) is past them: update_requests splits it where that stays correct.
+MAX_EXPRESSION_BYTES: Final = 4 * 1024
+MAX_EXPRESSION_OPERATORS: Final = 300
+LIMITS: Final = (
+    f"{MAX_EXPRESSION_BYTES} bytes and {MAX_EXPRESSION_OPERATORS} operators or functions per expression"
+)
+
+
+class _Action(NamedTuple):
+    """One attribute's action in an UpdateExpression: its clause (SET or ADD), text, functions,
+    placeholder number, attribute name and value."""
+
+    clause: str
+    text: str
+    functions: int
+    number: int
+    name: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -121,12 +144,26 @@ Request = tuple[str, dict[str, Any]]
 """A client method name (put_item, update_item, delete_item) and its arguments, TableName aside."""
 
 
+def single_item_requests(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> list[Request]:
+    """The requests that write `item` (low-level form, key attributes included) in `plan.mode`,
+    one after another: one, except an update past DynamoDB's expression limits (update_requests)."""
+    if plan.mode == UPDATE:
+        return [("update_item", arguments) for arguments in update_requests(plan, item)]
+    return [_conditional_or_delete(plan, item)]
+
+
 def single_item_request(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> Request:
-    """The request that writes `item` (low-level form, key attributes included) in `plan.mode`."""
+    """The one request that writes `item` in `plan.mode` (ValueError for an update that takes
+    several: single_item_requests)."""
+    requests = single_item_requests(plan, item)
+    if len(requests) > 1:
+        raise ValueError(f"the update takes {len(requests)} requests: use single_item_requests")
+    return requests[0]
+
+
+def _conditional_or_delete(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> Request:
     if plan.mode == DELETE:
         return "delete_item", {"Key": _key(plan, item)}
-    if plan.mode == UPDATE:
-        return "update_item", _update(plan, item)
     names = {"#k": plan.key[0]}
     condition = "attribute_not_exists(#k)"
     values: dict[str, Any] = {}
@@ -180,29 +217,117 @@ def _key(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
     return {name: item[name] for name in plan.key}
 
 
-def _update(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
-    names: dict[str, str] = {}
-    values: dict[str, Any] = {}
-    sets: list[str] = []
-    adds: list[str] = []
+def _actions(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> list[_Action]:
+    """The update's actions for `item`'s non-key attributes, in the item's order."""
+    actions = []
     for index, (name, typed) in enumerate(
         (name, typed) for name, typed in item.items() if name not in plan.key
     ):
-        names[f"#a{index}"] = name
-        values[f":a{index}"] = typed
         action = plan.actions.get(name, SET)
         if action == ADD:
-            adds.append(f"#a{index} :a{index}")
+            text, functions = f"#a{index} :a{index}", 0
         elif action == SET_IF_ABSENT:
-            sets.append(f"#a{index} = if_not_exists(#a{index}, :a{index})")
+            text, functions = f"#a{index} = if_not_exists(#a{index}, :a{index})", 1
         else:
-            sets.append(f"#a{index} = :a{index}")
+            text, functions = f"#a{index} = :a{index}", 0
+        actions.append(_Action(ADD if action == ADD else SET, text, functions, index, name, typed))
+    return actions
+
+
+def _expression(actions: Sequence[_Action]) -> str:
+    sets = [a.text for a in actions if a.clause == SET]
+    adds = [a.text for a in actions if a.clause == ADD]
+    return " ".join(
+        ([f"SET {', '.join(sets)}"] if sets else []) + ([f"ADD {', '.join(adds)}"] if adds else [])
+    )
+
+
+def _operators(actions: Sequence[_Action]) -> int:
+    """An upper bound of the operators and functions DynamoDB counts: each action (its `=`, which
+    AWS's example does not count) and each function."""
+    return sum(1 + a.functions for a in actions)
+
+
+def _within_limits(actions: Sequence[_Action]) -> bool:
+    return (
+        len(_expression(actions).encode()) <= MAX_EXPRESSION_BYTES
+        and _operators(actions) <= MAX_EXPRESSION_OPERATORS
+    )
+
+
+def _arguments(
+    plan: WritePlan, item: Mapping[str, dict[str, Any]], actions: Sequence[_Action]
+) -> dict[str, Any]:
     arguments: dict[str, Any] = {"Key": _key(plan, item)}
-    clauses = ([f"SET {', '.join(sets)}"] if sets else []) + ([f"ADD {', '.join(adds)}"] if adds else [])
-    if clauses:  # without one, UpdateItem creates the item with its key only, or leaves it as is
+    if actions:  # without one, UpdateItem creates the item with its key only, or leaves it as is
         arguments.update(
-            UpdateExpression=" ".join(clauses),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+            UpdateExpression=_expression(actions),
+            ExpressionAttributeNames={f"#a{a.number}": a.name for a in actions},
+            ExpressionAttributeValues={f":a{a.number}": a.value for a in actions},
         )
     return arguments
+
+
+def _update(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    return _arguments(plan, item, _actions(plan, item))
+
+
+def update_requests(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """UpdateItem arguments that apply `item`'s update: one request, or, past DynamoDB's expression
+    limits (4 KB, 300 operators or functions), several on the same key, each within them. The
+    split is correct for SET, if_not_exists and a set's ADD, each of which gives the same item
+    applied once or again, in one request or several; a numeric ADD (`plan.counters`) goes in one
+    transaction with its marker and is never split (check_update_limits refuses it at Plan)."""
+    actions = _actions(plan, item)
+    if _within_limits(actions):
+        return [_arguments(plan, item, actions)]
+    if plan.counters:
+        raise ValueError(f"the update of {len(actions)} attributes with a numeric add is past {LIMITS}")
+    return [_arguments(plan, item, chunk) for chunk in _chunks(actions)]
+
+
+def _chunks(actions: Sequence[_Action]) -> list[list[_Action]]:
+    """`actions` in order, cut into runs whose expression is within the limits (counted as
+    _expression writes it: "SET " and "ADD " with their actions joined by ", ", one space between)."""
+    chunks: list[list[_Action]] = [[]]
+    # Per clause: the actions' bytes and count; and the operators.
+    size = {SET: 0, ADD: 0}
+    count = {SET: 0, ADD: 0}
+    operators = 0
+    for action in actions:
+        size[action.clause] += len(action.text)
+        count[action.clause] += 1
+        operators += 1 + action.functions
+        clauses = [4 + size[c] + 2 * (count[c] - 1) for c in (SET, ADD) if count[c]]
+        if len(chunks[-1]) and (
+            sum(clauses) + len(clauses) - 1 > MAX_EXPRESSION_BYTES or operators > MAX_EXPRESSION_OPERATORS
+        ):
+            chunks.append([])
+            size, count = {SET: 0, ADD: 0}, {SET: 0, ADD: 0}
+            size[action.clause], count[action.clause] = len(action.text), 1
+            operators = 1 + action.functions
+        chunks[-1].append(action)
+    return chunks
+
+
+def check_update_limits(target: DynamoDbTarget) -> None:
+    """Raise InputValidationError (dynamodb.attributes) when writeMode update adds numbers and the
+    mapping's update, all attributes present, is past DynamoDB's expression limits: a numeric ADD
+    goes in one transaction with its marker (a transaction cannot touch an item twice), so it
+    cannot be split as other updates are (update_requests)."""
+    plan = write_plan(target)
+    if plan is None or not plan.counters:
+        return
+    names = [*target.key, *target.mapped]
+    item = {name: {"NULL": True} for name in names}
+    actions = _actions(plan, item)
+    if _within_limits(actions):
+        return
+    size, operators = len(_expression(actions).encode()), _operators(actions)
+    raise InputValidationError(
+        "dynamodb.attributes",
+        f"writeMode update with a numeric add ({', '.join(plan.counters)}) writes each record in one "
+        f"transaction with its marker, whose UpdateExpression for these {len(actions)} attributes is "
+        f"{size} bytes and up to {operators} operators; DynamoDB allows {LIMITS}: map fewer "
+        "attributes here, and load the others in a job of their own",
+    )

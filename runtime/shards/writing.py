@@ -6,7 +6,7 @@ import base64
 import contextlib
 from typing import Any
 
-from adapters.budget import LeaseBoard, SharedBudget
+from adapters.budget import HeartbeatBoard, SharedBudget
 from adapters.dynamodb import BatchWriter, ItemWriter
 from adapters.ledger import Ledger, Markers
 from logic.batching import BATCH_ITEMS, Batcher
@@ -92,5 +92,5 @@ def budget(
     """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has one."""
     if writer is None or spec.write_units_per_second is None:
         return contextlib.nullcontext()
-    board = LeaseBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
+    board = HeartbeatBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
     return SharedBudget(board, index, spec.write_units_per_second, writer)

@@ -4,6 +4,7 @@ each test shows one limit trip the way AWS reports it, on a small state machine 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -216,3 +217,107 @@ def test_the_map_writes_its_results_to_staging_as_aws_does(tmp_path: Path) -> No
     assert len(entries) == report["shards"]["total"] > 1
     assert sorted(json.loads(e["Output"])["index"] for e in entries) == list(range(len(entries)))
     assert {e["Status"] for e in entries} == {"SUCCEEDED"}
+
+
+# -- DynamoDB: expression parameters and item size --------------------------------------------
+
+
+def sets(count: int, *, stem: str = "a", value: str = ":v") -> dict[str, Any]:
+    """UpdateItem arguments (table "t") that SET `count` attributes, placeholders `#<stem><i>`."""
+    return {
+        "TableName": "t",
+        "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}},
+        "UpdateExpression": "SET " + ",".join(f"#{stem}{i}={value}" for i in range(count)),
+        "ExpressionAttributeNames": {f"#{stem}{i}": f"x{i}" for i in range(count)},
+        "ExpressionAttributeValues": {":v": {"N": "1"}},
+    }
+
+
+@pytest.fixture
+def table(emu: Emulator) -> Any:
+    from mapload.tables import create_pk_sk_table
+
+    db = emu.client("dynamodb")
+    create_pk_sk_table(db, "t")
+    return db
+
+
+def refusal(call: Any, **arguments: Any) -> str:
+    with pytest.raises(ClientError) as refused:
+        call(**arguments)
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    return str(refused.value.response["Error"]["Message"])
+
+
+def test_an_expression_over_4_kb_is_refused_like_dynamodb(table: Any) -> None:
+    over = sets(20, stem="n" * 240)  # 20 SETs of 240-byte placeholders: about 4.9 KB
+    size = len(over["UpdateExpression"])
+    assert size > limits.EXPRESSION_BYTES
+    assert refusal(table.update_item, **over) == (
+        "Invalid UpdateExpression: Expression size has exceeded the maximum allowed size; "
+        f"expression size: {size}"
+    )
+    condition = " OR ".join(["attribute_not_exists(pk)"] * 200)
+    assert refusal(
+        table.put_item,
+        TableName="t",
+        Item={"pk": {"S": "a"}, "sk": {"S": "b"}},
+        ConditionExpression=condition,
+    ).startswith("Invalid ConditionExpression: Expression size has exceeded the maximum allowed size")
+    message = refusal(table.transact_write_items, TransactItems=[{"Update": over}])
+    assert "Expression size has exceeded the maximum allowed size" in message
+
+
+def test_an_update_expression_over_300_operators_is_refused_like_dynamodb(table: Any) -> None:
+    within = sets(300, value=":v+:v")  # 300 "+": under 4 KB, at the limit
+    assert len(within["UpdateExpression"]) <= limits.EXPRESSION_BYTES
+    table.update_item(**within)
+    assert refusal(table.update_item, **sets(301, value=":v+:v")) == (
+        "Invalid UpdateExpression: The expression contains too many operators; operator count: 301"
+    )
+    functions = sets(2, value="if_not_exists(#a0, :v)")
+    assert limits.update_operators(functions["UpdateExpression"]) == 2
+
+
+def test_the_largest_update_dynamodb_accepts_is_accepted(table: Any) -> None:
+    """moto's parser recurses per action: 4 KB of short SET actions (~290) parses in a thread."""
+    count = 0
+    while len(sets(count + 1)["UpdateExpression"]) <= limits.EXPRESSION_BYTES:
+        count += 1
+    outcome: list[Any] = []
+    thread = threading.Thread(target=lambda: outcome.append(table.update_item(**sets(count))))
+    thread.start()
+    thread.join()
+    assert outcome and count > 280
+    stored = table.get_item(TableName="t", Key={"pk": {"S": "a"}, "sk": {"S": "b"}})["Item"]
+    assert len(stored) == count + 2
+
+
+def test_an_item_over_400_kb_is_refused_like_dynamodb(table: Any) -> None:
+    """Counted as AWS counts: a list of 210,000 nulls is 3 + 2 x 210,000 bytes (moto's own measure
+    said 210,000 and accepted it); a 409,000-byte string fits (moto stopped at 405,000)."""
+    key = {"pk": {"S": "a"}, "sk": {"S": "c"}}
+    nulls = {"L": [{"NULL": True}] * 210_000}
+    big = {**key, "v": nulls}
+    assert (
+        refusal(table.put_item, TableName="t", Item=big) == "Item size has exceeded the maximum allowed size"
+    )
+    message = refusal(table.transact_write_items, TransactItems=[{"Put": {"TableName": "t", "Item": big}}])
+    assert "Item size has exceeded" in message
+    batch = {"t": [{"PutRequest": {"Item": big}}]}
+    assert "Item size has exceeded" in refusal(table.batch_write_item, RequestItems=batch)
+    assert (
+        refusal(
+            table.update_item,
+            TableName="t",
+            Key=key,
+            UpdateExpression="SET #v = :v",
+            ExpressionAttributeNames={"#v": "v"},
+            ExpressionAttributeValues={":v": nulls},
+        )
+        == "Item size to update has exceeded the maximum allowed size"
+    )
+    # pk, sk, v: 2 + 1 + 2 + 1 + 1 + 409,000 bytes.
+    table.put_item(TableName="t", Item={**key, "v": {"S": "x" * 409_000}})
+    assert limits.value_bytes("N", "-0012.3400") == 3 and limits.value_bytes("N", "0") == 2
+    assert limits.value_bytes("M", {}) == 3

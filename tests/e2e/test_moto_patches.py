@@ -9,6 +9,7 @@ import hashlib
 import importlib.metadata
 import inspect
 import textwrap
+from typing import Any
 
 import pytest
 from moto import mock_aws
@@ -22,6 +23,7 @@ MOTO_VERSION = "5.2.5"
 _SFN = "moto.stepfunctions.parser.asl"
 _MAP = f"{_SFN}.component.state.exec.state_map"
 _BOTO_CLIENT_FOR = "1f44dc2ac8aa2179"
+_DYNAMO = "moto.dynamodb.responses:DynamoHandler"
 
 # Per patch: sha256 (first 16 hex digits) of the dedented source of every moto attribute it
 # replaces, as moto 5.2.5 ships it.
@@ -57,6 +59,17 @@ REPLACES: dict[str, dict[str, str]] = {
         "moto.dynamodb.models:DynamoDBBackend.delete_item": "a03a3f819a3f4344",
         "moto.dynamodb.models:DynamoDBBackend.transact_write_items": "0b5c3b73cdccf326",
     },
+    "dynamodb-expressions": {
+        f"{_DYNAMO}.put_item": "56935bb97fd7ec61",
+        f"{_DYNAMO}.update_item": "20632da862bdd2e2",
+        f"{_DYNAMO}.delete_item": "3bba496d07b00299",
+        f"{_DYNAMO}.get_item": "bd62be85a4a0c1b9",
+        f"{_DYNAMO}.query": "1521e6ec60e2dd98",
+        f"{_DYNAMO}.scan": "3e3949930c517f90",
+        f"{_DYNAMO}.transact_write_items": "b9f060594221b40c",
+        f"{_DYNAMO}.transact_get_items": "3107f9f91a3a52b7",
+    },
+    "item-size": {"moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__": "7894fedd60a6272d"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -73,6 +86,8 @@ RELIES_ON: dict[str, dict[str, str]] = {
     "backend-lookup": {
         "moto.core.base_backend:BackendDict._create_account_specific_backend": "1eb9c6b3c9aa0867"
     },
+    # How moto holds a value: a list's and map's elements as DynamoType, read by value_bytes.
+    "item-size": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
 }
 
 
@@ -133,6 +148,67 @@ def test_states_all_is_still_the_name_the_uncatchable_patch_matches() -> None:
     from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
 
     assert ErrorEqualsDecl._STATE_ALL_ERROR.error_name == "States.ALL"
+
+
+def update_with_sets(count: int, *, stem: str = "a") -> dict[str, Any]:
+    """UpdateItem arguments (table "t") that SET `count` attributes, placeholders `#<stem><i>`."""
+    actions = (f"#{stem}{i} = :{stem}{i}" for i in range(count))
+    return {
+        "TableName": "t",
+        "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}},
+        "UpdateExpression": "SET " + ", ".join(actions),
+        "ExpressionAttributeNames": {f"#{stem}{i}": f"x{i}" for i in range(count)},
+        "ExpressionAttributeValues": {f":{stem}{i}": {"S": "v"} for i in range(count)},
+    }
+
+
+def test_moto_still_accepts_an_expression_over_4_kb_and_recurses_per_action() -> None:
+    """dynamodb-expressions: moto checks no expression's size (10 SETs with 250-byte placeholders
+    are ~5 KB, which AWS refuses), and its parser overflows the default recursion limit on 300
+    short SET actions (in a thread, as the Workers' lanes run)."""
+    import sys
+    import threading
+
+    import boto3
+
+    from mapload.tables import create_pk_sk_table
+
+    assert sys.getrecursionlimit() < moto_patches.EXPRESSION_RECURSION
+    outcome: list[BaseException | None] = []
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        create_pk_sk_table(db, "t")
+        over = update_with_sets(10, stem="n" * 240)
+        assert len(over["UpdateExpression"]) > 4096
+        db.update_item(**over)
+
+        def deep() -> None:
+            try:
+                db.update_item(**update_with_sets(300))
+                outcome.append(None)
+            except RecursionError as error:
+                outcome.append(error)
+
+        thread = threading.Thread(target=deep)
+        thread.start()
+        thread.join()
+    assert isinstance(outcome[0], RecursionError)
+
+
+def test_moto_still_measures_an_item_its_own_way() -> None:
+    """item-size: moto refuses a 406,000-byte string, which AWS's 400 KB (409,600) allows, and
+    accepts a list of 210,000 nulls, which AWS counts as 420,000 bytes (3 + 2 per element)."""
+    import boto3
+
+    from mapload.tables import create_pk_sk_table
+
+    key = {"pk": {"S": "a"}, "sk": {"S": "b"}}
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        create_pk_sk_table(db, "t")
+        with pytest.raises(db.exceptions.ClientError, match="Item size has exceeded"):
+            db.put_item(TableName="t", Item={**key, "v": {"S": "x" * 406_000}})
+        db.put_item(TableName="t", Item={**key, "v": {"L": [{"NULL": True}] * 210_000}})
 
 
 def test_uninstall_restores_moto_exactly() -> None:

@@ -1,4 +1,4 @@
-"""The write budget through the synthesized state machine: shards share it via ledger leases."""
+"""The write budget through the synthesized state machine: shards share it via heartbeat counters."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from adapters.budget import BUCKETS
 from mapload.emulator.embedded import Deployment, Emulator
 from mapload.emulator.local import run_local
 from mapload.sample import write_csv
@@ -25,7 +26,7 @@ SPEC: dict[str, Any] = {
 }
 
 
-def test_a_budgeted_job_writes_everything_and_every_shard_ends_its_lease(tmp_path: Path) -> None:
+def test_a_budgeted_job_writes_everything_and_every_shard_beats_without_a_lease(tmp_path: Path) -> None:
     source = write_csv(tmp_path / "postcodes.csv", 2000)
     seen: dict[str, Any] = {}
 
@@ -34,11 +35,15 @@ def test_a_budgeted_job_writes_everything_and_every_shard_ends_its_lease(tmp_pat
         seen["count"] = db.scan(TableName=deployment.output("TableName"), Select="COUNT")["Count"]
         items = db.scan(TableName=deployment.output("LedgerTableName"))["Items"]
         seen["leases"] = [i for i in items if i["sk"]["S"].startswith("LEASE#")]
+        seen["beats"] = [i for i in items if i["pk"]["S"].startswith("BEAT#")]
 
     report = run_local(source, SPEC, report_path=tmp_path / "r.json", quiet=True, inspect=inspect)
     assert report["status"] == "SUCCEEDED", report.get("error")
     assert report["records"]["written"] == 2000 == seen["count"]
     shards = report["shards"]["total"]
     assert shards >= 2
-    assert len(seen["leases"]) == shards
-    assert all(float(lease["until"]["N"]) == 0 for lease in seen["leases"])  # every share handed back
+    assert seen["leases"] == []  # no item per shard to Query (adapters/budget.py)
+    # Each shard beat in its first window at least; at most BUCKETS counters a window.
+    assert sum(int(beat["beats"]["N"]) for beat in seen["beats"]) >= shards
+    windows = {beat["pk"]["S"].rsplit("#", 2)[1] for beat in seen["beats"]}
+    assert len(seen["beats"]) <= BUCKETS * len(windows)

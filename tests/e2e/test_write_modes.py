@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import json
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
@@ -215,3 +216,50 @@ def test_one_file_with_every_type_reads_back_as_its_cells_say(
         "expires": {"N": str(expires)},
     }
     assert Decimal(item["n"]["N"]) == Decimal(TYPED_ROW["n"])  # exact, never through float
+
+
+def test_an_update_past_dynamodb_s_expression_limits_loads_in_several_requests(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    """An export reloaded with `"attributes": "*"` in writeMode update: 400 attributes make an
+    UpdateExpression of about 6 KB (DynamoDB allows 4 KB, 300 operators); each record's update is
+    sent in several requests, each within the limits, and stores every attribute."""
+    width = 400
+    source = tmp_path / "wide.jsonl"
+    records = [{"id": n, **{f"attribute_{i}": f"{n}-{i}" for i in range(width)}} for n in range(3)]
+    source.write_text("".join(json.dumps(record) + "\n" for record in records))
+    spec = {
+        "format": "jsonl",
+        "dynamodb": {"key": {"pk": "W#{id}", "sk": "S"}, "attributes": "*", "writeMode": "update"},
+    }
+
+    run = run_file(source, spec)
+
+    assert run.report["status"] == "SUCCEEDED", run.report["error"]
+    assert run.report["records"]["written"] == 3
+    item = run.items[("W#2", "S")]
+    assert len(item) == width + 3  # pk, sk, id and the 400
+    assert item["attribute_399"] == {"S": "2-399"}
+
+
+def test_a_numeric_add_past_dynamodb_s_expression_limits_is_refused_at_plan(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    """A numeric add goes in one transaction with its marker, which cannot be split: a mapping
+    whose update cannot fit in one UpdateExpression is refused before any record is written."""
+    source = tmp_path / "counts.csv"
+    source.write_text("id,n\n1,2\n")
+    attributes: dict[str, Any] = {"n": {"field": "n", "type": "N", "update": "add"}}
+    attributes |= {f"first_{i}": {"field": "id", "type": "S", "update": "setIfAbsent"} for i in range(150)}
+    spec = {
+        "format": "csv",
+        "dynamodb": {"key": {"pk": "C#{id}", "sk": "S"}, "attributes": attributes, "writeMode": "update"},
+    }
+
+    run = run_file(source, spec)
+
+    assert run.report["status"] == "FAILED"
+    error = run.report["error"]
+    assert error["where"] == "Plan" and error["type"] == "InputValidationError", error
+    assert "dynamodb.attributes" in error["message"] and "4096" in error["message"]
+    assert not run.items

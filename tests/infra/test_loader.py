@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from stacks.loader_functions import STATE_MACHINE_NAME_PREFIX
+from stacks.pipeline import STATE_MACHINE_LOGICAL_PREFIX
 from tests.infra.support import Synth, grants, output_target, policy_statements, resources
 
 pytestmark = pytest.mark.infra
@@ -47,6 +49,11 @@ SOURCE_BUCKET = "${Import:" + DATA + ":SourceBucketArn}"
 TABLE_ARN = "arn:${Ref:AWS::Partition}:dynamodb:${Ref:AWS::Region}:${Ref:AWS::AccountId}:table/"
 LEDGER = TABLE_ARN + "${Import:" + DATA + ":LedgerTableName}"
 TARGET = TABLE_ARN + "${Import:" + DATA + ":TableName}"
+EXECUTIONS = (
+    "arn:${Ref:AWS::Partition}:states:${Ref:AWS::Region}:${Ref:AWS::AccountId}:execution:"
+    + STATE_MACHINE_NAME_PREFIX
+    + "*:*"
+)
 
 
 def function(synth: Synth, name: str) -> tuple[str, dict[str, Any]]:
@@ -144,7 +151,19 @@ def test_plan_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:PutItem", LEDGER),
         ("dynamodb:UpdateItem", LEDGER),
+        # Whether the run holding a jobId still runs: this state machine's executions only.
+        ("states:DescribeExecution", EXECUTIONS),
     }
+
+
+def test_plan_may_describe_exactly_this_state_machines_executions(dev: Synth) -> None:
+    (logical,) = resources(dev.loader_json, "AWS::StepFunctions::StateMachine")
+    # CloudFormation names it <logical id>-<suffix>; the grant's prefix matches that, no other.
+    assert (
+        logical.startswith(STATE_MACHINE_NAME_PREFIX)
+        and STATE_MACHINE_NAME_PREFIX == STATE_MACHINE_LOGICAL_PREFIX
+    )
+    assert "StateMachine" not in logical[len(STATE_MACHINE_NAME_PREFIX) :]
 
 
 def test_prepare_grants_are_exactly_its_needs(dev: Synth) -> None:
@@ -171,8 +190,10 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("dynamodb:UpdateItem", TARGET),  # update; a numeric ADD's TransactWriteItems: its Update
         ("dynamodb:DeleteItem", TARGET),  # delete
         ("dynamodb:GetItem", LEDGER),
-        ("dynamodb:PutItem", LEDGER),  # shard counts, budget leases; a numeric ADD's marker Put
-        ("dynamodb:Query", LEDGER),  # counts write-budget leases (runtime/adapters/budget.py)
+        ("dynamodb:PutItem", LEDGER),  # shard counts, CSV start states; a numeric ADD's marker Put
+        ("dynamodb:Query", LEDGER),  # the CSV start-state walk-back
+        ("dynamodb:UpdateItem", LEDGER),  # a write-budget heartbeat (runtime/adapters/budget.py)
+        ("dynamodb:BatchGetItem", LEDGER),  # reads the previous window's heartbeat counters
     }
 
 

@@ -257,7 +257,7 @@ class MemoryLedger:
     def __init__(self, shards: dict[int, dict[str, Any]]) -> None:
         self._shards = shards
 
-    def shards(self, job_id: str, plan_id: str) -> dict[int, dict[str, Any]]:
+    def shards(self, job_id: str, plan_id: str, count: int) -> dict[int, dict[str, Any]]:
         return self._shards
 
     def finish_job(self, job_id: str, run_id: str, status: str) -> None:

@@ -27,7 +27,7 @@ from test_logic_csvrecords import (
     reference,
 )
 
-from adapters.csvchain import LedgerChain
+from adapters.csvchain import MAX_WAIT_SECONDS, LedgerChain
 from adapters.ledger import Ledger
 from logic.csvrecords import NEEDS_BYTES, State, advance, reference_records, summarize
 from logic.errors import CsvStartPendingError
@@ -219,7 +219,7 @@ def test_a_predecessor_that_never_publishes_is_waited_for_until_the_deadline() -
     )
     with pytest.raises(CsvStartPendingError, match="shard 3"):
         chain.resolve(8, 16)
-    assert waits[:3] == [0.2, 0.4, 0.8] and max(waits) == 5.0
+    assert waits[:3] == [0.2, 0.4, 0.8] and max(waits) == MAX_WAIT_SECONDS
     assert clock[0] <= 30.0
 
 

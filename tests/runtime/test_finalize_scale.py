@@ -39,7 +39,7 @@ class MemoryLedger:
         self.items: dict[int, str] = {}
         self.finished: list[tuple[str, str, str]] = []
 
-    def shards(self, job_id: str, plan_id: str) -> dict[int, dict[str, Any]]:
+    def shards(self, job_id: str, plan_id: str, count: int) -> dict[int, dict[str, Any]]:
         return {index: json.loads(counts) for index, counts in self.items.items()}
 
     def finish_job(self, job_id: str, run_id: str, status: str) -> None:

@@ -18,6 +18,7 @@ from logic.errors import (
     SourceNotAllowedError,
     SourceNotFoundError,
 )
+from logic.payloads import INPUT_STATE_BYTES
 from logic.spec_model import WRITE_MODES
 
 pytestmark = pytest.mark.runtime
@@ -223,6 +224,98 @@ def test_plan_refuses_a_property_graph_shard_larger_than_the_worker_holds(aws: A
     # ... and a Worker with the memory for it plans the same input
     roomy = str(int(ENV["WORKER_MEMORY_MIB"]) * 2)
     assert plan.handle(event, {**ENV, "WORKER_MEMORY_MIB": roomy})["shardCount"] == 1
+
+
+# -- a jobId whose run ended without Finalize (issue 23 item 4) ------------------------------
+
+
+def _execution(name: str) -> str:
+    """A real (moto) execution of a state machine, RUNNING until stopped."""
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    machines = sfn.list_state_machines()["stateMachines"]
+    machine = (
+        machines[0]["stateMachineArn"]
+        if machines
+        else sfn.create_state_machine(
+            name="ShardedLoaderStateMachineABC-x1",
+            definition=json.dumps({"StartAt": "W", "States": {"W": {"Type": "Pass", "End": True}}}),
+            roleArn="arn:aws:iam::123456789012:role/sfn",
+        )["stateMachineArn"]
+    )
+    return str(sfn.start_execution(stateMachineArn=machine, name=name)["executionArn"])
+
+
+def _plan_as(source: str, run: str, arn: str, **extra: Any) -> dict[str, Any]:
+    event = {"input": {**SPEC, "source": source, **extra}, "execution": {"name": run, "id": arn}}
+    return plan.handle(event, ENV)
+
+
+def test_plan_takes_over_a_job_id_whose_execution_was_stopped_without_finalize(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(50))
+    first = _execution("run-1")
+    _plan_as("s3://src/a.csv", "run-1", first, jobId="stuck")
+    # While run-1's execution runs, another run of the jobId is refused.
+    with pytest.raises(JobAlreadyRunningError, match="stuck"):
+        _plan_as("s3://src/a.csv", "run-2", _execution("run-2"), jobId="stuck")
+    # StopExecution (or a timeout, or Finalize out of retries): nothing closed the job item.
+    boto3.client("stepfunctions", region_name=REGION).stop_execution(executionArn=first)
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    assert (ledger.get_job("stuck") or {})["status"] == "RUNNING"
+
+    third = _execution("run-3")
+    _plan_as("s3://src/a.csv", "run-3", third, jobId="stuck")  # proceeds: run-1 is over
+
+    job = ledger.get_job("stuck") or {}
+    assert (job["status"], job["runId"], job["executionId"]) == ("RUNNING", "run-3", third)
+
+
+def test_release_frees_a_job_id_only_once_its_execution_is_over(aws: Any) -> None:
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    ledger.start_job("held", "run-1", "arn:aws:states:r:1:execution:M:run-1", 3)
+    with pytest.raises(JobAlreadyRunningError, match="still RUNNING"):
+        ledger.release_job("held", lambda arn: False)
+    released = ledger.release_job("held", lambda arn: arn.endswith(":run-1"))
+    assert released["runId"] == "run-1"
+    assert (ledger.get_job("held") or {})["status"] == "RELEASED"
+    with pytest.raises(ValueError, match="not held"):
+        ledger.release_job("held", lambda arn: True)
+    with pytest.raises(ValueError, match="no job"):
+        ledger.release_job("never", lambda arn: True)
+    ledger.start_job("held", "run-2", "arn:aws:states:r:1:execution:M:run-2", 3)  # free again
+
+
+def test_the_claim_lasts_until_the_graph_load_ends_not_finalize(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="g.csv", Body=_csv(20))
+    graph = {
+        "statements": [
+            {"subject": "http://x/{postcode}", "predicate": "http://x/lat", "object": {"literal": "{lat}"}}
+        ]
+    }
+    planned = _plan("s3://src/g.csv", run="run-1", jobId="graph-job", graph=graph)
+    manifest = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
+    for shard in manifest:
+        worker.handle({"shard": shard, "job": planned["job"]}, ENV)
+    result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
+    assert result["status"] == "SUCCEEDED" and result["graphLoad"] is True, result["cause"]
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    # The graph load runs next: the job is still RUNNING, so no second run starts meanwhile.
+    assert (ledger.get_job("graph-job") or {})["status"] == "RUNNING"
+    with pytest.raises(JobAlreadyRunningError):
+        _plan("s3://src/g.csv", run="run-2", jobId="graph-job", graph=graph)
+
+
+def test_plan_refuses_an_input_that_with_its_spec_passes_half_a_state_naming_the_size(aws: Any) -> None:
+    from mapload.emulator.limits import STATE_PAYLOAD_BYTES
+
+    assert INPUT_STATE_BYTES == STATE_PAYLOAD_BYTES // 2  # the emulator's limit, AWS's 256 KiB
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(3))
+    names = {f"attribute_{n:05d}": "{lat}" for n in range(4000)}
+    dynamodb = {"key": {"pk": "P#{postcode}", "sk": "LOC"}, "attributes": names}
+    with pytest.raises(InputValidationError, match=r"the execution input is [\d,]+ bytes") as refused:
+        _plan("s3://src/a.csv", dynamodb=dynamodb)
+    assert "\n" not in str(refused.value) and "131,072" in str(refused.value)
+    fewer = dict(list(names.items())[:300])
+    _plan("s3://src/a.csv", jobId="fits", dynamodb={**dynamodb, "attributes": fewer})
 
 
 def test_plan_gives_a_property_graph_input_without_a_shard_size_one_its_worker_holds(aws: Any) -> None:

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from moto import mock_aws
 
 from adapters.dynamodb import ItemWriter, RetryPolicy
-from adapters.ledger import Markers
+from adapters.ledger import Markers, marker_bucket
 from logic.errors import ShardWriteError
 from logic.writemodes import ADD, NEWER_WINS, PUT_IF_ABSENT, UPDATE, WritePlan
 from mapload.emulator import moto_patches
@@ -203,7 +203,10 @@ def test_a_numeric_add_is_applied_once_per_record_offset_however_often_it_is_sen
     assert again.skipped == len(records) and again.requests == len(records)
     marks = db.scan(TableName="ledger")["Items"]
     assert sorted(m["sk"]["S"] for m in marks) == sorted(f"OFFSET#{o}" for o, _, _ in records)
-    assert {m["pk"]["S"] for m in marks} == {"MARK#job#PLAN#plan#SHARD#000003"}
+    # keyed by the shard and a bucket of the offset (adapters/ledger.py: no key takes a shard's rate)
+    assert {m["pk"]["S"] for m in marks} == {
+        f"MARK#job#PLAN#plan#SHARD#000003#{marker_bucket(o):02d}" for o, _, _ in records
+    }
     assert {m["expiresAt"]["N"] for m in marks} == {"2000000000"}
 
 
@@ -215,3 +218,51 @@ def test_a_record_without_its_counter_is_a_plain_update_and_a_counter_needs_mark
     assert writer.close().requests == 1  # no marker table was touched: it does not exist
     with pytest.raises(ValueError, match="needs markers"):
         ItemWriter(db, "target", COUNTING, in_flight=1)
+
+
+class Recording:
+    """A client that records UpdateItem calls and refuses the `refuse`-th one (not retryable)."""
+
+    def __init__(self, refuse: int = 0) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self._refuse = refuse
+
+    def update_item(self, **arguments: Any) -> Any:
+        self.calls.append(arguments)
+        if len(self.calls) == self._refuse:
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": "no"}}, "UpdateItem")
+        return {}
+
+
+def wide(count: int) -> dict[str, Any]:
+    return {"pk": {"S": "W"}, "sk": {"S": "I"}, **{f"attribute_{i}": {"S": str(i)} for i in range(count)}}
+
+
+def test_an_update_past_the_expression_limits_is_sent_as_several_paced_requests() -> None:
+    """Each request of a split update costs the record's units (an UpdateItem is priced at the
+    item's size); a refused one leaves the rest unsent and the record counts once as not written."""
+    waits: list[float] = []
+    client = Recording()
+    writer = ItemWriter(
+        client,
+        "target",
+        WritePlan(UPDATE, KEY),
+        in_flight=1,
+        policy=FAST,
+        rate=10.0,
+        sleep=waits.append,
+        clock=lambda: 0.0,
+    )
+    writer.submit(("W", "I"), wide(600), units=5)
+    writer.close()
+    assert len(client.calls) >= 3 and all(call["TableName"] == "target" for call in client.calls)
+    assert writer.stats.requests == len(client.calls)
+    # The clock stands still: each request reserves 5 more units at 10 a second.
+    assert waits == pytest.approx([0.5 * (n + 1) for n in range(len(client.calls))])
+
+    refusing = Recording(refuse=2)
+    writer = ItemWriter(refusing, "target", WritePlan(UPDATE, KEY), in_flight=1, policy=FAST)
+    writer.submit(("W", "I"), wide(600))
+    with pytest.raises(ShardWriteError) as failed:
+        writer.close()
+    assert len(refusing.calls) == 2 and failed.value.not_written == 1

@@ -438,3 +438,36 @@ def test_typed_sizes_count_toward_the_item_limit() -> None:
     assert reject(mapper({"data": {"field": "data", "type": "B"}})({"postcode": "AB1", "data": huge}))[0] == (
         "item_too_large"
     )
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.text(max_size=20)
+    | st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-(10**9), max_value=10**9),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda n: n not in ("pk", "sk")), JSON_VALUES))
+@settings(max_examples=200, deadline=None)
+def test_the_mapper_s_item_size_is_never_below_what_the_emulator_counts_as_dynamodb(
+    record: dict[str, Any],
+) -> None:
+    """The mapper rejects an item past 400 KB by its estimate; the emulator (mapload/emulator/
+    limits.py, AWS's item-size rules) refuses one past 400 KB by its count: an item the mapper
+    lets through must not be one the emulator refuses."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    from mapload.emulator.limits import value_bytes
+
+    item = mapper("*", key={"pk": "K", "sk": "S"}, fmt="jsonl")({**record, "pk": "K", "sk": "S"})
+    assert isinstance(item, Item), item
+    counted = 0
+    for name, typed in item.attributes.items():
+        value = DynamoType(typed)
+        counted += len(name.encode()) + value_bytes(value.type, value.value)
+    assert item.size >= counted

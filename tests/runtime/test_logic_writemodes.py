@@ -13,6 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
+from logic.errors import InputValidationError
+from logic.spec import parse_spec
+from logic.spec_model import DynamoDbTarget
 from logic.writemodes import (
     ADD,
     DELETE,
@@ -21,10 +24,14 @@ from logic.writemodes import (
     SET_IF_ABSENT,
     UPDATE,
     WritePlan,
+    check_update_limits,
     counted_update,
     single_item_request,
+    single_item_requests,
+    update_requests,
     written_by_us,
 )
+from mapload.emulator import limits, moto_patches
 from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime
@@ -206,3 +213,118 @@ def test_a_transaction_costs_twice_the_units_of_the_item_and_its_marker() -> Non
     assert WritePlan(UPDATE, KEY, actions={"n": ADD}).units(1500) == 2  # a set ADD: no marker
     with pytest.raises(ValueError, match="counter"):
         WritePlan(UPDATE, KEY, counters=("n",))
+
+
+def wide(count: int, text: str = "v") -> dict[str, Any]:
+    return {
+        "pk": {"S": "W"},
+        "sk": {"S": "S"},
+        **{f"attribute_{i}": {"S": f"{text}{i}"} for i in range(count)},
+    }
+
+
+def whole(requests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The split SET requests as one UpdateItem."""
+    return {
+        "Key": requests[0]["Key"],
+        "UpdateExpression": "SET " + ", ".join(r["UpdateExpression"].removeprefix("SET ") for r in requests),
+        "ExpressionAttributeNames": {
+            k: v for r in requests for k, v in r["ExpressionAttributeNames"].items()
+        },
+        "ExpressionAttributeValues": {
+            k: v for r in requests for k, v in r["ExpressionAttributeValues"].items()
+        },
+    }
+
+
+@pytest.mark.parametrize("action", [None, SET_IF_ABSENT])
+def test_an_update_past_the_expression_limits_is_split_into_requests_within_them(action: str | None) -> None:
+    """400 attributes (SET, or set only if absent) are ~6 KB or ~15 KB of UpdateExpression:
+    several UpdateItems on the key, each within DynamoDB's limits as the emulator enforces them,
+    together SET every attribute once; applied over a stored item they give what one would."""
+    item = wide(400)
+    plan = WritePlan(
+        UPDATE, KEY, actions={name: action for name in item if name not in KEY} if action else {}
+    )
+    requests = update_requests(plan, item)
+    assert len(requests) > 1
+    for arguments in requests:
+        assert arguments["Key"] == {"pk": {"S": "W"}, "sk": {"S": "S"}}
+        assert limits.expression_error("UpdateExpression", arguments["UpdateExpression"]) is None
+    names = [name for arguments in requests for name in arguments["ExpressionAttributeNames"].values()]
+    assert sorted(names) == sorted(name for name in item if name not in KEY)
+    with pytest.raises(ValueError, match="single_item_requests"):
+        single_item_request(plan, item)
+    assert [m for m, _ in single_item_requests(plan, item)] == ["update_item"] * len(requests)
+
+    moto_patches.DYNAMODB_EXPRESSIONS.install()
+    try:
+        with mock_aws():
+            db = boto3.client("dynamodb", region_name=REGION)
+            create_pk_sk_table(db, "target")
+            db.put_item(TableName="target", Item={**wide(3, "stored"), "other": {"S": "kept"}})
+            with pytest.raises(db.exceptions.ClientError, match="Expression size has exceeded"):
+                db.update_item(TableName="target", **whole(requests))  # what one request would be
+            for arguments in requests:
+                db.update_item(TableName="target", **arguments)
+            stored = db.get_item(TableName="target", Key=requests[0]["Key"])["Item"]
+    finally:
+        moto_patches.DYNAMODB_EXPRESSIONS.uninstall()
+    expected = {**item, "other": {"S": "kept"}}
+    if action == SET_IF_ABSENT:
+        expected |= wide(3, "stored")
+    assert stored == expected
+
+
+def test_an_update_within_the_limits_is_one_request() -> None:
+    item = wide(200)
+    assert len(update_requests(WritePlan(UPDATE, KEY), item)) == 1
+
+
+def target(attributes: dict[str, Any]) -> DynamoDbTarget:
+    """The input's DynamoDB target in writeMode update, keys filled by fixed templates."""
+    spec = parse_spec(
+        {
+            "version": 1,
+            "source": "s3://src/data.jsonl",
+            "jobId": "wide",
+            "format": "jsonl",
+            "dynamodb": {"key": {n: "x" for n in KEY}, "attributes": attributes, "writeMode": UPDATE},
+        },
+        table_key={n: "S" for n in KEY},
+    )
+    assert spec.dynamodb is not None
+    return spec.dynamodb
+
+
+def test_a_numeric_add_past_the_limits_is_refused_at_plan_and_never_split() -> None:
+    """A numeric add's update goes in one transaction with its marker: it cannot be split."""
+    counter = {"n": {"field": "n", "type": "N", "update": ADD}}
+    others = {f"first_{i}": {"field": "id", "type": "S", "update": SET_IF_ABSENT} for i in range(150)}
+    with pytest.raises(InputValidationError) as refused:
+        check_update_limits(target({**counter, **others}))
+    assert refused.value.field == "dynamodb.attributes" and "4096 bytes" in refused.value.message
+    check_update_limits(target({**counter, **dict(list(others.items())[:100])}))  # ~3.7 KB: one transaction
+    check_update_limits(target(others))  # no numeric add: split when past the limits
+    plan = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+    with pytest.raises(ValueError, match="numeric add"):
+        update_requests(plan, {**wide(300), "n": {"N": "1"}})
+
+
+@given(st.lists(st.sampled_from([None, SET_IF_ABSENT, ADD]), min_size=1, max_size=700))
+@settings(max_examples=40, deadline=None)
+def test_every_split_request_is_within_the_limits_and_as_full_as_it_can_be(actions: list[str | None]) -> None:
+    item = wide(len(actions))
+    names = [name for name in item if name not in KEY]
+    plan = WritePlan(UPDATE, KEY, actions={n: a for n, a in zip(names, actions, strict=True) if a})
+    requests = update_requests(plan, item)
+    for arguments in requests:
+        assert limits.expression_error("UpdateExpression", arguments["UpdateExpression"]) is None
+        assert len(arguments["UpdateExpression"]) <= 4096
+    assert [n for r in requests for n in r["ExpressionAttributeNames"].values()] == names
+    # Each request but the last was cut because the next action would not fit: at least 3.9 KB
+    # or 290 operators.
+    for arguments in requests[:-1]:
+        expression = arguments["UpdateExpression"]
+        operators = len(arguments["ExpressionAttributeNames"]) + expression.count("if_not_exists")
+        assert len(expression) > 4096 - 40 or operators > 300 - 2

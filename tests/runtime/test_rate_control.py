@@ -13,10 +13,10 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from adapters.budget import LeaseBoard, SharedBudget
+from adapters.budget import HeartbeatBoard, SharedBudget, phase
 from adapters.dynamodb import BatchWriter, RetryPolicy
 from logic.errors import InputValidationError
-from logic.ratecontrol import AimdWindow, TokenBucket, budget_share, live_leases, write_units
+from logic.ratecontrol import AimdWindow, TokenBucket, budget_share, write_units
 from logic.spec import parse_spec, spec_to_json
 from mapload.tables import create_pk_sk_table
 
@@ -83,7 +83,6 @@ def test_budget_is_shared_by_the_running_shards() -> None:
     assert budget_share(None, 5) is None
     assert budget_share(1000.0, 4) == 250.0
     assert budget_share(1000.0, 0) == 1000.0
-    assert live_leases([{"until": "10"}, {"until": 5}, {"until": 0}], now=6) == 1
 
 
 # -- spec ----------------------------------------------------------------------------------
@@ -217,25 +216,53 @@ def ledger_client() -> Any:
 
 
 def test_running_shards_share_the_budget_and_a_finished_one_hands_its_share_back(ledger_client: Any) -> None:
-    now = [1000.0]
-    board = LeaseBoard(ledger_client, "ledger", "job", "run-1")
-    other_run = LeaseBoard(ledger_client, "ledger", "job", "run-0")
-    other_run.hold(9, until=5000)  # another run's lease does not count
-    board.hold(7, until=900)  # an expired lease (a crashed worker) does not count
+    now = [1000.0]  # window 100 of 10 s
+    board = HeartbeatBoard(ledger_client, "ledger", "job", "run-1")
+    HeartbeatBoard(ledger_client, "ledger", "job", "run-0").beat(9, 99)  # another run's beat does not count
     writers = [RecordingWriter() for _ in range(4)]
-    budgets = [
-        SharedBudget(board, index, 1000.0, writers[index], interval=3600, clock=lambda: now[0])
-        for index in range(4)
-    ]
+    # refresh() is what the daemon thread calls once per window; here the test moves the clock.
+    budgets = [SharedBudget(board, i, 1000.0, writers[i], clock=lambda: now[0]) for i in range(4)]
     for budget in budgets:
-        budget.__enter__()
+        budget.refresh()
+    # Started together: none sees the others yet (the documented first-window overshoot).
+    assert [w.rates[-1] for w in writers] == [1000.0] * 4
+    budgets[0].refresh()  # twice in one window: one beat
+    now[0] += 10
     for budget in budgets:
         budget.refresh()
     assert [w.rates[-1] for w in writers] == [250.0] * 4
-    budgets[0].__exit__(None, None, None)
-    budgets[1].__exit__(None, None, None)
+    # Shards 0 and 1 end (they stop beating).
+    now[0] += 10
+    budgets[2].refresh()  # the window before still holds the two that ended
+    assert writers[2].rates[-1] == 250.0
+    budgets[3].refresh()
+    now[0] += 10
     budgets[2].refresh()
     assert writers[2].rates[-1] == 500.0
-    for budget in budgets[2:]:
-        budget.__exit__(None, None, None)
-    assert board.running(now[0]) == 0
+    assert board.count(102) == 2
+    assert board.count(99) == 0
+
+
+def test_a_worker_that_missed_a_window_counts_itself() -> None:
+    class Board:
+        def __init__(self) -> None:
+            self.beats: dict[int, int] = {}
+
+        def beat(self, index: int, window: int) -> None:
+            self.beats[window] = self.beats.get(window, 0) + 1
+
+        def count(self, window: int) -> int:
+            return self.beats.get(window, 0)
+
+    board, writer, now = Board(), RecordingWriter(), [100.0]
+    budget = SharedBudget(board, 0, 900.0, writer, clock=lambda: now[0])  # type: ignore[arg-type]
+    board.beats[10] = 2  # two others beat in window 10
+    now[0] = 115.0  # window 11: this worker did not beat in window 10
+    budget.refresh()
+    assert budget.running == 3 and writer.rates[-1] == 300.0
+
+
+def test_a_worker_beats_in_the_first_half_of_each_window_at_a_phase_spread_by_its_index() -> None:
+    phases = [phase(index, 10.0) for index in range(1000)]
+    assert all(0 <= p < 5.0 for p in phases)
+    assert {int(p * 10) for p in phases} == set(range(50))  # every tenth of the half window is used

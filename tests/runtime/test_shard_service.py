@@ -46,8 +46,8 @@ def run_shards(job: dict[str, Any], manifest: list[dict[str, Any]]) -> tuple[Led
     return ledger, [process_shard(shard, job, Settings(), store, ledger, db) for shard in manifest]
 
 
-def recorded(ledger: Ledger, job: dict[str, Any]) -> list[dict[str, Any]]:
-    return [counts for _, counts in sorted(ledger.shards(job["jobId"], job["planId"]).items())]
+def recorded(ledger: Ledger, job: dict[str, Any], count: int = 64) -> list[dict[str, Any]]:
+    return [counts for _, counts in sorted(ledger.shards(job["jobId"], job["planId"], count).items())]
 
 
 def test_a_csv_file_in_shards_is_written_and_its_counts_reconcile(aws: Any) -> None:

@@ -21,7 +21,7 @@ from moto import mock_aws
 from pipeline_support import ENV, REGION
 
 from adapters import clients
-from adapters.ledger import shard_sk
+from adapters.ledger import shard_key
 from mapload.emulator import moto_patches
 from mapload.tables import create_pk_sk_table
 
@@ -90,8 +90,8 @@ def _aws() -> tuple[Any, Any]:
 def _lose_counts(db: Any, planned: dict[str, Any], shard: dict[str, Any]) -> None:
     """Delete a shard's counts from the ledger: its Worker ran, but as if it failed before it
     recorded them (a Lambda retry, or a job re-run, then sends its records again)."""
-    sk = shard_sk(planned["job"]["planId"], int(shard["index"]))
-    db.delete_item(TableName="ledger", Key={"pk": {"S": f"JOB#{planned['job']['jobId']}"}, "sk": {"S": sk}})
+    job = planned["job"]
+    db.delete_item(TableName="ledger", Key=shard_key(job["jobId"], job["planId"], int(shard["index"])))
 
 
 def _run(mode: str, records: list[tuple[int, int, str]], shard_bytes: int, order: random.Random) -> Any:

@@ -1,0 +1,97 @@
+"""Requests per partition key in the embedded run (issue 23: no ledger key is hot).
+
+DynamoDB serves at most 1,000 write / 3,000 read units a second per partition key; moto models
+none of it. `mapload.emulator.keymeter` counts each request by table and partition key, so this
+small run fails when a change puts per-shard traffic back on one key (as every shard record, CSV
+state and budget lease once sat under `JOB#<jobId>`). The largest run is computed in
+tests/runtime/test_ledger_keys.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.ledger import BLOCK_SHARDS
+from mapload.emulator.embedded import Deployment, Emulator
+from mapload.emulator.keymeter import KeyMeter, metering
+from mapload.emulator.local import run_local
+from mapload.sample import write_csv
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+SPEC: dict[str, Any] = {
+    "format": "csv",
+    "jobId": "metered",
+    "dynamodb": {
+        "key": {"pk": "POSTCODE#{postcode}", "sk": "LOCATION"},
+        "attributes": {"latitude": {"field": "latitude", "type": "N"}},
+    },
+    "shardSizeMiB": 0.004,
+    "maxConcurrency": 4,
+    "writeUnitsPerSecond": 50_000,
+}
+# Per shard on its block key: shard_done, its CSV state, its record (and a retry of each).
+PER_SHARD_CALLS = 6
+# The job's own key: Plan's reads and claim, Finalize's close: a few per run, whatever the shards.
+PER_RUN_JOB_CALLS = 6
+
+
+def test_no_ledger_key_takes_every_shards_requests(tmp_path: Path) -> None:
+    source = write_csv(tmp_path / "postcodes.csv", 3000)
+    tables: dict[str, str] = {}
+
+    def inspect(emu: Emulator, deployment: Deployment) -> None:
+        tables.update(ledger=deployment.output("LedgerTableName"), target=deployment.output("TableName"))
+
+    with metering() as meter:
+        report = run_local(source, SPEC, report_path=tmp_path / "r.json", quiet=True, inspect=inspect)
+    assert report["status"] == "SUCCEEDED", report.get("error")
+    shards = report["shards"]["total"]
+    assert shards > 2 * BLOCK_SHARDS  # several blocks
+
+    ledger = meter.keys(tables["ledger"])
+    assert ledger["JOB#metered"] <= PER_RUN_JOB_CALLS
+    busiest, calls = ledger.most_common(1)[0]
+    assert calls <= BLOCK_SHARDS * PER_SHARD_CALLS, (busiest, calls)
+    # The traffic spreads with the shards: no key carries a quarter of it (once, the job's key
+    # carried nearly all).
+    assert calls <= sum(ledger.values()) / 4, (busiest, calls, sum(ledger.values()))
+
+    target = meter.keys(tables["target"])
+    assert sum(target.values()) >= 3000 * 0.9  # every record's key, each about once
+    assert target.most_common(1)[0][1] <= 3
+
+
+def test_the_meter_reads_the_partition_key_of_every_kind_of_request() -> None:
+    meter = KeyMeter({"t": "pk"})
+    key = {"pk": {"S": "A"}, "sk": {"S": "1"}}
+    meter.record({"TableName": "t", "Key": key}, "GetItem")
+    meter.record({"TableName": "t", "Item": key}, "PutItem")
+    meter.record(
+        {
+            "TableName": "t",
+            "KeyConditionExpression": "#k = :v AND begins_with(sk, :p)",
+            "ExpressionAttributeNames": {"#k": "pk"},
+            "ExpressionAttributeValues": {":v": {"S": "A"}, ":p": {"S": "x"}},
+        },
+        "Query",
+    )
+    meter.record(
+        {"RequestItems": {"t": [{"PutRequest": {"Item": key}}, {"DeleteRequest": {"Key": key}}]}},
+        "BatchWriteItem",
+    )
+    meter.record({"RequestItems": {"t": {"Keys": [key, {"pk": {"S": "B"}}]}}}, "BatchGetItem")
+    meter.record(
+        {
+            "TransactItems": [
+                {"Update": {"TableName": "t", "Key": key}},
+                {"Put": {"TableName": "t", "Item": key}},
+            ]
+        },
+        "TransactWriteItems",
+    )
+    assert meter.keys("t") == {"A": 8, "B": 1}
+    assert meter.busiest_second("t")[0] == "A"
