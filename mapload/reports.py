@@ -113,6 +113,12 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
                 if (graph.get("errors") or {}).get("tolerated")
                 else ""
             )
+            + (
+                f" · optional left out: {graph.get('skippedVertices', 0):,} vertices, "
+                f"{graph.get('skippedEdges', 0):,} edges"
+                if graph.get("skippedVertices") or graph.get("skippedEdges")
+                else ""
+            )
         )
         dangling = graph.get("danglingEdges")
         if isinstance(dangling, dict) and "skipped" in dangling:

@@ -526,7 +526,8 @@ class LoaderConfig(Site):
             "property graph input whose `shardSizeMiB` is more than the Worker holds, naming the largest "
             "allowed: 26 at 512 MiB, 71 at 1,024, 86 at 1,536, 153 at 2,048, 213 at 3,008, 691 at 10,240, "
             "for ids that are a field as it is (longer ids a template makes allow less; measured by "
-            '`bench/shard_memory.py`: docs/NEPTUNE.md, "Edge endpoints are checked before the load", Size)'
+            '`bench/shard_memory.py`: docs/NEPTUNE.md, "Edge endpoints are checked before the load", Size); '
+            "a property graph input that gives no `shardSizeMiB` gets the largest, up to the default 64"
         ),
     ] = 1024
     worker_timeout_seconds: Annotated[

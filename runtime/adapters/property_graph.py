@@ -88,10 +88,14 @@ class PropertyGraphStager:
         # Ids in an ID space are not checked (logic/endpoints.py); only openCypher sources have them.
         self._vertex_checked = headers[0].checked(":ID")
         self._ends_checked = headers[1].checked(":START_ID"), headers[1].checked(":END_ID")
+        # The `optional` vertices and edges left out of their records (the report's graph.skipped*).
+        self.skipped_vertices = self.skipped_edges = 0
 
     def add(self, record: PropertyRecord) -> None:
         self._vertices.add(record.vertices)
         self._edges.add(record.edges)
+        self.skipped_vertices += record.skipped_vertices
+        self.skipped_edges += record.skipped_edges
         for cells in record.vertices:
             self.ids.vertex(cells[self._id_at])
         start, end = self._ends_at

@@ -23,6 +23,7 @@ from logic.spec import (
     check_graph_database,
     check_shard_memory,
     check_source_bucket,
+    fit_shard_size,
     parse_s3_uri,
     parse_spec,
     spec_to_json,
@@ -142,6 +143,7 @@ def plan(
     spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
     check_input_size(raw_input, spec_to_json(spec))
     check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
+    spec = fit_shard_size(spec, worker_memory_mib=settings.worker_memory_mib)
     check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
     if spec.dynamodb is not None:
         check_update_limits(spec.dynamodb)

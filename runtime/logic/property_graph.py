@@ -23,15 +23,22 @@ from logic.values import Fields, Reject
 
 class PropertyRecord(NamedTuple):
     """One record's rows as CSV cells, checked: vertices' under the vertex header, edges' under
-    the edge header."""
+    the edge header; and how many of its `optional` vertices and edges were left out."""
 
     vertices: list[list[str]]
     edges: list[list[str]]
+    skipped_vertices: int = 0
+    skipped_edges: int = 0
 
 
 class _Rejected(Exception):
     def __init__(self, code: str, reason: str) -> None:
         self.reject = Reject(code, reason)
+
+
+class _NoValue(_Rejected):
+    """A field an id, label or endpoint template names is missing, null or empty: the record is
+    rejected, unless its vertex or edge is `optional` (then that vertex or edge is left out)."""
 
 
 def headers(spec: JobSpec) -> tuple[Header, Header]:
@@ -68,18 +75,32 @@ def make_property_mapper(spec: JobSpec, source: str) -> Callable[[Fields, int], 
     edges = [(edge, f"graph.edges[{i}]") for i, edge in enumerate(spec.graph.edges)]
 
     def to_rows(fields: Fields, offset: int) -> PropertyRecord | Reject:
+        vertex_rows: list[list[str]] = []
+        edge_rows: list[list[str]] = []
         try:
-            return PropertyRecord(
-                [_cells(vertex_header, _vertex(vertex, fields, where), where) for vertex, where in vertices],
-                [
-                    _cells(edge_header, _edge(edge, fields, where, edge_id(source, offset, i)), where)
-                    for i, (edge, where) in enumerate(edges)
-                ],
-            )
+            for vertex, where in vertices:
+                if (row := _kept(vertex, _vertex, vertex, fields, where)) is not None:
+                    vertex_rows.append(_cells(vertex_header, row, where))
+            for i, (edge, where) in enumerate(edges):
+                if (row := _kept(edge, _edge, edge, fields, where, edge_id(source, offset, i))) is not None:
+                    edge_rows.append(_cells(edge_header, row, where))
         except _Rejected as rejected:
             return rejected.reject
+        skipped = len(vertices) - len(vertex_rows), len(edges) - len(edge_rows)
+        return PropertyRecord(vertex_rows, edge_rows, *skipped)
 
     return to_rows
+
+
+def _kept(element: Vertex | Edge, make: Callable[..., Row], *args: Any) -> Row | None:
+    """`make(*args)`, the element's row; None when the element is `optional` and a field its id,
+    label or endpoint templates name has no value."""
+    try:
+        return make(*args)
+    except _NoValue:
+        if element.optional:
+            return None
+        raise
 
 
 def _cells(header: Header, row: Row, where: str) -> list[str]:
@@ -140,18 +161,28 @@ def _typed(kind: str, text: str, at: str) -> str:
 
 def _render(template: Template, fields: Fields, at: str, *, required: bool) -> str:
     """The template with its fields substituted; a missing or null field rejects the record, and
-    so does an empty result where a value is `required` (an id, a label, an endpoint)."""
+    so does an empty result where a value is `required` (an id, a label, an endpoint), or an empty
+    field there (`person-{boss}` with no boss is no vertex id; see `_NoValue`)."""
     parts = [template.literals[0]]
     for name, literal in zip(template.fields, template.literals[1:], strict=True):
         value = fields.get(name)
         if value is None:
-            raise _Rejected("missing_field", f"field {name!r} needed by {at} is missing or null")
-        parts.append(_text(value, name, at))
+            raise (_NoValue if required else _Rejected)(
+                "missing_field",
+                f"field {name!r} needed by {at} is missing or null{_HINT if required else ''}",
+            )
+        text = _text(value, name, at)
+        if required and not text:
+            raise _NoValue("empty_value", f"field {name!r} needed by {at} is empty{_HINT}")
+        parts.append(text)
         parts.append(literal)
     text = "".join(parts)
     if required and not text:
         raise _Rejected("empty_value", f"{at} is empty")
     return text
+
+
+_HINT = ' ("optional": true on the vertex or edge leaves it out of such records)'
 
 
 def _text(value: Any, name: str, at: str) -> str:

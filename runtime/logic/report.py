@@ -235,6 +235,8 @@ def graph_section(
         fields = (
             ("vertices", "graphVertices"),
             ("edges", "graphEdges"),
+            ("skippedVertices", "graphSkippedVertices"),
+            ("skippedEdges", "graphSkippedEdges"),
             ("openEndpoints", "graphOpenEndpoints"),
             ("openEndpointBytes", "graphOpenEndpointBytes"),
         )

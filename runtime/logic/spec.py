@@ -60,6 +60,7 @@ __all__ = [
     "Template",
     "check_fields",
     "check_source_bucket",
+    "fit_shard_size",
     "parse_s3_uri",
     "parse_spec",
     "parse_template",
@@ -134,6 +135,21 @@ def check_graph_database(spec: JobSpec, raw: Mapping[str, Any], *, graph_enabled
             "this environment has no graph database (graph_enabled is false in cdk.json): "
             "it loads csv/jsonl into DynamoDB only",
         )
+
+
+def fit_shard_size(spec: JobSpec, *, worker_memory_mib: int) -> JobSpec:
+    """The spec with the shard size its Worker holds: a property graph input that gives no
+    shardSizeMiB gets the largest whole MiB a Worker of `worker_memory_mib` holds of its ids, up
+    to the default (`check_shard_memory` then refuses only a size the user gave, or a Worker that
+    holds less than 1 MiB). The chosen size is in the normalized spec, so the plan id, the Workers
+    and the execution's output all have it."""
+    if spec.graph is None or spec.graph.model != "property" or "shard_size_mib" in spec.model_fields_set:
+        return spec
+    shape = id_shape(spec)
+    if endpoints.worker_peak_mib(spec.shard_size_mib, shape) <= worker_memory_mib:
+        return spec
+    largest = endpoints.max_shard_mib(worker_memory_mib, int(spec.shard_size_mib), shape)
+    return spec.model_copy(update={"shard_size_mib": float(largest)}) if largest else spec
 
 
 def check_shard_memory(spec: JobSpec, *, worker_memory_mib: int) -> None:
@@ -286,9 +302,14 @@ def _term_to_json(term: Term) -> str | dict[str, Any]:
 def _graph_to_json(graph: model.Graph) -> dict[str, Any]:
     """The graph section; "model" is left out for RDF (N-Quads/N-Triples inputs have no such field)."""
     rdf = isinstance(graph, model.RecordGraph)
-    out = graph.model_dump(by_alias=True, exclude={"model", "edges", "statements"} if rdf else {"edges"})
+    out = graph.model_dump(
+        by_alias=True, exclude={"model", "edges", "statements"} if rdf else {"vertices", "edges"}
+    )
     if isinstance(graph, model.PropertyGraph):
-        out["edges"] = [edge.model_dump(by_alias=True, exclude_none=True) for edge in graph.edges]
+        # `optional` only when true: the normalized form (and the plan id) of an input without it
+        # is as before the flag existed.
+        out["vertices"] = [_element_to_json(vertex) for vertex in graph.vertices]
+        out["edges"] = [_element_to_json(edge) for edge in graph.edges]
     elif isinstance(graph, model.RecordGraph | model.RdfGraph):
         out["statements"] = [
             {
@@ -299,6 +320,12 @@ def _graph_to_json(graph: model.Graph) -> dict[str, Any]:
             for statement in graph.statements
         ]
     return out
+
+
+def _element_to_json(element: Vertex | Edge) -> dict[str, Any]:
+    return element.model_dump(
+        by_alias=True, exclude_none=True, exclude=None if element.optional else {"optional"}
+    )
 
 
 def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

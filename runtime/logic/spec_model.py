@@ -917,12 +917,20 @@ Labels = Annotated[
 ]
 
 
+_ELEMENT_OPTIONAL = (
+    "true: left out of the record (counted in the report's graph.skippedVertices or graph.skippedEdges) "
+    "when a field its id, label or endpoint templates name is missing, null or empty; false: such a "
+    "record is rejected naming the field."
+)
+
+
 class Vertex(Model):
     """One vertex per record: its id, label(s) and properties (a template is a String property)."""
 
     id: KeyTemplateText
     label: Labels
     properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
+    optional: bool = Field(default=False, description=_ELEMENT_OPTIONAL)
 
     @property
     def labels(self) -> tuple[Template, ...]:
@@ -939,6 +947,7 @@ class Edge(Model):
     label: KeyTemplateText
     id: Annotated[KeyTemplateText | None, NotNull] = ABSENT
     properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
+    optional: bool = Field(default=False, description=_ELEMENT_OPTIONAL)
 
 
 class EdgeCheck(Model):

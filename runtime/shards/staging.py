@@ -81,6 +81,8 @@ def outputs(
             "graphKey": graph_keys[0] if graph.vertices else graph_keys[1] if graph.edges else None,
             "graphVertices": graph.vertices,
             "graphEdges": graph.edges,
+            "graphSkippedVertices": graph.skipped_vertices,
+            "graphSkippedEdges": graph.skipped_edges,
             # The endpoint check's passes are sized by the sums over shards (report.graph_section).
             "graphOpenEndpoints": graph.ids.opened,
             "graphOpenEndpointBytes": graph.ids.opened_bytes,

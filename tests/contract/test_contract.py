@@ -77,7 +77,7 @@ def test_the_default_environment_plans_a_property_graph_job_at_the_default_shard
     stacks: list[StackTemplate],
 ) -> None:
     from handlers.settings import PlanSettings
-    from logic.spec import check_shard_memory, parse_spec
+    from logic.spec import check_shard_memory, fit_shard_size, parse_spec
 
     # Given Plan's and the Worker's functions as the default dev environment synthesizes them
     functions = {
@@ -95,8 +95,18 @@ def test_the_default_environment_plans_a_property_graph_job_at_the_default_shard
     # ... and accepts a property graph input at the default shardSizeMiB
     graph = {"model": "property", "vertices": [{"id": "{id}", "label": "V"}]}
     raw = {"source": "s3://source-bucket/v.csv", "format": "csv", "jobId": "v", "graph": graph}
-    spec = parse_spec(raw, table_key=settings.table_key)
+    spec = fit_shard_size(
+        parse_spec(raw, table_key=settings.table_key), worker_memory_mib=settings.worker_memory_mib
+    )
     assert spec.shard_size_mib == 64
+    check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
+    # ... and one without shardSizeMiB whose ids a template makes longer, at the size chosen for it
+    edges = [{"from": "person-{id}", "to": "person-{boss}", "label": "REPORTS_TO"}]
+    raw = {**raw, "graph": {"model": "property", "edges": edges}}
+    spec = fit_shard_size(
+        parse_spec(raw, table_key=settings.table_key), worker_memory_mib=settings.worker_memory_mib
+    )
+    assert 0 < spec.shard_size_mib < 64
     check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
 
 

@@ -197,3 +197,29 @@ def test_a_bad_opencypher_header_fails_the_job_before_anything_is_staged(tmp_pat
     assert report["error"]["type"] == "InputValidationError" and report["error"]["where"] == "Plan"
     assert "needs a :TYPE column" in report["error"]["message"]
     assert report["records"]["read"] == 0
+
+
+def test_a_manager_hierarchy_whose_root_has_no_manager_loads_with_optional(tmp_path: Path) -> None:
+    # Given a manager hierarchy as a naive export writes it: the root's manager cell is empty
+    people = "id,name,boss\n1,Ada,\n2,Alan,1\n3,Grace,1\n4,Edsger,2\n"
+    vertex = {"id": "person-{id}", "label": "Person", "properties": {"name": "{name}"}}
+    edge = {"from": "person-{id}", "to": "person-{boss}", "label": "REPORTS_TO"}
+    # When the edge is not optional, Then the root's record is a reject naming the field (not an
+    # edge to a vertex `person-`); its vertex is not staged either, so the edges to it dangle
+    graph = {"vertices": [vertex], "edges": [edge]}
+    strict = run(tmp_path, "strict", people, graph, tmp_path / "strict-db", maxRejectedPercent=50)
+    assert (strict["records"]["rejected"], strict["rejects"]["byReason"]) == (1, {"empty_value": 1})
+    assert "field 'boss' needed by graph.edges[0].to is empty" in strict["rejects"]["sample"][0]["reason"]
+    assert '"optional": true' in strict["rejects"]["sample"][0]["reason"]
+    assert "'person-1'" in strict["error"]["message"] and "'person-'" not in strict["error"]["message"]
+    # When it is optional, Then every person and every edge but the root's loads, the load is not
+    # blocked, and the report counts the edge left out (the root's record is still one written)
+    graph = {"vertices": [vertex], "edges": [{**edge, "optional": True}]}
+    report = run(tmp_path, "people", people, graph, tmp_path / "graph-db")
+    assert report["status"] == "SUCCEEDED", report["error"]
+    assert report["records"] == {**report["records"], "read": 4, "written": 4, "rejected": 0}
+    assert report["graph"]["status"] == "LOAD_COMPLETED"
+    assert (report["graph"]["skippedVertices"], report["graph"]["skippedEdges"]) == (0, 1)
+    assert (report["graph"]["vertices"], report["graph"]["edges"]) == (4, 3)
+    assert report["graph"]["danglingEdges"]["count"] == 0
+    assert (report["graph"]["store"]["vertices"], report["graph"]["store"]["edges"]) == (4, 3)

@@ -280,6 +280,16 @@ def test_the_summary_line_names_the_dangling_edges_and_whether_the_load_was_held
     assert "  endpoints dangling edges 0 of 6 (0%, limit 0%)" in lines
 
 
+def test_the_summary_line_says_how_many_optional_vertices_and_edges_were_left_out() -> None:
+    from mapload.reports import report_lines
+
+    graph = {"staged": 7, "loaded": 7, "status": "LOAD_COMPLETED", "skippedVertices": 0, "skippedEdges": 1}
+    (line,) = [line for line in report_lines({"graph": graph}) if line.startswith("  graph ")]
+    assert line.endswith(" · optional left out: 0 vertices, 1 edges")
+    (line,) = [line for line in report_lines({"graph": {**graph, "skippedEdges": 0}}) if "graph " in line]
+    assert "optional" not in line
+
+
 def test_ids_in_an_id_space_are_neither_recorded_nor_counted() -> None:
     from adapters.property_graph import PropertyGraphStager
 

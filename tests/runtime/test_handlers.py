@@ -316,3 +316,29 @@ def test_plan_refuses_an_input_that_with_its_spec_passes_half_a_state_naming_the
     assert "\n" not in str(refused.value) and "131,072" in str(refused.value)
     fewer = dict(list(names.items())[:300])
     _plan("s3://src/a.csv", jobId="fits", dynamodb={**dynamodb, "attributes": fewer})
+
+
+def test_plan_gives_a_property_graph_input_without_a_shard_size_one_its_worker_holds(aws: Any) -> None:
+    from stacks.config import EnvironmentConfig
+
+    # Given the default Worker memory and a manager hierarchy input with prefixed ids
+    # (`person-{id}`: longer ids than the field, so the default 64 MiB is more than the Worker holds)
+    # and no shardSizeMiB
+    memory = str(EnvironmentConfig.model_fields["worker_memory_mib"].default)
+    env = {**ENV, "WORKER_MEMORY_MIB": memory}
+    aws.put_object(Bucket="src", Key="people.csv", Body=b"id,boss\n1,\n2,1\n")
+    graph = {
+        "model": "property",
+        "vertices": [{"id": "person-{id}", "label": "Person"}],
+        "edges": [{"from": "person-{id}", "to": "person-{boss}", "label": "REPORTS_TO"}],
+    }
+    spec: dict[str, Any] = {"source": "s3://src/people.csv", "format": "csv", "graph": graph}
+    event = {"input": spec, "execution": {"name": "run-1", "id": "arn:run-1"}}
+    # When Plan runs, Then it plans the input with the largest shard the Worker holds (shown in the
+    # normalized spec the Workers and the report get)
+    planned = plan.handle(event, env)
+    assert planned["shardCount"] == 1
+    assert planned["job"]["spec"]["shardSizeMiB"] == 63
+    # ... while the same 64 MiB given by the user is refused, naming the largest allowed
+    with pytest.raises(InputValidationError, match=f"at most 63 with worker_memory_mib {memory}"):
+        plan.handle({**event, "input": {**spec, "shardSizeMiB": 64}}, env)

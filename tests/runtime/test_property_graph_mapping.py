@@ -82,7 +82,7 @@ def test_optional_properties_are_left_out_when_empty() -> None:
         ({"age": "forty"}, "bad_value", "graph.vertices[0].properties.age: 'forty' is not a Int"),
         ({"born": "1985-02-30"}, "bad_value", "is not a Date"),
         ({"boss": None}, "missing_field", "field 'boss' needed by graph.edges[0].to"),
-        ({"kind": ""}, "empty_value", "graph.vertices[0].label is empty"),
+        ({"kind": ""}, "empty_value", "field 'kind' needed by graph.vertices[0].label is empty"),
         ({"kind": "A;B"}, "bad_value", "holds ';'"),
         ({"team": None}, "missing_field", "graph.edges[1].to"),
     ],
@@ -121,3 +121,65 @@ def test_json_lines_values_keep_their_json_text() -> None:
     )
     rows = to_rows({"id": 5, "n": [1], "x": 1, "ok": True}, 0)
     assert isinstance(rows, Reject) and rows.code == "not_scalar"
+
+
+def test_an_empty_endpoint_field_is_a_reject_naming_it_not_an_edge_to_a_prefix() -> None:
+    # Given the root of a manager hierarchy: no manager
+    rows = make_property_mapper(PEOPLE, SOURCE)({**ROW, "boss": ""}, 0)
+    # Then the record is rejected naming the field and the flag, not staged with an edge to `person-`
+    assert isinstance(rows, Reject) and rows.code == "empty_value"
+    assert "field 'boss' needed by graph.edges[0].to is empty" in rows.reason
+    assert '"optional": true' in rows.reason
+    # ... and so is a vertex whose id field is empty (not a vertex `person-`)
+    rows = make_property_mapper(PEOPLE, SOURCE)({**ROW, "id": ""}, 0)
+    assert isinstance(rows, Reject) and "field 'id' needed by graph.vertices[0].id is empty" in rows.reason
+
+
+OPTIONAL = spec(
+    vertices=[
+        {"id": "person-{id}", "label": "Person"},
+        {"id": "team-{team}", "label": "Team", "optional": True},
+    ],
+    edges=[
+        {"from": "person-{id}", "to": "person-{boss}", "label": "REPORTS_TO", "optional": True},
+        {"from": "person-{id}", "to": "team-{team}", "label": "IN", "id": "in-{id}", "optional": True},
+    ],
+)
+
+
+@pytest.mark.parametrize("empty", ["", None])
+def test_an_optional_vertex_or_edge_whose_template_field_is_empty_is_left_out_and_counted(empty: Any) -> None:
+    to_rows = make_property_mapper(OPTIONAL, SOURCE)
+    # Given the root (no manager) in a team, and a person in no team
+    root = to_rows({"id": "1", "boss": empty, "team": "x"}, 0)
+    loner = to_rows({"id": "2", "boss": "1", "team": empty}, 10)
+    # Then the record is mapped without what its empty fields would make, and says how many
+    assert root == PropertyRecord(
+        [["person-1", "Person"], ["team-x", "Team"]], [["in-1", "person-1", "team-x", "IN"]], 0, 1
+    )
+    assert loner == PropertyRecord(
+        [["person-2", "Person"]], [[edge_id(SOURCE, 10, 0), "person-2", "person-1", "REPORTS_TO"]], 1, 1
+    )
+    # ... while a vertex that is not optional still rejects the record
+    rows = to_rows({"id": empty, "boss": "1", "team": "x"}, 0)
+    assert isinstance(rows, Reject) and "graph.vertices[0].id" in rows.reason
+
+
+def test_optional_does_not_excuse_a_bad_value() -> None:
+    typed = spec(
+        edges=[
+            {
+                "from": "{a}",
+                "to": "{b}",
+                "label": "L",
+                "optional": True,
+                "properties": {"n": {"field": "n", "type": "Long"}},
+            }
+        ]
+    )
+    to_rows = make_property_mapper(typed, SOURCE)
+    rows = to_rows({"a": "1", "b": "2", "n": "x"}, 0)
+    assert isinstance(rows, Reject) and rows.code == "bad_value"
+    rows = to_rows({"a": "1", "b": [2], "n": "1"}, 0)
+    assert isinstance(rows, Reject) and rows.code == "not_scalar"
+    assert to_rows({"a": "1", "b": "", "n": "x"}, 0) == PropertyRecord([], [], 0, 1)

@@ -247,10 +247,39 @@ def test_the_bounds_the_docs_state_are_the_rules() -> None:
     guide = " ".join((ROOT / "docs" / "NEPTUNE.md").read_text(encoding="utf-8").split())  # lines joined
     guide = guide.split("the largest shard it allows is", 1)[1]
     in_guide = rf"{number} (?:MiB )?at (?:`worker_memory_mib` )?(?:the default )?{number}"
-    for pairs in (stated, re.findall(in_guide, guide[:300])):
+    from stacks.config import EnvironmentConfig
+
+    described = EnvironmentConfig.model_fields["worker_memory_mib"].description or ""
+    in_settings = re.findall(rf"{number} at {number}", described.split("naming the largest allowed")[1])
+    for pairs in (stated, re.findall(in_guide, guide[:300]), in_settings):
         assert len(pairs) >= 5, pairs
         for largest, memory in pairs:
             assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(largest)
+
+
+def test_every_largest_shard_a_doc_names_for_a_worker_memory_is_the_rule() -> None:
+    """One number: a figure anywhere in the docs that names a Worker memory's largest shard (as
+    Plan's message says it, or for the ids of a template) is what Plan computes."""
+    number = r"(\d+(?:,\d{3})*)"
+    checked = 0
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for largest, memory in re.findall(rf"at most {number} with worker_memory_mib {number}", text):
+            assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(
+                largest.replace(",", "")
+            ), (page.name, largest, memory)
+            checked += 1
+        for largest, memory in re.findall(rf"{number} at the default `worker_memory_mib` {number}", text):
+            assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB) == int(largest)
+            checked += 1
+        for largest, template, memory in re.findall(rf"{number} for `([^`]+)` ids at {number}", text):
+            literal = "".join(Template.parse(template).literals)
+            shape = endpoints.IdShape(fixed_bytes=len(literal))
+            assert endpoints.max_shard_mib(int(memory.replace(",", "")), MAX_SHARD_SIZE_MIB, shape) == int(
+                largest
+            ), (page.name, template)
+            checked += 1
+    assert checked >= 2
 
 
 @pytest.mark.parametrize(
@@ -355,3 +384,47 @@ def test_ids_made_longer_by_a_template_lower_the_largest_shard() -> None:
             parse({**raw, "graph": {"model": "property", "edges": edges}}), worker_memory_mib=1024
         )
     assert refused.value.field == "shardSizeMiB"
+
+
+def test_optional_vertices_and_edges_are_normalized_only_when_true() -> None:
+    # Given the same graph with and without "optional" on its vertex and edge
+    vertex = {"id": "person-{id}", "label": "Person"}
+    edge = {"from": "person-{id}", "to": "person-{boss}", "label": "REPORTS_TO"}
+    plain = parse(with_graph(vertices=[vertex], edges=[edge]))
+    optional = with_graph(vertices=[{**vertex, "optional": True}], edges=[{**edge, "optional": True}])
+    assert SCHEMA.is_valid(optional)
+    # Then "optional": false is the default, left out of the normalized spec (plan ids do not move),
+    # and true is kept, and round-trips
+    assert parse(with_graph(vertices=[{**vertex, "optional": False}], edges=[edge])) == plain
+    assert "optional" not in json.dumps(spec_to_json(plain))
+    normalized = spec_to_json(parse(optional))
+    flags = normalized["graph"]["vertices"][0]["optional"], normalized["graph"]["edges"][0]["optional"]
+    assert flags == (True, True)
+    assert parse(normalized) == parse(optional)
+    # ... and a flag that is not a boolean is refused naming it
+    with pytest.raises(InputValidationError) as refused:
+        parse(with_graph(edges=[{**edge, "optional": "yes"}]))
+    assert refused.value.field == "graph.edges[0].optional"
+    assert not SCHEMA.is_valid(with_graph(edges=[{**edge, "optional": "yes"}]))
+
+
+def test_the_shard_size_the_guide_says_plan_chooses_for_its_example_is_the_one_it_chooses() -> None:
+    from logic.spec import fit_shard_size
+    from stacks.config import EnvironmentConfig
+
+    # Given the guide's property graph example (no shardSizeMiB) and the size it says Plan chooses
+    guide = (ROOT / "docs" / "NEPTUNE.md").read_text(encoding="utf-8")
+    block, said = re.search(
+        r"```json\n(\{[^`]*\"model\": \"property\"[^`]*)```\s*\(`optional`"
+        r".*?Plan chooses (\d+) at the default",
+        guide,
+        re.DOTALL,
+    ).groups()  # type: ignore[union-attr]
+    raw = json.loads(block.replace("SOURCE-BUCKET", "source-bucket"))
+    assert "shardSizeMiB" not in raw
+    raw["jobId"] = "people"
+    # Then Plan chooses that size at the default Worker memory, and the Worker holds it
+    memory = EnvironmentConfig.model_fields["worker_memory_mib"].default
+    spec = fit_shard_size(parse(raw), worker_memory_mib=memory)
+    assert spec.shard_size_mib == int(said) < 64
+    check_shard_memory(spec, worker_memory_mib=memory)

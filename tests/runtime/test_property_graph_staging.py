@@ -86,6 +86,16 @@ def test_vertices_and_edges_are_staged_apart_and_a_bad_record_not_at_all() -> No
     ]
 
 
+def test_an_optional_edge_without_its_endpoint_is_left_out_and_counted_its_record_written() -> None:
+    # Given the root of a hierarchy (no boss) and a record whose edge needs no optional
+    edges = [{**GRAPH["edges"][0], "optional": True}]
+    counts, rejects, stager, _, staged = stage(spec(edges=edges), b"p0,50,\np1,41,p0\n")
+    # Then both records are written, the root's edge is left out and counted, nothing rejected
+    assert (counts["read"], counts["written"], rejects.count) == (2, 2, 0)
+    assert (stager.vertices, stager.edges, stager.skipped_vertices, stager.skipped_edges) == (2, 1, 0, 1)
+    assert [row.end for row in rows(staged)[1:]] == ["p0"]
+
+
 def test_a_re_run_stages_the_same_edge_ids() -> None:
     assert stage(spec())[4] == stage(spec())[4]
 
