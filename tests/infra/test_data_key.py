@@ -308,6 +308,21 @@ def test_each_principal_gets_the_key_only_for_what_it_does_and_only_via_s3_or_dy
     assert key_grants(graph, neptune_loader_role(graph), key) == {"s3": READ}
 
 
+@pytest.mark.parametrize("name", VARIANTS)
+def test_the_neptune_cluster_stores_its_data_under_the_key(name: str, request: pytest.FixtureRequest) -> None:
+    synth: Synth = request.getfixturevalue(name)
+    assert synth.graph is not None
+    props = only(resources(synth.graph.to_json(), "AWS::Neptune::DBCluster"))["Properties"]
+    assert props["StorageEncrypted"] is True
+    assert props["KmsKeyId"] == key_ref(name)
+
+
+def test_without_a_key_the_cluster_uses_neptunes_aws_managed_key(dev: Synth) -> None:
+    assert dev.graph is not None
+    props = only(resources(dev.graph.to_json(), "AWS::Neptune::DBCluster"))["Properties"]
+    assert props["StorageEncrypted"] is True and "KmsKeyId" not in props
+
+
 def test_no_key_grants_without_a_key(dev: Synth) -> None:
     assert dev.graph is not None
     for template in (dev.loader_json, dev.graph.to_json()):
