@@ -187,6 +187,7 @@ class LoaderStack(cdk.Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         shared = data.share_with(self)
+        self.shared = shared
         # Explicit imports are invisible to CDK's dependency tracking; deploy Data first.
         self.add_stack_dependency(data, "imports the Data stack's exports")
         self.loader = ShardedLoader(
