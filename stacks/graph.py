@@ -322,10 +322,10 @@ class GraphStack(cdk.Stack):
         staging = s3.Bucket.from_bucket_attributes(
             self,
             "StagingBucketRef",
-            bucket_name=cdk.Fn.import_value(data.export_name("StagingBucketName")),
-            bucket_arn=cdk.Fn.import_value(data.export_name("StagingBucketArn")),
+            bucket_name=data.output_value("StagingBucketName"),
+            bucket_arn=data.output_value("StagingBucketArn"),
         )
-        self.add_stack_dependency(data, "imports the Data stack's exports")
+        self.add_stack_dependency(data, "reads the Data stack's outputs")
         self.database = GraphDatabase(
             self,
             "GraphDatabase",
@@ -360,11 +360,12 @@ class GraphStack(cdk.Stack):
         """The cluster as `consumer` sees it: named imports for the values its IAM policies and
         environment use (readable, and cdk-nag findings name them); the VPC, subnets and
         security group by CDK's own references."""
-        consumer.add_stack_dependency(self, "imports the Graph stack's exports")
+        consumer.add_stack_dependency(self, "reads the Graph stack's outputs")
         database = self.database
 
         def imported(output_id: str) -> str:
-            return cdk.Fn.import_value(self.export_name(output_id))
+            # Fn::GetStackOutput, not an import: a replaced cluster or role may change it.
+            return cdk.Fn.get_stack_output(self.stack_name, output_id)
 
         return GraphTarget(
             vpc=database.vpc,

@@ -16,11 +16,21 @@ import app as app_module
 from stacks.config import MaploadConfigError, load_environment
 from stacks.loader import HANDLER_INDEX
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
-from tests.infra.support import DATA_KEY_ARN, Synth, cfn_lint, flat, only, output_target, resources
+from tests.infra.support import (
+    DATA_KEY_ARN,
+    Synth,
+    cfn_lint,
+    flat,
+    only,
+    output_target,
+    outputs_read,
+    resources,
+    stack_output,
+)
 
 pytestmark = pytest.mark.infra
 
-CREATED_KEY_REF = {"Fn::ImportValue": "Mapload-dev-Data:DataKeyArn"}
+CREATED_KEY_REF = stack_output("Mapload-dev-Data", "DataKeyArn")
 READ = ["kms:Decrypt"]
 WRITE = ["kms:Decrypt", "kms:GenerateDataKey"]
 # What each principal may do with the key, by the service it goes through (kms:ViaService).
@@ -267,12 +277,13 @@ def test_the_data_stack_exports_the_key_arn_by_name_and_consumers_use_no_generat
         assert not output_id.startswith("ExportsOutput"), output_id
         if "Export" in output:
             assert output["Export"]["Name"] == f"Mapload-dev-Data:{output_id}"
-    imported = {name for template in all_templates(synth).values() for name in import_names(template)}
-    data_imports = {i for i in imported if i.startswith("Mapload-dev-Data:")}
-    assert data_imports <= {f"Mapload-dev-Data:{output_id}" for output_id in outputs}
-    # A created key reaches the consumers through its export; a configured ARN is used as it is,
-    # so changing it never meets an export in use.
-    assert ("Mapload-dev-Data:DataKeyArn" in data_imports) is (name == "data_key_created")
+    # The consumers import nothing: they read the Data stack's outputs (Fn::GetStackOutput).
+    assert not {name for template in all_templates(synth).values() for name in import_names(template)}
+    read = {pair for template in all_templates(synth).values() for pair in outputs_read(template)}
+    data_reads = {output for stack, output in read if stack == "Mapload-dev-Data"}
+    assert data_reads <= set(outputs)
+    # A created key reaches the consumers through its output; a configured ARN is used as it is.
+    assert ("DataKeyArn" in data_reads) is (name == "data_key_created")
 
 
 # -- log groups -------------------------------------------------------------------------------
@@ -382,7 +393,7 @@ def test_the_smoke_test_role_may_use_the_environments_key_via_s3_only(
     assert isinstance(stack, PipelineStack)
     # The key is the tested environment's own: its role (in that stage) holds the grant, by the
     # configured ARN or the Data stack's export; the pipeline's build roles hold none.
-    expected = {"dev": DATA_KEY_ARN, "staging": {"Fn::ImportValue": "Mapload-staging-Data:DataKeyArn"}}
+    expected = {"dev": DATA_KEY_ARN, "staging": stack_output("Mapload-staging-Data", "DataKeyArn")}
     for env, key in expected.items():
         loader = Template.from_stack(stack.stages[env].loader).to_json()
         (role,) = [k for k in resources(loader, "AWS::IAM::Role") if "SmokeTest" in k]

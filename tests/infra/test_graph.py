@@ -24,8 +24,8 @@ from tests.infra.test_state_machine import (
 
 pytestmark = pytest.mark.infra
 
-GRAPH_IMPORT = "${Import:Mapload-dev-Graph:"
-STAGING_ARN = "${Import:Mapload-dev-Data:StagingBucketArn}"
+GRAPH_IMPORT = "${Output:Mapload-dev-Graph:"
+STAGING_ARN = "${Output:Mapload-dev-Data:StagingBucketArn}"
 
 
 def graph_json(synth: Synth) -> dict[str, Any]:

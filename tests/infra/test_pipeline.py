@@ -20,7 +20,7 @@ from aws_cdk.assertions import Template
 import app as app_module
 from stacks.config import MaploadConfigError, load_pipeline
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
-from tests.infra.support import ROOT, only, resources
+from tests.infra.support import ROOT, only, resources, stack_output
 
 # One worker synthesizes the pipeline once (a module fixture would run once per xdist worker).
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("pipeline")]
@@ -275,13 +275,13 @@ def test_the_staged_environment_creates_the_smoke_role_trusting_only_the_pipelin
         for stack_id in ("Data", "Loader")
     ]
     assert json.dumps(ours["UploadSample"]["Resource"]) == json.dumps(
-        {"Fn::Join": ["", [{"Fn::ImportValue": "Mapload-staging-Data:SourceBucketArn"}, "/smoke/*"]]}
+        {"Fn::Join": ["", [stack_output("Mapload-staging-Data", "SourceBucketArn"), "/smoke/*"]]}
     )
     assert json.dumps(ours["ReadReport"]["Resource"]) == json.dumps(
         {
             "Fn::Join": [
                 "",
-                [{"Fn::ImportValue": "Mapload-staging-Data:StagingBucketArn"}, "/jobs/*/*/report.json"],
+                [stack_output("Mapload-staging-Data", "StagingBucketArn"), "/jobs/*/*/report.json"],
             ]
         }
     )
