@@ -66,7 +66,7 @@ def key_use(scope: Construct, key: kms.IKey, actions: Sequence[str], service: st
 
 @dataclass(frozen=True)
 class SharedData:
-    """The Data stack's resources as seen from a consuming stack (through explicit imports)."""
+    """The Data stack's resources as seen from a consuming stack (through its outputs)."""
 
     source_bucket: s3.IBucket
     staging_bucket: s3.IBucket
@@ -379,9 +379,9 @@ class DataStack(cdk.Stack):
         return kms.Key.from_key_arn(consumer, "DataKeyRef", arn)
 
     def share_with(self, consumer: Construct) -> SharedData:
-        """Reference this stack's resources from `consumer` (another stack) via its exports.
+        """Reference this stack's resources from `consumer` (another stack) via its outputs.
 
-        The consuming stack must be made to depend on this one: plain imports are invisible
+        The consuming stack must be made to depend on this one: explicit output reads are invisible
         to CDK's dependency tracking.
         """
 

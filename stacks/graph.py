@@ -357,7 +357,7 @@ class GraphStack(cdk.Stack):
         cdk.CfnOutput(self, output_id, value=value, export_name=self.export_name(output_id))
 
     def share_with(self, consumer: cdk.Stack) -> GraphTarget:
-        """The cluster as `consumer` sees it: named imports for the values its IAM policies and
+        """The cluster as `consumer` sees it: named output reads for the values its IAM policies and
         environment use (readable, and cdk-nag findings name them); the VPC, subnets and
         security group by CDK's own references."""
         consumer.add_stack_dependency(self, "reads the Graph stack's outputs")
