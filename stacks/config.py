@@ -68,6 +68,8 @@ LAMBDA_UNRESERVED_MINIMUM: Final[int] = 100
 # (the property graph's load format and the endpoint check's query) needs 1.1.1.0, so 1.2.0.0
 # covers both. Releases before 1.2.0.0 also used parameter group family neptune1, not neptune1.x.
 MIN_GRAPH_ENGINE_VERSION: Final[str] = "1.2.0.0"
+# A Neptune DB subnet group needs subnets in at least two AZs.
+GRAPH_MIN_AZS: Final[int] = 2
 # Context keys of the form `mapload:<field>` override one field of the selected environment
 # (`cdk synth -c mapload:max_concurrency_cap=10`); CLI values arrive as strings.
 OVERRIDE_PREFIX: Final[str] = "mapload:"
@@ -764,6 +766,39 @@ class GraphConfig(Site):
         ),
         INTEGER,
     ] = 7
+    availability_zones: Annotated[
+        tuple[str, ...],
+        BeforeValidator(_list),
+        AfterValidator(_once("zone")),
+        Field(
+            alias="graph_availability_zones",
+            description="the Graph VPC's availability zones by name (two or more of the environment's "
+            "region, e.g. `eu-west-2a`); empty: the region's first two, picked at deploy. Set it where "
+            "Lambda does not support an AZ id that the first two map to in your account (the graph "
+            "functions' subnets would fail to create): see docs/DEPLOY.md",
+        ),
+        Says("a list of availability zone names", item="an availability zone name like eu-west-2a"),
+    ] = ()
+
+    @model_validator(mode="after")
+    def _zones_of_the_region(self) -> Self:
+        zones = self.availability_zones
+        if zones and len(zones) < GRAPH_MIN_AZS:
+            raise rule_error(
+                "graph_availability_zones",
+                f"must name at least {GRAPH_MIN_AZS} zones (a Neptune subnet group spans two AZs), "
+                f"got {len(zones)}",
+            )
+        for zone in zones:
+            if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]", zone) or (
+                self.region is not None and zone[:-1] != self.region
+            ):
+                raise rule_error(
+                    "graph_availability_zones",
+                    f"must be zone names of the environment's region ({self.region or 'any region'}, "
+                    f"like eu-west-2a; not zone ids), got {zone!r}",
+                )
+        return self
 
     @property
     def retain(self) -> bool:

@@ -66,7 +66,7 @@ def key_use(scope: Construct, key: kms.IKey, actions: Sequence[str], service: st
 
 @dataclass(frozen=True)
 class SharedData:
-    """The Data stack's resources as seen from a consuming stack (through explicit imports)."""
+    """The Data stack's resources as seen from a consuming stack (through its outputs)."""
 
     source_bucket: s3.IBucket
     staging_bucket: s3.IBucket
@@ -318,9 +318,11 @@ def _target_capacity(data_config: DataConfig) -> dict[str, Any]:
 class DataStack(cdk.Stack):
     """The stateful half of an environment; retained in prod, disposable elsewhere.
 
-    Consumers import its values through explicitly named exports (`<stack name>:<output id>`)
-    rather than CDK's generated ones: the names stay readable and stable, and a consumer can
-    state exactly which cross-stack values its IAM policies use (cdk-nag findings name them).
+    Consumers read its values with `Fn::GetStackOutput` of its named outputs (`output_value`):
+    readable, and a consumer states exactly which cross-stack values its IAM policies use
+    (cdk-nag findings name them), while the values stay free to change. The outputs keep their
+    exports (`<stack name>:<output id>`) so that an environment deployed when consumers imported
+    them can update: its Loader stops importing only after Data has deployed.
     """
 
     def __init__(
@@ -352,6 +354,13 @@ class DataStack(cdk.Stack):
     def export_name(self, output_id: str) -> str:
         return f"{self.stack_name}:{output_id}"
 
+    def output_value(self, output_id: str) -> str:
+        """One of this stack's outputs as a consuming stack reads it: `Fn::GetStackOutput`, read
+        at the consumer's deploy, never an import. An export in use can neither change nor go
+        away ("Export ... cannot be updated as it is in use"), and a new table key, a switch to
+        `existing_table` or dropping `data_key` all change or remove one (tests/infra/test_exports.py)."""
+        return cdk.Fn.get_stack_output(self.stack_name, output_id)
+
     def _output(self, output_id: str, value: str, *, export: bool = True) -> None:
         cdk.CfnOutput(
             self,
@@ -366,22 +375,17 @@ class DataStack(cdk.Stack):
         configured = self._data_config.data_key
         if configured is None:
             return None
-        arn = (
-            cdk.Fn.import_value(self.export_name("DataKeyArn"))
-            if configured == DATA_KEY_CREATE
-            else configured
-        )
+        arn = self.output_value("DataKeyArn") if configured == DATA_KEY_CREATE else configured
         return kms.Key.from_key_arn(consumer, "DataKeyRef", arn)
 
     def share_with(self, consumer: Construct) -> SharedData:
-        """Reference this stack's resources from `consumer` (another stack) via its exports.
+        """Reference this stack's resources from `consumer` (another stack) via its outputs.
 
-        The consuming stack must be made to depend on this one: plain imports are invisible
+        The consuming stack must be made to depend on this one: explicit output reads are invisible
         to CDK's dependency tracking.
         """
 
-        def imported(output_id: str) -> str:
-            return cdk.Fn.import_value(self.export_name(output_id))
+        imported = self.output_value
 
         if self._data_config.table_existing is None:
             # By name: the ARN is then formatted in the consumer (partition/region/account of

@@ -15,13 +15,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from stacks.config import GraphConfig
+from stacks.config import GRAPH_MIN_AZS, GraphConfig
 from stacks.data import KEY_READ, STAGING_JOBS_PREFIX, DataStack, key_use
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
 NEPTUNE_PORT: Final[int] = 8182
-# The cluster's subnets (and a second instance, when configured) span this many AZs.
-GRAPH_AZS: Final[int] = 2
+# The cluster's subnets (and a second instance, when configured) span this many AZs unless
+# `graph_availability_zones` names them.
+GRAPH_AZS: Final[int] = GRAPH_MIN_AZS
 # Workers stage N-Quads under jobs/<jobId>/<planId>/graph/ (runtime/logic/layout.py).
 GRAPH_OBJECTS: Final[str] = f"{STAGING_JOBS_PREFIX}*/graph/*"
 S3_PREFIX_LIST_FIELD: Final[str] = "PrefixLists.0.PrefixListId"
@@ -133,7 +134,8 @@ class GraphDatabase(Construct):
         vpc = ec2.Vpc(
             self,
             "Vpc",
-            max_azs=GRAPH_AZS,
+            # The stack's availability_zones: the configured ones, else the region's first two.
+            max_azs=len(self._config.availability_zones) or GRAPH_AZS,
             nat_gateways=0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(
@@ -193,7 +195,8 @@ class GraphDatabase(Construct):
         return database, control
 
     def _loader_role(self, staging_bucket: s3.IBucket) -> iam.Role:
-        """The role the Neptune cluster assumes to read the staged files: read-only, graph prefix only."""
+        """The role the Neptune cluster assumes to read the staged files: it lists the bucket and reads
+        only the graph prefix."""
         role = iam.Role(
             self,
             "LoaderRole",
@@ -205,12 +208,12 @@ class GraphDatabase(Construct):
                 actions=["s3:GetObject"], resources=[staging_bucket.arn_for_objects(GRAPH_OBJECTS)]
             )
         )
+        # Neptune documents "Read and List access to the bucket" and s3:ListBucket as "required to
+        # verify bucket existence and list contents": the existence check (HeadBucket) lists with
+        # no prefix, so an s3:prefix condition would fail the load. Key names only; no
+        # s3:GetBucketLocation, which no Neptune page asks for (docs/NEPTUNE.md, dated there).
         role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[staging_bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{STAGING_JOBS_PREFIX}*"]}},
-            )
+            iam.PolicyStatement(actions=["s3:ListBucket"], resources=[staging_bucket.bucket_arn])
         )
         if self._data_key is not None:
             # Staged files are SSE-KMS objects under the data key: the loader decrypts them via S3.
@@ -223,7 +226,7 @@ class GraphDatabase(Construct):
         subnet_group = neptune.CfnDBSubnetGroup(
             self,
             "SubnetGroup",
-            db_subnet_group_description="mapload Neptune: isolated subnets in two AZs",
+            db_subnet_group_description="mapload Neptune: isolated subnets in the VPC's AZs",
             subnet_ids=self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnet_ids,
         )
         parameters = neptune.CfnDBClusterParameterGroup(
@@ -239,6 +242,9 @@ class GraphDatabase(Construct):
             engine_version=config.engine_version,
             iam_auth_enabled=True,
             storage_encrypted=True,
+            # With `data_key`, the cluster's storage (and its snapshots) is under it too; without,
+            # Neptune's AWS managed key. Changing it replaces the cluster (docs/DEPLOY.md).
+            kms_key_id=self._data_key.key_arn if self._data_key is not None else None,
             backup_retention_period=config.backup_retention_days,
             preferred_backup_window="02:00-03:00",
             preferred_maintenance_window="sun:04:00-sun:05:00",
@@ -312,13 +318,14 @@ class GraphStack(cdk.Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        self._zones = graph_config.availability_zones
         staging = s3.Bucket.from_bucket_attributes(
             self,
             "StagingBucketRef",
-            bucket_name=cdk.Fn.import_value(data.export_name("StagingBucketName")),
-            bucket_arn=cdk.Fn.import_value(data.export_name("StagingBucketArn")),
+            bucket_name=data.output_value("StagingBucketName"),
+            bucket_arn=data.output_value("StagingBucketArn"),
         )
-        self.add_stack_dependency(data, "imports the Data stack's exports")
+        self.add_stack_dependency(data, "reads the Data stack's outputs")
         self.database = GraphDatabase(
             self,
             "GraphDatabase",
@@ -336,8 +343,11 @@ class GraphStack(cdk.Stack):
 
     @property
     def availability_zones(self) -> list[str]:
-        """The region's first two AZs, picked at deploy time (Fn::GetAZs). With account and region
-        set, CDK would otherwise look them up at synth, which needs AWS credentials."""
+        """`graph_availability_zones`, else the region's first two AZs, picked at deploy time
+        (Fn::GetAZs). With account and region set, CDK would otherwise look them up at synth, which
+        needs AWS credentials."""
+        if self._zones:
+            return list(self._zones)
         return [cdk.Fn.select(index, cdk.Fn.get_azs()) for index in range(GRAPH_AZS)]
 
     def export_name(self, output_id: str) -> str:
@@ -347,14 +357,15 @@ class GraphStack(cdk.Stack):
         cdk.CfnOutput(self, output_id, value=value, export_name=self.export_name(output_id))
 
     def share_with(self, consumer: cdk.Stack) -> GraphTarget:
-        """The cluster as `consumer` sees it: named imports for the values its IAM policies and
+        """The cluster as `consumer` sees it: named output reads for the values its IAM policies and
         environment use (readable, and cdk-nag findings name them); the VPC, subnets and
         security group by CDK's own references."""
-        consumer.add_stack_dependency(self, "imports the Graph stack's exports")
+        consumer.add_stack_dependency(self, "reads the Graph stack's outputs")
         database = self.database
 
         def imported(output_id: str) -> str:
-            return cdk.Fn.import_value(self.export_name(output_id))
+            # Fn::GetStackOutput, not an import: a replaced cluster or role may change it.
+            return cdk.Fn.get_stack_output(self.stack_name, output_id)
 
         return GraphTarget(
             vpc=database.vpc,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
@@ -26,6 +27,13 @@ from stacks.lambda_tasks import (
 GRAPH_RETRY_ERRORS: Final[Sequence[str]] = ("GraphLoaderBusyError",)
 GRAPH_RETRY_ATTEMPTS: Final[int] = 60
 GRAPH_RETRY_MAX_DELAY_SECONDS: Final[int] = 300
+
+# The loader refused the functions' signed request (HTTP 403): Neptune applies IAM changes within
+# up to 10 minutes, so a first load right after a deploy may meet a grant not in force yet. A
+# minute apart, 11 times (11 minutes, 33 history events), then the error is real and fails the run.
+GRAPH_IAM_RETRY_ERRORS: Final[Sequence[str]] = ("GraphLoaderAccessDeniedError",)
+GRAPH_IAM_RETRY_ATTEMPTS: Final[int] = 11
+GRAPH_IAM_RETRY_INTERVAL_SECONDS: Final[int] = 60
 
 # PollGraphLoad runs once per round of the poll loop, so its retries are paid every round: they
 # stay within the round's share of the 25,000-event history that runtime/logic/polling.py's
@@ -145,6 +153,13 @@ class GraphLoadLoop(Construct):
             result_path=LOAD_PATH,
         )
         retries.add(start, GRAPH_RETRY_ERRORS, GRAPH_RETRY_ATTEMPTS, GRAPH_RETRY_MAX_DELAY_SECONDS)
+        # A fixed schedule, not the environment's backoff: the bound is Neptune's 10 minutes.
+        start.add_retry(
+            errors=list(GRAPH_IAM_RETRY_ERRORS),
+            interval=cdk.Duration.seconds(GRAPH_IAM_RETRY_INTERVAL_SECONDS),
+            max_attempts=GRAPH_IAM_RETRY_ATTEMPTS,
+            backoff_rate=1,
+        )
         return start
 
     def _poll(self, function: lambda_.IFunction, retries: TaskRetries) -> tasks.LambdaInvoke:

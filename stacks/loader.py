@@ -186,9 +186,15 @@ class LoaderStack(cdk.Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        # CDK's own references from here (the Graph VPC's subnets and security group) are read
+        # with Fn::GetStackOutput too: new subnets (graph_availability_zones) or a replaced group
+        # would change an export in use. BOTH keeps the producer's generated exports, which
+        # Loader stacks deployed before imported, until those have been updated.
+        cdk.CrossStackReferences.of(self).consume(cdk.ReferenceStrength.BOTH)
         shared = data.share_with(self)
-        # Explicit imports are invisible to CDK's dependency tracking; deploy Data first.
-        self.add_stack_dependency(data, "imports the Data stack's exports")
+        self.shared = shared
+        # Explicit output reads are invisible to CDK's dependency tracking; deploy Data first.
+        self.add_stack_dependency(data, "reads the Data stack's outputs")
         self.loader = ShardedLoader(
             self,
             "ShardedLoader",

@@ -17,17 +17,15 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import pipelines
 from constructs import Construct
 
-from stacks.config import DATA_KEY_CREATE, EnvironmentConfig, PipelineConfig, require_target
-from stacks.data import KEY_WRITE
+from stacks.config import EnvironmentConfig, PipelineConfig, require_target
 from stacks.nag import acknowledge, acknowledge_wildcards, wildcard_findings
-from stacks.stage import DATA_STACK_ID, LOADER_STACK_ID, MaploadStage, stage_id
+from stacks.smoke_test import SMOKE_PREFIX, role_arn, smoke_build_role_name, smoke_role_name
+from stacks.stage import MaploadStage, stage_id
 
 PIPELINE_STACK_ID: Final[str] = "Mapload-Pipeline"
-# Where the smoke test uploads its sample in the source bucket (its S3 grant is this prefix).
-SMOKE_PREFIX: Final[str] = "smoke/"
-# CloudFormation names a stack's bucket `<stack name>-<logical id>-<suffix>` (lowercased) and
-# its state machine `<logical id>-<suffix>`: the smoke test's grants match those prefixes.
-STATE_MACHINE_LOGICAL_PREFIX: Final[str] = "ShardedLoaderStateMachine"
+# The smoke test's buildspec: the tested environment's role ARN, and the profile assuming it.
+SMOKE_ROLE_VARIABLE: Final[str] = "MAPLOAD_SMOKE_ROLE_ARN"
+SMOKE_PROFILE: Final[str] = "mapload-smoke"
 BUILD_IMAGE: Final[codebuild.IBuildImage] = codebuild.LinuxBuildImage.STANDARD_7_0
 
 
@@ -86,7 +84,10 @@ class PipelineStack(cdk.Stack):
     ) -> None:
         """One environment's stage, behind its approval and followed by its smoke test if asked."""
         name = config.name
-        stage = MaploadStage(self, stage_id(name), config=config)
+        smoke = name in self.config.smoke_test_after
+        stage = MaploadStage(
+            self, stage_id(name), config=config, smoke_test_from=self.config.account if smoke else None
+        )
         self.stages[name] = stage
         pre: list[pipelines.Step] = []
         post: list[pipelines.Step] = []
@@ -97,23 +98,27 @@ class PipelineStack(cdk.Stack):
             )
             self.approvals[name] = approval
             pre.append(approval)
-        if name in self.config.smoke_test_after:
-            smoke = self._smoke_test(name, *target, source=source, data_key=config.data.data_key)
-            self.smoke_tests[name] = smoke
-            post.append(smoke)
+        if smoke:
+            step = self._smoke_test(name, *target, source=source)
+            self.smoke_tests[name] = step
+            post.append(step)
         self.pipeline.add_stage(stage, pre=pre, post=post)
 
     def _smoke_test(
-        self,
-        env_name: str,
-        account: str,
-        region: str,
-        *,
-        source: pipelines.IFileSetProducer,
-        data_key: str | None = None,
+        self, env_name: str, account: str, region: str, *, source: pipelines.IFileSetProducer
     ) -> pipelines.CodeBuildStep:
-        """Upload a small sample, run it with `mapload start`, fail unless SUCCEEDED and reconciled."""
-        statements = _smoke_test_statements(f"arn:{self.partition}", env_name, account, region, data_key)
+        """Upload a small sample, run it with `mapload start`, fail unless SUCCEEDED and reconciled:
+        as the role the tested stage created (stacks/smoke_test.py), whichever account it is in."""
+        target = role_arn(self.partition, account, smoke_role_name(env_name, region))
+        build_role = iam.Role(
+            # Under the pipeline: its CDK-added grants get the pipeline's acknowledgements below.
+            self.pipeline,
+            f"SmokeTest{env_name.capitalize()}Role",
+            # Fixed: the tested stage's role trusts exactly this ARN (stacks/smoke_test.py).
+            role_name=smoke_build_role_name(env_name, region),
+            assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"),
+            description=f"mapload pipeline: the {env_name} smoke test's build (assumes {target})",
+        )
         return pipelines.CodeBuildStep(
             f"SmokeTest{env_name.capitalize()}",
             # The repository at the deployed commit: the mapload command and the example spec.
@@ -123,14 +128,22 @@ class PipelineStack(cdk.Stack):
                 ".venv/bin/pip install --quiet -r runtime/requirements.txt -c constraints.txt",
                 ".venv/bin/pip install --quiet --no-deps -e .",
             ],
+            env={SMOKE_ROLE_VARIABLE: target},
             commands=[
                 f".venv/bin/mapload sample smoke.csv --rows {self.config.smoke_test_rows}",
+                # A profile that assumes the tested environment's role from CodeBuild's credentials
+                # (the AWS SDKs refresh it; no keys in the build's environment or logs).
+                f'aws configure set profile.{SMOKE_PROFILE}.role_arn "${SMOKE_ROLE_VARIABLE}"',
+                f"aws configure set profile.{SMOKE_PROFILE}.credential_source EcsContainer",
                 # Exits non-zero unless the execution SUCCEEDED and read == written + skipped + rejected.
-                f".venv/bin/mapload start --env {env_name} --region {region} smoke.csv "
-                f"--key-prefix {SMOKE_PREFIX} --spec examples/postcodes.spec.json "
+                f"AWS_PROFILE={SMOKE_PROFILE} .venv/bin/mapload start --env {env_name} --region {region} "
+                f"smoke.csv --key-prefix {SMOKE_PREFIX} --spec examples/postcodes.spec.json "
                 "--report smoke-report.json --no-progress",
             ],
-            role_policy_statements=statements,
+            role=build_role,
+            role_policy_statements=[
+                iam.PolicyStatement(sid="AssumeSmokeTestRole", actions=["sts:AssumeRole"], resources=[target])
+            ],
             build_environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE),
             timeout=cdk.Duration.minutes(30),
         )
@@ -188,68 +201,6 @@ def _synth_step(source: pipelines.IFileSetProducer) -> pipelines.ShellStep:
     )
 
 
-def _smoke_test_statements(
-    arn: str, env_name: str, account: str, region: str, data_key: str | None
-) -> list[iam.PolicyStatement]:
-    """What the smoke test does in the tested environment: read its stacks' outputs, upload a
-    sample, start and watch an execution, read its report (through the data key if one is set)."""
-    stack_prefix = stage_id(env_name)
-    bucket_prefix = f"{stack_prefix}-{DATA_STACK_ID}-".lower()
-    machine = f"{STATE_MACHINE_LOGICAL_PREFIX}*"
-    statements = [
-        iam.PolicyStatement(
-            sid="ReadStackOutputs",
-            actions=["cloudformation:DescribeStacks"],
-            resources=[
-                f"{arn}:cloudformation:{region}:{account}:stack/{stack_prefix}-{stack_id}/*"
-                for stack_id in (DATA_STACK_ID, LOADER_STACK_ID)
-            ],
-        ),
-        iam.PolicyStatement(
-            sid="UploadSample",
-            actions=["s3:PutObject"],
-            resources=[f"{arn}:s3:::{bucket_prefix}*/{SMOKE_PREFIX}*"],
-        ),
-        iam.PolicyStatement(
-            sid="ReadReport",
-            actions=["s3:GetObject"],
-            resources=[f"{arn}:s3:::{bucket_prefix}*/jobs/*"],
-        ),
-        iam.PolicyStatement(
-            sid="StartExecution",
-            actions=["states:StartExecution"],
-            resources=[f"{arn}:states:{region}:{account}:stateMachine:{machine}"],
-        ),
-        iam.PolicyStatement(
-            sid="WatchExecution",
-            actions=["states:DescribeExecution", "states:ListMapRuns"],
-            resources=[f"{arn}:states:{region}:{account}:execution:{machine}:*"],
-        ),
-        iam.PolicyStatement(
-            sid="WatchMapRun",
-            actions=["states:DescribeMapRun"],
-            resources=[f"{arn}:states:{region}:{account}:mapRun:{machine}/*"],
-        ),
-    ]
-    if data_key is not None:
-        # The sample and the report are SSE-KMS objects under the environment's data key. A key
-        # the Data stack creates has a generated id: any key of the account and region, but only
-        # through S3 and only for the environment's buckets (the encryption context names them).
-        key = data_key if data_key != DATA_KEY_CREATE else f"{arn}:kms:{region}:{account}:key/*"
-        statements.append(
-            iam.PolicyStatement(
-                sid="UseDataKey",
-                actions=list(KEY_WRITE),
-                resources=[key],
-                conditions={
-                    "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"},
-                    "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"{arn}:s3:::{bucket_prefix}*"},
-                },
-            )
-        )
-    return statements
-
-
 _ACCOUNT_ARN = r"Resource::arn:[a-z*-]+:{service}:[a-z0-9-]*:\d{{12}}:"
 _WILDCARD_REASONS: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
     (re.compile(pattern), reason)
@@ -282,27 +233,6 @@ _WILDCARD_REASONS: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
             "cloudformation:DescribeStacks and s3:ListBucket (self-mutation) and codebuild "
             "StartBuild/BatchGetBuilds/StopBuild (asset publishing) as CDK Pipelines grants them; "
             "the publishing projects are created after the role, so it cannot name them.",
-        ),
-        (
-            _ACCOUNT_ARN.format(service="cloudformation") + r"stack/Mapload-[a-z0-9]+-(Data|Loader)/\*",
-            "Smoke test: DescribeStacks on the tested environment's two stacks (any stack id).",
-        ),
-        (
-            r"Resource::arn:[a-z-]+:s3:::mapload-[a-z0-9]+-data-\*/(smoke|jobs)/\*",
-            "Smoke test: PutObject of its sample under smoke/ and GetObject of its report under "
-            "jobs/, in the buckets CloudFormation names after the environment's Data stack.",
-        ),
-        (
-            _ACCOUNT_ARN.format(service="kms") + r"key/\*",
-            "Smoke test: the environment's data key when the Data stack creates it (its id is "
-            "generated), only via S3 and only for the environment's buckets (kms:EncryptionContext).",
-        ),
-        (
-            _ACCOUNT_ARN.format(service="states")
-            + r"(stateMachine:ShardedLoaderStateMachine\*|execution:ShardedLoaderStateMachine\*:\*"
-            + r"|mapRun:ShardedLoaderStateMachine\*/\*)",
-            "Smoke test: start and watch executions (and their map runs) of the loader's state "
-            "machine, whose name CloudFormation generates from its logical id.",
         ),
     )
 )

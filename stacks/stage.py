@@ -14,6 +14,7 @@ from stacks.data import DataStack
 from stacks.graph import GraphStack
 from stacks.loader import RETENTION_DAYS, LoaderStack
 from stacks.monitoring import LoaderMonitoring
+from stacks.smoke_test import SmokeTestAccess
 
 DATA_STACK_ID = "Data"
 LOADER_STACK_ID = "Loader"
@@ -34,6 +35,7 @@ class MaploadStage(cdk.Stage):
         construct_id: str,
         *,
         config: EnvironmentConfig,
+        smoke_test_from: str | None = None,
         **kwargs: Any,
     ) -> None:
         env = (
@@ -77,6 +79,27 @@ class MaploadStage(cdk.Stage):
             termination_protection=config.data.retain_data,
         )
         self.monitoring = self._monitoring(config)
+        # The role the pipeline's smoke test assumes here (`smoke_test_from`: the pipeline's
+        # account), in every account, the pipeline's own too: one path, least privilege.
+        self.smoke_test: SmokeTestAccess | None = None
+        if smoke_test_from is not None:
+            self.smoke_test = self._smoke_test(config, smoke_test_from)
+
+    def _smoke_test(self, config: EnvironmentConfig, pipeline_account: str) -> SmokeTestAccess:
+        assert config.region is not None, "a promoted environment names its region"
+        shared = self.loader.shared
+        return SmokeTestAccess(
+            self.loader,
+            "SmokeTest",
+            env_name=config.name,
+            region=config.region,
+            pipeline_account=pipeline_account,
+            stack_names=(self.data.stack_name, self.loader.stack_name),
+            source_bucket=shared.source_bucket,
+            staging_bucket=shared.staging_bucket,
+            state_machine=self.loader.loader.state_machine,
+            data_key=shared.key,
+        )
 
     def _monitoring(self, config: EnvironmentConfig) -> LoaderMonitoring:
         """Alarms and dashboard, in the Loader stack beside what they watch: no cross-stack

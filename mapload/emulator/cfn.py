@@ -46,6 +46,8 @@ class Resolver:
         self.refs: dict[str, str] = {}  # logical id -> physical id (Ref)
         self.attrs: dict[tuple[str, str], str] = {}  # (logical id, attribute) -> value
         self.exports: dict[str, Any] = {}
+        # (stack name, output id) -> value, for Fn::GetStackOutput (an error where it did not resolve).
+        self.outputs: dict[tuple[str, str], Any] = {}
         # Resources the emulator does not create (logical id -> type): a Ref to one fails.
         self.unsupported: dict[str, str] = {}
         self._pseudo = {
@@ -94,6 +96,8 @@ class Resolver:
                 if isinstance(self.exports[name], UnresolvedError):
                     raise UnresolvedError(f"Fn::ImportValue {name} at {where}: {self.exports[name]}")
                 return self.exports[name]
+            if fn == "Fn::GetStackOutput":
+                return self._stack_output(arg, where)
             if fn == "Fn::Sub":
                 return self._sub(arg, where)
             if fn in UNSUPPORTED_INTRINSICS:
@@ -113,6 +117,15 @@ class Resolver:
         if name not in self.refs:
             raise UnresolvedError(f"Ref {name} at {where}")
         return self.refs[name]
+
+    def _stack_output(self, arg: Mapping[str, Any], where: str) -> Any:
+        """Fn::GetStackOutput of a stack this run provisioned (same region, no role)."""
+        key = (str(self._resolve(arg["StackName"], where)), str(self._resolve(arg["OutputName"], where)))
+        if key not in self.outputs:
+            raise UnresolvedError(f"Fn::GetStackOutput {key[0]}.{key[1]} at {where}")
+        if isinstance(self.outputs[key], UnresolvedError):
+            raise UnresolvedError(f"Fn::GetStackOutput {key[0]}.{key[1]} at {where}: {self.outputs[key]}")
+        return self.outputs[key]
 
     def _list(self, value: Any, where: str) -> list[Any]:
         resolved = self._resolve(value, where)

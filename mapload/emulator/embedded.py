@@ -289,11 +289,15 @@ class Emulator:
     @staticmethod
     def _imports_ready(template: Mapping[str, Any], resolver: Resolver) -> bool:
         needed: list[str] = []
+        outputs: list[tuple[str, str]] = []
 
         def walk(value: Any) -> None:
             if isinstance(value, Mapping):
                 if "Fn::ImportValue" in value and isinstance(value["Fn::ImportValue"], str):
                     needed.append(value["Fn::ImportValue"])
+                if isinstance(value.get("Fn::GetStackOutput"), Mapping):
+                    read = value["Fn::GetStackOutput"]
+                    outputs.append((str(read["StackName"]), str(read["OutputName"])))
                 for v in value.values():
                     walk(v)
             elif isinstance(value, list):
@@ -301,7 +305,9 @@ class Emulator:
                     walk(v)
 
         walk(template.get("Resources", {}))
-        return all(name in resolver.exports for name in needed)
+        return all(name in resolver.exports for name in needed) and all(
+            key in resolver.outputs for key in outputs
+        )
 
     def _provision_stack(self, stack: StackTemplate, resolver: Resolver, role_arn: str) -> None:
         resources: dict[str, Any] = stack.template.get("Resources", {})
@@ -419,6 +425,7 @@ class Emulator:
                 self.deployment.outputs[f"{stack.name}.{name}"] = value
             except UnresolvedError as error:
                 value = self.deployment.unresolved[f"{stack.name}.{name}"] = error
+            resolver.outputs[(stack.name, name)] = value
             export = output.get("Export", {}).get("Name")
             if export:
                 resolver.exports[resolver.resolve(export, f"{stack.name}.Outputs.{name}.Export")] = value

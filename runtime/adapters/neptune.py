@@ -19,12 +19,15 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
 from logic import graph_load
-from logic.errors import GraphLoaderBusyError, GraphLoaderError
+from logic.errors import GraphLoaderAccessDeniedError, GraphLoaderBusyError, GraphLoaderError
 from logic.retry import backoff_delays
 
 SERVICE = "neptune-db"
 # Answers worth another try: throttling, a busy or restarting server, the load queue being full.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# IAM authentication refused the request: not retried here (Neptune may take up to 10 minutes
+# to apply an IAM change; the state machine waits between attempts, a Lambda never sleeps).
+ACCESS_DENIED = 403
 RETRY_CODES = frozenset({"ThrottlingException", "TooManyRequestsException", "TimeLimitExceededException"})
 LOADER = "Neptune loader"
 OPENCYPHER = "Neptune openCypher"
@@ -201,6 +204,9 @@ class LoaderClient:
                 cause = graph_load.access_cause(message) if api == LOADER else None
                 if cause is not None:
                     raise GraphLoaderError(f"{api} {what} failed: {cause} ({last})", status, code) from None
+                if status == ACCESS_DENIED:
+                    refused = f"{api} {what} refused: {last}"
+                    raise GraphLoaderAccessDeniedError(refused, status, code) from None
                 busy = api == LOADER and _too_many_loads(status, message)
                 if not (status in RETRY_STATUSES or code in RETRY_CODES or busy):
                     raise GraphLoaderError(f"{api} {what} refused: {last}", status, code) from None

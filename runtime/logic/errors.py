@@ -93,6 +93,12 @@ class GraphLoaderBusyError(GraphLoaderError):
     """The loader stayed throttled, unavailable or at its concurrent-load limit through every retry."""
 
 
+class GraphLoaderAccessDeniedError(GraphLoaderError):
+    """The loader answered HTTP 403: the function's neptune-db grant does not hold (yet). Neptune
+    applies IAM changes within up to 10 minutes, so right after a deploy the state machine retries
+    this a bounded number of times (stacks/graph_load.py GRAPH_IAM_RETRY_*) before it fails."""
+
+
 class GraphLoadFailedError(MaploadError):
     """The Neptune bulk load ended in a status other than LOAD_COMPLETED (or than LOAD_FAILED for
     the dangling edges the endpoint check tolerated alone)."""

@@ -73,3 +73,18 @@ def test_an_import_of_an_unresolved_export_raises_with_the_reason(resolver: Reso
     resolver.exports["Stack:Dashboard"] = UnresolvedError("Ref Dashboard at Outputs.Name: a dashboard")
     with pytest.raises(UnresolvedError, match=r"Fn::ImportValue Stack:Dashboard at \$: Ref Dashboard"):
         resolver.resolve({"Fn::ImportValue": "Stack:Dashboard"})
+
+
+def test_a_stack_output_read_resolves_to_what_the_producer_recorded(resolver: Resolver) -> None:
+    # The consumers read the Data and Graph stacks' outputs with Fn::GetStackOutput (no import an
+    # export in use would pin); CDK's own references add the Region.
+    resolver.outputs[("Mapload-local-Data", "TableName")] = "mapload-local-Table"
+    read = {"Fn::GetStackOutput": {"StackName": "Mapload-local-Data", "OutputName": "TableName"}}
+    assert resolver.resolve(read) == "mapload-local-Table"
+    regional = {"Fn::GetStackOutput": {**read["Fn::GetStackOutput"], "Region": {"Ref": "AWS::Region"}}}
+    assert resolver.resolve(regional) == "mapload-local-Table"
+    with pytest.raises(UnresolvedError, match=r"Fn::GetStackOutput Mapload-local-Data\.Nothing at \$"):
+        resolver.resolve({"Fn::GetStackOutput": {"StackName": "Mapload-local-Data", "OutputName": "Nothing"}})
+    resolver.outputs[("Mapload-local-Graph", "Vpc")] = UnresolvedError("Ref Vpc at Outputs.Vpc")
+    with pytest.raises(UnresolvedError, match=r"Fn::GetStackOutput Mapload-local-Graph\.Vpc at \$: Ref Vpc"):
+        resolver.resolve({"Fn::GetStackOutput": {"StackName": "Mapload-local-Graph", "OutputName": "Vpc"}})

@@ -95,6 +95,22 @@ def output_target(template: Mapping[str, Any], output: str) -> str:
     return str(value["Fn::GetAtt"][0])
 
 
+def stack_output(stack_name: str, output_id: str) -> dict[str, Any]:
+    """How a consuming stack reads another's output (Fn::GetStackOutput, never an import)."""
+    return {"Fn::GetStackOutput": {"StackName": stack_name, "OutputName": output_id}}
+
+
+def outputs_read(node: Any) -> set[tuple[str, str]]:
+    """Every (stack name, output id) a template reads with Fn::GetStackOutput."""
+    if isinstance(node, Mapping):
+        read = node.get("Fn::GetStackOutput")
+        found = {(str(read["StackName"]), str(read["OutputName"]))} if isinstance(read, Mapping) else set()
+        return found.union(*(outputs_read(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(outputs_read(value) for value in node))
+    return set()
+
+
 def flat(value: Any) -> str:
     """A CloudFormation value as one string with readable placeholders for intrinsics."""
     if isinstance(value, str):
@@ -111,6 +127,9 @@ def flat(value: Any) -> str:
             return "${GetAtt:" + ".".join(value["Fn::GetAtt"]) + "}"
         if "Fn::ImportValue" in value:
             return "${Import:" + flat(value["Fn::ImportValue"]) + "}"
+        if "Fn::GetStackOutput" in value:
+            read = value["Fn::GetStackOutput"]
+            return "${Output:" + flat(read["StackName"]) + ":" + flat(read["OutputName"]) + "}"
     return json.dumps(value, sort_keys=True)
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from tests.infra.support import Synth, output_target, resources
+from tests.infra.support import Synth, output_target, outputs_read, resources
 
 pytestmark = pytest.mark.infra
 
@@ -188,25 +187,21 @@ def test_cdk_destroy_of_dev_deletes_every_bucket_even_holding_objects(dev: Synth
             assert cluster["Properties"]["DeletionProtection"] is False
 
 
-def test_every_stack_importing_an_export_depends_on_its_exporter(dev: Synth) -> None:
-    # `cdk destroy 'Mapload-dev/*'` deletes importers before exporters, so no export is in use
-    # when its stack goes.
+def test_every_stack_reading_another_stacks_outputs_depends_on_it(dev: Synth) -> None:
+    # Deploys run producers first (the consumer reads their outputs at its deploy), and `cdk
+    # destroy 'Mapload-dev/*'` deletes consumers first. Nothing imports an export: an export in
+    # use could neither change nor go (tests/infra/test_exports.py).
     stacks = [s for s in (dev.stage.data, dev.stage.graph, dev.stage.loader) if s is not None]
-    exporters = {
-        output["Export"]["Name"]: stack.node.path
-        for stack in stacks
-        for output in Template.from_stack(stack).to_json().get("Outputs", {}).values()
-        if isinstance(output.get("Export", {}).get("Name"), str)
-    }
+    by_name = {stack.stack_name: stack for stack in stacks}
     for stack in stacks:
-        imported = re.findall(
-            r'"Fn::ImportValue": "([^"]+)"', json.dumps(Template.from_stack(stack).to_json())
-        )
+        template = Template.from_stack(stack).to_json()
+        assert "Fn::ImportValue" not in json.dumps(template), stack.node.path
+        read = outputs_read(template)
         depends_on = {dependency.node.path for dependency in stack.dependencies}
-        for name in imported:
-            if name in exporters:
-                assert exporters[name] in depends_on, (stack.node.path, name)
-        assert bool(imported) == (stack is not dev.stage.data), stack.node.path
+        for producer, output in read:
+            assert output in Template.from_stack(by_name[producer]).to_json()["Outputs"], (producer, output)
+            assert by_name[producer].node.path in depends_on, (stack.node.path, producer)
+        assert bool(read) == (stack is not dev.stage.data), stack.node.path
 
 
 def test_prod_buckets_are_never_emptied_by_cdk(prod: Synth) -> None:

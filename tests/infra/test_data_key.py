@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,21 @@ import app as app_module
 from stacks.config import MaploadConfigError, load_environment
 from stacks.loader import HANDLER_INDEX
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
-from tests.infra.support import DATA_KEY_ARN, Synth, cfn_lint, flat, only, output_target, resources
+from tests.infra.support import (
+    DATA_KEY_ARN,
+    Synth,
+    cfn_lint,
+    flat,
+    only,
+    output_target,
+    outputs_read,
+    resources,
+    stack_output,
+)
 
 pytestmark = pytest.mark.infra
 
-CREATED_KEY_REF = {"Fn::ImportValue": "Mapload-dev-Data:DataKeyArn"}
+CREATED_KEY_REF = stack_output("Mapload-dev-Data", "DataKeyArn")
 READ = ["kms:Decrypt"]
 WRITE = ["kms:Decrypt", "kms:GenerateDataKey"]
 # What each principal may do with the key, by the service it goes through (kms:ViaService).
@@ -83,7 +94,10 @@ def key_grants(template: dict[str, Any], role: str, key: Any) -> dict[str, list[
                 continue
             assert statement["Resource"] == key, statement
             via = flat(statement["Condition"]["StringEquals"]["kms:ViaService"])
-            assert via.endswith(".${Ref:AWS::Region}.amazonaws.com"), via
+            # The stack's region: a token, or the name an environment with a region gives it.
+            assert re.fullmatch(
+                r"[a-z0-9]+\.(\$\{Ref:AWS::Region\}|[a-z]{2}(-[a-z]+)+-[0-9])\.amazonaws\.com", via
+            ), via
             service = via.split(".", 1)[0]
             assert service not in found, (role, service)
             found[service] = sorted(actions)
@@ -263,12 +277,13 @@ def test_the_data_stack_exports_the_key_arn_by_name_and_consumers_use_no_generat
         assert not output_id.startswith("ExportsOutput"), output_id
         if "Export" in output:
             assert output["Export"]["Name"] == f"Mapload-dev-Data:{output_id}"
-    imported = {name for template in all_templates(synth).values() for name in import_names(template)}
-    data_imports = {i for i in imported if i.startswith("Mapload-dev-Data:")}
-    assert data_imports <= {f"Mapload-dev-Data:{output_id}" for output_id in outputs}
-    # A created key reaches the consumers through its export; a configured ARN is used as it is,
-    # so changing it never meets an export in use.
-    assert ("Mapload-dev-Data:DataKeyArn" in data_imports) is (name == "data_key_created")
+    # The consumers import nothing: they read the Data stack's outputs (Fn::GetStackOutput).
+    assert not {name for template in all_templates(synth).values() for name in import_names(template)}
+    read = {pair for template in all_templates(synth).values() for pair in outputs_read(template)}
+    data_reads = {output for stack, output in read if stack == "Mapload-dev-Data"}
+    assert data_reads <= set(outputs)
+    # A created key reaches the consumers through its output; a configured ARN is used as it is.
+    assert ("DataKeyArn" in data_reads) is (name == "data_key_created")
 
 
 # -- log groups -------------------------------------------------------------------------------
@@ -306,6 +321,21 @@ def test_each_principal_gets_the_key_only_for_what_it_does_and_only_via_s3_or_dy
     # the Neptune loader reads staged files.
     assert key_grants(loader, state_machine_role(loader), key) == {"s3": WRITE}
     assert key_grants(graph, neptune_loader_role(graph), key) == {"s3": READ}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_the_neptune_cluster_stores_its_data_under_the_key(name: str, request: pytest.FixtureRequest) -> None:
+    synth: Synth = request.getfixturevalue(name)
+    assert synth.graph is not None
+    props = only(resources(synth.graph.to_json(), "AWS::Neptune::DBCluster"))["Properties"]
+    assert props["StorageEncrypted"] is True
+    assert props["KmsKeyId"] == key_ref(name)
+
+
+def test_without_a_key_the_cluster_uses_neptunes_aws_managed_key(dev: Synth) -> None:
+    assert dev.graph is not None
+    props = only(resources(dev.graph.to_json(), "AWS::Neptune::DBCluster"))["Properties"]
+    assert props["StorageEncrypted"] is True and "KmsKeyId" not in props
 
 
 def test_no_key_grants_without_a_key(dev: Synth) -> None:
@@ -346,10 +376,10 @@ def test_cfn_lint_passes(name: str, request: pytest.FixtureRequest) -> None:
 
 
 @pytest.mark.xdist_group("pipeline")
-def test_the_smoke_test_may_use_the_environments_key_via_s3_for_its_buckets_only(
+def test_the_smoke_test_role_may_use_the_environments_key_via_s3_only(
     cdk_json: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    from tests.infra.test_pipeline import PIPELINE_ACCOUNT, PIPELINE_BLOCK, REGION, mapload_block
+    from tests.infra.test_pipeline import PIPELINE_BLOCK, mapload_block
 
     block = mapload_block(cdk_json, {**PIPELINE_BLOCK, "smoke_test_after": ["dev", "staging"]})
     block = copy.deepcopy(block)
@@ -358,27 +388,15 @@ def test_the_smoke_test_may_use_the_environments_key_via_s3_for_its_buckets_only
     built = app_module.build_app(
         {"mapload": block, "pipeline": "true"}, outdir=str(tmp_path_factory.mktemp("pipeline_key"))
     )
-    built.synth()  # cdk-nag: the key/* of a created key is acknowledged with its reason
+    built.synth()  # cdk-nag
     stack = built.node.find_child(PIPELINE_STACK_ID)
     assert isinstance(stack, PipelineStack)
-    template = Template.from_stack(stack).to_json()
-    statements = [
-        statement
-        for policy in resources(template, "AWS::IAM::Policy").values()
-        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        if statement.get("Sid") == "UseDataKey"
-    ]
-    # One per smoke test (dev, staging), told apart by the buckets its encryption context names.
-    found = {
-        statement["Condition"]["StringLike"]["kms:EncryptionContext:aws:s3:arn"].split("-")[1]: statement
-        for statement in statements
-    }
-    assert len(statements) == 2 and set(found) == {"dev", "staging"}
-    for env, statement in found.items():
-        assert statement["Action"] == WRITE
-        assert statement["Condition"] == {
-            "StringEquals": {"kms:ViaService": f"s3.{REGION}.amazonaws.com"},
-            "StringLike": {"kms:EncryptionContext:aws:s3:arn": f"arn:aws:s3:::mapload-{env}-data-*"},
-        }
-    assert found["dev"]["Resource"] == DATA_KEY_ARN
-    assert found["staging"]["Resource"] == f"arn:aws:kms:{REGION}:{PIPELINE_ACCOUNT}:key/*"
+    # The key is the tested environment's own: its role (in that stage) holds the grant, by the
+    # configured ARN or the Data stack's export; the pipeline's build roles hold none.
+    expected = {"dev": DATA_KEY_ARN, "staging": stack_output("Mapload-staging-Data", "DataKeyArn")}
+    for env, key in expected.items():
+        loader = Template.from_stack(stack.stages[env].loader).to_json()
+        (role,) = [k for k in resources(loader, "AWS::IAM::Role") if "SmokeTest" in k]
+        assert key_grants(loader, role, key) == {"s3": WRITE}, env
+    pipeline = json.dumps(Template.from_stack(stack).to_json())
+    assert DATA_KEY_ARN not in pipeline and "Mapload-staging-Data:DataKeyArn" not in pipeline

@@ -12,7 +12,7 @@ import pytest
 
 from logic import compression, layout
 from stacks.data import STAGING_GRAPH_EDGE_FILES, STAGING_GRAPH_ID_FILES, STAGING_REPORTS
-from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources
+from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources, synthesize
 from tests.infra.test_state_machine import (
     LAMBDA_ERRORS,
     THROTTLE_RETRIER,
@@ -24,8 +24,8 @@ from tests.infra.test_state_machine import (
 
 pytestmark = pytest.mark.infra
 
-GRAPH_IMPORT = "${Import:Mapload-dev-Graph:"
-STAGING_ARN = "${Import:Mapload-dev-Data:StagingBucketArn}"
+GRAPH_IMPORT = "${Output:Mapload-dev-Graph:"
+STAGING_ARN = "${Output:Mapload-dev-Data:StagingBucketArn}"
 
 
 def graph_json(synth: Synth) -> dict[str, Any]:
@@ -67,6 +67,47 @@ def test_vpc_has_isolated_subnets_in_two_azs_and_gateway_endpoints(dev: Synth) -
     assert len(endpoints["s3"]["RouteTableIds"]) == 2
     flow = only(resources(template, "AWS::EC2::FlowLog"))["Properties"]
     assert flow["ResourceType"] == "VPC"
+
+
+def test_by_default_the_subnets_are_in_the_regions_first_two_azs_picked_at_deploy(dev: Synth) -> None:
+    zones = sorted(
+        json.dumps(s["Properties"]["AvailabilityZone"], sort_keys=True)
+        for s in resources(graph_json(dev), "AWS::EC2::Subnet").values()
+    )
+    assert zones == [json.dumps({"Fn::Select": [i, {"Fn::GetAZs": ""}]}, sort_keys=True) for i in (0, 1)]
+
+
+ZONES = ("eu-west-2a", "eu-west-2c")
+
+
+@pytest.fixture(scope="module")
+def chosen_zones(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    context = {"env": "dev", "mapload:graph_availability_zones": ",".join(ZONES)}
+    return synthesize(context, tmp_path_factory.mktemp("zones"))
+
+
+def test_the_subnets_azs_are_a_setting_and_the_graph_functions_run_in_them(chosen_zones: Synth) -> None:
+    # Lambda refuses some AZ ids in some regions (a function's VPC subnet there fails to create):
+    # graph_availability_zones picks the VPC's AZs; the cluster and the functions use its subnets.
+    subnets = resources(graph_json(chosen_zones), "AWS::EC2::Subnet")
+    assert sorted(s["Properties"]["AvailabilityZone"] for s in subnets.values()) == list(ZONES)
+    subnet_group = only(resources(graph_json(chosen_zones), "AWS::Neptune::DBSubnetGroup"))
+    assert len(subnet_group["Properties"]["SubnetIds"]) == len(ZONES)
+    _, start = loader_function(chosen_zones, "start_graph_load")
+    assert len(start["Properties"]["VpcConfig"]["SubnetIds"]) == len(ZONES)
+
+
+def test_the_azs_setting_is_refused_unless_two_or_more_distinct_zones_of_the_region() -> None:
+    from stacks.config import MaploadConfigError, load_environment
+
+    block = {"environments": {"dev": {"region": "eu-west-2"}}}
+    assert load_environment(block, "dev").graph.availability_zones == ()  # type: ignore[union-attr]
+    chosen = load_environment(block, "dev", {"graph_availability_zones": "eu-west-2b, eu-west-2c"})
+    assert chosen.graph.availability_zones == ("eu-west-2b", "eu-west-2c")  # type: ignore[union-attr]
+    for zones in ("eu-west-2a", "eu-west-2a,eu-west-2a", "us-east-1a,us-east-1b", "euw2-az1,euw2-az2"):
+        with pytest.raises(MaploadConfigError) as caught:
+            load_environment(block, "dev", {"graph_availability_zones": zones})
+        assert "graph_availability_zones" in caught.value.field, caught.value
 
 
 def test_cluster_is_iam_authenticated_encrypted_backed_up_and_audited(dev: Synth) -> None:
@@ -112,8 +153,14 @@ def test_loader_role_is_trusted_by_rds_reads_only_the_graph_prefix_and_is_associ
         ("s3:GetObject", f"{STAGING_ARN}/jobs/*/graph/*"),
         ("s3:ListBucket", STAGING_ARN),
     }
+    # Neptune's documentation (checked 2026-12-02): the loader role needs "Read and List access to
+    # the bucket" (User Guide, "Using the Amazon Neptune bulk loader to ingest data", step 2), and
+    # Neptune's S3 policies state "s3:ListBucket: Required to verify bucket existence and list
+    # contents" on the bucket ARN. Checking that a bucket exists (HeadBucket) is a ListBucket with
+    # no prefix, which an s3:prefix condition refuses: the listing is unconditioned. No page asks
+    # for s3:GetBucketLocation (the load request names the region), so it is not granted.
     listing = next(s for s in statements if s["Action"] == "s3:ListBucket")
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["jobs/*"]}}
+    assert "Condition" not in listing
     assert cluster(dev)["Properties"]["AssociatedRoles"] == [{"RoleArn": {"Fn::GetAtt": [logical, "Arn"]}}]
 
 
@@ -304,8 +351,17 @@ def test_start_wait_poll_choice_loop(dev: Synth) -> None:
     assert start["Next"] == "PollGraphLoad"
     # A full loader queue (64 loads) waits for hours, 5 minutes apart at most, not ~1.5 minutes.
     busy = {**retrier(["GraphLoaderBusyError"], 60), "MaxDelaySeconds": 300}
-    assert start["Retry"] == [*lambda_retriers(), busy]
+    # Neptune applies IAM changes within up to 10 minutes: a 403 right after a deploy is retried,
+    # a minute apart, for more than 10 minutes and no longer (then it is a real misconfiguration).
+    iam_pending = {
+        "ErrorEquals": ["GraphLoaderAccessDeniedError"],
+        "IntervalSeconds": 60,
+        "MaxAttempts": 11,
+        "BackoffRate": 1,
+    }
+    assert start["Retry"] == [*lambda_retriers(), busy, iam_pending]
     assert longest_wait_seconds(busy) >= 4 * 3600
+    assert 600 < iam_pending["IntervalSeconds"] * iam_pending["MaxAttempts"] <= 900
     catch = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.graphError", "Next": "GraphLoadError"}]
     assert start["Catch"] == catch
     # Wait seconds come from the last poll: graph.pollSeconds, growing with the load's age
@@ -388,7 +444,7 @@ def test_settings_page_lists_every_graph_setting() -> None:
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "SETTINGS.md").read_text()
     names = [name for name in SETTING_NAMES if name.startswith("graph_")]
-    assert len(names) == 7
+    assert len(names) == 8
     for name in names:
         assert f"`{name}`" in text, name
 

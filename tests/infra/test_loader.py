@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from stacks.loader_functions import STATE_MACHINE_NAME_PREFIX
 from stacks.pipeline import STATE_MACHINE_LOGICAL_PREFIX
-from tests.infra.support import Synth, grants, output_target, policy_statements, resources
+from tests.infra.support import (
+    Synth,
+    grants,
+    output_target,
+    outputs_read,
+    policy_statements,
+    resources,
+    stack_output,
+)
 
 pytestmark = pytest.mark.infra
 
@@ -43,12 +52,12 @@ HANDLERS = {
     "Finalize": "handlers.finalize.lambda_handler",
 }
 DATA = "Mapload-dev-Data"
-STAGING_JOBS = "${Import:" + DATA + ":StagingBucketArn}/jobs/*"
-STAGING_PREPARED = "${Import:" + DATA + ":StagingBucketArn}/prepared/*"
-SOURCE_BUCKET = "${Import:" + DATA + ":SourceBucketArn}"
+STAGING_JOBS = "${Output:" + DATA + ":StagingBucketArn}/jobs/*"
+STAGING_PREPARED = "${Output:" + DATA + ":StagingBucketArn}/prepared/*"
+SOURCE_BUCKET = "${Output:" + DATA + ":SourceBucketArn}"
 TABLE_ARN = "arn:${Ref:AWS::Partition}:dynamodb:${Ref:AWS::Region}:${Ref:AWS::AccountId}:table/"
-LEDGER = TABLE_ARN + "${Import:" + DATA + ":LedgerTableName}"
-TARGET = TABLE_ARN + "${Import:" + DATA + ":TableName}"
+LEDGER = TABLE_ARN + "${Output:" + DATA + ":LedgerTableName}"
+TARGET = TABLE_ARN + "${Output:" + DATA + ":TableName}"
 EXECUTIONS = (
     "arn:${Ref:AWS::Partition}:states:${Ref:AWS::Region}:${Ref:AWS::AccountId}:execution:"
     + STATE_MACHINE_NAME_PREFIX
@@ -108,10 +117,10 @@ def test_environment_variable_names_are_exactly_the_contract(dev: Synth) -> None
 
 def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> None:
     plan = function(dev, "Plan")[1]["Properties"]["Environment"]["Variables"]
-    assert plan["SOURCE_BUCKETS"] == {"Fn::ImportValue": f"{DATA}:SourceBucketName"}
-    assert plan["STAGING_BUCKET"] == {"Fn::ImportValue": f"{DATA}:StagingBucketName"}
-    assert plan["LEDGER_TABLE"] == {"Fn::ImportValue": f"{DATA}:LedgerTableName"}
-    assert plan["TABLE_NAME"] == {"Fn::ImportValue": f"{DATA}:TableName"}
+    assert plan["SOURCE_BUCKETS"] == stack_output(DATA, "SourceBucketName")
+    assert plan["STAGING_BUCKET"] == stack_output(DATA, "StagingBucketName")
+    assert plan["LEDGER_TABLE"] == stack_output(DATA, "LedgerTableName")
+    assert plan["TABLE_NAME"] == stack_output(DATA, "TableName")
     assert plan["TABLE_KEY"] == '{"pk": "S", "sk": "S"}'
     assert plan["MAX_CONCURRENCY_CAP"] == "100"
     assert plan["LEDGER_TTL_DAYS"] == "30"
@@ -119,15 +128,12 @@ def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> N
     assert plan["WORKER_MEMORY_MIB"] == str(function(dev, "Worker")[1]["Properties"]["MemorySize"]) == "1024"
     worker = function(dev, "Worker")[1]["Properties"]["Environment"]["Variables"]
     assert worker["WRITE_CONCURRENCY"] == "8"
-    # Every exported name the Loader imports is one the Data stack exports.
-    exports = {o["Export"]["Name"] for o in dev.data_json["Outputs"].values() if "Export" in o}
-    imports = {
-        value["Fn::ImportValue"]
-        for name in HANDLERS
-        for value in function(dev, name)[1]["Properties"]["Environment"]["Variables"].values()
-        if isinstance(value, dict) and "Fn::ImportValue" in value
-    }
-    assert imports <= exports
+    # Every Data output the functions read is one the Data stack has; nothing is imported.
+    variables = [function(dev, name)[1]["Properties"]["Environment"]["Variables"] for name in HANDLERS]
+    assert {output for stack, output in outputs_read(variables) if stack == DATA} <= set(
+        dev.data_json["Outputs"]
+    )
+    assert "Fn::ImportValue" not in json.dumps(variables)
 
 
 def test_each_function_logs_to_its_own_retained_log_group(dev: Synth) -> None:

@@ -20,13 +20,16 @@ from aws_cdk.assertions import Template
 import app as app_module
 from stacks.config import MaploadConfigError, load_pipeline
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
-from tests.infra.support import ROOT, only, resources
+from tests.infra.support import ROOT, only, resources, stack_output
 
 # One worker synthesizes the pipeline once (a module fixture would run once per xdist worker).
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("pipeline")]
 
 PIPELINE_ACCOUNT = "111111111111"
+# Staging in its own account: the case the smoke test must pass (promotion across accounts).
+STAGING_ACCOUNT = "222222222222"
 PROD_ACCOUNT = "333333333333"
+ACCOUNTS = {"dev": PIPELINE_ACCOUNT, "staging": STAGING_ACCOUNT, "prod": PROD_ACCOUNT}
 REGION = "eu-west-2"
 CONNECTION = (
     f"arn:aws:codeconnections:{REGION}:{PIPELINE_ACCOUNT}:connection/0a1b2c3d-1111-2222-3333-444455556666"
@@ -47,7 +50,7 @@ def mapload_block(cdk_json: dict[str, Any], pipeline: dict[str, Any] | None = No
         **(pipeline if pipeline is not None else PIPELINE_BLOCK),
     }
     for name, env in block["environments"].items():
-        env["account"] = PROD_ACCOUNT if name == "prod" else PIPELINE_ACCOUNT
+        env["account"] = ACCOUNTS[name]
         env["region"] = REGION
     return block
 
@@ -126,7 +129,11 @@ def test_prod_waits_for_a_manual_approval_before_anything_deploys(template: dict
 
 
 def test_each_environment_deploys_to_its_own_account(template: dict[str, Any]) -> None:
-    for name, account in (("Mapload-dev", PIPELINE_ACCOUNT), ("Mapload-prod", PROD_ACCOUNT)):
+    for name, account in (
+        ("Mapload-dev", PIPELINE_ACCOUNT),
+        ("Mapload-staging", STAGING_ACCOUNT),
+        ("Mapload-prod", PROD_ACCOUNT),
+    ):
         deploys = [a for a in stage(template, name) if a["ActionTypeId"]["Category"] == "Deploy"]
         stack_names = {a["Configuration"]["StackName"] for a in deploys}
         assert {f"{name}-Data", f"{name}-Loader"} <= stack_names
@@ -168,7 +175,9 @@ def test_smoke_test_runs_after_staging_deploys_and_runs_mapload_start(template: 
     spec = json.loads(project["Source"]["BuildSpec"])
     commands = " && ".join(spec["phases"]["build"]["commands"])
     assert "mapload sample smoke.csv --rows 2000" in commands
-    assert f"mapload start --env staging --region {REGION} smoke.csv --key-prefix smoke/" in commands
+    assert (
+        f".venv/bin/mapload start --env staging --region {REGION} smoke.csv --key-prefix smoke/" in commands
+    )
     assert "--spec examples/postcodes.spec.json" in commands
     assert project["Environment"]["PrivilegedMode"] is False
     assert Path(app_module.ROOT / "examples" / "postcodes.spec.json").is_file()
@@ -176,45 +185,118 @@ def test_smoke_test_runs_after_staging_deploys_and_runs_mapload_start(template: 
         assert "SmokeTest" not in json.dumps(stage(template, name)), name
 
 
-def test_smoke_test_may_only_touch_the_staging_environment(template: dict[str, Any]) -> None:
-    actions = stage(template, "Mapload-staging")
-    project_id = actions[-1]["Configuration"]["ProjectName"]["Ref"]
-    role_id = template["Resources"][project_id]["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
-    statements = [
+SMOKE_ROLE = f"arn:aws:iam::{STAGING_ACCOUNT}:role/mapload-staging-{REGION}-smoke"
+SMOKE_BUILD_ROLE = f"arn:aws:iam::{PIPELINE_ACCOUNT}:role/mapload-staging-{REGION}-smoke-build"
+
+
+def smoke_project(template: dict[str, Any]) -> dict[str, Any]:
+    project_id = stage(template, "Mapload-staging")[-1]["Configuration"]["ProjectName"]["Ref"]
+    return dict(template["Resources"][project_id]["Properties"])
+
+
+def role_statements(template: dict[str, Any], role_id: str) -> list[dict[str, Any]]:
+    return [
         statement
         for policy in resources(template, "AWS::IAM::Policy").values()
         if {"Ref": role_id} in policy["Properties"]["Roles"]
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
+
+
+def test_the_smoke_test_runs_mapload_start_as_the_role_the_staged_environment_created(
+    template: dict[str, Any],
+) -> None:
+    # CloudFormation and Step Functions have no resource policies: in staging's own account only
+    # a role of that account can DescribeStacks, StartExecution and DescribeExecution there.
+    project = smoke_project(template)
+    variables = {v["Name"]: v["Value"] for v in project["Environment"]["EnvironmentVariables"]}
+    assert flat_arn(variables["MAPLOAD_SMOKE_ROLE_ARN"]) == SMOKE_ROLE
+    commands = json.loads(project["Source"]["BuildSpec"])["phases"]["build"]["commands"]
+    assert 'aws configure set profile.mapload-smoke.role_arn "$MAPLOAD_SMOKE_ROLE_ARN"' in commands
+    assert "aws configure set profile.mapload-smoke.credential_source EcsContainer" in commands
+    (start,) = [c for c in commands if "mapload start" in c]
+    assert start.startswith("AWS_PROFILE=mapload-smoke .venv/bin/mapload start --env staging")
+    # The build role is the one the staged role trusts, and may only assume that role.
+    role_id = project["ServiceRole"]["Fn::GetAtt"][0]
+    assert template["Resources"][role_id]["Properties"]["RoleName"] == SMOKE_BUILD_ROLE.rsplit("/", 1)[1]
+    statements = role_statements(template, role_id)
     ours = {s["Sid"]: s for s in statements if "Sid" in s}
-    scope = f"{REGION}:{PIPELINE_ACCOUNT}"
-    assert {sid: (s["Action"], s["Resource"]) for sid, s in ours.items()} == {
-        "ReadStackOutputs": (
-            "cloudformation:DescribeStacks",
-            [
-                f"arn:aws:cloudformation:{scope}:stack/Mapload-staging-Data/*",
-                f"arn:aws:cloudformation:{scope}:stack/Mapload-staging-Loader/*",
-            ],
-        ),
-        "UploadSample": ("s3:PutObject", "arn:aws:s3:::mapload-staging-data-*/smoke/*"),
-        "ReadReport": ("s3:GetObject", "arn:aws:s3:::mapload-staging-data-*/jobs/*"),
-        "StartExecution": (
-            "states:StartExecution",
-            f"arn:aws:states:{scope}:stateMachine:ShardedLoaderStateMachine*",
-        ),
-        "WatchExecution": (
-            ["states:DescribeExecution", "states:ListMapRuns"],
-            f"arn:aws:states:{scope}:execution:ShardedLoaderStateMachine*:*",
-        ),
-        "WatchMapRun": (
-            "states:DescribeMapRun",
-            f"arn:aws:states:{scope}:mapRun:ShardedLoaderStateMachine*/*",
-        ),
+    assert {sid: (s["Action"], flat_arn(s["Resource"])) for sid, s in ours.items()} == {
+        "AssumeSmokeTestRole": ("sts:AssumeRole", SMOKE_ROLE)
     }
-    # Nothing else the role may do reaches the data: no DynamoDB, no deletes, no wildcards.
     actions_granted = json.dumps([s["Action"] for s in statements])
-    for forbidden in ("dynamodb:", "s3:Delete", "states:*", '"*"'):
+    # (Its other grants are CDK Pipelines': logs, reports, the artifact bucket and its key.)
+    for forbidden in ("cloudformation:", "states:", "dynamodb:"):
         assert forbidden not in actions_granted, forbidden
+
+
+def flat_arn(node: Any) -> str:
+    """An ARN built with the partition token, as text with `aws` in its place."""
+    if isinstance(node, dict) and "Fn::Join" in node:
+        return "".join(
+            "aws" if part == {"Ref": "AWS::Partition"} else flat_arn(part) for part in node["Fn::Join"][1]
+        )
+    assert isinstance(node, str), node
+    return node
+
+
+def test_the_staged_environment_creates_the_smoke_role_trusting_only_the_pipelines_build_role(
+    pipeline: PipelineStack,
+) -> None:
+    loader = Template.from_stack(pipeline.stages["staging"].loader).to_json()
+    (role_id, role) = only_item(
+        {k: v for k, v in resources(loader, "AWS::IAM::Role").items() if "SmokeTest" in k}
+    )
+    props = role["Properties"]
+    assert props["RoleName"] == SMOKE_ROLE.rsplit("/", 1)[1]
+    (trust,) = props["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Action"] == "sts:AssumeRole"
+    assert flat_arn(trust["Principal"]["AWS"]) == f"arn:aws:iam::{PIPELINE_ACCOUNT}:root"
+    assert trust["Condition"] == {"ArnEquals": {"aws:PrincipalArn": SMOKE_BUILD_ROLE}}
+    ours = {s["Sid"]: s for s in role_statements(loader, role_id)}
+    machine = only_item(resources(loader, "AWS::StepFunctions::StateMachine"))[0]
+    name = {"Fn::GetAtt": [machine, "Name"]}
+    scope = f"{REGION}:{STAGING_ACCOUNT}"
+
+    def states(kind: str, tail: str) -> str:
+        return json.dumps({"Fn::Join": ["", [f"arn:aws:states:{scope}:{kind}:", name, tail]]})
+
+    assert {sid: s["Action"] for sid, s in ours.items()} == {
+        "ReadStackOutputs": "cloudformation:DescribeStacks",
+        "UploadSample": "s3:PutObject",
+        "ReadReport": "s3:GetObject",
+        "StartExecution": "states:StartExecution",
+        "WatchExecution": ["states:DescribeExecution", "states:ListMapRuns"],
+        "WatchMapRun": "states:DescribeMapRun",
+    }
+    # This environment's own resources: its two stacks, its buckets (by their exports), its machine.
+    assert ours["ReadStackOutputs"]["Resource"] == [
+        f"arn:aws:cloudformation:{scope}:stack/Mapload-staging-{stack_id}/*"
+        for stack_id in ("Data", "Loader")
+    ]
+    assert json.dumps(ours["UploadSample"]["Resource"]) == json.dumps(
+        {"Fn::Join": ["", [stack_output("Mapload-staging-Data", "SourceBucketArn"), "/smoke/*"]]}
+    )
+    assert json.dumps(ours["ReadReport"]["Resource"]) == json.dumps(
+        {
+            "Fn::Join": [
+                "",
+                [stack_output("Mapload-staging-Data", "StagingBucketArn"), "/jobs/*/*/report.json"],
+            ]
+        }
+    )
+    assert ours["StartExecution"]["Resource"] == {"Ref": machine}
+    assert json.dumps(ours["WatchExecution"]["Resource"]) == states("execution", ":*")
+    assert json.dumps(ours["WatchMapRun"]["Resource"]) == states("mapRun", "/*")
+    # Environments without a smoke test after them have no such role.
+    for env in ("dev", "prod"):
+        other = Template.from_stack(pipeline.stages[env].loader).to_json()
+        assert not [k for k in resources(other, "AWS::IAM::Role") if "SmokeTest" in k], env
+
+
+def only_item(mapping: dict[str, Any]) -> tuple[str, Any]:
+    assert len(mapping) == 1, sorted(mapping)
+    return next(iter(mapping.items()))
 
 
 def test_the_pipeline_needs_its_source_connection_and_names_what_is_missing(cdk_json: dict[str, Any]) -> None:

@@ -161,7 +161,7 @@ def test_shards_is_a_distributed_map_over_the_manifest(dev: Synth) -> None:
         "Resource": "arn:${Ref:AWS::Partition}:states:::s3:getObject",
         "ReaderConfig": {"InputType": "JSON"},
         "Parameters": {
-            "Bucket": "${Import:Mapload-dev-Data:StagingBucketName}",
+            "Bucket": "${Output:Mapload-dev-Data:StagingBucketName}",
             "Key.$": "$.plan.manifestKey",
         },
     }
@@ -171,7 +171,7 @@ def test_shards_is_a_distributed_map_over_the_manifest(dev: Synth) -> None:
     assert shards["ResultWriter"] == {
         "Resource": "arn:${Ref:AWS::Partition}:states:::s3:putObject",
         "Parameters": {
-            "Bucket": "${Import:Mapload-dev-Data:StagingBucketName}",
+            "Bucket": "${Output:Mapload-dev-Data:StagingBucketName}",
             "Prefix.$": "$.plan.mapResultsPrefix",
         },
     }

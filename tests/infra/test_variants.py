@@ -16,6 +16,7 @@ from tests.infra.support import (
     output_target,
     policy_statements,
     resources,
+    stack_output,
 )
 
 pytestmark = pytest.mark.infra
@@ -66,7 +67,7 @@ def test_extra_source_buckets_are_allowed_and_granted(variant: Synth) -> None:
         assert source == {
             "Fn::Join": [
                 "",
-                [{"Fn::ImportValue": "Mapload-dev-Data:SourceBucketName"}, "," + ",".join(EXTRA_BUCKETS)],
+                [stack_output("Mapload-dev-Data", "SourceBucketName"), "," + ",".join(EXTRA_BUCKETS)],
             ]
         }
     for bucket in EXTRA_BUCKETS:

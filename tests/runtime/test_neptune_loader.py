@@ -21,7 +21,7 @@ from adapters.s3 import S3Store
 from handlers import poll_graph_load, start_graph_load
 from handlers.settings import PollGraphLoadSettings, StartGraphLoadSettings
 from logic import graph_load
-from logic.errors import GraphLoaderBusyError, GraphLoaderError
+from logic.errors import GraphLoaderAccessDeniedError, GraphLoaderBusyError, GraphLoaderError
 from mapload.emulator.neptune_local import LocalNeptuneLoader
 
 pytestmark = pytest.mark.runtime
@@ -160,6 +160,22 @@ def test_retries_are_bounded_and_end_in_a_clear_error(server: ScriptedNeptuneLoa
         GraphLoaderBusyError, match="unavailable or throttling after 2 attempts; last answer: HTTP 503"
     ):
         client(server, attempts=2).status("x")
+    assert not server.loads
+
+
+def test_a_403_is_access_denied_for_the_state_machine_to_retry_not_retried_here(
+    server: ScriptedNeptuneLoader,
+) -> None:
+    # Neptune applies IAM changes within up to 10 minutes: right after a deploy the functions'
+    # neptune-db grant may not hold yet. No sleeping in a Lambda: the error has its own name,
+    # which the state machine retries a bounded number of times (stacks/graph_load.py).
+    denied = (403, {"code": "AccessDeniedException", "detailedMessage": "Missing or invalid SigV4"})
+    server.faults.append(denied)
+    loader = client(server)
+    with pytest.raises(GraphLoaderAccessDeniedError, match=r"POST /loader refused: HTTP 403") as caught:
+        loader.start(body())
+    assert (caught.value.status, loader.retries) == (403, 0)
+    assert isinstance(caught.value, GraphLoaderError) and not isinstance(caught.value, GraphLoaderBusyError)
     assert not server.loads
 
 
