@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import aws_cdk as cdk
@@ -24,6 +26,25 @@ GRAPH_STACK_ID = "Graph"
 def stage_id(env_name: str) -> str:
     """Construct id (and CloudFormation stack-name prefix) of an environment's stage."""
     return f"Mapload-{env_name}"
+
+
+SETTINGS_REVISION_OUTPUT = "SettingsRevision"
+
+
+def _settings_revision(consumer: cdk.Stack, config: EnvironmentConfig) -> None:
+    """A digest of the environment's settings as an output of a stack that reads other stacks'
+    outputs. `Fn::GetStackOutput` is read only when the consumer is created or updated, and
+    `cdk deploy` skips a stack whose template did not change: without this, a setting that
+    replaces a producer's resource (a new table key, new subnets) but leaves the consumer's
+    template alone would leave it holding the old value (tests/infra/test_exports.py)."""
+    settings = json.dumps(config.model_dump(mode="json"), sort_keys=True, default=str)
+    cdk.CfnOutput(
+        consumer,
+        SETTINGS_REVISION_OUTPUT,
+        value=hashlib.sha256(settings.encode()).hexdigest()[:16],
+        description="digest of the environment's settings: any change updates this stack, which "
+        "reads the Data/Graph stacks' outputs again",
+    )
 
 
 class MaploadStage(cdk.Stage):
@@ -79,6 +100,9 @@ class MaploadStage(cdk.Stage):
             termination_protection=config.data.retain_data,
         )
         self.monitoring = self._monitoring(config)
+        for consumer in (self.graph, self.loader):
+            if consumer is not None:
+                _settings_revision(consumer, config)
         # The role the pipeline's smoke test assumes here (`smoke_test_from`: the pipeline's
         # account), in every account, the pipeline's own too: one path, least privilege.
         self.smoke_test: SmokeTestAccess | None = None

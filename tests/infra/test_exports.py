@@ -127,3 +127,29 @@ def test_no_setting_change_alters_an_export_a_consumer_imports(
 ) -> None:
     before, after = (request.getfixturevalue(name) for name in CHANGES[change])
     assert refused_exports(before, after) == []
+
+
+def reads_outputs(node: Any) -> bool:
+    """Whether a template reads another stack's outputs (Fn::GetStackOutput)."""
+    if isinstance(node, dict):
+        return "Fn::GetStackOutput" in node or any(reads_outputs(value) for value in node.values())
+    if isinstance(node, list):
+        return any(reads_outputs(value) for value in node)
+    return False
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_setting_change_updates_every_stack_that_reads_outputs(
+    change: str, request: pytest.FixtureRequest
+) -> None:
+    """`Fn::GetStackOutput` is a weak reference, read when the consuming stack is created or
+    updated; `cdk deploy` skips a stack whose template did not change ("no changes"). So every
+    setting change must change each consumer's template too, or a consumer would keep a replaced
+    table's or subnet's old value."""
+    before, after = (templates(request.getfixturevalue(name)) for name in CHANGES[change])
+    stale = [
+        stack
+        for stack, template in before.items()
+        if reads_outputs(template) and stack in after and after[stack] == template
+    ]
+    assert stale == []
