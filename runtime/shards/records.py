@@ -12,7 +12,7 @@ from logic import opencypher
 from logic.csvrecords import CutRecord, ShardRecords
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
-from logic.parsing import is_skipped, make_parser
+from logic.parsing import allow_fields_of, is_skipped, make_parser
 from logic.property_graph import make_property_mapper
 from logic.records import Line
 from logic.spec import RDF_FORMATS, JobSpec
@@ -81,6 +81,8 @@ def process_opencypher(
     break): each checked against the format's rules under the object's header (Plan checked the
     header) and staged as it is, in the vertex or edge file by the header's kind."""
     columns = opencypher.parse_header(header or [])
+    if spec.csv is not None:
+        allow_fields_of(spec.csv.max_record_bytes)
     tally = _Tally()
     for line in _records(lines, spec, rejects, tally):
         try:

@@ -60,7 +60,7 @@ def _load(
     [
         ("wrong column count", b"AB1 1AA,51.5,extra", "column_count"),
         ("too few columns", b"AB1 1AB", "column_count"),
-        ("a quote inside an unquoted field", b'AB1 1AC,5"1.5"', "bad_quote"),
+        ("text after a closing quote", b'"AB1 1AC"x,51.5', "bad_quote"),
         ("invalid UTF-8", b"AB1 \xff\xfe,51.5", "invalid_utf8"),
         ("empty key field", b",51.5", "empty_key"),
         ("non-numeric value for N", b"AB1 1AD,north", "bad_number"),
