@@ -45,6 +45,7 @@ from the known state (`advance`). Without a chain, an unknown start state raises
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -79,6 +80,19 @@ _BEFORE: Final = -2
 _QUOTED = re.compile(rb'[^"]*(?:""[^"]*)*')
 
 
+@functools.lru_cache(maxsize=8)
+def _well_formed(delimiter: bytes) -> Callable[[bytes], re.Match[bytes] | None] | None:
+    """A whole line of well-formed fields read from outside (so it ends outside), as one C-speed
+    match: quoted (with "" inside) or unquoted (not starting with a quote; quotes in it are data).
+    Possessive: csv pairs "" greedily too, and nothing is tried twice. None for a delimiter of
+    more than one byte (a character class holds single bytes)."""
+    if len(delimiter) != 1:
+        return None
+    d = re.escape(delimiter)
+    field = rb'(?:"[^"]*+(?:""[^"]*+)*+"|[^"' + d + rb"][^" + d + rb"]*+|)"
+    return re.compile(field + rb"(?:" + d + field + rb")*+").fullmatch
+
+
 def ends_quoted(raw: bytes, inside: bool, delimiter: bytes = b",") -> bool:
     """Whether a line (no "\\n") read from `inside` a quoted field, or from outside a record, ends
     inside a quoted field: csv.reader's grammar (the module docstring). Text after a closing quote
@@ -86,8 +100,12 @@ def ends_quoted(raw: bytes, inside: bool, delimiter: bytes = b",") -> bool:
     if b'"' not in raw:
         return inside
     opener = delimiter + b'"'
-    if not inside and raw[:1] != b'"' and opener not in raw:
-        return False  # every quote is inside an unquoted field: data
+    if not inside:
+        if raw[:1] != b'"' and opener not in raw:
+            return False  # every quote is inside an unquoted field: data
+        well_formed = _well_formed(delimiter)
+        if well_formed is not None and well_formed(raw):
+            return False  # the common case: quoted fields that close on their line
     pos, size = 0, len(raw)
     if not inside:
         if raw[:1] != b'"':

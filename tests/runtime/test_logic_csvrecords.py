@@ -453,3 +453,15 @@ def test_certain_shards_of_naive_files_read_the_reference_at_any_size(
     got, uncertain = read_sharded(data, shard_size, max_record=max_record, delimiter=d)
     want = owned_by(reference(data, max_record=max_record, delimiter=d), uncertain, data, 0)
     assert got == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(raw=st.lists(st.sampled_from([b"a", b",", b'"', b'""', b" ", b"\r"]), max_size=20).map(b"".join))
+def test_a_multi_byte_delimiter_reads_lines_as_a_one_byte_one_does(raw: bytes) -> None:
+    """The one-byte delimiter's whole-line match (a fast path) and the field walk every delimiter
+    takes agree: "§" is two bytes in UTF-8, so it always walks."""
+    section = "§".encode()
+    for inside in (False, True):
+        assert csvrecords.ends_quoted(raw, inside) is csvrecords.ends_quoted(
+            raw.replace(b",", section), inside, section
+        )
