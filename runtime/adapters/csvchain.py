@@ -40,13 +40,14 @@ class LedgerChain:
         *,
         max_record: int,
         comment: bytes | None,
+        delimiter: bytes = b",",
         deadline: float,
         now: Callable[[], float],
         sleep: Callable[[float], None],
     ) -> None:
         self._ledger, self._job, self._plan, self._index = ledger, job_id, plan_id, index
         self._lines_of = lines_of
-        self._max, self._comment = max_record, comment
+        self._max, self._comment, self._delimiter = max_record, comment, delimiter
         self._deadline, self._now, self._sleep = deadline, now, sleep
 
     def _put(self, kind: str, body: dict[str, Any]) -> None:
@@ -60,7 +61,12 @@ class LedgerChain:
 
     def resolve(self, first: int, end: int) -> State:
         own = summarize(
-            self._lines_of(first, end), first=first, end=end, max_record=self._max, comment=self._comment
+            self._lines_of(first, end),
+            first=first,
+            end=end,
+            max_record=self._max,
+            comment=self._comment,
+            delimiter=self._delimiter,
         )
         self._put("SUMMARY", own._asdict())
         wait = FIRST_WAIT_SECONDS
@@ -88,7 +94,8 @@ class LedgerChain:
 
     def _across(self, first: int, end: int, state: State) -> State:
         """The state after the lines of `[first, end)` read from `state`."""
-        return advance(self._lines_of(first, end), state, max_record=self._max, comment=self._comment)
+        lines = self._lines_of(first, end)
+        return advance(lines, state, max_record=self._max, comment=self._comment, delimiter=self._delimiter)
 
     def _walk(self) -> tuple[dict[str, Any], list[ShardSummary]] | None:
         """The nearest START before this shard and the summaries after it (in shard order), or None

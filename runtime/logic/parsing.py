@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import csv
-import functools
 import json
-import re
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import NoReturn
@@ -14,7 +12,7 @@ from logic.dynamodb_json import ItemError, parse_item
 from logic.spec import JobSpec
 from logic.values import Fields, Line, Reject
 
-__all__ = ["Fields", "Reject", "is_skipped", "make_parser"]
+__all__ = ["Fields", "Reject", "allow_fields_of", "is_skipped", "make_parser"]
 
 _UNBALANCED = "unbalanced quote: a quoted field never closes"
 
@@ -46,35 +44,36 @@ def make_parser(spec: JobSpec, header: Sequence[str] | None) -> Callable[[Line],
     columns = header if header is not None else spec.csv.columns
     if columns is None:
         raise ValueError("CSV with a header line needs the header read at planning time")
+    allow_fields_of(spec.csv.max_record_bytes)
     return _csv_parser(tuple(columns), spec.csv.delimiter)
 
 
-@functools.lru_cache(maxsize=8)
-def _well_quoted(delimiter: str) -> re.Pattern[str]:
-    """A whole line of fields, each unquoted (no quote in it) or quoted with "" as the escape."""
-    d = re.escape(delimiter)
-    field = f'(?:"(?:[^"]|"")*"|[^"{d}]*)'
-    return re.compile(f"{field}(?:{d}{field})*")
-
-
 def split_csv_line(text: str, delimiter: str) -> list[str] | Reject:
-    """Split one CSV record; quoted fields follow RFC 4180 (they may hold newlines: the record's
-    lines are grouped by logic/csvrecords.py, so an odd quote count is a header's or a cut record's)."""
+    """Split one CSV record as `csv.reader(strict=True)` does (its lines are grouped by
+    logic/csvrecords.py under the same grammar): a quote opens a quoted field only at the start of
+    a field, elsewhere it is data; text after a closing quote is `bad_quote`."""
     if '"' not in text:
         # The common case: no quoting, so a plain split is exactly what csv would return.
         return text.split(delimiter)
-    if not _well_quoted(delimiter).fullmatch(text):
-        # csv would accept a stray quote inside an unquoted field (`1AA",51.5`): a malformed
-        # record must not become an item.
-        if text.count('"') % 2:
-            return Reject("unbalanced_quote", _UNBALANCED)
-        return Reject("bad_quote", "malformed quoting: a quote inside an unquoted field")
     try:
         return next(csv.reader((text,), delimiter=delimiter, strict=True))
     except csv.Error as error:
-        if "unexpected end of data" in str(error):
+        message = str(error)
+        if "unexpected end of data" in message:
             return Reject("unbalanced_quote", _UNBALANCED)
-        return Reject("bad_quote", f"malformed quoting: {error}")
+        if "field limit" in message:
+            return Reject(
+                "record_too_large", f"a quoted field is longer than {csv.field_size_limit()} characters"
+            )
+        return Reject("bad_quote", f"malformed quoting: {message}")
+
+
+def allow_fields_of(size: int) -> None:
+    """Let csv.reader (here and in logic/opencypher.py) read fields of up to `size` characters, not
+    its default 131072: a quoted field may be as long as a record (csv.maxRecordBytes). The limit
+    is the csv module's, one per process: it only grows."""
+    if csv.field_size_limit() < size:
+        csv.field_size_limit(size)
 
 
 def _csv_parser(columns: tuple[str, ...], delimiter: str) -> Callable[[Line], Fields | Reject]:

@@ -186,10 +186,20 @@ LOAD_ONLY_GRAPH_FIELDS = frozenset(
 )
 
 
-def plan_id(shards: Sequence[Mapping[str, Any]], spec_json: Mapping[str, Any]) -> str:
+# The format of what a plan's shards record under its id (counts, CSV start states and summaries):
+# bumped whenever the same file and spec would be read differently, so that a re-run after an
+# upgrade never trusts what an older version recorded. 2: CSV read with csv.reader's grammar (a
+# quote opens a quoted field only at the start of a field), and line counts per outcome.
+PLAN_FORMAT = 2
+
+
+def plan_id(
+    shards: Sequence[Mapping[str, Any]], spec_json: Mapping[str, Any], *, plan_format: int = PLAN_FORMAT
+) -> str:
     """A fingerprint of what a plan will do: the same objects (ETags), the same shard cuts and
-    the same parsing and mapping give the same id, so a re-run of a job can trust the shards an
-    earlier run recorded under it — and a changed file or spec starts afresh."""
+    the same parsing and mapping, read by the same `PLAN_FORMAT`, give the same id, so a re-run of
+    a job can trust the shards an earlier run recorded under it — and a changed file or spec, or
+    an upgraded reader, starts afresh."""
     relevant = {
         k: v for k, v in spec_json.items() if k not in ("jobId", "maxConcurrency", "maxRejectedPercent")
     }
@@ -205,5 +215,5 @@ def plan_id(shards: Sequence[Mapping[str, Any]], spec_json: Mapping[str, Any]) -
         else (s["bucket"], s["key"], s["etag"], s["start"], s["end"])
         for s in shards
     ]
-    digest = hashlib.sha256(json.dumps([relevant, cuts], sort_keys=True, default=str).encode())
+    digest = hashlib.sha256(json.dumps([plan_format, relevant, cuts], sort_keys=True, default=str).encode())
     return digest.hexdigest()[:20]

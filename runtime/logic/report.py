@@ -72,8 +72,13 @@ SUMMED = (
     "requests",
     "bytes",
     "lines",
+    "recordLines",
+    "rejectedLines",
+    "ignoredLines",
     "s3Retries",
 )
+# Recorded by every shard of a plan format 2 or later (logic/planning.py PLAN_FORMAT).
+LINE_COUNTS = ("recordLines", "rejectedLines", "ignoredLines")
 
 
 def build(
@@ -94,6 +99,7 @@ def build(
     expected = {int(s["index"]) for s in manifest or []}
     missing = sorted(expected - set(shards))
     totals, by_reason, unbalanced = _sum_shards(shards)
+    lines = line_section(totals, shards)
     max_rejected = float((spec or {}).get("maxRejectedPercent", 1))
     rejected_percent = 100.0 * totals["rejected"] / totals["read"] if totals["read"] else 0.0
     if error is None:
@@ -101,6 +107,15 @@ def build(
         error = _reconciliation_error(
             totals, missing, total, unbalanced, rejected_percent, max_rejected, dry_run
         )
+    if error is None and lines is not None and lines["total"] != balanced_lines(lines):
+        error = {
+            "type": "ReconciliationError",
+            "message": (
+                f"the source's {lines['total']} lines are not accepted {lines['accepted']} + rejected "
+                f"{lines['rejected']} + ignored {lines['ignored']}: a line was read in no record or in two"
+            ),
+            "where": "Finalize",
+        }
     return {
         "version": REPORT_VERSION,
         "jobId": job_id,
@@ -112,6 +127,7 @@ def build(
         "dryRun": bool((spec or {}).get("dryRun", False)),
         "writeMode": ((spec or {}).get("dynamodb") or {}).get("writeMode"),
         "records": {name: totals[name] for name in ("read", "written", "skipped", "rejected", "duplicates")},
+        "lines": lines,
         "shards": {
             "total": total,
             "done": len(shards),
@@ -152,6 +168,27 @@ def _sum_shards(shards: Mapping[int, Mapping[str, Any]]) -> tuple[Counter[str], 
         if int(counts["read"]) != balanced(counts):
             unbalanced.append(index)
     return totals, by_reason, unbalanced
+
+
+def line_section(totals: Mapping[str, int], shards: Mapping[int, Mapping[str, Any]]) -> dict[str, int] | None:
+    """The source's lines by where they went: `total` (the data's lines, the header line not among
+    them) = `accepted` (lines of records written or skipped) + `rejected` (lines the rejected
+    records hold: a CSV record may span lines) + `ignored` (blank and comment lines). None when a
+    shard recorded no line counts (none was done)."""
+    if not shards or any(name not in counts for counts in shards.values() for name in LINE_COUNTS):
+        return None
+    return {
+        "total": totals["lines"],
+        "accepted": totals["recordLines"] - totals["rejectedLines"],
+        "rejected": totals["rejectedLines"],
+        "ignored": totals["ignoredLines"],
+    }
+
+
+def balanced_lines(lines: Mapping[str, int]) -> int:
+    """What `lines.total` must equal: every line of the source is in exactly one record read
+    (accepted or rejected) or is a blank or comment line."""
+    return lines["accepted"] + lines["rejected"] + lines["ignored"]
 
 
 def balanced(records: Mapping[str, Any]) -> int:

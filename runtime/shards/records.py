@@ -12,7 +12,7 @@ from logic import opencypher
 from logic.csvrecords import CutRecord, ShardRecords
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
-from logic.parsing import is_skipped, make_parser
+from logic.parsing import allow_fields_of, is_skipped, make_parser
 from logic.property_graph import make_property_mapper
 from logic.records import Line
 from logic.spec import RDF_FORMATS, JobSpec
@@ -23,13 +23,22 @@ from shards.writing import Sender
 
 
 class _Tally:
-    """A shard's counts as its records pass: lines owned, records read, records accepted."""
+    """A shard's counts as its records pass: lines owned, records read, records accepted, and the
+    lines of the records it read (`recordLines`, its last one's past its end too) and of the blank
+    and comment lines it skipped (`ignoredLines`): Finalize reconciles them with the lines owned."""
 
     def __init__(self) -> None:
-        self.owned = self.read = self.written = 0
+        self.owned = self.read = self.written = self.record_lines = self.ignored_lines = 0
 
     def counts(self, duplicates: int = 0) -> dict[str, int]:
-        return {"lines": self.owned, "read": self.read, "written": self.written, "duplicates": duplicates}
+        return {
+            "lines": self.owned,
+            "read": self.read,
+            "written": self.written,
+            "duplicates": duplicates,
+            "recordLines": self.record_lines,
+            "ignoredLines": self.ignored_lines,
+        }
 
 
 def _records(
@@ -39,8 +48,10 @@ def _records(
     for line in lines:
         tally.owned += 1
         if is_skipped(line.raw, spec):
+            tally.ignored_lines += 1  # never more than one line: no record opens on a skipped line
             continue
         tally.read += 1
+        tally.record_lines += line.raw.count(b"\n") + 1  # a record keeps its inner line ends
         if isinstance(line, CutRecord):
             rejects.add(line, line.code, line.reason)
             continue
@@ -52,22 +63,25 @@ def process_rdf(
 ) -> dict[str, int]:
     """N-Quads/N-Triples: each line is one statement, checked by the RDF parser and staged."""
     parse = line_parser(spec.format)
-    read = written = owned = 0
+    tally = _Tally()
     for line in lines:
-        owned += 1
+        tally.owned += 1
         if is_skipped(line.raw, spec) or is_rdf_comment(line.raw):
+            tally.ignored_lines += 1
             continue
         quads = parse(line)
         if not quads:  # a comment after whitespace the parser saw first
+            tally.ignored_lines += 1
             continue
-        read += 1
+        tally.read += 1
+        tally.record_lines += 1  # one statement a line
         if isinstance(quads, Reject):
             rejects.add(line, quads.code, quads.reason)
             continue
-        written += 1
+        tally.written += 1
         if isinstance(graph, GraphStager):
             graph.add(quads)
-    return {"lines": owned, "read": read, "written": written, "duplicates": 0}
+    return tally.counts()
 
 
 def process_opencypher(
@@ -81,6 +95,8 @@ def process_opencypher(
     break): each checked against the format's rules under the object's header (Plan checked the
     header) and staged as it is, in the vertex or edge file by the header's kind."""
     columns = opencypher.parse_header(header or [])
+    if spec.csv is not None:
+        allow_fields_of(spec.csv.max_record_bytes)
     tally = _Tally()
     for line in _records(lines, spec, rejects, tally):
         try:

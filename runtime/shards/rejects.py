@@ -24,6 +24,7 @@ class RejectSink:
         self._source = source
         self._file = out
         self.count = 0
+        self.lines = 0  # the source lines the rejected records hold
         self.by_reason: Counter[str] = Counter()
         self.sample: list[dict[str, Any]] = []
 
@@ -35,10 +36,13 @@ class RejectSink:
                 "raw": line.raw.decode("utf-8", "replace"),
                 "rawBase64": base64.b64encode(line.raw).decode(),
             }
+        # A CSV record may span lines (a quoted field's line breaks): say how many it holds.
+        lines = line.raw.count(b"\n") + 1
         record = {
             "source": self._source,
             **({"member": self._member} if self._member else {}),
             "shardLine": line.number,
+            "lines": lines,
             "offset": line.offset,
             "code": code,
             "reason": reason,
@@ -46,6 +50,7 @@ class RejectSink:
         }
         self._file.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
         self.count += 1
+        self.lines += lines
         self.by_reason[code] += 1
         if len(self.sample) < SAMPLE_SIZE:
             # The sample travels in the ledger item and the report: keep it small; the rejects

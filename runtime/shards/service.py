@@ -71,6 +71,7 @@ def process_shard(
     result = {
         **counts,
         "rejected": rejects.count,
+        "rejectedLines": rejects.lines,
         # A record whose condition was not met was read and accepted, but not written.
         "written": counts["written"] - skipped,
         "skipped": skipped,

@@ -12,7 +12,7 @@ from logic.csvrecords import ShardRecords
 from logic.records import Line, iter_shard_lines
 from logic.spec import JobSpec
 
-# Formats read as RFC 4180 records (logic/csvrecords.py): a quoted field may hold a line break.
+# Formats read as csv.reader's records (logic/csvrecords.py): a quoted field may hold a line break.
 CSV_RECORD_FORMATS = ("csv", "opencypher")
 # How long an uncertain CSV shard waits for the shards before it to publish (adapters/csvchain.py)
 # before it raises CsvStartPendingError and gives its concurrency slot back: the state machine
@@ -40,6 +40,7 @@ def csv_chain(
         lambda first, end: physical_lines(store, obj, first, end),
         max_record=spec.csv.max_record_bytes,
         comment=comment.encode() if comment is not None else None,
+        delimiter=spec.csv.delimiter.encode(),
         deadline=time.monotonic() + CSV_START_WAIT_SECONDS,
         now=time.monotonic,
         sleep=time.sleep,
@@ -67,5 +68,6 @@ def shard_lines(
         data_start=data_start,
         max_record=spec.csv.max_record_bytes,
         comment=spec.csv.comment.encode() if spec.csv.comment is not None else None,
+        delimiter=spec.csv.delimiter.encode(),
         chain=chain,
     )

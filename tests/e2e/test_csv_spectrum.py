@@ -113,3 +113,81 @@ def test_a_file_where_a_tenth_of_the_records_hold_a_newline_loads_as_csv_reader_
     expected = {row[0]: row[1] for row in list(csv.reader(io.StringIO(out.getvalue(), newline="")))[1:]}
     assert {pk: item["val"]["S"] for (pk, _), item in run.items.items()} == expected
     assert run.report["records"]["written"] == len(expected) == 2000
+
+
+@pytest.mark.parametrize("shard_bytes", [3, 64 * MIB])
+def test_an_inch_mark_in_an_unquoted_field_loads_every_row(
+    tmp_path: Path, run_file: Callable[..., Any], shard_bytes: int
+) -> None:
+    """A quote opens a quoted field only at the start of a field, as csv.reader reads: `5" disk`
+    is data and swallows none of the rows after it."""
+    source = tmp_path / "disks.csv"
+    source.write_bytes(
+        b'id,item,qty\nA1,5" disk,10\nA2,cable,11\nA3,3.5" drive,12\nA4,the "foo" option,13\nA5,x,14\n'
+    )
+    spec = {**_spec("id", shard_bytes), "maxRejectedPercent": 0}
+
+    run = run_file(source, spec)
+
+    assert run.report["status"] == "SUCCEEDED", run.report["error"]
+    assert run.report["records"] == {"read": 5, "written": 5, "skipped": 0, "rejected": 0, "duplicates": 0}
+    assert run.report["lines"] == {"total": 5, "accepted": 5, "rejected": 0, "ignored": 0}
+    assert run.items[("A1", "R")]["item"] == {"S": '5" disk'}
+    assert run.items[("A4", "R")]["item"] == {"S": 'the "foo" option'}
+
+
+def _prose(pick: random.Random, words: int) -> str:
+    """Release-note text as people type it: quoted words, inch marks, unbalanced quotes, no commas."""
+    vocabulary = ["the", "option", "disk", "now", "fixed", "reads", "when", "it's", "a", "an", "file"]
+    quoted = ['"foo"', '5"', '3.5" drive', 'say "hi', 'the "new" flag', '12"x9"', '""', 'a"b"c', 'end"']
+    out = [pick.choice(vocabulary)]  # a field never starts with a quote: it would open a quoted field
+    for _ in range(words):
+        out.append(pick.choice(quoted) if pick.random() < 0.4 else pick.choice(vocabulary))
+    return " ".join(out)
+
+
+@pytest.mark.parametrize(("shard_bytes", "max_record"), [(997, 256), (64 * MIB, 1024 * 1024)])
+def test_release_notes_with_thousands_of_quotes_in_unquoted_fields_load_every_line(
+    tmp_path: Path, run_file: Callable[..., Any], shard_bytes: int, max_record: int
+) -> None:
+    """A plain comma-separated file of prose (no quoting by its writer): about 3,000 lines holding
+    some 5,000 quotes inside unquoted fields, balanced and not, and a few well-quoted fields with
+    line breaks. Read as csv.reader reads it, every line loads, at small shards too (their start
+    states come from the look-back window or the chain)."""
+    pick = random.Random(27)
+    lines = ["id,note,count"]
+    for i in range(3000):
+        note = _prose(pick, pick.randrange(1, 12))
+        if i % 97 == 5:
+            note = '"' + note.replace('"', '""') + "\n(continued, " + note.replace('"', '""') + ')"'
+        lines.append(f"k{i:04d},{note},{i}")
+    text = "\n".join(lines) + "\n"
+    source = tmp_path / "notes.csv"
+    source.write_bytes(text.encode())
+    assert text.count('"') > 5000
+    spec = {**_spec("id", shard_bytes, maxRecordBytes=max_record), "maxRejectedPercent": 0}
+
+    run = run_file(source, spec)
+
+    assert run.report["status"] == "SUCCEEDED", run.report["error"]
+    expected = {row[0]: row[1] for row in list(csv.reader(io.StringIO(text, newline=""), strict=True))[1:]}
+    assert len(expected) == 3000
+    assert run.report["records"]["written"] == 3000 and run.report["records"]["rejected"] == 0
+    assert run.report["lines"]["total"] == text.count("\n") - 1 == run.report["lines"]["accepted"]
+    assert {pk: item["note"]["S"] for (pk, _), item in run.items.items()} == expected
+    if shard_bytes < MIB:
+        assert run.report["shards"]["total"] > 50
+
+
+def test_a_300_kb_quoted_field_loads(tmp_path: Path, run_file: Callable[..., Any]) -> None:
+    """csv's own field limit is 131072 characters; a field may be as long as csv.maxRecordBytes."""
+    value = ('a "quoted" word, a comma\nand a line break ' * 8000)[:300_000]
+    source = tmp_path / "big.csv"
+    escaped = value.replace('"', '""')
+    source.write_bytes(f'id,body\nbig,"{escaped}"\nsmall,x\n'.encode())
+
+    run = run_file(source, {**_spec("id", 64 * MIB), "maxRejectedPercent": 0})
+
+    assert run.report["status"] == "SUCCEEDED", run.report["error"]
+    assert run.items[("big", "R")]["body"] == {"S": value}
+    assert run.report["lines"]["accepted"] == 2 + value.count("\n")

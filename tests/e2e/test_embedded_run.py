@@ -35,7 +35,7 @@ BAD_CSV_ROWS = [
     (b"AB1 2CE,51.5,-0.1,extra", "column_count"),
     (b"AB1 2CF,north,-0.1", "bad_number"),
     (b",51.5,-0.1", "empty_key"),
-    (b'AB1 2CG,5"1.5",-0.1', "bad_quote"),
+    (b'"AB1 2CG"x,51.5,-0.1', "bad_quote"),  # text after a closing quote
     (b"AB1 2\xff\xfeCH,51.5,-0.1", "invalid_utf8"),
 ]
 

@@ -60,7 +60,7 @@ def _load(
     [
         ("wrong column count", b"AB1 1AA,51.5,extra", "column_count"),
         ("too few columns", b"AB1 1AB", "column_count"),
-        ("a quote inside an unquoted field", b'AB1 1AC,5"1.5"', "bad_quote"),
+        ("text after a closing quote", b'"AB1 1AC"x,51.5', "bad_quote"),
         ("invalid UTF-8", b"AB1 \xff\xfe,51.5", "invalid_utf8"),
         ("empty key field", b",51.5", "empty_key"),
         ("non-numeric value for N", b"AB1 1AD,north", "bad_number"),
@@ -110,7 +110,29 @@ def test_an_unclosed_quote_is_rejected_at_the_end_or_past_max_record_bytes_then_
     assert [(r["line"], r["code"]) for r in found] == [(3, "record_too_large"), (9, "unbalanced_quote")]
     assert report["records"] == {"read": 4, "written": 2, "skipped": 0, "rejected": 2, "duplicates": 0}
     assert found[0]["raw"] == opened[:-1].decode()
+    # The cut record holds 5 lines: the reject and the report say so.
+    assert [r["lines"] for r in found] == [5, 1]
+    assert report["rejects"]["sample"][0]["lines"] == 5
+    assert report["lines"] == {"total": 8, "accepted": 2, "rejected": 6, "ignored": 0}
     assert set(scan()) == {("P#AB1 0AA", "LOC"), ("P#AB1 0AC", "LOC")}
+
+
+def test_a_stray_quote_inside_an_unquoted_field_is_data_and_swallows_no_row(aws: Any) -> None:
+    """An inch mark in a naive export (`5" disk`) is data, as csv.reader reads it: all five rows load;
+    text after a closing quote (`"5" disk`) is that one record's bad_quote."""
+    spec = {
+        **CSV_SPEC,
+        "dynamodb": {"key": {"pk": "P#{postcode}", "sk": "LOC"}, "attributes": {"lat": "{lat}"}},
+    }
+    rows = [b'A1,5" disk', b"A2,x", b'A3,the "foo" option', b'A4,12"', b"A5,y"]
+    report, found = _load(aws, HEADER + b"\n".join(rows) + b'\nA6,"5" disk\n', spec)
+
+    assert report["records"] == {"read": 6, "written": 5, "skipped": 0, "rejected": 1, "duplicates": 0}
+    assert [(r["line"], r["code"], r["lines"]) for r in found] == [(7, "bad_quote", 1)]
+    assert report["lines"] == {"total": 6, "accepted": 5, "rejected": 1, "ignored": 0}
+    items = scan()
+    assert items[("P#A1", "LOC")]["lat"] == {"S": '5" disk'}
+    assert items[("P#A3", "LOC")]["lat"] == {"S": 'the "foo" option'}
 
 
 def test_a_bom_crlf_endings_and_a_last_line_without_newline_load_cleanly(aws: Any) -> None:

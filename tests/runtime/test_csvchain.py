@@ -20,7 +20,10 @@ from test_logic_csvrecords import (
     Record,
     _flat,
     any_file,
+    csv_reader_outcomes,
     cuts,
+    naive_file,
+    naive_rows,
     owned_by,
     raw_bytes,
     read_shard,
@@ -31,6 +34,7 @@ from adapters.csvchain import MAX_WAIT_SECONDS, LedgerChain
 from adapters.ledger import Ledger
 from logic.csvrecords import NEEDS_BYTES, State, advance, reference_records, summarize
 from logic.errors import CsvStartPendingError
+from logic.parsing import split_csv_line
 from logic.records import iter_shard_lines
 from logic.values import Line
 
@@ -110,6 +114,7 @@ def run_shards(
     max_record: int,
     comment: bytes | None,
     data_start: int,
+    delimiter: bytes = b",",
 ) -> list[Record]:
     """Every shard through a LedgerChain, started in a random order: a shard that waits lets the next
     one in that order run (and wait in turn), as concurrent Workers would."""
@@ -129,6 +134,7 @@ def run_shards(
             lambda first, stop: lines_of(data, first, stop),
             max_record=max_record,
             comment=comment,
+            delimiter=delimiter,
             deadline=1e9,
             now=lambda: 0.0,
             sleep=lambda _: (
@@ -136,7 +142,14 @@ def run_shards(
             ),
         )
         results[index] = read_shard(
-            data, start, end, max_record=max_record, comment=comment, data_start=data_start, chain=chain
+            data,
+            start,
+            end,
+            max_record=max_record,
+            comment=comment,
+            data_start=data_start,
+            chain=chain,
+            delimiter=delimiter,
         )
 
     while pending:
@@ -194,6 +207,60 @@ def test_csv_writer_files_with_many_newline_fields_read_as_the_reference_at_any_
         assert [next(csv.reader(io.StringIO(r[2].decode(), newline=""))) for r in got if r[2]] == [
             row for row in expected if row
         ]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=naive_rows,
+    delimiter=st.sampled_from([",", ";"]),
+    terminator=st.sampled_from(["\n", "\r\n"]),
+    shard_size=st.integers(1, 48),
+    max_record=st.sampled_from([4, 12, 40, 1 << 20]),
+    seed=st.integers(0, 2**32),
+)
+def test_naive_files_read_as_the_reference_and_csv_reader_at_any_cut(
+    rows: list[list[str]], delimiter: str, terminator: str, shard_size: int, max_record: int, seed: int
+) -> None:
+    """Quotes inside unquoted fields (balanced and not), quoted newlines, "" and text after a closing
+    quote: every shard, run in any order, reads the reference's records; with no record cut, those
+    are csv.reader(strict=True)'s rows and refusals."""
+    data = naive_file(rows, delimiter, terminator)
+    d = delimiter.encode()
+    got = run_shards(
+        data, shard_size, random.Random(seed), max_record=max_record, comment=None, data_start=0, delimiter=d
+    )
+    assert got == reference(data, max_record=max_record, delimiter=d)
+    if max_record == 1 << 20:
+        outcomes = [
+            "error" if code else split_csv_line(raw.decode(), delimiter) if raw else []
+            for _, _, raw, code in got
+        ]
+        assert [o if isinstance(o, (list, str)) else "error" for o in outcomes] == csv_reader_outcomes(
+            data, delimiter
+        )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=naive_rows,
+    max_record=st.integers(1, 30),
+    cut=st.tuples(st.integers(0, 120), st.integers(1, 40)),
+)
+def test_a_summary_of_a_naive_file_gives_the_reference_state_after_it(
+    rows: list[list[str]], max_record: int, cut: tuple[int, int]
+) -> None:
+    body = naive_file(rows, ",", "\n")
+    start = min(cut[0], len(body))
+    end = min(start + cut[1], len(body))
+    owned = list(lines_of(body, start, end))
+    nxt = next(lines_of(body, end, len(body)), None)
+    if not owned or nxt is None:
+        return
+    before = reference_state(body, owned[0].offset, max_record=max_record, comment=None, data_start=0)
+    want = reference_state(body, nxt.offset, max_record=max_record, comment=None, data_start=0)
+    summary = summarize(owned, first=owned[0].offset, end=end, max_record=max_record)
+    assert summary.apply(before, max_record) in (want, NEEDS_BYTES)
+    assert advance(owned, before, max_record=max_record) == want
 
 
 def test_a_predecessor_that_never_publishes_is_waited_for_until_the_deadline() -> None:

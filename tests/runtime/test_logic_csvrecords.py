@@ -47,6 +47,7 @@ def read_shard(
     data_start: int = 0,
     chunk: int = 7,
     chain: csvrecords.StartChain | None = None,
+    delimiter: bytes = b",",
 ) -> tuple[list[Line | CutRecord], int]:
     """One shard read the way the Worker reads it: its records and its owned line count."""
 
@@ -61,6 +62,7 @@ def read_shard(
         data_start=data_start,
         max_record=max_record,
         comment=comment,
+        delimiter=delimiter,
         chain=chain,
     )
     return list(shard), shard.lines
@@ -71,7 +73,13 @@ def cuts(size: int, data_start: int, shard_size: int) -> list[tuple[int, int]]:
 
 
 def read_sharded(
-    data: bytes, shard_size: int, *, max_record: int, comment: bytes | None = None, data_start: int = 0
+    data: bytes,
+    shard_size: int,
+    *,
+    max_record: int,
+    comment: bytes | None = None,
+    data_start: int = 0,
+    delimiter: bytes = b",",
 ) -> tuple[list[Record], list[tuple[int, int]]]:
     """Every certain shard's records (numbered in the data), and the shards that were not certain."""
     records: list[Record] = []
@@ -80,7 +88,13 @@ def read_sharded(
     for start, end in cuts(len(data), data_start, shard_size):
         try:
             got, lines = read_shard(
-                data, start, end, max_record=max_record, comment=comment, data_start=data_start
+                data,
+                start,
+                end,
+                max_record=max_record,
+                comment=comment,
+                data_start=data_start,
+                delimiter=delimiter,
             )
         except UncertainStartError:
             uncertain.append((start, end))
@@ -101,12 +115,17 @@ def read_sharded(
 
 
 def reference(
-    data: bytes, *, max_record: int, comment: bytes | None = None, data_start: int = 0
+    data: bytes,
+    *,
+    max_record: int,
+    comment: bytes | None = None,
+    data_start: int = 0,
+    delimiter: bytes = b",",
 ) -> list[Record]:
-    return [
-        _flat(r)
-        for r in reference_records(data[data_start:], max_record=max_record, comment=comment, base=data_start)
-    ]
+    records = reference_records(
+        data[data_start:], max_record=max_record, comment=comment, base=data_start, delimiter=delimiter
+    )
+    return [_flat(r) for r in records]
 
 
 def owned_by(
@@ -139,10 +158,44 @@ def test_reference_cuts_an_open_record_past_max_record_and_resyncs() -> None:
 
 
 def test_reference_comment_quotes_do_not_open_a_record() -> None:
-    assert reference(b'# it"s\n1,2\n', max_record=100, comment=b"#") == [
-        (1, 0, b'# it"s', ""),
-        (2, 7, b"1,2", ""),
+    assert reference(b'#,"it\n1,2\n', max_record=100, comment=b"#") == [
+        (1, 0, b'#,"it', ""),
+        (2, 6, b"1,2", ""),
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "from_outside", "from_inside"),
+    [
+        (b'A1,5" disk,10', False, False),  # an inch mark inside an unquoted field is data
+        (b'the "foo" option,2', False, False),
+        (b'x,"a"b"c,"d', False, False),  # even, yet text after a closing quote ends it from both
+        (b'a",,"b', True, True),  # from inside: closes, then a new field opens; from outside too
+        (b'","', False, True),
+        (b'1,"open', True, False),
+        (b'"a""', True, False),  # "" is a literal quote: still open
+        (b'"a"""', False, False),  # from inside the first quote closes: text after it
+        (b"plain", False, True),
+        (b"", False, True),
+    ],
+)
+def test_a_line_ends_inside_a_quoted_field_as_csv_reader_reads_it(
+    line: bytes, from_outside: bool, from_inside: bool
+) -> None:
+    assert csvrecords.ends_quoted(line, False) is from_outside
+    assert csvrecords.ends_quoted(line, True) is from_inside
+    assert csvrecords.ends_quoted(line.replace(b",", b";"), False, b";") is from_outside
+
+
+def test_a_stray_quote_in_an_unquoted_field_is_data_and_swallows_no_row() -> None:
+    data = b'id,n\nA1,5" disk,10\nA2,x,11\nA3,y,12\nA4,"5" disk,13\nA5,z,14\n'
+    got = reference(data, max_record=1 << 20)
+    assert [r[2] for r in got] == data.rstrip(b"\n").split(b"\n")
+    rows = [split_csv_line(r[2].decode(), ",") for r in got]
+    assert rows[1] == ["A1", '5" disk', "10"]
+    assert isinstance(rows[4], Reject) and rows[4].code == "bad_quote"  # as csv.reader(strict=True)
+    for size in (1, 3, 7, 20):
+        assert read_sharded(data, size, max_record=8) == (reference(data, max_record=8), []), size
 
 
 def test_a_bom_line_belongs_to_the_first_shard_only() -> None:
@@ -159,10 +212,13 @@ def test_a_bom_line_belongs_to_the_first_shard_only() -> None:
 def test_a_shard_after_a_quoted_newline_within_the_window_is_not_certain(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # At byte 45, `3,"x` may have opened a record (from outside) or ended one (from inside).
     data = b"1,2\n" * 10 + b'3,"x\ny"\n' + b"5,6\n" * 10
     monkeypatch.setattr(csvrecords, "FALLBACK_WINDOWS", 1)  # no look further back
     with pytest.raises(UncertainStartError, match="quoted field"):
-        read_shard(data, 50, 60, max_record=8, data_start=0)
+        read_shard(data, 45, 60, max_record=8, data_start=0)
+    # One line on, `y"` ends outside from both states: the shard at 50 is certain.
+    assert read_shard(data, 50, 60, max_record=8)[0] == [Line(1, 52, b"5,6"), Line(2, 56, b"5,6")]
 
 
 def test_it_looks_further_back_for_a_certain_line_and_reads_on_exactly_from_there(
@@ -263,10 +319,10 @@ def test_the_lemma_holds_from_any_window(body: bytes, max_record: int, cut: tupl
         max_record=max_record,
     )
     scanned = shard._scan(window)
-    if scanned is None or not scanned[2]:
+    if scanned is None or scanned[1] is None:
         return
-    lines, parts, _, _ = scanned
-    got = [_flat(r) for r in shard._owned(lines, parts, 1)]
+    lines, parts = scanned
+    got = [_flat(r) for r in shard._owned(lines, parts)]
     base = 1 + body.count(b"\n", 0, start - 1) if start else 0  # lines starting before start
     end = min(start + size, len(body))
     want = [(r[0] - base, *r[1:]) for r in reference(body, max_record=max_record) if start <= r[1] < end]
@@ -305,7 +361,7 @@ def test_files_written_by_csv_writer_read_as_csv_reader_reads_them(
     data = (BOM if bom else b"") + out.getvalue().encode()
     expected = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""), delimiter=delimiter))
 
-    got, uncertain = read_sharded(data, shard_size, max_record=1 << 20)
+    got, uncertain = read_sharded(data, shard_size, max_record=1 << 20, delimiter=delimiter.encode())
     assert uncertain == []
     fields = [split_csv_line(raw.decode(), delimiter) for _, _, raw, code in got if not code]
     assert [f for f in fields if not isinstance(f, Reject)] == expected
@@ -326,3 +382,86 @@ def test_a_record_open_at_the_edge_of_the_window_makes_the_shard_uncertain(
         read_shard(data, start, start + 4, max_record=8)
     # One byte more and the record is cut: the next shard is certain again.
     assert reference(data, max_record=7 - (len(end) - 1))[5][3] == "record_too_large"
+
+
+# -- naive files: quotes inside unquoted fields, balanced and not --------------------------------
+
+# Fields as hand-made and naive exports hold them: quoted words, inch marks, unbalanced quotes,
+# well-quoted fields (with newlines and ""), and text after a closing quote.
+naive_field = st.one_of(
+    st.text(st.sampled_from(list('ab "é')), max_size=6),
+    st.sampled_from(['5" disk', 'the "foo" option', 'say "hi', '12"', 'x"y"z', '"5" disk', '"a"b']),
+    st.text(st.sampled_from(list('ab,;"\n é')), max_size=6).map(lambda t: '"' + t.replace('"', '""') + '"'),
+    st.sampled_from(['"open\nstill', '"', '""', '"""', '","']),
+)
+
+
+def naive_file(rows: list[list[str]], delimiter: str, terminator: str) -> bytes:
+    return "".join(delimiter.join(row) + terminator for row in rows).encode()
+
+
+def csv_reader_outcomes(data: bytes, delimiter: str) -> list[list[str] | str]:
+    """csv.reader(strict=True) over the whole file: each record's row, or "error" (it resumes at
+    the next line, as the reference's records do)."""
+    reader = csv.reader(io.StringIO(data.decode(), newline=""), delimiter=delimiter, strict=True)
+    outcomes: list[list[str] | str] = []
+    while True:
+        try:
+            outcomes.append(next(reader))
+        except StopIteration:
+            return outcomes
+        except csv.Error:
+            outcomes.append("error")
+
+
+naive_rows = st.integers(1, 4).flatmap(
+    lambda n: st.lists(st.lists(naive_field, min_size=n, max_size=n), min_size=1, max_size=14)
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=naive_rows, delimiter=st.sampled_from([",", ";"]), terminator=st.sampled_from(["\n", "\r\n"]))
+@example(rows=[["A1", '5" disk', "10"], ["A2", "x", "11"]], delimiter=",", terminator="\n")
+@example(rows=[["x", '"a"b"c', '"d'], ["q", "r", "s"]], delimiter=",", terminator="\n")
+def test_the_reference_reads_naive_files_as_csv_reader_reads_them(
+    rows: list[list[str]], delimiter: str, terminator: str
+) -> None:
+    """Record for record, the reference (then split_csv_line) gives csv.reader(strict=True)'s rows
+    and refuses where it refuses: a quote opens a quoted field only at the start of a field."""
+    data = naive_file(rows, delimiter, terminator)
+    records = reference_records(data, max_record=1 << 20, delimiter=delimiter.encode())
+    got: list[list[str] | str] = []
+    for record in records:
+        split = "error" if isinstance(record, CutRecord) else split_csv_line(record.raw.decode(), delimiter)
+        got.append("error" if isinstance(split, Reject) else split if record.raw else [])
+    assert got == csv_reader_outcomes(data, delimiter)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=naive_rows,
+    delimiter=st.sampled_from([",", ";"]),
+    terminator=st.sampled_from(["\n", "\r\n"]),
+    shard_size=st.integers(1, 48),
+    max_record=st.sampled_from([4, 12, 40, 1 << 20]),
+)
+def test_certain_shards_of_naive_files_read_the_reference_at_any_size(
+    rows: list[list[str]], delimiter: str, terminator: str, shard_size: int, max_record: int
+) -> None:
+    data = naive_file(rows, delimiter, terminator)
+    d = delimiter.encode()
+    got, uncertain = read_sharded(data, shard_size, max_record=max_record, delimiter=d)
+    want = owned_by(reference(data, max_record=max_record, delimiter=d), uncertain, data, 0)
+    assert got == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(raw=st.lists(st.sampled_from([b"a", b",", b'"', b'""', b" ", b"\r"]), max_size=20).map(b"".join))
+def test_a_multi_byte_delimiter_reads_lines_as_a_one_byte_one_does(raw: bytes) -> None:
+    """The one-byte delimiter's whole-line match (a fast path) and the field walk every delimiter
+    takes agree: "§" is two bytes in UTF-8, so it always walks."""
+    section = "§".encode()
+    for inside in (False, True):
+        assert csvrecords.ends_quoted(raw, inside) is csvrecords.ends_quoted(
+            raw.replace(b",", section), inside, section
+        )

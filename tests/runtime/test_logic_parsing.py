@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from decimal import Decimal
 from typing import Any
 
@@ -86,20 +87,38 @@ def test_quoted_fields_follow_csv_rules() -> None:
     assert parse(line(b'"x, y","say ""hi""",\xc3\xa9')) == {"a": "x, y", "b": 'say "hi"', "c": "é"}
 
 
-def test_a_quote_inside_an_unquoted_field_is_refused() -> None:
-    # csv.reader would read `5" disk` as a field; mapload refuses malformed quoting.
+def test_a_quote_inside_an_unquoted_field_is_data_as_csv_reader_reads_it() -> None:
     parse = make_parser(csv_spec(), ["a", "b"])
-    assert parse(line(b'5" disk,x')) == Reject("unbalanced_quote", parsing._UNBALANCED)
-    assert isinstance(parse(line(b'5"" disk,x')), Reject)
-    assert parse(line(b'"5"" disk",x')) == {"a": '5" disk', "b": "x"}  # quoted, it loads
+    assert parse(line(b'5" disk,x')) == {"a": '5" disk', "b": "x"}
+    assert parse(line(b'the "foo" option,x"')) == {"a": 'the "foo" option', "b": 'x"'}
+    assert parse(line(b'5"" disk,x')) == {"a": '5"" disk', "b": "x"}
+    assert parse(line(b'"5"" disk",x')) == {"a": '5" disk', "b": "x"}  # quoted, "" is one quote
+
+
+def test_text_after_a_closing_quote_is_refused_as_csv_reader_strict_refuses_it() -> None:
+    parse = make_parser(csv_spec(), ["a", "b"])
+    assert parse(line(b'"5" disk,x')) == Reject("bad_quote", "malformed quoting: ',' expected after '\"'")
+    assert parse(line(b'x,"open')) == Reject("unbalanced_quote", parsing._UNBALANCED)
+
+
+def test_a_quoted_field_may_be_as_long_as_max_record_bytes() -> None:
+    """csv's own limit is 131072 characters; a record may be csv.maxRecordBytes (1 MiB by default)."""
+    big = "é" * 150_000  # 300 KB
+    parse = make_parser(csv_spec(), ["a", "b"])
+    assert parse(line(f'"{big}",x'.encode())) == {"a": big, "b": "x"}
+    limit = csv.field_size_limit()  # at least 1 MiB now: it only grows, one per process
+    assert limit >= 1 << 20
+    assert parse(line(b'"' + b"y" * (limit + 1) + b'",x')) == Reject(
+        "record_too_large", f"a quoted field is longer than {limit} characters"
+    )
 
 
 def test_a_record_of_several_lines_keeps_its_quoted_line_ends() -> None:
     parse = make_parser(csv_spec(), ["a", "b"])
     assert parse(line(b'"x\r\ny","p\nq\rr"')) == {"a": "x\r\ny", "b": "p\nq\rr"}
-    assert parse(line(b'"x"\ny,z')) == Reject(
-        "bad_quote", "malformed quoting: a quote inside an unquoted field"
-    )
+    # Never a grouped record (a line break outside quotes ends one), and refused all the same.
+    refused = parse(line(b'"x"\ny,z'))
+    assert isinstance(refused, Reject) and refused.code == "bad_quote"
 
 
 def test_other_delimiters() -> None:

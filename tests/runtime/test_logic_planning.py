@@ -184,3 +184,22 @@ def test_loader_only_graph_options_leave_the_plan_id_alone_what_is_staged_change
     # Every loader option but gzip is a load-only field: a new option must be placed on one side.
     options = set(spec()["graph"]) - {"model", "vertices", "edges"}  # type: ignore[arg-type]
     assert options - LOAD_ONLY_GRAPH_FIELDS == {"gzip"}
+
+
+def test_the_plan_id_carries_the_plan_format_so_an_upgraded_reader_never_trusts_old_shards() -> None:
+    """Shards recorded by a reader that read CSV differently (plan format 1: quotes counted by
+    parity) must not be skipped, nor their CSV start states trusted, by a re-run after the upgrade."""
+    import hashlib
+    import json
+
+    from logic.planning import PLAN_FORMAT, plan_id
+
+    shards = [{"bucket": "src", "key": "in.csv", "etag": "e", "start": 0, "end": 10}]
+    spec = {"source": "s3://src/in.csv", "format": "csv", "csv": {"header": True}}
+    assert PLAN_FORMAT >= 2
+    assert plan_id(shards, spec) == plan_id(shards, spec, plan_format=PLAN_FORMAT)
+    assert plan_id(shards, spec, plan_format=1) != plan_id(shards, spec)
+    # Nor is it the id format 1 gave (before the version was part of it).
+    cuts = [("src", "in.csv", "e", 0, 10)]
+    before = hashlib.sha256(json.dumps([spec, cuts], sort_keys=True, default=str).encode()).hexdigest()[:20]
+    assert plan_id(shards, spec) != before
