@@ -9,6 +9,7 @@ sample's records scaled by the file's size; a file that fits in the sample is co
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -91,28 +92,13 @@ def _gzip_size(by_ratio: float, trailer: bytes, sampled: int) -> float:
 
 def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
     """Parse and map the start of `path` with `raw_spec` (the execution input, without source)."""
-    from logic.csvrecords import reference_records
     from logic.errors import InputValidationError
     from logic.mapping import make_mapper
     from logic.parsing import make_parser
     from logic.planning import read_header
-    from logic.spec import parse_spec
     from logic.values import Item, Line, Reject
 
-    if "source" in raw_spec:
-        raise MeasureError("the spec must not name 'source': give the file with --file")
-    key = (raw_spec.get("dynamodb") or {}).get("key")
-    if not isinstance(key, dict) or not key:
-        raise MeasureError("the spec has no dynamodb.key: estimate measures the DynamoDB items a load writes")
-    try:
-        # The table's key as the spec fills it (types do not change an item's size much).
-        spec = parse_spec(
-            {**raw_spec, "source": SAMPLE_SOURCE},
-            table_key=dict.fromkeys(key, "S"),
-            execution_name="estimate",
-        )
-    except InputValidationError as error:
-        raise MeasureError(f"the spec is not valid: {error}") from error
+    spec = _spec(raw_spec)
     if not path.is_file():
         raise MeasureError(f"{path}: no such file")
     data, whole, data_size = _sample(path)
@@ -125,13 +111,7 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
     body = data[start:]
     if not whole:  # the sample ends inside a record: leave that record out
         body = body[: body.rfind(b"\n") + 1]
-    if spec.csv is not None:
-        comment = spec.csv.comment.encode() if spec.csv.comment is not None else None
-        records: Any = reference_records(
-            body, max_record=spec.csv.max_record_bytes, comment=comment, base=start
-        )
-    else:
-        records = (Line(n, 0, raw.rstrip(b"\r")) for n, raw in enumerate(body.split(b"\n"), 1))
+    records = _records(spec, body, start)
     parse, mapped = make_parser(spec, header), make_mapper(spec)
     comment_bytes = spec.csv.comment.encode() if spec.csv is not None and spec.csv.comment else None
     sizes: list[int] = []
@@ -160,6 +140,45 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
         rejected=rejected,
         exact=whole,
         spec=spec,
+    )
+
+
+def _spec(raw_spec: dict[str, Any]) -> Any:
+    """The input validated as Plan would, against a table whose key is the spec's (all S: types
+    do not change an item's size much)."""
+    from logic.errors import InputValidationError
+    from logic.spec import parse_spec
+
+    if "source" in raw_spec:
+        raise MeasureError("the spec must not name 'source': give the file with --file")
+    key = (raw_spec.get("dynamodb") or {}).get("key")
+    if not isinstance(key, dict) or not key:
+        raise MeasureError("the spec has no dynamodb.key: estimate measures the DynamoDB items a load writes")
+    try:
+        spec = parse_spec(
+            {**raw_spec, "source": SAMPLE_SOURCE},
+            table_key=dict.fromkeys(key, "S"),
+            execution_name="estimate",
+        )
+    except InputValidationError as error:
+        raise MeasureError(f"the spec is not valid: {error}") from error
+    return spec
+
+
+def _records(spec: Any, body: bytes, start: int) -> Iterable[Any]:
+    """The sample's records as the Worker groups them: CSV by its grammar, else one per line."""
+    from logic.csvrecords import reference_records
+    from logic.values import Line
+
+    if spec.csv is None:
+        return (Line(n, 0, raw.rstrip(b"\r")) for n, raw in enumerate(body.split(b"\n"), 1))
+    comment = spec.csv.comment.encode() if spec.csv.comment is not None else None
+    return reference_records(
+        body,
+        max_record=spec.csv.max_record_bytes,
+        comment=comment,
+        base=start,
+        delimiter=spec.csv.delimiter.encode(),
     )
 
 

@@ -191,6 +191,12 @@ class LoaderStack(cdk.Stack):
         # would change an export in use. BOTH keeps the producer's generated exports, which
         # Loader stacks deployed before imported, until those have been updated.
         cdk.CrossStackReferences.of(self).consume(cdk.ReferenceStrength.BOTH)
+        # CDK warns on every synth that BOTH is transitional; it is, on purpose, until every
+        # environment has deployed once with it (docs/DEPLOY.md): say so once, not on each synth.
+        cdk.Annotations.of(self).acknowledge_warning(
+            "@aws-cdk/core:crossStackReferencesBothTransitional",
+            "exports kept until every deployed Loader has stopped importing them (docs/DEPLOY.md)",
+        )
         shared = data.share_with(self)
         self.shared = shared
         # Explicit output reads are invisible to CDK's dependency tracking; deploy Data first.

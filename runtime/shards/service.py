@@ -38,9 +38,7 @@ def process_shard(
     another write mode."""
     job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
     plan_id = str(job.get("planId") or run_id)
-    prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
-    if shard["bucket"] not in settings.source_buckets and not prepared:
-        raise SourceNotAllowedError(f"shard {index}: bucket {shard['bucket']!r} is not an allowed source")
+    _check_source(shard, settings, index)
     if ledger.shard_done(job_id, plan_id, index):
         # A retry after the counts were recorded, or a re-run of the job whose earlier run
         # finished this shard: the items are written, count nothing twice.
@@ -85,3 +83,10 @@ def process_shard(
     }
     ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
     return {"index": index, **{name: result[name] for name in METRIC_FIELDS}}
+
+
+def _check_source(shard: Mapping[str, Any], settings: ShardSettings, index: int) -> None:
+    """A shard reads a source bucket, or Prepare's decompressed copy in staging: nothing else."""
+    prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
+    if shard["bucket"] not in settings.source_buckets and not prepared:
+        raise SourceNotAllowedError(f"shard {index}: bucket {shard['bucket']!r} is not an allowed source")
