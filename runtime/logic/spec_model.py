@@ -16,7 +16,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -61,6 +61,8 @@ GRAPH_MODELS = get_args(GraphModel)
 PropertyType = Literal["String", "Int", "Long", "Double", "Float", "Bool", "Date", "DateTime"]
 PROPERTY_TYPES = get_args(PropertyType)
 COPY_ALL = "*"
+# What splits a set's CSV cell into elements when the attribute names no separator.
+SET_SEPARATOR = "|"
 MAX_SHARD_SIZE_MIB = 10240
 # csv.maxRecordBytes: a multi-line CSV record's bound (one stray quote costs at most this much).
 DEFAULT_MAX_RECORD_BYTES = 1024 * 1024
@@ -355,6 +357,14 @@ def _unknown_field(name: str, allowed: list[str]) -> str:
     return f"unknown field {name!r} ({suggestion})"
 
 
+class _Given(dict[str, Any]):
+    """What a refused field's message names from the input; a name it cannot see here (e.g. the
+    writeMode of the target holding an attribute) is left for the error formatter to fill in."""
+
+    def __missing__(self, name: str) -> str:
+        return f"{{{name}}}"
+
+
 class Model(BaseModel):
     """A JSON object of the input: strict JSON types, unknown fields are errors."""
 
@@ -373,7 +383,9 @@ class Model(BaseModel):
                 if name not in allowed:
                     why = cls.refused.get(name)
                     message = (
-                        why.format(format=data.get("format")) if why else _unknown_field(str(name), allowed)
+                        why.format_map(_Given(format=data.get("format")))
+                        if why
+                        else _unknown_field(str(name), allowed)
                     )
                     raise fail(message, str(name))
         return data
@@ -457,16 +469,11 @@ class TypedField(Model):
     field: str = Field(min_length=1)
     type: AttributeType = "S"
     optional: bool = False
-    update: Annotated[UpdateAction | None, NotNull] = Field(
-        default=None,
-        json_schema_extra=_no_default,
-        description='writeMode "update" only: SET (default), ADD (numbers: exactly once per record; '
-        "sets) or set if absent (if_not_exists).",
-    )
     separator: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
         default=None,
         json_schema_extra=_no_default,
-        description='Sets (SS, NS, BS) only: what splits a CSV cell into elements; default "|".',
+        description="Sets (SS, NS, BS) only: what splits a CSV cell into elements; "
+        f'default "{SET_SEPARATOR}".',
     )
     from_: Annotated[Literal["iso8601"] | None, NotNull] = Field(
         default=None,
@@ -474,26 +481,28 @@ class TypedField(Model):
         json_schema_extra=_no_default,
         description="N only: the cell is an ISO-8601 timestamp with an offset; stored as epoch seconds.",
     )
+    # `update` belongs to writeMode update's attributes (UpdateField); the formatter fills in the
+    # mode from the branch the input named.
+    refused = {"update": "only allowed when writeMode is update (writeMode is {writeMode})"}
+    # Kept: a rule between two fields (which options a `type` takes) that no field's type states.
     model_config = ConfigDict(
         json_schema_extra={
             "dependentSchemas": {
                 "separator": _TYPE_IN_SETS,
                 "from": {"required": ["type"], "properties": {"type": {"const": "N"}}},
             },
-            "if": _when("update", "add"),
-            "then": {"required": ["type"], "properties": {"type": {"enum": list(_ADDABLE)}}},
         }
     )
 
     @property
     def update_action(self) -> UpdateAction:
         """How writeMode update writes it: SET unless it says otherwise."""
-        return self.update or "set"
+        return "set"
 
     @property
     def set_separator(self) -> str:
         """What splits a set's cell into elements."""
-        return "|" if self.separator is None else self.separator
+        return SET_SEPARATOR if self.separator is None else self.separator
 
     @model_validator(mode="after")
     def _options_fit_the_type(self) -> TypedField:
@@ -502,20 +511,49 @@ class TypedField(Model):
             raise fail(f"only for sets ({sets}), not type {self.type}", "separator")
         if self.from_ is not None and self.type != "N":
             raise fail(f"only for type N (epoch seconds), not type {self.type}", "from")
-        if self.update == "add" and self.type not in _ADDABLE:
-            raise fail(f"add is only for numbers (N) and sets ({sets}), not type {self.type}", "update")
         return self
 
 
-AttributeValue = Annotated[
-    Annotated[TemplateText, Tag("~text")] | Annotated[TypedField, Tag("~field")],
-    _shape(
-        lambda v: (
-            "~text" if isinstance(v, str | Template) else "~field" if isinstance(v, Mapping | Model) else None
-        ),
-        'a template string or {"field": ..., "type": "S", "optional": false}',
-    ),
-]
+class UpdateField(TypedField):
+    """A typed attribute of writeMode update, with the update action that writes it."""
+
+    update: Annotated[UpdateAction | None, NotNull] = Field(
+        default=None,
+        json_schema_extra=_no_default,
+        description="SET (default), ADD (numbers: exactly once per record; sets) or set if absent "
+        "(if_not_exists).",
+    )
+    refused = {}
+    # Kept: ADD needs a number or set `type`, a rule between two fields that no field's type states.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": _when("update", "add"),
+            "then": {"required": ["type"], "properties": {"type": {"enum": list(_ADDABLE)}}},
+        }
+    )
+
+    @property
+    def update_action(self) -> UpdateAction:
+        return self.update or "set"
+
+    @model_validator(mode="after")
+    def _add_fits_the_type(self) -> UpdateField:
+        if self.update == "add" and self.type not in _ADDABLE:
+            raise fail(
+                f"add is only for numbers (N) and sets ({', '.join(SET_TYPES)}), not type {self.type}",
+                "update",
+            )
+        return self
+
+
+def _value_shape(value: Any) -> str | None:
+    return (
+        "~text"
+        if isinstance(value, str | Template)
+        else "~field"
+        if isinstance(value, Mapping | Model)
+        else None
+    )
 
 
 def _attributes_shape(value: Any) -> str | None:
@@ -524,7 +562,32 @@ def _attributes_shape(value: Any) -> str | None:
     return "~map" if isinstance(value, Mapping) else None
 
 
-class KeyAttribute(NamedTuple):
+_Typed = TypeVar("_Typed", bound=TypedField)
+# The attributes of a write mode that writes them: a template string (type S) or a typed field
+# per name, or "*".
+Attributes = Annotated[
+    Annotated[Literal["*"], Tag("~all")]
+    | Annotated[
+        dict[
+            Annotated[str, Field(min_length=1)],
+            Annotated[
+                Annotated[TemplateText, Tag("~text")] | Annotated[_Typed, Tag("~field")],
+                _shape(_value_shape, 'a template string or {"field": ..., "type": "S", "optional": false}'),
+            ],
+        ],
+        Tag("~map"),
+    ],
+    _shape(_attributes_shape, 'an object of attributes or "*" (copy every field)'),
+]
+_ATTRIBUTES: Any = Field(
+    default_factory=dict,
+    description="The other attributes: a template string (type S) or a typed field per attribute name; "
+    'or "*" to copy every field (CSV as strings, JSON Lines keeping JSON types). '
+    "Absent: items hold the key attributes alone.",
+)
+
+
+class KeyTemplate(NamedTuple):
     """One key attribute of the target table (partition key first) and the template that fills it."""
 
     name: str
@@ -539,7 +602,10 @@ def shown_name(name: str) -> str:
 
 
 class DynamoDbTarget(Model):
-    """How a record becomes a DynamoDB item."""
+    """How a record becomes a DynamoDB item: the fields and checks every writeMode shares. Each
+    mode is its own model below (`writeMode` is their discriminator; absent is put), holding the
+    fields that mode allows: `version` with newerWins only, no `attributes` with delete, `update`
+    actions with update only."""
 
     # Validated with the target table's key as context (`context={"table_key": ((name, S|N|B), ...)}`,
     # partition key first), `key` names exactly the table's key attributes, in its order; without
@@ -549,81 +615,26 @@ class DynamoDbTarget(Model):
         description="A template for each key attribute of the target table (and no other).",
         examples=[{"pk": "POSTCODE#{postcode}", "sk": "LOCATION"}],
     )
-    attributes: Annotated[
-        Annotated[Literal["*"], Tag("~all")]
-        | Annotated[dict[Annotated[str, Field(min_length=1)], AttributeValue], Tag("~map")],
-        _shape(_attributes_shape, 'an object of attributes or "*" (copy every field)'),
-    ] = Field(
-        default_factory=dict,
-        description="The other attributes: a template string (type S) or a typed field per attribute name; "
-        'or "*" to copy every field (CSV as strings, JSON Lines keeping JSON types). '
-        "Absent: items hold the key attributes alone.",
-    )
-    write_mode: WriteMode = Field(
-        default="put",
-        description="put: BatchWriteItem, the later write wins; putIfAbsent: only keys not in the table; "
-        "newerWins: only when the stored item's version is lower; update: UpdateItem keeping other "
-        "attributes; delete: DeleteItem by the key (no attributes).",
-    )
-    version: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
-        default=None,
-        json_schema_extra=_no_default,
-        description="newerWins only (and required there): a mapped attribute of type N, not optional.",
-    )
-    model_config = ConfigDict(
-        json_schema_extra={
-            "allOf": [
-                {
-                    "if": _when("writeMode", "newerWins"),
-                    "then": {"required": ["version"]},
-                    "else": {"not": {"required": ["version"]}},
-                },
-                {"if": _when("writeMode", "delete"), "then": {"not": {"required": ["attributes"]}}},
-                {
-                    "if": {"not": _when("writeMode", "update")},
-                    "then": {
-                        "properties": {
-                            "attributes": {
-                                "additionalProperties": {"not": {"type": "object", "required": ["update"]}}
-                            }
-                        }
-                    },
-                },
-            ]
-        }
-    )
+
+    if TYPE_CHECKING:  # each mode's own field or class variable
+
+        @property
+        def write_mode(self) -> WriteMode: ...
+
+        @property
+        def attributes(self) -> Literal["*"] | Mapping[str, Template | TypedField]: ...
+
+        @property
+        def version(self) -> str | None: ...
 
     @model_validator(mode="after")
-    def _fields_fit_the_mode(self) -> DynamoDbTarget:
-        mode = self.write_mode
-        if mode == "newerWins" and self.version is None:
-            raise fail(
-                "required when writeMode is newerWins: the attribute (type N) that orders records", "version"
-            )
-        if mode != "newerWins" and self.version is not None:
-            raise fail(f"only allowed when writeMode is newerWins (writeMode is {mode!r})", "version")
-        if mode == "delete" and "attributes" in self.model_fields_set:
-            raise fail(
-                "not allowed when writeMode is delete: items are deleted by their key alone", "attributes"
-            )
-        if mode != "update" and isinstance(self.attributes, dict):
-            for name, value in self.attributes.items():
-                if isinstance(value, TypedField) and value.update is not None:
-                    raise fail(
-                        f"only allowed when writeMode is update (writeMode is {mode!r})",
-                        "attributes",
-                        name,
-                        "update",
-                    )
-        return self._defaults_written_out()
-
     def _defaults_written_out(self) -> DynamoDbTarget:
         """Each typed attribute with the defaults its mode and type use (update, a set's separator),
         as the normalized spec writes them: parsing that gives back an equal target."""
         attributes = {
             name: value.model_copy(
                 update={
-                    **({"update": value.update_action} if self.write_mode == "update" else {}),
+                    **({"update": value.update_action} if isinstance(value, UpdateField) else {}),
                     **({"separator": value.set_separator} if value.type in SET_TYPES else {}),
                 }
             )
@@ -658,9 +669,8 @@ class DynamoDbTarget(Model):
                 raise fail(
                     f"missing: give a template for each key attribute of the table: {described}", "key", name
                 )
-        copy_all = self.copy_all or (
-            as_is and "attributes" not in self.model_fields_set and self.write_mode != "delete"
-        )
+        has_attributes = "attributes" in type(self).model_fields
+        copy_all = self.copy_all or (as_is and has_attributes and "attributes" not in self.model_fields_set)
         for name in {} if copy_all else self.mapped:
             if name in names:
                 raise fail(
@@ -668,10 +678,10 @@ class DynamoDbTarget(Model):
                     "attributes",
                     name,
                 )
-        attributes = COPY_ALL if copy_all else self.attributes
-        target = self.model_copy(
-            update={"key": {name: given[name] for name in names}, "attributes": attributes}
-        )
+        update: dict[str, Any] = {"key": {name: given[name] for name in names}}
+        if has_attributes:
+            update["attributes"] = COPY_ALL if copy_all else self.attributes
+        target = self.model_copy(update=update)
         target._check_version()
         target._key_types = dict(table_key)
         return target
@@ -694,10 +704,10 @@ class DynamoDbTarget(Model):
             )
 
     @property
-    def key_attributes(self) -> tuple[KeyAttribute, ...]:
+    def key_attributes(self) -> tuple[KeyTemplate, ...]:
         """The table's key attributes, partition key first, each with its type and template."""
         return tuple(
-            KeyAttribute(name, self._key_types[name], template) for name, template in self.key.items()
+            KeyTemplate(name, self._key_types[name], template) for name, template in self.key.items()
         )
 
     @property
@@ -706,22 +716,129 @@ class DynamoDbTarget(Model):
         return self.attributes == COPY_ALL
 
     @property
-    def mapped(self) -> dict[str, Template | TypedField]:
+    def mapped(self) -> Mapping[str, Template | TypedField]:
         """The attributes mapped one by one (none when every field is copied)."""
         return {} if isinstance(self.attributes, str) else self.attributes
 
 
-class ExportTarget(DynamoDbTarget):
-    """format dynamodb-json: how an exported item is written. Without key and attributes, the item
-    is written as it is (each key attribute is `{name}`, attributes `"*"`)."""
+_NEWER_WINS_ONLY = "only allowed when writeMode is newerWins (writeMode is {mode!r})"
 
-    # Optional here, required in the base: pydantic validates each model by its own fields.
-    key: Annotated[dict[str, KeyTemplateText] | None, NotNull] = Field(  # type: ignore[assignment]
-        default=None,
-        json_schema_extra=_no_default,
-        description="A template for each key attribute of the target table; absent: the item's own "
-        "attributes of those names (they must have the key's types).",
+
+class PutTarget(DynamoDbTarget):
+    """writeMode put (the default): BatchWriteItem, the later write wins."""
+
+    write_mode: Literal["put"] = "put"
+    attributes: Attributes[TypedField] = _ATTRIBUTES
+    version: ClassVar[None] = None
+    refused = {"version": _NEWER_WINS_ONLY.format(mode="put")}
+
+
+class PutIfAbsentTarget(DynamoDbTarget):
+    """writeMode putIfAbsent: only keys not in the table."""
+
+    write_mode: Literal["putIfAbsent"]
+    attributes: Attributes[TypedField] = _ATTRIBUTES
+    version: ClassVar[None] = None
+    refused = {"version": _NEWER_WINS_ONLY.format(mode="putIfAbsent")}
+
+
+class NewerWinsTarget(DynamoDbTarget):
+    """writeMode newerWins: only when the stored item's version is lower."""
+
+    write_mode: Literal["newerWins"]
+    attributes: Attributes[TypedField] = _ATTRIBUTES
+    version: Annotated[str, Field(min_length=1)] = Field(
+        description="The attribute that orders records: a mapped attribute of type N, not optional."
     )
+
+
+class UpdateTarget(DynamoDbTarget):
+    """writeMode update: UpdateItem keeping other attributes; each typed attribute may name its
+    update action."""
+
+    write_mode: Literal["update"]
+    attributes: Attributes[UpdateField] = _ATTRIBUTES
+    version: ClassVar[None] = None
+    refused = {"version": _NEWER_WINS_ONLY.format(mode="update")}
+
+
+class DeleteTarget(DynamoDbTarget):
+    """writeMode delete: DeleteItem by the key (no attributes)."""
+
+    write_mode: Literal["delete"]
+    attributes: ClassVar[dict[str, Template | TypedField]] = {}
+    version: ClassVar[None] = None
+    refused = {
+        "attributes": "not allowed when writeMode is delete: items are deleted by their key alone",
+        "version": _NEWER_WINS_ONLY.format(mode="delete"),
+    }
+
+
+def _write_mode(value: Any) -> str | None:
+    """writeMode picks the branch; absent is put; a non-object is left to the put branch to refuse."""
+    if isinstance(value, DynamoDbTarget):
+        return f"~{value.write_mode}"
+    if not isinstance(value, Mapping):
+        return "~put"
+    mode = value.get("writeMode", "put")
+    return f"~{mode}" if isinstance(mode, str) and mode in WRITE_MODES else None
+
+
+_BY_WRITE_MODE = Discriminator(
+    _write_mode, custom_error_type="spec_write_mode", custom_error_message="writeMode"
+)
+
+
+# The DynamoDB target of CSV/JSON Lines records, one model per writeMode.
+RecordTarget = Annotated[
+    Annotated[PutTarget, Tag("~put")]
+    | Annotated[PutIfAbsentTarget, Tag("~putIfAbsent")]
+    | Annotated[NewerWinsTarget, Tag("~newerWins")]
+    | Annotated[UpdateTarget, Tag("~update")]
+    | Annotated[DeleteTarget, Tag("~delete")],
+    _BY_WRITE_MODE,
+]
+
+# format dynamodb-json: how an exported item is written. Without key and attributes, the item is
+# written as it is (each key attribute is `{name}`, attributes `"*"`).
+_EXPORT_KEY: Any = Field(
+    default=None,
+    json_schema_extra=_no_default,
+    description="A template for each key attribute of the target table; absent: the item's own "
+    "attributes of those names (they must have the key's types).",
+)
+# Optional here, required in the record targets: pydantic validates each model by its own fields.
+ExportKey = Annotated[dict[str, KeyTemplateText] | None, NotNull]
+
+
+class ExportPutTarget(PutTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportPutIfAbsentTarget(PutIfAbsentTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportNewerWinsTarget(NewerWinsTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportUpdateTarget(UpdateTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportDeleteTarget(DeleteTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+ExportTarget = Annotated[
+    Annotated[ExportPutTarget, Tag("~put")]
+    | Annotated[ExportPutIfAbsentTarget, Tag("~putIfAbsent")]
+    | Annotated[ExportNewerWinsTarget, Tag("~newerWins")]
+    | Annotated[ExportUpdateTarget, Tag("~update")]
+    | Annotated[ExportDeleteTarget, Tag("~delete")],
+    _BY_WRITE_MODE,
+]
 
 
 def _not_optional(value: object) -> object:
@@ -1143,7 +1260,7 @@ _NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["
 class RecordInput(Common):
     """CSV or JSON Lines records: to DynamoDB items, graph statements, or both."""
 
-    dynamodb: Annotated[DynamoDbTarget | None, NotNull] = ABSENT
+    dynamodb: Annotated[RecordTarget | None, NotNull] = ABSENT
     graph: Annotated[RecordGraphs | None, NotNull] = ABSENT
 
     @model_validator(mode="after")
