@@ -403,6 +403,11 @@ def _term_shape(*kinds: str) -> Discriminator:
             return "~text"
         names = type(value).model_fields if isinstance(value, Model) else value
         given = [kind for kind in kinds if isinstance(names, Mapping) and kind in names]
+        if given == ["literal"] and (
+            isinstance(value, LanguageLiteral)
+            or (isinstance(value, Mapping) and value.get("language") is not None)
+        ):
+            return "~language"  # a literal in a language: its own model, which has no datatype
         return f"~{given[0]}" if len(given) == 1 else None
 
     return _shape(choose, f"an IRI template or an object with exactly one of: {', '.join(kinds)}")
@@ -462,6 +467,16 @@ _TYPE_IN_SETS: JsonDict = {"required": ["type"], "properties": {"type": {"enum":
 _ADDABLE = ("N", *SET_TYPES)
 
 
+# Kept: a rule between two fields (which options a typed field's `type` takes) that no field's
+# type states; the schema form of TypedField._options_fit_the_type.
+_OPTIONS_FIT_THE_TYPE: JsonDict = {
+    "dependentSchemas": {
+        "separator": _TYPE_IN_SETS,
+        "from": {"required": ["type"], "properties": {"type": {"const": "N"}}},
+    },
+}
+
+
 class TypedField(Model):
     """One field copied as a typed attribute; an optional attribute is left out when the field is
     missing, null or empty."""
@@ -484,15 +499,7 @@ class TypedField(Model):
     # `update` belongs to writeMode update's attributes (UpdateField); the formatter fills in the
     # mode from the branch the input named.
     refused = {"update": "only allowed when writeMode is update (writeMode is {writeMode})"}
-    # Kept: a rule between two fields (which options a `type` takes) that no field's type states.
-    model_config = ConfigDict(
-        json_schema_extra={
-            "dependentSchemas": {
-                "separator": _TYPE_IN_SETS,
-                "from": {"required": ["type"], "properties": {"type": {"const": "N"}}},
-            },
-        }
-    )
+    model_config = ConfigDict(json_schema_extra=_OPTIONS_FIT_THE_TYPE)
 
     @property
     def update_action(self) -> UpdateAction:
@@ -524,9 +531,11 @@ class UpdateField(TypedField):
         "(if_not_exists).",
     )
     refused = {}
-    # Kept: ADD needs a number or set `type`, a rule between two fields that no field's type states.
+    # Kept: ADD needs a number or set `type`, a rule between two fields that no field's type states
+    # (the schema form of _add_fits_the_type), beside TypedField's own.
     model_config = ConfigDict(
         json_schema_extra={
+            **_OPTIONS_FIT_THE_TYPE,
             "if": _when("update", "add"),
             "then": {"required": ["type"], "properties": {"type": {"enum": list(_ADDABLE)}}},
         }
@@ -881,31 +890,43 @@ class OptionalBlank(BlankNode):
     optional: bool = False  # type: ignore[assignment]
 
 
-class LiteralTerm(Model):
-    """A literal with a datatype or a language (not both); optional: left out when its fields are empty."""
+class _Literal(Model):
+    """A literal; optional: left out when its fields are empty."""
 
     literal: TemplateText
-    datatype: Datatype | None = None
-    language: Language | None = None
     optional: bool = False
     kind: ClassVar[str] = "literal"
-    model_config = ConfigDict(
-        title="Literal", json_schema_extra={"not": {"required": ["datatype", "language"]}}
-    )
-
-    @model_validator(mode="after")
-    def _datatype_or_language(self) -> LiteralTerm:
-        if self.datatype is not None and self.language is not None:
-            raise fail("a literal has a datatype or a language, not both")
-        return self
 
     @property
     def template(self) -> Template:
         return self.literal
 
 
+def _no_datatype(value: object) -> object:
+    if value is not None:
+        raise ValueError("a literal has a datatype or a language, not both")
+    return value
+
+
+class LiteralTerm(_Literal):
+    """A literal, of `datatype` when given (a string otherwise); optional: left out when its
+    fields are empty. A literal with a language is a LanguageLiteral (a literal has one or the other)."""
+
+    datatype: Datatype | None = None
+    language: None = None  # null: no language, as when absent
+    model_config = ConfigDict(title="Literal")
+
+
+class LanguageLiteral(_Literal):
+    """A literal in a language (a language-tagged string); optional: left out when its fields are
+    empty."""
+
+    language: Language
+    datatype: Annotated[None, BeforeValidator(_no_datatype)] = None  # null: as when absent
+
+
 # A term of a statement: an IRI template string, or an object naming its kind.
-Term = Template | IriNode | BlankNode | LiteralTerm
+Term = Template | IriNode | BlankNode | LiteralTerm | LanguageLiteral
 
 
 def term_template(term: Term) -> Template:
@@ -934,7 +955,8 @@ Object = Annotated[
     Annotated[IriTemplateText, Tag("~text")]
     | Annotated[OptionalIri, Tag("~iri")]
     | Annotated[OptionalBlank, Tag("~blank")]
-    | Annotated[LiteralTerm, Tag("~literal")],
+    | Annotated[LiteralTerm, Tag("~literal")]
+    | Annotated[LanguageLiteral, Tag("~language")],
     _term_shape("iri", "blank", "literal"),
     AfterValidator(_one_iri_form),
 ]
