@@ -372,6 +372,7 @@ _AT_FIELD = {
     "{described}",
     ("dynamodb.version", "missing"): "required when writeMode is newerWins: the attribute (type N) "
     "that orders records",
+    ("csv.columns", "missing"): model.COLUMNS_REQUIRED,
     ("csv", "model_type"): 'must be an object like {{"header": true, "delimiter": ","}}, got {kind}',
 }
 # The longest value an error message repeats; a longer one is cut (a 400-digit number, a long text).

@@ -413,18 +413,32 @@ def _term_shape(*kinds: str) -> Discriminator:
     return _shape(choose, f"an IRI template or an object with exactly one of: {', '.join(kinds)}")
 
 
-class CsvOptions(Model):
-    """How CSV lines split into fields."""
+_NO_COLUMNS = "only allowed when csv.header is false (the header line names the columns)"
+COLUMNS_REQUIRED = "required when csv.header is false: list the column names in order"
 
-    header: bool = Field(
-        default=True, description="The first line (after blank and comment lines) names the columns."
-    )
+
+def _header(value: object) -> object:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, got {kind(value)}")
+    return value
+
+
+def _no_columns(value: object) -> object:
+    if value is not None:
+        raise ValueError(_NO_COLUMNS)
+    return value
+
+
+def _columns_given(value: object) -> object:
+    if value is None:
+        raise ValueError(COLUMNS_REQUIRED)
+    return value
+
+
+class _CsvLines(Model):
+    """How CSV lines split into fields (named by a header line, or by `columns`)."""
+
     delimiter: Delimiter = Field(default=",", description="One character between fields.")
-    columns: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = Field(
-        default=None,
-        description="Column names in order; required when header is false, not allowed when it is true.",
-        json_schema_extra={"uniqueItems": True},
-    )
     comment: Comment | None = Field(default=None, description="Lines starting with this prefix are skipped.")
     max_record_bytes: Annotated[int, WholeNumber] = Field(
         default=DEFAULT_MAX_RECORD_BYTES,
@@ -434,27 +448,56 @@ class CsvOptions(Model):
         "(record_too_large) and parsing resumes at its next line; each shard also reads this much "
         "before its start.",
     )
-    model_config = ConfigDict(
-        title="CsvOptions",
-        json_schema_extra={
-            "if": {"required": ["header"], "properties": {"header": {"const": False}}},
-            "then": {"required": ["columns"], "properties": {"columns": {"type": "array"}}},
-            "else": {"properties": {"columns": {"type": "null"}}},
-        },
+
+
+class CsvOptions(_CsvLines):
+    """CSV whose first line (after blank and comment lines) names the columns (header true, the
+    default); with header false, the input lists them (HeaderlessCsvOptions)."""
+
+    header: Annotated[Literal[True], BeforeValidator(_header)] = Field(
+        default=True, description="The first line (after blank and comment lines) names the columns."
+    )
+    columns: Annotated[None, BeforeValidator(_no_columns)] = Field(
+        default=None, description="null: the header line names the columns."
+    )
+    model_config = ConfigDict(title="CsvOptions")
+
+
+class HeaderlessCsvOptions(_CsvLines):
+    """CSV without a header line: `columns` names the fields in order."""
+
+    header: Literal[False]
+    columns: Annotated[
+        list[Annotated[str, Field(min_length=1)]], Field(min_length=1), BeforeValidator(_columns_given)
+    ] = Field(
+        description="Column names in order.",
+        # Kept: uniqueItems, which no type states (the validator below names the duplicate).
+        json_schema_extra={"uniqueItems": True},
     )
 
     @model_validator(mode="after")
-    def _columns_follow_header(self) -> CsvOptions:
-        if self.header and self.columns is not None:
-            raise fail("only allowed when csv.header is false (the header line names the columns)", "columns")
-        if not self.header and self.columns is None:
-            raise fail("required when csv.header is false: list the column names in order", "columns")
+    def _columns_are_unique(self) -> HeaderlessCsvOptions:
         seen: set[str] = set()
-        for index, name in enumerate(self.columns or ()):
+        for index, name in enumerate(self.columns):
             if name in seen:
                 raise fail(f"duplicate column name {name!r}", "columns", index)
             seen.add(name)
         return self
+
+
+def _csv_header(value: Any) -> str:
+    """csv.header picks the form: false has columns; anything else is left to the header form."""
+    if isinstance(value, HeaderlessCsvOptions) or (
+        isinstance(value, Mapping) and value.get("header") is False
+    ):
+        return "~headerless"
+    return "~header"
+
+
+Csv = Annotated[
+    Annotated[CsvOptions, Tag("~header")] | Annotated[HeaderlessCsvOptions, Tag("~headerless")],
+    Discriminator(_csv_header),
+]
 
 
 def _when(name: str, value: str) -> JsonDict:
@@ -1296,7 +1339,7 @@ class RecordInput(Common):
 
 class CsvInput(RecordInput):
     format: Literal["csv"]
-    csv: CsvOptions = Field(
+    csv: Csv = Field(
         CsvOptions(),
         description="CSV options; only with format csv. Quoted fields may hold newlines (RFC 4180).",
     )

@@ -114,7 +114,6 @@ def test_the_graph_loader_options_take_their_defaults_from_the_model() -> None:
 KEPT_RULES = {
     "TypedField",
     "UpdateField",
-    "CsvOptions",
     "PropertyGraph",
     "OpencypherGraph",
     "CsvInput",
@@ -142,3 +141,16 @@ def test_a_literal_in_a_language_is_its_own_model() -> None:
     defs = spec_model.json_schema()["$defs"]
     assert defs["LanguageLiteral"]["properties"]["datatype"]["type"] == "null"
     assert defs["LiteralTerm"]["properties"]["language"]["type"] == "null"
+
+
+def test_csv_without_a_header_is_its_own_model_which_requires_columns() -> None:
+    raw = {"source": "s3://bucket/k.csv", "format": "csv", "dynamodb": {"key": {"pk": "{id}"}}}
+    for options, kind in [
+        ({"header": False, "columns": ["id"]}, spec_model.HeaderlessCsvOptions),
+        ({"header": True, "columns": None}, spec_model.CsvOptions),
+    ]:
+        parsed = spec.parse_spec({**raw, "csv": options}, table_key={"pk": "S"}, execution_name="j")
+        assert type(parsed.csv) is kind
+    defs = spec_model.json_schema()["$defs"]
+    assert "columns" in defs["HeaderlessCsvOptions"]["required"]
+    assert defs["CsvOptions"]["properties"]["header"]["const"] is True
