@@ -163,8 +163,13 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
-# Absent is None; null is refused (the schema has no default for it, and no null).
-ABSENT: Any = Field(default=None, json_schema_extra=_no_default)
+def absent(description: str | None = None, *, alias: str | None = None) -> Any:
+    """A field whose absence is None and whose null is refused (with NotNull). Kept as
+    json_schema_extra: the schema shows no default, since null is not a value the input may give."""
+    return Field(default=None, alias=alias, description=description, json_schema_extra=_no_default)
+
+
+ABSENT: Any = absent()
 NotNull = _NotNull()
 
 
@@ -527,17 +532,11 @@ class TypedField(Model):
     field: str = Field(min_length=1)
     type: AttributeType = "S"
     optional: bool = False
-    separator: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
-        default=None,
-        json_schema_extra=_no_default,
-        description="Sets (SS, NS, BS) only: what splits a CSV cell into elements; "
-        f'default "{SET_SEPARATOR}".',
+    separator: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = absent(
+        f'Sets (SS, NS, BS) only: what splits a CSV cell into elements; default "{SET_SEPARATOR}".'
     )
-    from_: Annotated[Literal["iso8601"] | None, NotNull] = Field(
-        default=None,
-        alias="from",
-        json_schema_extra=_no_default,
-        description="N only: the cell is an ISO-8601 timestamp with an offset; stored as epoch seconds.",
+    from_: Annotated[Literal["iso8601"] | None, NotNull] = absent(
+        "N only: the cell is an ISO-8601 timestamp with an offset; stored as epoch seconds.", alias="from"
     )
     # `update` belongs to writeMode update's attributes (UpdateField); the formatter fills in the
     # mode from the branch the input named.
@@ -567,11 +566,8 @@ class TypedField(Model):
 class UpdateField(TypedField):
     """A typed attribute of writeMode update, with the update action that writes it."""
 
-    update: Annotated[UpdateAction | None, NotNull] = Field(
-        default=None,
-        json_schema_extra=_no_default,
-        description="SET (default), ADD (numbers: exactly once per record; sets) or set if absent "
-        "(if_not_exists).",
+    update: Annotated[UpdateAction | None, NotNull] = absent(
+        "SET (default), ADD (numbers: exactly once per record; sets) or set if absent (if_not_exists)."
     )
     refused = {}
     # Kept: ADD needs a number or set `type`, a rule between two fields that no field's type states
@@ -853,11 +849,9 @@ RecordTarget = Annotated[
 
 # format dynamodb-json: how an exported item is written. Without key and attributes, the item is
 # written as it is (each key attribute is `{name}`, attributes `"*"`).
-_EXPORT_KEY: Any = Field(
-    default=None,
-    json_schema_extra=_no_default,
-    description="A template for each key attribute of the target table; absent: the item's own "
-    "attributes of those names (they must have the key's types).",
+_EXPORT_KEY: Any = absent(
+    "A template for each key attribute of the target table; absent: the item's own "
+    "attributes of those names (they must have the key's types)."
 )
 # Optional here, required in the record targets: pydantic validates each model by its own fields.
 ExportKey = Annotated[dict[str, KeyTemplateText] | None, NotNull]
@@ -1088,6 +1082,9 @@ PropertyName = Annotated[
     ),
 ]
 Properties = dict[PropertyName, PropertyValue]
+# Vertex and Edge give their `properties` json_schema_extra {"additionalProperties": False}. Kept:
+# pydantic states PropertyName's pattern as patternProperties, which alone would let any other
+# name through the schema.
 Labels = Annotated[
     Annotated[KeyTemplateText, Tag("~text")]
     | Annotated[list[KeyTemplateText], Field(min_length=1), Tag("~list")],
@@ -1173,7 +1170,8 @@ def _tolerance_needs_no_fail_on_error(graph: GraphOptions) -> None:
 
 
 def _opencypher_graph_schema(schema: JsonDict) -> None:
-    """The schema form of `_no_single_cardinality` and `_tolerance_needs_no_fail_on_error`."""
+    """The schema form of `_no_single_cardinality` and `_tolerance_needs_no_fail_on_error`. Kept as
+    json_schema_extra: rules between loader options that no field's type states."""
     properties = schema["properties"]
     assert isinstance(properties, dict)
     properties["updateSingleCardinalityProperties"] = {"const": False}
@@ -1185,7 +1183,8 @@ def _opencypher_graph_schema(schema: JsonDict) -> None:
 
 
 def _property_graph_schema(schema: JsonDict) -> None:
-    """The schema form of PropertyGraph's validator: vertices or edges, no single cardinality."""
+    """The schema form of PropertyGraph's validator: vertices or edges, no single cardinality. Kept
+    as json_schema_extra: one of two lists must be non-empty, which no field's type states."""
     schema["anyOf"] = [
         {"required": [name], "properties": {name: {"minItems": 1}}} for name in ("vertices", "edges")
     ]
@@ -1319,6 +1318,8 @@ class Common(Model):
 
 
 _CSV_ONLY = {"csv": "only allowed when format is 'csv' (format is {format!r})"}
+# Kept as json_schema_extra: records go to DynamoDB, the graph or both (RecordInput._has_a_target),
+# a rule between two fields that no field's type states.
 _NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["graph"]}]}
 
 
