@@ -98,8 +98,12 @@ def _literal_defaults(path: Path, names: set[str]) -> list[str]:
     return found
 
 
-def test_the_graph_loader_options_take_their_defaults_from_the_model() -> None:
-    names = {field.alias or name for name, field in spec_model.GraphOptions.model_fields.items()}
+def test_the_graph_loader_options_and_common_fields_take_their_defaults_from_the_model() -> None:
+    names = {
+        field.alias or name
+        for model in (spec_model.GraphOptions, spec_model.Common)
+        for name, field in model.model_fields.items()
+    }
     found = [
         hit
         for path in (ROOT / "runtime").rglob("*.py")
