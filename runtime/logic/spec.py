@@ -429,9 +429,12 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
     )
 
 
+_MODE_TAGS = {f"~{mode}" for mode in model.WRITE_MODES}
+
+
 def _in_mode(message: str, loc: Sequence[str | int]) -> str:
     """A message naming `{writeMode}`, with the mode of the target branch the input named."""
-    modes = [part[1:] for part in loc if isinstance(part, str) and part[1:] in model.WRITE_MODES]
+    modes = [part[1:] for part in loc if isinstance(part, str) and part in _MODE_TAGS]
     return message.replace("{writeMode}", repr(modes[-1])) if modes else message
 
 

@@ -569,7 +569,6 @@ class UpdateField(TypedField):
     update: Annotated[UpdateAction | None, NotNull] = absent(
         "SET (default), ADD (numbers: exactly once per record; sets) or set if absent (if_not_exists)."
     )
-    refused = {}
     # Kept: ADD needs a number or set `type`, a rule between two fields that no field's type states
     # (the schema form of _add_fits_the_type), beside TypedField's own.
     model_config = ConfigDict(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from logic import spec, spec_model
+from logic.errors import InputValidationError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -158,3 +159,16 @@ def test_csv_without_a_header_is_its_own_model_which_requires_columns() -> None:
     defs = spec_model.json_schema()["$defs"]
     assert "columns" in defs["HeaderlessCsvOptions"]["required"]
     assert defs["CsvOptions"]["properties"]["header"]["const"] is True
+
+
+def test_an_update_action_outside_writemode_update_names_the_mode_the_input_gave() -> None:
+    attributes = {"aput": {"field": "n", "type": "N", "update": "add"}}
+    raw = {"source": "s3://bucket/k.csv", "format": "csv"}
+    for mode in ("putIfAbsent", "newerWins"):
+        target = {"key": {"pk": "{id}"}, "writeMode": mode, "attributes": attributes}
+        if mode == "newerWins":
+            target["version"] = "aput"
+        with pytest.raises(InputValidationError) as caught:
+            spec.parse_spec({**raw, "dynamodb": target}, table_key={"pk": "S"}, execution_name="j")
+        assert caught.value.field == "dynamodb.attributes.aput.update"
+        assert caught.value.message == f"only allowed when writeMode is update (writeMode is {mode!r})"
