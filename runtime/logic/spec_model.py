@@ -376,7 +376,8 @@ class Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid", strict=True, frozen=True, alias_generator=to_camel, allow_inf_nan=False
     )
-    # Fields another form of the input has, and why they are refused here ({format} is filled in).
+    # Fields another form of the input has, and why they are refused here ({format} is filled in;
+    # {writeMode} by the error formatter, from the target branch the input named).
     refused: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="before")
