@@ -27,6 +27,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from logic.spec_model import SET_SEPARATOR
+
 Converted = tuple[dict[str, Any], int] | None
 Converter = Callable[[Any, str], Converted]
 
@@ -265,7 +267,7 @@ def epoch_seconds(value: Any, name: str) -> Converted:
     return {"N": number}, size
 
 
-def converter(kind: str, *, separator: str = "|", source: str | None = None) -> Converter:
+def converter(kind: str, *, separator: str = SET_SEPARATOR, source: str | None = None) -> Converter:
     """The converter of one of the non-scalar types this module adds (B, NULL, L, M, sets, iso8601)."""
     if source == "iso8601":
         return epoch_seconds

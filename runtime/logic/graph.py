@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from logic.spec import JobSpec
-from logic.spec_model import XSD, LiteralTerm, Statement, Template, Term
+from logic.spec_model import XSD, LanguageLiteral, LiteralTerm, Statement, Template, Term
 from logic.values import Fields, Reject
 
 # ("iri", iri) | ("blank", label) | ("literal", text, datatype or None, language or None)
@@ -112,7 +112,7 @@ def _term(term: Term, fields: Fields, where: str) -> RenderedTerm | None:
             return None
         missing = [name for name in template.fields if fields.get(name) is None]
         raise _Missing(Reject("missing_field", f"field {missing[0]!r} needed by {where} is missing or null"))
-    if not isinstance(term, LiteralTerm):
+    if not isinstance(term, LiteralTerm | LanguageLiteral):
         return (kind, text)
     pattern = LEXICAL.get(term.datatype or "")
     if pattern is not None and not pattern.fullmatch(text):

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logic.clipping import TEXT_BYTES, clip
+from logic.spec_model import GraphOptions
 
 # Statuses the poll loop waits through; LOAD_COMPLETED succeeds, and LOAD_FAILED for tolerated
 # dangling edges alone (`accepted`); every other status fails the job.
@@ -75,12 +76,10 @@ def load_request(
         "format": PROPERTY_GRAPH_FORMAT if opencypher else STAGED_FORMAT,
         "iamRoleArn": role_arn,
         "region": region,
-        "failOnError": "TRUE" if graph.get("failOnError", True) else "FALSE",
-        "parallelism": str(graph.get("parallelism", "HIGH")),
-        "queueRequest": "TRUE" if graph.get("queueRequest", True) else "FALSE",
-        "updateSingleCardinalityProperties": (
-            "TRUE" if graph.get("updateSingleCardinalityProperties", False) else "FALSE"
-        ),
+        "failOnError": _flag(graph, "failOnError"),
+        "parallelism": str(_option(graph, "parallelism")),
+        "queueRequest": _flag(graph, "queueRequest"),
+        "updateSingleCardinalityProperties": _flag(graph, "updateSingleCardinalityProperties"),
     }
     if opencypher:  # not supported for openCypher; every staged edge has an :ID column
         del body["updateSingleCardinalityProperties"]
@@ -89,6 +88,19 @@ def load_request(
     if dependencies:
         body["dependencies"] = dependencies
     return body
+
+
+def _option(graph: Mapping[str, Any], name: str) -> Any:
+    """A loader option of the normalized graph section; absent: the input model's default."""
+    return graph[name] if name in graph else _GRAPH_DEFAULTS[name]
+
+
+def _flag(graph: Mapping[str, Any], name: str) -> str:
+    return "TRUE" if _option(graph, name) else "FALSE"
+
+
+# The loader options' defaults, written once in the input model.
+_GRAPH_DEFAULTS = GraphOptions().model_dump(by_alias=True)
 
 
 def is_pending(status: str) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 from logic import graph_load
 from logic.clipping import TEXT_BYTES, clip
+from logic.spec_model import Common
 
 REPORT_VERSION = 1
 SAMPLE_SIZE = 10
@@ -102,10 +103,10 @@ def build(
     missing = sorted(expected - set(shards))
     totals, by_reason, unbalanced = _sum_shards(shards)
     lines = line_section(totals, shards)
-    max_rejected = float((spec or {}).get("maxRejectedPercent", 1))
+    max_rejected = float(_given(spec, "maxRejectedPercent"))
     rejected_percent = 100.0 * totals["rejected"] / totals["read"] if totals["read"] else 0.0
     if error is None:
-        dry_run = bool((spec or {}).get("dryRun", False))
+        dry_run = bool(_given(spec, "dryRun"))
         error = _reconciliation_error(
             totals, missing, total, unbalanced, rejected_percent, max_rejected, dry_run
         ) or _lines_error(lines)
@@ -117,7 +118,7 @@ def build(
         "error": error,
         "source": (spec or {}).get("source"),
         "format": (spec or {}).get("format"),
-        "dryRun": bool((spec or {}).get("dryRun", False)),
+        "dryRun": bool(_given(spec, "dryRun")),
         "writeMode": ((spec or {}).get("dynamodb") or {}).get("writeMode"),
         "records": {name: totals[name] for name in ("read", "written", "skipped", "rejected", "duplicates")},
         "lines": lines,
@@ -287,3 +288,12 @@ def graph_section(
         for name, field in fields:
             section[name] = sum(int(counts.get(field) or 0) for counts in shards.values())
     return section
+
+
+# The defaults of the fields every input has, written once in the input model.
+_SPEC_DEFAULTS = {field.alias or name: field.default for name, field in Common.model_fields.items()}
+
+
+def _given(spec: Mapping[str, Any] | None, name: str) -> Any:
+    """A field of the normalized spec; absent (or no spec): the input model's default."""
+    return (spec or {}).get(name, _SPEC_DEFAULTS[name])

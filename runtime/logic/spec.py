@@ -286,10 +286,8 @@ def spec_to_json(spec: JobSpec) -> dict[str, Any]:
 
 
 def _dynamodb_to_json(target: DynamoDbTarget) -> dict[str, Any]:
-    """The item mapping as validated (a typed attribute holds the defaults its mode and type use);
-    writeMode delete has no attributes."""
-    exclude = {"attributes"} if target.write_mode == "delete" else None
-    return target.model_dump(by_alias=True, exclude_none=True, exclude=exclude)
+    """The item mapping as validated (a typed attribute holds the defaults its mode and type use)."""
+    return target.model_dump(by_alias=True, exclude_none=True)
 
 
 def _term_to_json(term: Term) -> str | dict[str, Any]:
@@ -399,6 +397,9 @@ _AT_FIELD = {
     ("graph.statements", "too_long"): "not allowed with an RDF format: each line already is a statement",
     ("dynamodb.key", "missing"): "required: an object with a template for each key attribute of the table: "
     "{described}",
+    ("dynamodb.version", "missing"): "required when writeMode is newerWins: the attribute (type N) "
+    "that orders records",
+    ("csv.columns", "missing"): model.COLUMNS_REQUIRED,
     ("csv", "model_type"): 'must be an object like {{"header": true, "delimiter": ","}}, got {kind}',
 }
 # The longest value an error message repeats; a longer one is cut (a 400-digit number, a long text).
@@ -424,11 +425,16 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
             _path([*loc, "model"]),
             f'must be "rdf" (the default) or "property", got {_shown(value.get("model"))}',
         )
+    if kind == "spec_write_mode":
+        return InputValidationError(
+            _path([*loc, "writeMode"]),
+            f"must be one of {', '.join(model.WRITE_MODES)}, got {_shown(value.get('writeMode'))}",
+        )
     if "[key]" in loc:  # a dict's key: the error is about the object holding it
         why = str(ctx["error"]) if kind == "value_error" else "names must be non-empty strings"
         return InputValidationError(_path(loc[: loc.index("[key]") - 1]), why)
     if kind == "spec":
-        return InputValidationError(_path([*loc, *ctx["at"]]), ctx["message"])
+        return InputValidationError(_path([*loc, *ctx["at"]]), _in_mode(ctx["message"], error["loc"]))
     path = _path(loc)
     if kind == "value_error":
         return InputValidationError(path, str(ctx["error"]))
@@ -448,6 +454,15 @@ def _input_error(error: ErrorDetails, described: str) -> InputValidationError:
             described=described,
         ),
     )
+
+
+_MODE_TAGS = {f"~{mode}" for mode in model.WRITE_MODES}
+
+
+def _in_mode(message: str, loc: Sequence[str | int]) -> str:
+    """A message naming `{writeMode}`, with the mode of the target branch the input named."""
+    modes = [part[1:] for part in loc if isinstance(part, str) and part in _MODE_TAGS]
+    return message.replace("{writeMode}", repr(modes[-1])) if modes else message
 
 
 def _number(bound: Any) -> Any:

@@ -16,7 +16,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -61,6 +61,8 @@ GRAPH_MODELS = get_args(GraphModel)
 PropertyType = Literal["String", "Int", "Long", "Double", "Float", "Bool", "Date", "DateTime"]
 PROPERTY_TYPES = get_args(PropertyType)
 COPY_ALL = "*"
+# What splits a set's CSV cell into elements when the attribute names no separator.
+SET_SEPARATOR = "|"
 MAX_SHARD_SIZE_MIB = 10240
 # csv.maxRecordBytes: a multi-line CSV record's bound (one stray quote costs at most this much).
 DEFAULT_MAX_RECORD_BYTES = 1024 * 1024
@@ -161,8 +163,13 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
-# Absent is None; null is refused (the schema has no default for it, and no null).
-ABSENT: Any = Field(default=None, json_schema_extra=_no_default)
+def absent(description: str | None = None, *, alias: str | None = None) -> Any:
+    """A field whose absence is None and whose null is refused (with NotNull). Kept as
+    json_schema_extra: the schema shows no default, since null is not a value the input may give."""
+    return Field(default=None, alias=alias, description=description, json_schema_extra=_no_default)
+
+
+ABSENT: Any = absent()
 NotNull = _NotNull()
 
 
@@ -355,13 +362,22 @@ def _unknown_field(name: str, allowed: list[str]) -> str:
     return f"unknown field {name!r} ({suggestion})"
 
 
+class _Given(dict[str, Any]):
+    """What a refused field's message names from the input; a name it cannot see here (e.g. the
+    writeMode of the target holding an attribute) is left for the error formatter to fill in."""
+
+    def __missing__(self, name: str) -> str:
+        return f"{{{name}}}"
+
+
 class Model(BaseModel):
     """A JSON object of the input: strict JSON types, unknown fields are errors."""
 
     model_config = ConfigDict(
         extra="forbid", strict=True, frozen=True, alias_generator=to_camel, allow_inf_nan=False
     )
-    # Fields another form of the input has, and why they are refused here ({format} is filled in).
+    # Fields another form of the input has, and why they are refused here ({format} is filled in;
+    # {writeMode} by the error formatter, from the target branch the input named).
     refused: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="before")
@@ -373,7 +389,9 @@ class Model(BaseModel):
                 if name not in allowed:
                     why = cls.refused.get(name)
                     message = (
-                        why.format(format=data.get("format")) if why else _unknown_field(str(name), allowed)
+                        why.format_map(_Given(format=data.get("format")))
+                        if why
+                        else _unknown_field(str(name), allowed)
                     )
                     raise fail(message, str(name))
         return data
@@ -391,23 +409,42 @@ def _term_shape(*kinds: str) -> Discriminator:
             return "~text"
         names = type(value).model_fields if isinstance(value, Model) else value
         given = [kind for kind in kinds if isinstance(names, Mapping) and kind in names]
+        if given == ["literal"] and (
+            isinstance(value, LanguageLiteral)
+            or (isinstance(value, Mapping) and value.get("language") is not None)
+        ):
+            return "~language"  # a literal in a language: its own model, which has no datatype
         return f"~{given[0]}" if len(given) == 1 else None
 
     return _shape(choose, f"an IRI template or an object with exactly one of: {', '.join(kinds)}")
 
 
-class CsvOptions(Model):
-    """How CSV lines split into fields."""
+_NO_COLUMNS = "only allowed when csv.header is false (the header line names the columns)"
+COLUMNS_REQUIRED = "required when csv.header is false: list the column names in order"
 
-    header: bool = Field(
-        default=True, description="The first line (after blank and comment lines) names the columns."
-    )
+
+def _header(value: object) -> object:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, got {kind(value)}")
+    return value
+
+
+def _no_columns(value: object) -> object:
+    if value is not None:
+        raise ValueError(_NO_COLUMNS)
+    return value
+
+
+def _columns_given(value: object) -> object:
+    if value is None:
+        raise ValueError(COLUMNS_REQUIRED)
+    return value
+
+
+class _CsvLines(Model):
+    """How CSV lines split into fields (named by a header line, or by `columns`)."""
+
     delimiter: Delimiter = Field(default=",", description="One character between fields.")
-    columns: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = Field(
-        default=None,
-        description="Column names in order; required when header is false, not allowed when it is true.",
-        json_schema_extra={"uniqueItems": True},
-    )
     comment: Comment | None = Field(default=None, description="Lines starting with this prefix are skipped.")
     max_record_bytes: Annotated[int, WholeNumber] = Field(
         default=DEFAULT_MAX_RECORD_BYTES,
@@ -417,27 +454,56 @@ class CsvOptions(Model):
         "(record_too_large) and parsing resumes at its next line; each shard also reads this much "
         "before its start.",
     )
-    model_config = ConfigDict(
-        title="CsvOptions",
-        json_schema_extra={
-            "if": {"required": ["header"], "properties": {"header": {"const": False}}},
-            "then": {"required": ["columns"], "properties": {"columns": {"type": "array"}}},
-            "else": {"properties": {"columns": {"type": "null"}}},
-        },
+
+
+class CsvOptions(_CsvLines):
+    """CSV whose first line (after blank and comment lines) names the columns (header true, the
+    default); with header false, the input lists them (HeaderlessCsvOptions)."""
+
+    header: Annotated[Literal[True], BeforeValidator(_header)] = Field(
+        default=True, description="The first line (after blank and comment lines) names the columns."
+    )
+    columns: Annotated[None, BeforeValidator(_no_columns)] = Field(
+        default=None, description="null: the header line names the columns."
+    )
+    model_config = ConfigDict(title="CsvOptions")
+
+
+class HeaderlessCsvOptions(_CsvLines):
+    """CSV without a header line: `columns` names the fields in order."""
+
+    header: Literal[False]
+    columns: Annotated[
+        list[Annotated[str, Field(min_length=1)]], Field(min_length=1), BeforeValidator(_columns_given)
+    ] = Field(
+        description="Column names in order.",
+        # Kept: uniqueItems, which no type states (the validator below names the duplicate).
+        json_schema_extra={"uniqueItems": True},
     )
 
     @model_validator(mode="after")
-    def _columns_follow_header(self) -> CsvOptions:
-        if self.header and self.columns is not None:
-            raise fail("only allowed when csv.header is false (the header line names the columns)", "columns")
-        if not self.header and self.columns is None:
-            raise fail("required when csv.header is false: list the column names in order", "columns")
+    def _columns_are_unique(self) -> HeaderlessCsvOptions:
         seen: set[str] = set()
-        for index, name in enumerate(self.columns or ()):
+        for index, name in enumerate(self.columns):
             if name in seen:
                 raise fail(f"duplicate column name {name!r}", "columns", index)
             seen.add(name)
         return self
+
+
+def _csv_header(value: Any) -> str:
+    """csv.header picks the form: false has columns; anything else is left to the header form."""
+    if isinstance(value, HeaderlessCsvOptions) or (
+        isinstance(value, Mapping) and value.get("header") is False
+    ):
+        return "~headerless"
+    return "~header"
+
+
+Csv = Annotated[
+    Annotated[CsvOptions, Tag("~header")] | Annotated[HeaderlessCsvOptions, Tag("~headerless")],
+    Discriminator(_csv_header),
+]
 
 
 def _when(name: str, value: str) -> JsonDict:
@@ -450,6 +516,16 @@ _TYPE_IN_SETS: JsonDict = {"required": ["type"], "properties": {"type": {"enum":
 _ADDABLE = ("N", *SET_TYPES)
 
 
+# Kept: a rule between two fields (which options a typed field's `type` takes) that no field's
+# type states; the schema form of TypedField._options_fit_the_type.
+_OPTIONS_FIT_THE_TYPE: JsonDict = {
+    "dependentSchemas": {
+        "separator": _TYPE_IN_SETS,
+        "from": {"required": ["type"], "properties": {"type": {"const": "N"}}},
+    },
+}
+
+
 class TypedField(Model):
     """One field copied as a typed attribute; an optional attribute is left out when the field is
     missing, null or empty."""
@@ -457,43 +533,26 @@ class TypedField(Model):
     field: str = Field(min_length=1)
     type: AttributeType = "S"
     optional: bool = False
-    update: Annotated[UpdateAction | None, NotNull] = Field(
-        default=None,
-        json_schema_extra=_no_default,
-        description='writeMode "update" only: SET (default), ADD (numbers: exactly once per record; '
-        "sets) or set if absent (if_not_exists).",
+    separator: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = absent(
+        f'Sets (SS, NS, BS) only: what splits a CSV cell into elements; default "{SET_SEPARATOR}".'
     )
-    separator: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
-        default=None,
-        json_schema_extra=_no_default,
-        description='Sets (SS, NS, BS) only: what splits a CSV cell into elements; default "|".',
+    from_: Annotated[Literal["iso8601"] | None, NotNull] = absent(
+        "N only: the cell is an ISO-8601 timestamp with an offset; stored as epoch seconds.", alias="from"
     )
-    from_: Annotated[Literal["iso8601"] | None, NotNull] = Field(
-        default=None,
-        alias="from",
-        json_schema_extra=_no_default,
-        description="N only: the cell is an ISO-8601 timestamp with an offset; stored as epoch seconds.",
-    )
-    model_config = ConfigDict(
-        json_schema_extra={
-            "dependentSchemas": {
-                "separator": _TYPE_IN_SETS,
-                "from": {"required": ["type"], "properties": {"type": {"const": "N"}}},
-            },
-            "if": _when("update", "add"),
-            "then": {"required": ["type"], "properties": {"type": {"enum": list(_ADDABLE)}}},
-        }
-    )
+    # `update` belongs to writeMode update's attributes (UpdateField); the formatter fills in the
+    # mode from the branch the input named.
+    refused = {"update": "only allowed when writeMode is update (writeMode is {writeMode})"}
+    model_config = ConfigDict(json_schema_extra=_OPTIONS_FIT_THE_TYPE)
 
     @property
     def update_action(self) -> UpdateAction:
         """How writeMode update writes it: SET unless it says otherwise."""
-        return self.update or "set"
+        return "set"
 
     @property
     def set_separator(self) -> str:
         """What splits a set's cell into elements."""
-        return "|" if self.separator is None else self.separator
+        return SET_SEPARATOR if self.separator is None else self.separator
 
     @model_validator(mode="after")
     def _options_fit_the_type(self) -> TypedField:
@@ -502,20 +561,47 @@ class TypedField(Model):
             raise fail(f"only for sets ({sets}), not type {self.type}", "separator")
         if self.from_ is not None and self.type != "N":
             raise fail(f"only for type N (epoch seconds), not type {self.type}", "from")
-        if self.update == "add" and self.type not in _ADDABLE:
-            raise fail(f"add is only for numbers (N) and sets ({sets}), not type {self.type}", "update")
         return self
 
 
-AttributeValue = Annotated[
-    Annotated[TemplateText, Tag("~text")] | Annotated[TypedField, Tag("~field")],
-    _shape(
-        lambda v: (
-            "~text" if isinstance(v, str | Template) else "~field" if isinstance(v, Mapping | Model) else None
-        ),
-        'a template string or {"field": ..., "type": "S", "optional": false}',
-    ),
-]
+class UpdateField(TypedField):
+    """A typed attribute of writeMode update, with the update action that writes it."""
+
+    update: Annotated[UpdateAction | None, NotNull] = absent(
+        "SET (default), ADD (numbers: exactly once per record; sets) or set if absent (if_not_exists)."
+    )
+    # Kept: ADD needs a number or set `type`, a rule between two fields that no field's type states
+    # (the schema form of _add_fits_the_type), beside TypedField's own.
+    model_config = ConfigDict(
+        json_schema_extra={
+            **_OPTIONS_FIT_THE_TYPE,
+            "if": _when("update", "add"),
+            "then": {"required": ["type"], "properties": {"type": {"enum": list(_ADDABLE)}}},
+        }
+    )
+
+    @property
+    def update_action(self) -> UpdateAction:
+        return self.update or "set"
+
+    @model_validator(mode="after")
+    def _add_fits_the_type(self) -> UpdateField:
+        if self.update == "add" and self.type not in _ADDABLE:
+            raise fail(
+                f"add is only for numbers (N) and sets ({', '.join(SET_TYPES)}), not type {self.type}",
+                "update",
+            )
+        return self
+
+
+def _value_shape(value: Any) -> str | None:
+    return (
+        "~text"
+        if isinstance(value, str | Template)
+        else "~field"
+        if isinstance(value, Mapping | Model)
+        else None
+    )
 
 
 def _attributes_shape(value: Any) -> str | None:
@@ -524,7 +610,32 @@ def _attributes_shape(value: Any) -> str | None:
     return "~map" if isinstance(value, Mapping) else None
 
 
-class KeyAttribute(NamedTuple):
+_Typed = TypeVar("_Typed", bound=TypedField)
+# The attributes of a write mode that writes them: a template string (type S) or a typed field
+# per name, or "*".
+Attributes = Annotated[
+    Annotated[Literal["*"], Tag("~all")]
+    | Annotated[
+        dict[
+            Annotated[str, Field(min_length=1)],
+            Annotated[
+                Annotated[TemplateText, Tag("~text")] | Annotated[_Typed, Tag("~field")],
+                _shape(_value_shape, 'a template string or {"field": ..., "type": "S", "optional": false}'),
+            ],
+        ],
+        Tag("~map"),
+    ],
+    _shape(_attributes_shape, 'an object of attributes or "*" (copy every field)'),
+]
+_ATTRIBUTES: Any = Field(
+    default_factory=dict,
+    description="The other attributes: a template string (type S) or a typed field per attribute name; "
+    'or "*" to copy every field (CSV as strings, JSON Lines keeping JSON types). '
+    "Absent: items hold the key attributes alone.",
+)
+
+
+class KeyTemplate(NamedTuple):
     """One key attribute of the target table (partition key first) and the template that fills it."""
 
     name: str
@@ -539,7 +650,10 @@ def shown_name(name: str) -> str:
 
 
 class DynamoDbTarget(Model):
-    """How a record becomes a DynamoDB item."""
+    """How a record becomes a DynamoDB item: the fields and checks every writeMode shares. Each
+    mode is its own model below (`writeMode` is their discriminator; absent is put), holding the
+    fields that mode allows: `version` with newerWins only, no `attributes` with delete, `update`
+    actions with update only."""
 
     # Validated with the target table's key as context (`context={"table_key": ((name, S|N|B), ...)}`,
     # partition key first), `key` names exactly the table's key attributes, in its order; without
@@ -549,81 +663,26 @@ class DynamoDbTarget(Model):
         description="A template for each key attribute of the target table (and no other).",
         examples=[{"pk": "POSTCODE#{postcode}", "sk": "LOCATION"}],
     )
-    attributes: Annotated[
-        Annotated[Literal["*"], Tag("~all")]
-        | Annotated[dict[Annotated[str, Field(min_length=1)], AttributeValue], Tag("~map")],
-        _shape(_attributes_shape, 'an object of attributes or "*" (copy every field)'),
-    ] = Field(
-        default_factory=dict,
-        description="The other attributes: a template string (type S) or a typed field per attribute name; "
-        'or "*" to copy every field (CSV as strings, JSON Lines keeping JSON types). '
-        "Absent: items hold the key attributes alone.",
-    )
-    write_mode: WriteMode = Field(
-        default="put",
-        description="put: BatchWriteItem, the later write wins; putIfAbsent: only keys not in the table; "
-        "newerWins: only when the stored item's version is lower; update: UpdateItem keeping other "
-        "attributes; delete: DeleteItem by the key (no attributes).",
-    )
-    version: Annotated[Annotated[str, Field(min_length=1)] | None, NotNull] = Field(
-        default=None,
-        json_schema_extra=_no_default,
-        description="newerWins only (and required there): a mapped attribute of type N, not optional.",
-    )
-    model_config = ConfigDict(
-        json_schema_extra={
-            "allOf": [
-                {
-                    "if": _when("writeMode", "newerWins"),
-                    "then": {"required": ["version"]},
-                    "else": {"not": {"required": ["version"]}},
-                },
-                {"if": _when("writeMode", "delete"), "then": {"not": {"required": ["attributes"]}}},
-                {
-                    "if": {"not": _when("writeMode", "update")},
-                    "then": {
-                        "properties": {
-                            "attributes": {
-                                "additionalProperties": {"not": {"type": "object", "required": ["update"]}}
-                            }
-                        }
-                    },
-                },
-            ]
-        }
-    )
+
+    if TYPE_CHECKING:  # each mode's own field or class variable
+
+        @property
+        def write_mode(self) -> WriteMode: ...
+
+        @property
+        def attributes(self) -> Literal["*"] | Mapping[str, Template | TypedField]: ...
+
+        @property
+        def version(self) -> str | None: ...
 
     @model_validator(mode="after")
-    def _fields_fit_the_mode(self) -> DynamoDbTarget:
-        mode = self.write_mode
-        if mode == "newerWins" and self.version is None:
-            raise fail(
-                "required when writeMode is newerWins: the attribute (type N) that orders records", "version"
-            )
-        if mode != "newerWins" and self.version is not None:
-            raise fail(f"only allowed when writeMode is newerWins (writeMode is {mode!r})", "version")
-        if mode == "delete" and "attributes" in self.model_fields_set:
-            raise fail(
-                "not allowed when writeMode is delete: items are deleted by their key alone", "attributes"
-            )
-        if mode != "update" and isinstance(self.attributes, dict):
-            for name, value in self.attributes.items():
-                if isinstance(value, TypedField) and value.update is not None:
-                    raise fail(
-                        f"only allowed when writeMode is update (writeMode is {mode!r})",
-                        "attributes",
-                        name,
-                        "update",
-                    )
-        return self._defaults_written_out()
-
     def _defaults_written_out(self) -> DynamoDbTarget:
         """Each typed attribute with the defaults its mode and type use (update, a set's separator),
         as the normalized spec writes them: parsing that gives back an equal target."""
         attributes = {
             name: value.model_copy(
                 update={
-                    **({"update": value.update_action} if self.write_mode == "update" else {}),
+                    **({"update": value.update_action} if isinstance(value, UpdateField) else {}),
                     **({"separator": value.set_separator} if value.type in SET_TYPES else {}),
                 }
             )
@@ -658,9 +717,8 @@ class DynamoDbTarget(Model):
                 raise fail(
                     f"missing: give a template for each key attribute of the table: {described}", "key", name
                 )
-        copy_all = self.copy_all or (
-            as_is and "attributes" not in self.model_fields_set and self.write_mode != "delete"
-        )
+        has_attributes = "attributes" in type(self).model_fields
+        copy_all = self.copy_all or (as_is and has_attributes and "attributes" not in self.model_fields_set)
         for name in {} if copy_all else self.mapped:
             if name in names:
                 raise fail(
@@ -668,10 +726,10 @@ class DynamoDbTarget(Model):
                     "attributes",
                     name,
                 )
-        attributes = COPY_ALL if copy_all else self.attributes
-        target = self.model_copy(
-            update={"key": {name: given[name] for name in names}, "attributes": attributes}
-        )
+        update: dict[str, Any] = {"key": {name: given[name] for name in names}}
+        if has_attributes:
+            update["attributes"] = COPY_ALL if copy_all else self.attributes
+        target = self.model_copy(update=update)
         target._check_version()
         target._key_types = dict(table_key)
         return target
@@ -694,10 +752,10 @@ class DynamoDbTarget(Model):
             )
 
     @property
-    def key_attributes(self) -> tuple[KeyAttribute, ...]:
+    def key_attributes(self) -> tuple[KeyTemplate, ...]:
         """The table's key attributes, partition key first, each with its type and template."""
         return tuple(
-            KeyAttribute(name, self._key_types[name], template) for name, template in self.key.items()
+            KeyTemplate(name, self._key_types[name], template) for name, template in self.key.items()
         )
 
     @property
@@ -706,22 +764,127 @@ class DynamoDbTarget(Model):
         return self.attributes == COPY_ALL
 
     @property
-    def mapped(self) -> dict[str, Template | TypedField]:
+    def mapped(self) -> Mapping[str, Template | TypedField]:
         """The attributes mapped one by one (none when every field is copied)."""
         return {} if isinstance(self.attributes, str) else self.attributes
 
 
-class ExportTarget(DynamoDbTarget):
-    """format dynamodb-json: how an exported item is written. Without key and attributes, the item
-    is written as it is (each key attribute is `{name}`, attributes `"*"`)."""
+_NEWER_WINS_ONLY = "only allowed when writeMode is newerWins (writeMode is {mode!r})"
 
-    # Optional here, required in the base: pydantic validates each model by its own fields.
-    key: Annotated[dict[str, KeyTemplateText] | None, NotNull] = Field(  # type: ignore[assignment]
-        default=None,
-        json_schema_extra=_no_default,
-        description="A template for each key attribute of the target table; absent: the item's own "
-        "attributes of those names (they must have the key's types).",
+
+class PutTarget(DynamoDbTarget):
+    """writeMode put (the default): BatchWriteItem, the later write wins."""
+
+    write_mode: Literal["put"] = "put"
+    attributes: Attributes[TypedField] = _ATTRIBUTES
+    version: ClassVar[None] = None
+    refused = {"version": _NEWER_WINS_ONLY.format(mode="put")}
+
+
+class PutIfAbsentTarget(DynamoDbTarget):
+    """writeMode putIfAbsent: only keys not in the table."""
+
+    write_mode: Literal["putIfAbsent"]
+    attributes: Attributes[TypedField] = _ATTRIBUTES
+    version: ClassVar[None] = None
+    refused = {"version": _NEWER_WINS_ONLY.format(mode="putIfAbsent")}
+
+
+class NewerWinsTarget(DynamoDbTarget):
+    """writeMode newerWins: only when the stored item's version is lower."""
+
+    write_mode: Literal["newerWins"]
+    attributes: Attributes[TypedField] = _ATTRIBUTES
+    version: Annotated[str, Field(min_length=1)] = Field(
+        description="The attribute that orders records: a mapped attribute of type N, not optional."
     )
+
+
+class UpdateTarget(DynamoDbTarget):
+    """writeMode update: UpdateItem keeping other attributes; each typed attribute may name its
+    update action."""
+
+    write_mode: Literal["update"]
+    attributes: Attributes[UpdateField] = _ATTRIBUTES
+    version: ClassVar[None] = None
+    refused = {"version": _NEWER_WINS_ONLY.format(mode="update")}
+
+
+class DeleteTarget(DynamoDbTarget):
+    """writeMode delete: DeleteItem by the key (no attributes)."""
+
+    write_mode: Literal["delete"]
+    attributes: ClassVar[dict[str, Template | TypedField]] = {}
+    version: ClassVar[None] = None
+    refused = {
+        "attributes": "not allowed when writeMode is delete: items are deleted by their key alone",
+        "version": _NEWER_WINS_ONLY.format(mode="delete"),
+    }
+
+
+def _write_mode(value: Any) -> str | None:
+    """writeMode picks the branch; absent is put; a non-object is left to the put branch to refuse."""
+    if isinstance(value, DynamoDbTarget):
+        return f"~{value.write_mode}"
+    if not isinstance(value, Mapping):
+        return "~put"
+    mode = value.get("writeMode", "put")
+    return f"~{mode}" if isinstance(mode, str) and mode in WRITE_MODES else None
+
+
+_BY_WRITE_MODE = Discriminator(
+    _write_mode, custom_error_type="spec_write_mode", custom_error_message="writeMode"
+)
+
+
+# The DynamoDB target of CSV/JSON Lines records, one model per writeMode.
+RecordTarget = Annotated[
+    Annotated[PutTarget, Tag("~put")]
+    | Annotated[PutIfAbsentTarget, Tag("~putIfAbsent")]
+    | Annotated[NewerWinsTarget, Tag("~newerWins")]
+    | Annotated[UpdateTarget, Tag("~update")]
+    | Annotated[DeleteTarget, Tag("~delete")],
+    _BY_WRITE_MODE,
+]
+
+# format dynamodb-json: how an exported item is written. Without key and attributes, the item is
+# written as it is (each key attribute is `{name}`, attributes `"*"`).
+_EXPORT_KEY: Any = absent(
+    "A template for each key attribute of the target table; absent: the item's own "
+    "attributes of those names (they must have the key's types)."
+)
+# Optional here, required in the record targets: pydantic validates each model by its own fields.
+ExportKey = Annotated[dict[str, KeyTemplateText] | None, NotNull]
+
+
+class ExportPutTarget(PutTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportPutIfAbsentTarget(PutIfAbsentTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportNewerWinsTarget(NewerWinsTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportUpdateTarget(UpdateTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+class ExportDeleteTarget(DeleteTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
+ExportTarget = Annotated[
+    Annotated[ExportPutTarget, Tag("~put")]
+    | Annotated[ExportPutIfAbsentTarget, Tag("~putIfAbsent")]
+    | Annotated[ExportNewerWinsTarget, Tag("~newerWins")]
+    | Annotated[ExportUpdateTarget, Tag("~update")]
+    | Annotated[ExportDeleteTarget, Tag("~delete")],
+    _BY_WRITE_MODE,
+]
 
 
 def _not_optional(value: object) -> object:
@@ -764,31 +927,43 @@ class OptionalBlank(BlankNode):
     optional: bool = False  # type: ignore[assignment]
 
 
-class LiteralTerm(Model):
-    """A literal with a datatype or a language (not both); optional: left out when its fields are empty."""
+class _Literal(Model):
+    """A literal; optional: left out when its fields are empty."""
 
     literal: TemplateText
-    datatype: Datatype | None = None
-    language: Language | None = None
     optional: bool = False
     kind: ClassVar[str] = "literal"
-    model_config = ConfigDict(
-        title="Literal", json_schema_extra={"not": {"required": ["datatype", "language"]}}
-    )
-
-    @model_validator(mode="after")
-    def _datatype_or_language(self) -> LiteralTerm:
-        if self.datatype is not None and self.language is not None:
-            raise fail("a literal has a datatype or a language, not both")
-        return self
 
     @property
     def template(self) -> Template:
         return self.literal
 
 
+def _no_datatype(value: object) -> object:
+    if value is not None:
+        raise ValueError("a literal has a datatype or a language, not both")
+    return value
+
+
+class LiteralTerm(_Literal):
+    """A literal, of `datatype` when given (a string otherwise); optional: left out when its
+    fields are empty. A literal with a language is a LanguageLiteral (a literal has one or the other)."""
+
+    datatype: Datatype | None = None
+    language: None = None  # null: no language, as when absent
+    model_config = ConfigDict(title="Literal")
+
+
+class LanguageLiteral(_Literal):
+    """A literal in a language (a language-tagged string); optional: left out when its fields are
+    empty."""
+
+    language: Language
+    datatype: Annotated[None, BeforeValidator(_no_datatype)] = None  # null: as when absent
+
+
 # A term of a statement: an IRI template string, or an object naming its kind.
-Term = Template | IriNode | BlankNode | LiteralTerm
+Term = Template | IriNode | BlankNode | LiteralTerm | LanguageLiteral
 
 
 def term_template(term: Term) -> Template:
@@ -817,7 +992,8 @@ Object = Annotated[
     Annotated[IriTemplateText, Tag("~text")]
     | Annotated[OptionalIri, Tag("~iri")]
     | Annotated[OptionalBlank, Tag("~blank")]
-    | Annotated[LiteralTerm, Tag("~literal")],
+    | Annotated[LiteralTerm, Tag("~literal")]
+    | Annotated[LanguageLiteral, Tag("~language")],
     _term_shape("iri", "blank", "literal"),
     AfterValidator(_one_iri_form),
 ]
@@ -906,6 +1082,9 @@ PropertyName = Annotated[
     ),
 ]
 Properties = dict[PropertyName, PropertyValue]
+# Vertex and Edge give their `properties` json_schema_extra {"additionalProperties": False}. Kept:
+# pydantic states PropertyName's pattern as patternProperties, which alone would let any other
+# name through the schema.
 Labels = Annotated[
     Annotated[KeyTemplateText, Tag("~text")]
     | Annotated[list[KeyTemplateText], Field(min_length=1), Tag("~list")],
@@ -1000,7 +1179,8 @@ def _tolerance_needs_no_fail_on_error(graph: GraphOptions) -> None:
 
 
 def _opencypher_graph_schema(schema: JsonDict) -> None:
-    """The schema form of `_no_single_cardinality` and `_tolerance_needs_no_fail_on_error`."""
+    """The schema form of `_no_single_cardinality` and `_tolerance_needs_no_fail_on_error`. Kept as
+    json_schema_extra: rules between loader options that no field's type states."""
     properties = schema["properties"]
     assert isinstance(properties, dict)
     properties["updateSingleCardinalityProperties"] = {"const": False}
@@ -1012,7 +1192,8 @@ def _opencypher_graph_schema(schema: JsonDict) -> None:
 
 
 def _property_graph_schema(schema: JsonDict) -> None:
-    """The schema form of PropertyGraph's validator: vertices or edges, no single cardinality."""
+    """The schema form of PropertyGraph's validator: vertices or edges, no single cardinality. Kept
+    as json_schema_extra: one of two lists must be non-empty, which no field's type states."""
     schema["anyOf"] = [
         {"required": [name], "properties": {name: {"minItems": 1}}} for name in ("vertices", "edges")
     ]
@@ -1146,13 +1327,15 @@ class Common(Model):
 
 
 _CSV_ONLY = {"csv": "only allowed when format is 'csv' (format is {format!r})"}
+# Kept as json_schema_extra: records go to DynamoDB, the graph or both (RecordInput._has_a_target),
+# a rule between two fields that no field's type states.
 _NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["graph"]}]}
 
 
 class RecordInput(Common):
     """CSV or JSON Lines records: to DynamoDB items, graph statements, or both."""
 
-    dynamodb: Annotated[DynamoDbTarget | None, NotNull] = ABSENT
+    dynamodb: Annotated[RecordTarget | None, NotNull] = ABSENT
     graph: Annotated[RecordGraphs | None, NotNull] = ABSENT
 
     @model_validator(mode="after")
@@ -1166,7 +1349,7 @@ class RecordInput(Common):
 
 class CsvInput(RecordInput):
     format: Literal["csv"]
-    csv: CsvOptions = Field(
+    csv: Csv = Field(
         CsvOptions(),
         description="CSV options; only with format csv. Quoted fields may hold newlines (RFC 4180).",
     )

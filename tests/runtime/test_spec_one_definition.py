@@ -1,8 +1,9 @@
 """The input has one definition: the models of logic/spec_model.py, which the runtime reads as JobSpec.
 
-No public class of runtime/ is defined twice under one name (the input's models were once mirrored
-by dataclasses of the same names), logic/spec.py defines no class of its own, and the published schema
-is the one generated from the models.
+No public class of runtime/ or stacks/ is defined twice under one name (the input's models were once
+mirrored by dataclasses of the same names), logic/spec.py defines no class of its own, the published
+schema is the one generated from the models, its rules carried by their types (one model per
+writeMode), and a default of the input is written in the models only.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import ast
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from logic import spec, spec_model
+from logic.errors import InputValidationError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,10 +29,11 @@ def _classes(path: Path) -> list[str]:
     return [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
 
 
-def test_no_public_class_name_is_defined_twice_in_the_runtime() -> None:
+def test_no_public_class_name_is_defined_twice_in_the_runtime_and_the_settings() -> None:
     names = Counter(
         name
-        for path in (ROOT / "runtime").rglob("*.py")
+        for folder in ("runtime", "stacks")  # the input spec and the settings (stacks/config.py)
+        for path in (ROOT / folder).rglob("*.py")
         for name in _classes(path)
         if not name.startswith("_")  # a module's private helper is its own
     )
@@ -44,3 +48,127 @@ def test_the_spec_module_defines_no_second_model() -> None:
 def test_the_published_schema_is_the_models_own() -> None:
     published = json.loads((ROOT / "schemas" / "input.schema.json").read_text(encoding="utf-8"))
     assert published == spec_model.json_schema()
+
+
+def _target_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    defs = schema["$defs"]
+    return [defs[name] for name in defs if name.endswith("Target")]
+
+
+def test_each_write_mode_is_its_own_model_with_the_fields_it_allows() -> None:
+    schema = spec_model.json_schema()
+    modes = Counter(
+        target["properties"]["writeMode"]["const"]
+        for target in _target_schemas(schema)
+        if "writeMode" in target["properties"]
+    )
+    # One model per mode for CSV/JSON Lines records, one for DynamoDB JSON (key optional).
+    assert modes == dict.fromkeys(spec_model.WRITE_MODES, 2)
+    for target in _target_schemas(schema):
+        mode = target["properties"].get("writeMode", {}).get("const")
+        assert not {"if", "allOf", "then", "else"} & set(target), f"{target['title']} restates a rule"
+        assert ("version" in target["properties"]) == (mode == "newerWins")
+        assert ("attributes" in target["properties"]) == (mode not in ("delete", None))
+    assert "update" not in schema["$defs"]["TypedField"]["properties"]
+    assert "update" in schema["$defs"]["UpdateField"]["properties"]
+
+
+def test_the_validated_target_is_the_model_of_its_mode() -> None:
+    raw = {"source": "s3://bucket/k.csv", "format": "csv", "dynamodb": {"key": {"pk": "{id}"}}}
+    for mode, extra, kind in [
+        (None, {}, spec_model.PutTarget),
+        ("putIfAbsent", {}, spec_model.PutIfAbsentTarget),
+        ("update", {}, spec_model.UpdateTarget),
+        ("delete", {}, spec_model.DeleteTarget),
+        ("newerWins", {"version": "v", "attributes": {"v": {"field": "v", "type": "N"}}}, None),
+    ]:
+        given = {**raw["dynamodb"], **extra, **({"writeMode": mode} if mode else {})}  # type: ignore[dict-item]
+        parsed = spec.parse_spec({**raw, "dynamodb": given}, table_key={"pk": "S"}, execution_name="j")
+        assert type(parsed.dynamodb) is (kind or spec_model.NewerWinsTarget)
+        assert parsed.dynamodb is not None and parsed.dynamodb.write_mode == (mode or "put")
+
+
+def _literal_defaults(path: Path, names: set[str]) -> list[str]:
+    """`x.get("name", <constant>)` calls naming an input field: a default written a second time."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            args = [arg.value for arg in node.args if isinstance(arg, ast.Constant)]
+            if len(args) == len(node.args) == 2 and args[0] in names:
+                found.append(f"{path.name}:{node.lineno} {args[0]}")
+    return found
+
+
+def test_the_graph_loader_options_and_common_fields_take_their_defaults_from_the_model() -> None:
+    names = {
+        field.alias or name
+        for model in (spec_model.GraphOptions, spec_model.Common)
+        for name, field in model.model_fields.items()
+    }
+    found = [
+        hit
+        for path in (ROOT / "runtime").rglob("*.py")
+        if path.name != "spec_model.py"
+        for hit in _literal_defaults(path, names)
+    ]
+    assert found == []
+
+
+# The models whose schema still has a hand-written rule: each one between fields that no field's
+# type states (a comment by its json_schema_extra says which).
+KEPT_RULES = {
+    "TypedField",
+    "UpdateField",
+    "PropertyGraph",
+    "OpencypherGraph",
+    "CsvInput",
+    "JsonlInput",
+}
+
+
+def test_no_schema_restates_a_rule_a_type_carries() -> None:
+    defs = spec_model.json_schema()["$defs"]
+    written = {"if", "then", "else", "allOf", "anyOf", "not", "dependentSchemas"}
+    assert {name for name, node in defs.items() if written & set(node)} == KEPT_RULES
+
+
+def test_a_literal_in_a_language_is_its_own_model() -> None:
+    statement: dict[str, Any] = {"subject": "http://e.org/{id}", "predicate": "http://e.org/p"}
+    raw = {"source": "s3://bucket/k.csv", "format": "csv", "graph": {"statements": [statement]}}
+    for term, kind in [
+        ({"literal": "{n}", "language": "en"}, spec_model.LanguageLiteral),
+        ({"literal": "{n}", "language": None, "datatype": "xsd:int"}, spec_model.LiteralTerm),
+    ]:
+        statement["object"] = term
+        parsed = spec.parse_spec(raw, table_key={"pk": "S"}, execution_name="j")
+        assert parsed.graph is not None
+        assert [type(given.object) for given in parsed.graph.statements] == [kind]
+    defs = spec_model.json_schema()["$defs"]
+    assert defs["LanguageLiteral"]["properties"]["datatype"]["type"] == "null"
+    assert defs["LiteralTerm"]["properties"]["language"]["type"] == "null"
+
+
+def test_csv_without_a_header_is_its_own_model_which_requires_columns() -> None:
+    raw = {"source": "s3://bucket/k.csv", "format": "csv", "dynamodb": {"key": {"pk": "{id}"}}}
+    for options, kind in [
+        ({"header": False, "columns": ["id"]}, spec_model.HeaderlessCsvOptions),
+        ({"header": True, "columns": None}, spec_model.CsvOptions),
+    ]:
+        parsed = spec.parse_spec({**raw, "csv": options}, table_key={"pk": "S"}, execution_name="j")
+        assert type(parsed.csv) is kind
+    defs = spec_model.json_schema()["$defs"]
+    assert "columns" in defs["HeaderlessCsvOptions"]["required"]
+    assert defs["CsvOptions"]["properties"]["header"]["const"] is True
+
+
+def test_an_update_action_outside_writemode_update_names_the_mode_the_input_gave() -> None:
+    attributes = {"aput": {"field": "n", "type": "N", "update": "add"}}
+    raw = {"source": "s3://bucket/k.csv", "format": "csv"}
+    for mode in ("putIfAbsent", "newerWins"):
+        target = {"key": {"pk": "{id}"}, "writeMode": mode, "attributes": attributes}
+        if mode == "newerWins":
+            target["version"] = "aput"
+        with pytest.raises(InputValidationError) as caught:
+            spec.parse_spec({**raw, "dynamodb": target}, table_key={"pk": "S"}, execution_name="j")
+        assert caught.value.field == "dynamodb.attributes.aput.update"
+        assert caught.value.message == f"only allowed when writeMode is update (writeMode is {mode!r})"
