@@ -64,7 +64,8 @@ COPY_ALL = "*"
 # What splits a set's CSV cell into elements when the attribute names no separator.
 SET_SEPARATOR = "|"
 MAX_SHARD_SIZE_MIB = 10240
-# csv.maxRecordBytes: a multi-line CSV record's bound (one stray quote costs at most this much).
+# csv.maxRecordBytes: a CSV record's bound, and so its longest quoted field (a quote left open at a
+# field's start costs at most this much).
 DEFAULT_MAX_RECORD_BYTES = 1024 * 1024
 MIN_MAX_RECORD_BYTES = 64
 MAX_MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -451,8 +452,8 @@ class _CsvLines(Model):
         ge=MIN_MAX_RECORD_BYTES,
         le=MAX_MAX_RECORD_BYTES,
         description="A record whose quoted field is still open past this many bytes is rejected "
-        "(record_too_large) and parsing resumes at its next line; each shard also reads this much "
-        "before its start.",
+        "(record_too_large) and parsing resumes at its next line; a quoted field up to this size loads. "
+        "Each shard also reads this much before its start.",
     )
 
 
