@@ -594,14 +594,14 @@ class LoaderConfig(Site):
         MapExecutionType,
         Field(
             description="the Distributed Map's child executions: `STANDARD`, or `EXPRESS` (cheaper per "
-            f"shard, but an EXPRESS execution ends after {EXPRESS_MAX_SECONDS // 60} minutes, so "
-            "`worker_timeout_seconds` must be at most "
-            f"{EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS} — synth fails otherwise — and "
-            "`shardSizeMiB` small enough for a shard to finish in that time; the 5 minutes include "
-            "the child's retries: the Worker's retry schedule (every attempt and wait at its longest) "
+            f"shard, but an EXPRESS execution ends after {EXPRESS_MAX_SECONDS // 60} minutes, "
+            "retries included: the Worker's retry schedule (every attempt and wait at its longest) "
             "is cut to fit them, throttling and CSV start retries first, so a shorter "
-            "`worker_timeout_seconds` keeps more retries; a shard whose retries ran out fails the "
-            "job, and a re-run of the jobId resumes it)"
+            "`worker_timeout_seconds` keeps more retries; it must keep at least 3 throttling "
+            "retries and 1 CSV start retry, so `worker_timeout_seconds` must be at most 146 with "
+            "the default retry settings — synth fails otherwise, naming the largest — and "
+            "`shardSizeMiB` small enough for a shard to finish in that time; a shard whose retries "
+            "ran out fails the job, and a re-run of the jobId resumes it)"
         ),
     ] = "STANDARD"
     # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
