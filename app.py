@@ -14,6 +14,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from stacks.bundling import RUNTIME_ROOT, UNZIPPED_LIMIT_BYTES, is_bundled, tree_size
 from stacks.config import (
+    EnvironmentConfig,
     MaploadConfigError,
     check_existing_table,
     check_reservations,
@@ -70,7 +71,7 @@ def build_app(
         # `-c pipeline=true`: the promotion pipeline, holding every environment's stage.
         overrides = overrides_from_context(settings)
         environments = [load_environment(block, name, overrides) for name in environment_names(block)]
-        check_reservations(environments)
+        check_reservations(environments, *cli_account_and_region())
         PipelineStack(
             app,
             PIPELINE_STACK_ID,
@@ -80,19 +81,30 @@ def build_app(
     else:
         name = str(settings.get("env", DEFAULT_ENV))
         config = load_environment(block, name, overrides_from_context(settings))
-        # Lambda's quota is per account and region: the other environments of cdk.json count too.
-        others = [load_environment(block, other) for other in environment_names(block) if other != name]
-        check_reservations([config, *others])
-        # An environment without `account`/`region` deploys to the CLI's (CDK_DEFAULT_*: unset
-        # without credentials, in which case CDK leaves the stacks environment-agnostic).
-        check_existing_table(
-            config, os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
-        )
+        # Lambda's quota is per account and region: the other environments of cdk.json count too
+        # (so a bad setting in one of them fails this deploy too: the error names which).
+        others = [_other_environment(block, other) for other in environment_names(block) if other != name]
+        check_reservations([config, *others], *cli_account_and_region())
+        check_existing_table(config, *cli_account_and_region())
         MaploadStage(app, stage_id(config.name), config=config)
     # cdk-nag 3.x is a policy-validation plugin: it runs on every synth and fails it on any
     # unacknowledged finding.
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
+
+
+def cli_account_and_region() -> tuple[str | None, str | None]:
+    """Where an environment without `account`/`region` deploys: the CLI's (CDK_DEFAULT_*: unset
+    without credentials, in which case CDK leaves the stacks environment-agnostic)."""
+    return os.environ.get("CDK_DEFAULT_ACCOUNT"), os.environ.get("CDK_DEFAULT_REGION")
+
+
+def _other_environment(block: Any, name: str) -> EnvironmentConfig:
+    """Another environment of cdk.json, read to sum reservations; its error says which it is."""
+    try:
+        return load_environment(block, name)
+    except MaploadConfigError as error:
+        raise error.during(f"while summing reservations per account: {name}") from None
 
 
 def _flag(value: Any) -> bool:

@@ -224,7 +224,9 @@ def status(
     return str(described["status"])
 
 
-def release(env: str, job_id: str, *, region: str | None = None, out: TextIO | None = None) -> str:
+def release(
+    env: str, job_id: str, *, region: str | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> str:
     """Free a jobId whose run ended without closing it (stopped, timed out, failed past Finalize):
     its ledger job item goes from RUNNING to RELEASED. Refused while that execution runs. Returns
     the execution that held it. (Plan also takes such a jobId over by itself.)"""
@@ -234,6 +236,7 @@ def release(env: str, job_id: str, *, region: str | None = None, out: TextIO | N
 
     out = out or sys.stdout
     clients = Clients(region)
+    print(region_line("release", clients.region, clients.region_source), file=err or sys.stderr)
     environment = describe_environment(clients, env)
     ledger = Ledger(clients.dynamodb, environment.outputs["LedgerTableName"], ttl_days=1)
     try:
@@ -344,6 +347,6 @@ def add_commands(sub: Any) -> None:
         ),
     )
     free.add_argument("job_id", metavar="JOB_ID", help="the jobId to free")
-    free.add_argument("--env", required=True, help=DEPLOYED_ENV_HELP)
+    add_env_argument(free, DEPLOYED_ENV_HELP)
     add_region_argument(free, DEPLOYED_REGION_HELP)
     free.set_defaults(func=_release_command)

@@ -88,9 +88,15 @@ _PIPELINE = "mapload.pipeline"
 class MaploadConfigError(ValueError):
     """A cdk.json `mapload` setting is missing or wrong; the message names the field."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str, message: str, *, during: str = "") -> None:
+        """`during`: what was being done, said first (another environment's check, say)."""
+        super().__init__(f"{during}{field}: {message}")
         self.field = field
+        self.message = message
+
+    def during(self, what: str) -> MaploadConfigError:
+        """The same error, saying first what was being done when it was found."""
+        return MaploadConfigError(self.field, self.message, during=f"{what}: ")
 
 
 def invalid(message: str, at: str = "") -> PydanticCustomError:
@@ -510,7 +516,8 @@ class LoaderConfig(Site):
             "function of the account and region, and a new account's quota may be far below 1,000. So it "
             "may be at most `lambda_concurrency_limit` − "
             f"{LAMBDA_UNRESERVED_MINIMUM}, and the reservations of all environments of cdk.json that "
-            "deploy to one account and region (`account`/`region` null: the CLI's, one group) add up "
+            "deploy to one account and region (`account`/`region` null: the CLI's, so one group with "
+            "an environment naming the same) add up "
             "against it (synth fails naming them). 0 is refused: it would throttle every invocation. "
             "Without one, a throttled invocation still waits (the state machine retries "
             "`Lambda.TooManyRequestsException` 40 times, at most 60 s apart) rather than failing the "
@@ -594,14 +601,14 @@ class LoaderConfig(Site):
         MapExecutionType,
         Field(
             description="the Distributed Map's child executions: `STANDARD`, or `EXPRESS` (cheaper per "
-            f"shard, but an EXPRESS execution ends after {EXPRESS_MAX_SECONDS // 60} minutes, so "
-            "`worker_timeout_seconds` must be at most "
-            f"{EXPRESS_MAX_SECONDS - WORKER_TASK_MARGIN_SECONDS} — synth fails otherwise — and "
-            "`shardSizeMiB` small enough for a shard to finish in that time; the 5 minutes include "
-            "the child's retries: the Worker's retry schedule (every attempt and wait at its longest) "
+            f"shard, but an EXPRESS execution ends after {EXPRESS_MAX_SECONDS // 60} minutes, "
+            "retries included: the Worker's retry schedule (every attempt and wait at its longest) "
             "is cut to fit them, throttling and CSV start retries first, so a shorter "
-            "`worker_timeout_seconds` keeps more retries; a shard whose retries ran out fails the "
-            "job, and a re-run of the jobId resumes it)"
+            "`worker_timeout_seconds` keeps more retries; it must keep at least 3 throttling "
+            "retries and 1 CSV start retry, so `worker_timeout_seconds` must be at most 146 with "
+            "the default retry settings — synth fails otherwise, naming the largest — and "
+            "`shardSizeMiB` small enough for a shard to finish in that time; a shard whose retries "
+            "ran out fails the job, and a re-run of the jobId resumes it)"
         ),
     ] = "STANDARD"
     # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).
@@ -1232,18 +1239,22 @@ def require_target(config: EnvironmentConfig) -> tuple[str, str]:
     return config.account, config.region
 
 
-def check_reservations(environments: Sequence[EnvironmentConfig]) -> None:
+def check_reservations(
+    environments: Sequence[EnvironmentConfig], cli_account: str | None = None, cli_region: str | None = None
+) -> None:
     """Lambda's unreserved minimum is per account and region: the Worker reservations of the
     environments that deploy to one account and region add up against it.
 
-    An environment whose `account` (or `region`) is null deploys to the CLI's, which synth cannot
-    know: those are taken as one account (region), the case of one user deploying them all.
-    The group's quota is the least `lambda_concurrency_limit` among them.
+    An environment whose `account` (or `region`) is null deploys to the CLI's (`cli_account`,
+    `cli_region`: CDK_DEFAULT_*, as `check_existing_table` compares), so it shares a group with
+    an environment that names that account; when the CLI's is unknown too, those are taken as one
+    account (region), the case of one user deploying them all. The group's quota is the least
+    `lambda_concurrency_limit` among them.
     """
     unknown = "null, the CLI's"
     groups: dict[tuple[str | None, str | None], list[EnvironmentConfig]] = {}
     for config in environments:
-        groups.setdefault((config.account, config.region), []).append(config)
+        groups.setdefault((config.account or cli_account, config.region or cli_region), []).append(config)
     for (account, region), members in groups.items():
         reserving = [config for config in members if config.worker_reserved_concurrency is not None]
         if len(reserving) < 2:

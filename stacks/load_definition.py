@@ -13,7 +13,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from stacks.config import EXPRESS_MAX_SECONDS, WORKER_TASK_MARGIN_SECONDS, LoaderConfig
+from stacks.config import EXPRESS_MAX_SECONDS, WORKER_TASK_MARGIN_SECONDS, LoaderConfig, MaploadConfigError
 from stacks.data import STAGING_JOBS_PREFIX
 from stacks.graph_load import GraphLoadLoop
 from stacks.lambda_tasks import (
@@ -35,6 +35,9 @@ WORKER_RETRY_ATTEMPTS: Final[int] = 2
 # for a concurrency slot, themselves throttled for up to ~20 minutes): it waits as long, in Step
 # Functions (the Worker gives up its slot after a short wait of its own), not in a Lambda.
 CSV_START_PENDING_ERRORS: Final[Sequence[str]] = ("CsvStartPendingError",)
+# What an EXPRESS child's fitted schedule must keep, or synth refuses the Worker timeout.
+EXPRESS_MIN_THROTTLE_ATTEMPTS: Final[int] = 3
+EXPRESS_MIN_CSV_START_ATTEMPTS: Final[int] = 1
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
 
 
@@ -147,6 +150,52 @@ class LoadDefinition(Construct):
         done = self._done(functions, execution)
         self.chain: sfn.IChainable = prepare.next(plan).next(shards).next(finalize).next(done)
 
+    def _worker_retriers(self, worker_timeout_seconds: int) -> list[tuple[Sequence[str], int, int | None]]:
+        """The Worker Task's retriers (errors, attempts, max delay) for a Worker timeout."""
+        retriers = [
+            *self._retries.lambda_errors(),
+            (WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS, None),
+            (CSV_START_PENDING_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS),
+        ]
+        if self._config.map_execution_type != "EXPRESS":
+            return retriers
+        # An EXPRESS child ends after 5 minutes, retries included: the whole schedule (every
+        # attempt at its longest, every wait) is cut to fit, the cheap retries first. What does
+        # not fit fails the shard; a re-run of the jobId resumes it.
+        return self._retries.fitted(
+            retriers,
+            worker_timeout_seconds + WORKER_TASK_MARGIN_SECONDS,
+            EXPRESS_MAX_SECONDS,
+            priority=[
+                LAMBDA_THROTTLE_ERRORS,
+                CSV_START_PENDING_ERRORS,
+                LAMBDA_SERVICE_ERRORS,
+                WORKER_RETRY_ERRORS,
+            ],
+        )
+
+    @staticmethod
+    def _keeps_express_retries(retriers: Sequence[tuple[Sequence[str], int, int | None]]) -> bool:
+        """Whether a fitted schedule still rides out a throttle and a pending CSV start: with no
+        throttle retry, one Lambda throttle (any burst past the concurrency) fails the job."""
+        kept = {tuple(errors): attempts for errors, attempts, _ in retriers}
+        return (
+            kept[tuple(LAMBDA_THROTTLE_ERRORS)] >= EXPRESS_MIN_THROTTLE_ATTEMPTS
+            and kept[tuple(CSV_START_PENDING_ERRORS)] >= EXPRESS_MIN_CSV_START_ATTEMPTS
+        )
+
+    def _refuse_express_timeout(self) -> None:
+        current = self._config.worker_timeout_seconds
+        fits = (t for t in range(current - 1, 0, -1) if self._keeps_express_retries(self._worker_retriers(t)))
+        largest = next(fits, None)
+        raise MaploadConfigError(
+            "worker_timeout_seconds",
+            f"{current} with map_execution_type EXPRESS leaves the 5-minute child too little room for "
+            f"its retries (at least {EXPRESS_MIN_THROTTLE_ATTEMPTS} on a Lambda throttle and "
+            f"{EXPRESS_MIN_CSV_START_ATTEMPTS} on a pending CSV start): set worker_timeout_seconds "
+            f"to at most {largest} or map_execution_type to STANDARD",
+        )
+
     def _shards(self, worker_function: lambda_.IFunction, staging_bucket: s3.IBucket) -> sfn.DistributedMap:
         """One Worker per shard of Plan's manifest, as many at once as Plan allowed."""
         timeout = self._config.worker_timeout_seconds + WORKER_TASK_MARGIN_SECONDS
@@ -161,26 +210,9 @@ class LoadDefinition(Construct):
             # invocation itself hung, and the shard is retried.
             task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(timeout)),
         )
-        retriers = [
-            *self._retries.lambda_errors(),
-            (WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS, None),
-            (CSV_START_PENDING_ERRORS, THROTTLE_MAX_ATTEMPTS, THROTTLE_MAX_DELAY_SECONDS),
-        ]
-        if self._config.map_execution_type == "EXPRESS":
-            # An EXPRESS child ends after 5 minutes, retries included: the whole schedule (every
-            # attempt at its longest, every wait) is cut to fit, the cheap retries first. What
-            # does not fit fails the shard; a re-run of the jobId resumes it.
-            retriers = self._retries.fitted(
-                retriers,
-                timeout,
-                EXPRESS_MAX_SECONDS,
-                priority=[
-                    LAMBDA_THROTTLE_ERRORS,
-                    CSV_START_PENDING_ERRORS,
-                    LAMBDA_SERVICE_ERRORS,
-                    WORKER_RETRY_ERRORS,
-                ],
-            )
+        retriers = self._worker_retriers(self._config.worker_timeout_seconds)
+        if self._config.map_execution_type == "EXPRESS" and not self._keeps_express_retries(retriers):
+            self._refuse_express_timeout()
         for errors, attempts, max_delay in retriers:
             self._retries.add(worker, errors, attempts, max_delay)
         shards = sfn.DistributedMap(

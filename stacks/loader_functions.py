@@ -582,10 +582,11 @@ class LoaderFunctions:
 
 # What a function in a VPC needs for its network interfaces (Lambda Developer Guide, "Giving Lambda
 # functions access to resources in an Amazon VPC", execution role permissions): the EC2 actions of
-# AWSLambdaVPCAccessExecutionRole without its logs actions on `*`.
+# AWSLambdaVPCAccessExecutionRole (v3, 2024-01-05) without its logs actions on `*`.
 NETWORK_INTERFACE_ACTIONS: tuple[str, ...] = (
     "ec2:CreateNetworkInterface",
     "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
     "ec2:DeleteNetworkInterface",
     "ec2:AssignPrivateIpAddresses",
     "ec2:UnassignPrivateIpAddresses",
@@ -615,6 +616,6 @@ def _allow_network_interfaces(function: lambda_.Function) -> None:
         cfn_policy,
         "AwsSolutions-IAM5[Resource::*]",
         "Only the EC2 network-interface actions Lambda needs for a function in a VPC: "
-        "DescribeNetworkInterfaces works only on all resources, and Lambda names the interfaces it "
-        "creates and deletes itself, so no narrower resource applies.",
+        "DescribeNetworkInterfaces and DescribeSubnets work only on all resources, and Lambda names "
+        "the interfaces it creates and deletes itself, so no narrower resource applies.",
     )

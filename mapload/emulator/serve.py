@@ -3,8 +3,9 @@
 A plain `moto_server` applies TransactWriteItems non-atomically across its request threads, so a
 numeric ADD's transactions (the item's update together with its ledger marker) come back
 cancelled although they were applied: a run reports them skipped. This server is moto's, in this
-process, with the emulator's DynamoDB write patch (moto_patches.TRANSACTIONS) installed, so every
-write mode mapload uses behaves as DynamoDB's does. It listens on 127.0.0.1 only.
+process, with the emulator's DynamoDB patches installed (PATCHES: the write lock, the expression
+limits and the item size the in-process run enforces), so every write mode mapload uses behaves
+as DynamoDB's does and what DynamoDB refuses is refused here too. It listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ HOST = "127.0.0.1"
 DEFAULT_PORT = 5005
 # What `run-local`, `upload --env local` and the user's own tools read to reach the server.
 ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
+# The DynamoDB/S3-side patches the embedded run installs (its `__enter__`): the others act on
+# Step Functions and Lambda, which the server does not serve.
+PATCHES = (moto_patches.TRANSACTIONS, moto_patches.DYNAMODB_EXPRESSIONS, moto_patches.ITEM_SIZE)
 
 
 @contextmanager
 def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
-    """moto's server on 127.0.0.1:`port` (0: a free port) with the emulator's DynamoDB write
-    patch, until the block ends; yields its endpoint URL. OSError when the port is taken."""
+    """moto's server on 127.0.0.1:`port` (0: a free port) with the emulator's DynamoDB
+    patches (PATCHES), until the block ends; yields its endpoint URL. OSError when the port is taken."""
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
         MotoRequestHandler,
@@ -41,7 +45,7 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
     server = make_server(
         HOST, port, app, threaded=True, request_handler=MotoRequestHandler, fd=listener.fileno()
     )
-    moto_patches.TRANSACTIONS.install()
+    moto_patches.install(*PATCHES)
     thread = threading.Thread(target=server.serve_forever, name="mapload-serve", daemon=True)
     thread.start()
     try:
@@ -51,7 +55,7 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
         thread.join()
         server.server_close()
         listener.close()
-        moto_patches.TRANSACTIONS.uninstall()
+        moto_patches.uninstall(*PATCHES)
 
 
 def exports(endpoint: str) -> list[str]:

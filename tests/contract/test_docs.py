@@ -339,6 +339,39 @@ def test_every_example_input_runs_as_written(
         assert named <= {report["dynamodb"]["table"]}
 
 
+@pytest.mark.e2e
+@pytest.mark.xdist_group("e2e")
+def test_the_readme_walkthrough_runs_as_written_in_another_region(tmp_path: Path) -> None:
+    """The README's "Your own file in five minutes", command by command in a shell, against
+    `mapload serve`, with a region other than us-east-1 and no credentials or tool beyond the
+    project's: the scan finds the rows run-local wrote (it used the `aws` CLI, in us-east-1, and
+    found no table)."""
+    import os
+    import subprocess
+
+    from tests.servers import mapload_serve
+
+    blocks = fenced_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    (data,) = [body for lang, body in blocks if lang == "csv" and body.startswith("sku,price,stock")]
+    (spec,) = [body for lang, body in blocks if lang == "json" and "PRODUCT#{sku}" in body]
+    (walk,) = [body for lang, body in blocks if lang == "sh" and "/tmp/products.csv" in body]
+    (tmp_path / "products.csv").write_text(data, encoding="utf-8")
+    (tmp_path / "products.spec.json").write_text(spec, encoding="utf-8")
+    region = "eu-west-2"
+    env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    env |= {"AWS_REGION": region, "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+    with mapload_serve(tmp_path / "mapload-serve.log") as endpoint:
+        # The server is the fixture's (a free port); every other line runs as written.
+        script = "\n".join(line for line in walk.splitlines() if "mapload serve" not in line)
+        script = script.replace("http://127.0.0.1:5005", endpoint).replace("/tmp/", f"{tmp_path}/")
+        done = subprocess.run(
+            ["bash", "-ec", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"region {region}" in done.stderr
+    assert all(f"PRODUCT#{sku}" in done.stdout for sku in ("A-100", "B-200", "C-300")), done.stdout
+
+
 def test_the_readme_is_a_front_door_that_links_every_docs_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) < 300

@@ -306,6 +306,8 @@ def test_a_run_stopped_mid_way_does_not_block_its_job_id_and_release_frees_it(
     emu.wait(running)
     _stopped_mid_way(emu, deployment, source, "fourth")
     assert cli.main(["release", "--env", "dev", "held"]) == 0
-    assert "released jobId 'held'" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "released jobId 'held'" in out
+    assert f"mapload release: region {emu.region} (" in err  # as every command says first
     assert cli.main(["release", "--env", "dev", "held"]) == 2
     assert "not held" in capsys.readouterr().err

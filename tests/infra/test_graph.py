@@ -464,9 +464,11 @@ def test_polls_write_grant_is_exactly_the_report_layout_makes() -> None:
         assert not iam_matches(STAGING_REPORTS, key), key
 
 
+# AWSLambdaVPCAccessExecutionRole v3's EC2 actions (its logs actions are granted on the group).
 ENI_ACTIONS = {
     "ec2:CreateNetworkInterface",
     "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
     "ec2:DeleteNetworkInterface",
     "ec2:AssignPrivateIpAddresses",
     "ec2:UnassignPrivateIpAddresses",

@@ -256,6 +256,7 @@ def test_no_wildcard_actions_and_unscoped_resources_only_where_aws_requires(dev:
         # The VPC functions' network interfaces (inline, in place of AWSLambdaVPCAccessExecutionRole).
         "ec2:CreateNetworkInterface",
         "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSubnets",
         "ec2:DeleteNetworkInterface",
         "ec2:AssignPrivateIpAddresses",
         "ec2:UnassignPrivateIpAddresses",

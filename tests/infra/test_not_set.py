@@ -188,6 +188,35 @@ def test_environments_without_an_account_are_one_account_the_clis() -> None:
         )
 
 
+def test_an_environment_without_an_account_shares_the_clis_with_one_that_names_it() -> None:
+    """`account: null` deploys to the CLI's account: with CDK_DEFAULT_ACCOUNT/REGION known, it is
+    one group with an environment naming that account, as check_existing_table compares."""
+    environments = _environments(
+        staging={"worker_reserved_concurrency": 500, "max_concurrency_cap": 100},
+        prod={
+            "account": "123456789012",
+            "region": "eu-west-2",
+            "worker_reserved_concurrency": 500,
+            "max_concurrency_cap": 100,
+        },
+    )
+    shared = r"account 123456789012, region eu-west-2\) reserve staging 500"
+    with pytest.raises(MaploadConfigError, match=shared):
+        check_reservations(environments, "123456789012", "eu-west-2")
+    check_reservations(environments, "210987654321", "eu-west-2")  # the CLI's is another account
+
+
+def test_a_bad_setting_in_another_environment_says_which_while_deploying_this_one(
+    cdk_json: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = _context(cdk_json, "prod", worker_timeout_seconds=-1)
+    with pytest.raises(MaploadConfigError) as caught:
+        app_module.build_app({**context, "env": "dev"})
+    message = str(caught.value)
+    assert message.startswith("while summing reservations per account: prod: mapload.environments.prod.")
+    assert caught.value.field == "mapload.environments.prod.worker_timeout_seconds" and "\n" not in message
+
+
 def test_synth_checks_every_environment_of_cdk_json_not_only_the_one_it_builds(
     cdk_json: dict[str, Any],
 ) -> None:

@@ -23,7 +23,7 @@ FAST: dict[str, Any] = {
     "mapload:table_warm_write_units": 12000,
     "mapload:lambda_architecture": "x86_64",
     "mapload:map_execution_type": "EXPRESS",
-    "mapload:worker_timeout_seconds": 240,
+    "mapload:worker_timeout_seconds": 146,  # the largest that keeps the retries EXPRESS needs
     "mapload:worker_reserved_concurrency": 100,
 }
 
@@ -211,6 +211,21 @@ def test_a_shorter_express_worker_keeps_the_retries_that_fit(tmp_path: Path) -> 
     assert _schedule_seconds(worker) <= EXPRESS_LIMIT_SECONDS
     kept = {error for retrier in worker["Retry"] for error in retrier["ErrorEquals"]}
     assert {"Lambda.TooManyRequestsException", "CsvStartPendingError"} <= kept
+
+
+@pytest.mark.parametrize(("timeout", "missing"), [(240, "every retry"), (180, "no CSV start retry")])
+def test_an_express_worker_timeout_that_leaves_too_few_retries_is_refused_at_synth(
+    timeout: int, missing: str, tmp_path: Path
+) -> None:
+    """240 s: the Task's 300 s timeout is the whole EXPRESS child, so one throttle failed the job;
+    180 s kept throttling retries but none for a pending CSV start (`missing`)."""
+    import app as app_module
+
+    with pytest.raises(MaploadConfigError) as caught:
+        app_module.build_app({**FAST, "mapload:worker_timeout_seconds": timeout}, outdir=str(tmp_path))
+    message = str(caught.value)
+    assert caught.value.field == "worker_timeout_seconds" and "\n" not in message
+    assert "map_execution_type" in message and "at most 146" in message
 
 
 def test_standard_children_keep_the_whole_schedule_which_would_not_fit_express(dev: Synth) -> None:

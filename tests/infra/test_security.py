@@ -35,6 +35,7 @@ UNSCOPED_ALLOWED = {
     # Lambda functions in a VPC create and delete their network interfaces.
     "ec2:CreateNetworkInterface": "functions in the VPC (Neptune loader control)",
     "ec2:DescribeNetworkInterfaces": "functions in the VPC (Neptune loader control)",
+    "ec2:DescribeSubnets": "functions in the VPC (Neptune loader control)",
     "ec2:DeleteNetworkInterface": "functions in the VPC (Neptune loader control)",
     "ec2:AssignPrivateIpAddresses": "functions in the VPC (Neptune loader control)",
     "ec2:UnassignPrivateIpAddresses": "functions in the VPC (Neptune loader control)",

@@ -127,8 +127,9 @@ def test_a_graph_only_run_shows_no_table_line() -> None:
         ["start", "in.csv", "--spec", "s.json", "--env", "prd"],
         ["status", "--env", "prd"],
         ["upload", "in.csv", "s3://b/k", "--env", "prd"],
+        ["release", "job-1", "--env", "prd"],
     ],
-    ids=["run-local", "start", "status", "upload"],
+    ids=["run-local", "start", "status", "upload", "release"],
 )
 def test_an_unknown_environment_is_one_line_naming_the_known_ones(
     capsys: pytest.CaptureFixture[str], argv: list[str]
