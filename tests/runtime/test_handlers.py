@@ -104,6 +104,27 @@ def test_a_job_adding_numbers_is_refused_a_rerun_under_another_plan(aws: Any) ->
     _plan("s3://src/a.csv", run="run-3", jobId="adds", dynamodb=SPEC["dynamodb"])  # a plain put may
 
 
+def test_a_put_run_between_two_add_runs_keeps_the_counted_plan(aws: Any) -> None:
+    # A put run replaces the job item: it must carry countedPlanId over, or a changed add run
+    # after it adds every record again.
+    adding = {
+        "key": {"pk": "P#{postcode}", "sk": "LOC"},
+        "writeMode": "update",
+        "attributes": {"lat": {"field": "lat", "type": "N", "update": "add"}},
+    }
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(30))
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    _plan("s3://src/a.csv", jobId="mixed", dynamodb=adding)
+    ledger.finish_job("mixed", "run-1", "FAILED")
+    _plan("s3://src/a.csv", run="run-2", jobId="mixed", dynamodb=SPEC["dynamodb"])
+    ledger.finish_job("mixed", "run-2", "SUCCEEDED")
+    assert "countedPlanId" in (ledger.get_job("mixed") or {})
+
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(31))  # changed: another plan
+    with pytest.raises(InputValidationError, match="already added numbers"):
+        _plan("s3://src/a.csv", run="run-3", jobId="mixed", dynamodb=adding)
+
+
 def test_a_retried_shard_writes_its_items_and_is_counted_once(aws: Any) -> None:
     aws.put_object(Bucket="src", Key="a.csv", Body=_csv(300))
     planned = _plan("s3://src/a.csv", jobId="job-2")
