@@ -163,6 +163,7 @@ def plan(
     ledger.start_job(job_id, run_id, execution_id, len(shards), counted_plan=counted, ended=ended)
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
+    max_concurrency = min(spec.max_concurrency, settings.max_concurrency_cap)
     return {
         "job": {
             "jobId": job_id,
@@ -172,10 +173,12 @@ def plan(
             "tableKey": settings.table_key,
             "objects": len(objects),
             "bytes": sum(o.size for o in objects),
+            # The Workers that can run at once: the write budget's share is never above budget / this.
+            "workers": max(1, min(max_concurrency, len(shards))),
         },
         "manifestKey": manifest,
         "mapResultsPrefix": layout.map_results_prefix(job_id, run_id),
-        "maxConcurrency": min(spec.max_concurrency, settings.max_concurrency_cap),
+        "maxConcurrency": max_concurrency,
         "shardCount": len(shards),
     }
 

@@ -74,6 +74,7 @@ def test_plan_cuts_shards_caps_concurrency_and_refuses_a_running_job_id(aws: Any
     planned = _plan("s3://src/in/", jobId="job-1")
 
     assert planned["maxConcurrency"] == 10  # MAX_CONCURRENCY_CAP
+    assert planned["job"]["workers"] == min(10, planned["shardCount"])  # the write budget's floor
     manifest = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
     assert len(manifest) == planned["shardCount"] > 2
     assert {s["key"] for s in manifest} == {"in/a.csv", "in/b.csv"}
