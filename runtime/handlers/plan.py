@@ -190,7 +190,9 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
-        functools.partial(execution_ended, clients.stepfunctions()),
+        functools.partial(
+            execution_ended, clients.stepfunctions(), worker_timeout_seconds=settings.worker_timeout_seconds
+        ),
     )
 
 

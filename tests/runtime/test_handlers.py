@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import boto3
 import pytest
 from pipeline_support import ENV, REGION
 
+from adapters import executions
 from adapters.ledger import Ledger
 from handlers import finalize, plan, worker
 from logic.errors import (
@@ -272,7 +274,9 @@ def _plan_as(source: str, run: str, arn: str, **extra: Any) -> dict[str, Any]:
     return plan.handle(event, ENV)
 
 
-def test_plan_takes_over_a_job_id_whose_execution_was_stopped_without_finalize(aws: Any) -> None:
+def test_plan_takes_over_a_job_id_whose_execution_was_stopped_without_finalize(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     aws.put_object(Bucket="src", Key="a.csv", Body=_csv(50))
     first = _execution("run-1")
     _plan_as("s3://src/a.csv", "run-1", first, jobId="stuck")
@@ -285,7 +289,12 @@ def test_plan_takes_over_a_job_id_whose_execution_was_stopped_without_finalize(a
     assert (ledger.get_job("stuck") or {})["status"] == "RUNNING"
 
     third = _execution("run-3")
-    _plan_as("s3://src/a.csv", "run-3", third, jobId="stuck")  # proceeds: run-1 is over
+    # Its Workers may still run up to their timeout after the stop: refused, saying how long.
+    with pytest.raises(JobAlreadyRunningError, match=r"ABORTED since .* try again in 9[56]\d s"):
+        _plan_as("s3://src/a.csv", "run-3", third, jobId="stuck")
+    later = time.time() + int(ENV["WORKER_TIMEOUT_SECONDS"]) + executions.SETTLE_MARGIN_SECONDS + 1
+    monkeypatch.setattr(executions, "_now", lambda: later)
+    _plan_as("s3://src/a.csv", "run-3", third, jobId="stuck")  # proceeds: run-1 and its Workers are over
 
     job = ledger.get_job("stuck") or {}
     assert (job["status"], job["runId"], job["executionId"]) == ("RUNNING", "run-3", third)
@@ -304,6 +313,19 @@ def test_release_frees_a_job_id_only_once_its_execution_is_over(aws: Any) -> Non
     with pytest.raises(ValueError, match="no job"):
         ledger.release_job("never", lambda arn: True)
     ledger.start_job("held", "run-2", "arn:aws:states:r:1:execution:M:run-2", 3)  # free again
+
+
+def test_release_waits_for_the_longest_worker_timeout_after_the_stop(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `mapload release` does not know the Worker's timeout: it waits for Lambda's longest.
+    arn = _execution("run-9")
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    sfn.stop_execution(executionArn=arn)
+    with pytest.raises(JobAlreadyRunningError, match=r"up to 960 s after it stopped: try again in"):
+        executions.execution_ended(sfn, arn)
+    monkeypatch.setattr(executions, "_now", lambda: time.time() + 961)
+    assert executions.execution_ended(sfn, arn)
 
 
 def test_the_claim_lasts_until_the_graph_load_ends_not_finalize(aws: Any) -> None:
