@@ -328,6 +328,20 @@ def test_release_waits_for_the_longest_worker_timeout_after_the_stop(
     assert executions.execution_ended(sfn, arn)
 
 
+def test_finalize_of_a_run_whose_job_id_was_taken_over_fails_and_leaves_the_holder(aws: Any) -> None:
+    # A displaced execution redriven (AWS allows it for 14 days) reaches Finalize again.
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(20))
+    planned = _plan("s3://src/a.csv", run="run-1", jobId="redriven")
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    ledger.release_job("redriven", lambda arn: True)
+    _plan("s3://src/a.csv", run="run-2", jobId="redriven")
+    result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
+    assert result["status"] == "FAILED"
+    assert result["error"] == "JobTakenOverError" and "taken over by run run-2" in result["cause"]
+    job = ledger.get_job("redriven") or {}
+    assert (job["status"], job["runId"]) == ("RUNNING", "run-2")
+
+
 def test_the_claim_lasts_until_the_graph_load_ends_not_finalize(aws: Any) -> None:
     aws.put_object(Bucket="src", Key="g.csv", Body=_csv(20))
     graph = {
