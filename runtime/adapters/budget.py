@@ -29,6 +29,7 @@ backed-off tries keeps the old share; and the split is equal, not by the work ea
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +45,14 @@ INTERVAL_SECONDS: Final = 10.0
 # A worker's beat falls in the first PHASE_SPAN of its window (see `phase`).
 PHASE_SPAN: Final = 0.5
 _GOLDEN = 0.6180339887498949
+# BatchGetItem tries for one count, and the capped, jittered backoff between them (seconds).
+COUNT_TRIES: Final = 5
+COUNT_BACKOFF_SECONDS: Final = 0.05
+COUNT_BACKOFF_CAP_SECONDS: Final = 0.5
+
+
+class CountUnavailableError(Exception):
+    """Some heartbeat counters stayed unprocessed: the count would be short (keep the old share)."""
 
 
 class RateSetter(Protocol):
@@ -58,8 +67,18 @@ def phase(index: int, interval: float) -> float:
 class HeartbeatBoard:
     """The heartbeat counters of one run in the ledger table."""
 
-    def __init__(self, client: Any, table: str, job_id: str, run_id: str, ttl_seconds: int = 86_400) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        job_id: str,
+        run_id: str,
+        ttl_seconds: int = 86_400,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._db = client
+        self._sleep = sleep
         self._table = table
         self._prefix = f"BEAT#{job_id}#{run_id}#"
         self._ttl_seconds = ttl_seconds
@@ -79,18 +98,25 @@ class HeartbeatBoard:
         )
 
     def count(self, window: int) -> int:
-        """The beats of `window`: the workers that ran through it."""
+        """The beats of `window`: the workers that ran through it. Unprocessed keys (throttled) are
+        asked again after a capped, jittered backoff; CountUnavailableError if some remain, since
+        a short count would make the worker over-use the budget."""
         keys: list[dict[str, Any]] = [self.key(window, bucket) for bucket in range(BUCKETS)]
         total = 0
-        for _ in range(8):  # unprocessed keys (throttled) are asked again
+        for attempt in range(COUNT_TRIES):
+            if attempt:
+                ceiling = min(COUNT_BACKOFF_CAP_SECONDS, COUNT_BACKOFF_SECONDS * 2**attempt)
+                self._sleep(random.uniform(ceiling / 2, ceiling))
             answer = self._db.batch_get_item(
                 RequestItems={self._table: {"Keys": keys, "ProjectionExpression": "beats"}}
             )
             total += sum(int(item["beats"]["N"]) for item in answer["Responses"].get(self._table, []))
             keys = (answer.get("UnprocessedKeys") or {}).get(self._table, {}).get("Keys", [])
             if not keys:
-                break
-        return total
+                return total
+        raise CountUnavailableError(
+            f"{len(keys)} of {BUCKETS} heartbeat counters unprocessed after {COUNT_TRIES} tries"
+        )
 
 
 class SharedBudget:
@@ -158,5 +184,7 @@ class SharedBudget:
         while not self._stop.wait(self._next_beat()):
             try:
                 self.refresh()
-            except Exception:  # a missed beat only keeps the old share (and counts it out once)
+            except (
+                Exception
+            ):  # a missed beat or count only keeps the old share (a missed beat counts it out once)
                 continue

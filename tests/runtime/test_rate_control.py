@@ -290,6 +290,47 @@ def test_a_workers_first_beat_waits_for_its_phase_in_the_window_it_starts() -> N
     assert budget._next_beat() == pytest.approx(10.0)  # beaten in this window: the next one's phase
 
 
+def test_a_count_backs_off_between_tries_and_is_refused_when_counters_stay_unprocessed() -> None:
+    # Counting the unprocessed counters as 0 made the Worker see fewer running and over-use.
+    from adapters.budget import COUNT_BACKOFF_CAP_SECONDS, COUNT_TRIES, CountUnavailableError
+
+    class Throttled:
+        def __init__(self, throttled_tries: int) -> None:
+            self.left = throttled_tries
+
+        def update_item(self, **request: Any) -> dict[str, Any]:
+            return {}
+
+        def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+            keys = RequestItems["ledger"]["Keys"]
+            if self.left > 0:
+                self.left -= 1
+                done, rest = [], keys
+            else:
+                done, rest = keys, []
+            return {
+                "Responses": {"ledger": [{"beats": {"N": "3"}} for _ in done]},
+                "UnprocessedKeys": {"ledger": {"Keys": rest}} if rest else {},
+            }
+
+    slept: list[float] = []
+    board = HeartbeatBoard(Throttled(2), "ledger", "job", "run", sleep=slept.append)
+    assert board.count(5) == 12
+    assert len(slept) == 2 and slept[0] > 0 and all(s <= COUNT_BACKOFF_CAP_SECONDS for s in slept)
+    slept.clear()
+    board = HeartbeatBoard(Throttled(100), "ledger", "job", "run", sleep=slept.append)
+    with pytest.raises(CountUnavailableError, match="unprocessed"):
+        board.count(5)
+    assert len(slept) == COUNT_TRIES - 1
+
+    # The worker keeps its old share when a count fails.
+    writer, now = RecordingWriter(), [1000.0]
+    shared = SharedBudget(board, 0, 100.0, writer, workers=2, clock=lambda: now[0])
+    with pytest.raises(CountUnavailableError):
+        shared.refresh()
+    assert writer.rates == []
+
+
 def test_a_worker_that_missed_a_window_counts_itself() -> None:
     class Board:
         def __init__(self) -> None:
