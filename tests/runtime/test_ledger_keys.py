@@ -198,6 +198,19 @@ def test_no_heartbeat_key_takes_more_than_a_partition_with_every_worker_running(
     assert 1 + budget.BUCKETS * 0.5 <= 3
 
 
+def test_the_ledger_client_has_a_connection_for_each_thread_finalize_reads_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from adapters import clients
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    clients.reset()
+    try:
+        assert clients.ledger_dynamodb().meta.config.max_pool_connections >= ledger.READ_THREADS
+    finally:
+        clients.reset()
+
+
 def test_the_csv_walk_back_crosses_blocks_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """A shard early in a block walks back into the blocks before it, nearest first."""
     monkeypatch.setattr(ledger, "BLOCK_SHARDS", 3)
