@@ -16,7 +16,7 @@ here, and the embedded run meters requests per key (`tests/e2e/test_key_load.py`
 - Applied-record markers are spread over MARKER_BUCKETS keys per shard by a hash of the record's
   offset: a record's marker key is still a function of (job, plan, shard, offset), so a retry or a
   re-run meets the marker its first attempt wrote (exactly once), while one shard's transactions
-  (up to `write_concurrency` in flight) no longer sit on one key.
+  (up to `write_concurrency` in flight, at most MARKED_IN_FLIGHT) no longer sit on one key.
 - The write budget (adapters/budget.py) counts the running Workers with heartbeat counters, not a
   Query of leases.
 """
@@ -39,11 +39,16 @@ DAY = 86_400
 # Shards per block key. Bound: BLOCK_SHARDS x (largest shard record + CSV states) in write units
 # within one second stays under 1,000 (the record's samples: tests/runtime/test_ledger_keys.py).
 BLOCK_SHARDS: Final = 8
-# Marker keys per shard. Bound: `write_concurrency`'s cap of transactions in flight, each 2 write
-# units per item (transactional), at FASTEST_TRANSACTION_SECONDS, spread over this many keys.
+# Marker keys per shard. Bound: MARKED_IN_FLIGHT transactions in flight, each 2 write units per
+# item (transactional), at FASTEST_TRANSACTION_SECONDS, spread over this many keys. Fixed: a
+# record's marker key must not change between a run and its resumption (exactly once).
 MARKER_BUCKETS: Final = 64
-# The quickest TransactWriteItems round trip assumed (DynamoDB's are ~10 ms and more).
-FASTEST_TRANSACTION_SECONDS: Final = 0.01
+# The quickest TransactWriteItems round trip assumed (DynamoDB's are ~10 ms, within a Region's
+# network a few less).
+FASTEST_TRANSACTION_SECONDS: Final = 0.005
+# The most transactions a shard that adds numbers keeps in flight (below `write_concurrency`'s
+# cap of 256: at 5 ms that would be ~1,600 write units a second on the busiest marker key).
+MARKED_IN_FLIGHT: Final = 128
 # Threads Finalize reads the blocks with.
 READ_THREADS: Final = 16
 # Items a CSV walk-back Query reads a page at a time.

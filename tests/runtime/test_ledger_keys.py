@@ -19,12 +19,13 @@ import pytest
 
 from adapters import budget, csvchain, ledger
 from adapters.budget import HeartbeatBoard
+from adapters.dynamodb import ItemWriter
 from adapters.ledger import Ledger, Markers, block_of, marker_bucket, shard_key
 from logic.clipping import TEXT_BYTES
 from logic.csvrecords import ShardSummary
 from logic.planning import DEFAULT_MAX_SHARDS
 from logic.report import SAMPLE_SIZE, SKIPPED_SAMPLE_SIZE, clip_sample
-from logic.writemodes import MARKER_UNITS
+from logic.writemodes import ADD, MARKER_UNITS, UPDATE, WritePlan
 from stacks.config import MAX_MAP_CONCURRENCY, LoaderConfig
 
 pytestmark = pytest.mark.runtime
@@ -37,6 +38,8 @@ READ_UNIT = 4096  # bytes per strongly consistent read unit (eventually consiste
 WORKERS = MAX_MAP_CONCURRENCY  # the highest max_concurrency_cap
 SHARDS = DEFAULT_MAX_SHARDS  # the most Plan cuts
 IN_FLIGHT = max(m.le for m in LoaderConfig.model_fields["write_concurrency"].metadata if hasattr(m, "le"))
+# The quickest TransactWriteItems round trip assumed: a few ms within a Region.
+FASTEST_TRANSACTION = 0.005
 JOB = "j" * 80  # the longest jobId
 PLAN = "p" * 64
 
@@ -160,12 +163,18 @@ def test_no_block_key_takes_more_than_a_partition_at_the_largest_run() -> None:
 
 
 def test_no_marker_key_takes_more_than_a_partition_at_the_most_transactions_in_flight() -> None:
-    """A shard's numeric-add markers: `write_concurrency`'s cap of transactions in flight at the
-    quickest round trip, 2 units a marker (transactional), over MARKER_BUCKETS keys; the spread
-    checked on offsets of fixed-width records (the least random a file gets)."""
+    """A shard's numeric-add markers: the transactions in flight of an ItemWriter built with
+    `write_concurrency`'s cap, at the quickest round trip (5 ms), 2 units a marker
+    (transactional), over MARKER_BUCKETS keys; the spread checked on offsets of fixed-width
+    records (the least random a file gets)."""
     markers = Markers("ledger", JOB, PLAN, SHARDS - 1, 2_000_000_000)
     assert item_bytes(markers.item(10**13)) <= MARKER_UNITS * WRITE_UNIT
-    per_second = IN_FLIGHT / ledger.FASTEST_TRANSACTION_SECONDS * 2 * MARKER_UNITS
+    counting = WritePlan(UPDATE, ("pk", "sk"), actions={"n": ADD}, counters=("n",))
+    writer = ItemWriter(Recorder(), "target", counting, in_flight=IN_FLIGHT, markers=markers)
+    in_flight = len(writer._lanes)
+    writer.close()
+    assert ledger.FASTEST_TRANSACTION_SECONDS <= FASTEST_TRANSACTION
+    per_second = in_flight / FASTEST_TRANSACTION * 2 * MARKER_UNITS
     for width in (1, 10, 64, 100, 1000, 4096):
         spread = Counter(marker_bucket(offset) for offset in range(0, width * 100_000, width))
         assert len(spread) == ledger.MARKER_BUCKETS
