@@ -187,7 +187,8 @@ def test_no_marker_key_takes_more_than_a_partition_at_the_most_transactions_in_f
 
 def test_no_heartbeat_key_takes_more_than_a_partition_with_every_worker_running() -> None:
     """Each Worker beats once a window (an ADD of 1 to its bucket) in the window's first
-    PHASE_SPAN, and reads every bucket of the previous window (eventually consistent)."""
+    PHASE_SPAN — its first beat too, so Workers started together do not beat together
+    (test_rate_control.py) — and reads every bucket of the previous window (eventually consistent)."""
     client = Recorder()
     board = HeartbeatBoard(client, "ledger", JOB, "r" * 80)
     board.beat(WORKERS - 1, 10**9)
