@@ -256,6 +256,8 @@ class LoaderFunctions:
                 "GRAPH_ENABLED": "true" if data.graph is not None else "false",
                 # ... and a property graph shard larger than the Worker's memory holds.
                 "WORKER_MEMORY_MIB": str(config.worker_memory_mib),
+                # ... and a jobId is taken over only once the Workers of the run holding it are over.
+                "WORKER_TIMEOUT_SECONDS": str(config.worker_timeout_seconds),
             },
             "Worker": {**sources, **common, "WRITE_CONCURRENCY": str(config.write_concurrency)},
             "Finalize": {**common, "TABLE_ARN": data.table.table_arn},

@@ -65,7 +65,15 @@ def batch_writes(pool: int = 10) -> Any:
 
 @functools.cache
 def ledger_dynamodb() -> Any:
-    return boto3.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))
+    # Finalize reads the ledger's blocks on READ_THREADS threads at once, the Worker's budget
+    # thread beside its main one: a pool smaller than that makes threads wait for (or discard)
+    # connections ("Connection pool is full").
+    from adapters.ledger import READ_THREADS
+
+    return boto3.client(
+        "dynamodb",
+        config=Config(retries={"mode": "standard", "max_attempts": 8}, max_pool_connections=READ_THREADS + 2),
+    )
 
 
 @functools.cache

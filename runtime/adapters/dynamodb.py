@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from adapters.ledger import Markers
+from adapters.ledger import MARKED_IN_FLIGHT, Markers
 from logic.errors import ShardWriteError
 from logic.ratecontrol import AimdWindow, TokenBucket
 from logic.retry import backoff_delays
@@ -282,6 +282,8 @@ class ItemWriter(_PacedWriter):
     ) -> None:
         if plan.counters and markers is None:
             raise ValueError(f"adding numbers to {', '.join(plan.counters)} exactly once needs markers")
+        if plan.counters:  # each a transaction with a marker: the marker keys bound the rate
+            in_flight = min(in_flight, MARKED_IN_FLIGHT)
         super().__init__(
             table, in_flight=in_flight, policy=policy, sleep=sleep, rng=rng, rate=rate, clock=clock
         )

@@ -16,7 +16,7 @@ here, and the embedded run meters requests per key (`tests/e2e/test_key_load.py`
 - Applied-record markers are spread over MARKER_BUCKETS keys per shard by a hash of the record's
   offset: a record's marker key is still a function of (job, plan, shard, offset), so a retry or a
   re-run meets the marker its first attempt wrote (exactly once), while one shard's transactions
-  (up to `write_concurrency` in flight) no longer sit on one key.
+  (up to `write_concurrency` in flight, at most MARKED_IN_FLIGHT) no longer sit on one key.
 - The write budget (adapters/budget.py) counts the running Workers with heartbeat counters, not a
   Query of leases.
 """
@@ -39,11 +39,16 @@ DAY = 86_400
 # Shards per block key. Bound: BLOCK_SHARDS x (largest shard record + CSV states) in write units
 # within one second stays under 1,000 (the record's samples: tests/runtime/test_ledger_keys.py).
 BLOCK_SHARDS: Final = 8
-# Marker keys per shard. Bound: `write_concurrency`'s cap of transactions in flight, each 2 write
-# units per item (transactional), at FASTEST_TRANSACTION_SECONDS, spread over this many keys.
+# Marker keys per shard. Bound: MARKED_IN_FLIGHT transactions in flight, each 2 write units per
+# item (transactional), at FASTEST_TRANSACTION_SECONDS, spread over this many keys. Fixed: a
+# record's marker key must not change between a run and its resumption (exactly once).
 MARKER_BUCKETS: Final = 64
-# The quickest TransactWriteItems round trip assumed (DynamoDB's are ~10 ms and more).
-FASTEST_TRANSACTION_SECONDS: Final = 0.01
+# The quickest TransactWriteItems round trip assumed (DynamoDB's are ~10 ms, within a Region's
+# network a few less).
+FASTEST_TRANSACTION_SECONDS: Final = 0.005
+# The most transactions a shard that adds numbers keeps in flight (below `write_concurrency`'s
+# cap of 256: at 5 ms that would be ~1,600 write units a second on the busiest marker key).
+MARKED_IN_FLIGHT: Final = 128
 # Threads Finalize reads the blocks with.
 READ_THREADS: Final = 16
 # Items a CSV walk-back Query reads a page at a time.
@@ -125,10 +130,13 @@ class Ledger:
         """Record the job as RUNNING under this run; refuse when another run holds it, unless
         `ended` says that run's execution is over (stopped, timed out, failed past Finalize): the
         claim is then taken over. `counted_plan`: the plan of a job that adds numbers (Plan refuses
-        a re-run under another)."""
-        counted = {"countedPlanId": {"S": counted_plan}} if counted_plan is not None else {}
+        a re-run under another). The countedPlanId an earlier run recorded is carried over by a
+        run that adds none (a put run of the jobId must not erase it), and the claim is
+        conditioned on it, so a changed add run cannot slip in between the read and the claim."""
+        earlier = (self.get_job(job_id) or {}).get("countedPlanId")
+        counted_id = counted_plan if counted_plan is not None else earlier
         item = {
-            **counted,
+            **({"countedPlanId": {"S": counted_id}} if counted_id is not None else {}),
             "pk": _job_pk(job_id),
             "sk": {"S": "JOB"},
             "status": {"S": "RUNNING"},
@@ -139,28 +147,41 @@ class Ledger:
             "expiresAt": self._expires(),
         }
         # A Lambda retry of the same Plan is the same run, and may proceed.
-        if self._claim(item, "attribute_not_exists(pk) OR #s <> :running OR runId = :run", run_id):
+        free = "attribute_not_exists(pk) OR #s <> :running OR runId = :run"
+        if self._claim(item, free, run_id, earlier):
             return
         current = self.get_job(job_id) or {}
         held_by = str(current.get("executionId") or "")
         # The run that holds it is over without closing it: take it over, if still that run's.
         if ended is not None and held_by and ended(held_by):
-            if self._claim(item, "#s = :running AND runId = :run", str(current.get("runId"))):
+            if self._claim(item, "#s = :running AND runId = :run", str(current.get("runId")), earlier):
                 return
             current = self.get_job(job_id) or {}
+        if current.get("countedPlanId") != earlier:
+            raise JobAlreadyRunningError(
+                f"jobId {job_id!r} changed while this run claimed it (another run added numbers); start again"
+            )
         raise JobAlreadyRunningError(
             f"jobId {job_id!r} is already running as execution {current.get('runId', '?')}; "
             "wait for it to finish or choose another jobId"
         )
 
-    def _claim(self, item: dict[str, Any], condition: str, run_id: str) -> bool:
+    def _claim(self, item: dict[str, Any], condition: str, run_id: str, counted: str | None) -> bool:
+        """Put the job item if `condition` holds and its countedPlanId is still `counted`."""
+        values = {":running": {"S": "RUNNING"}, ":run": {"S": run_id}}
+        condition = f"({condition})" if " OR " in condition else condition  # no redundant parentheses
+        if counted is None:
+            condition += " AND attribute_not_exists(countedPlanId)"
+        else:
+            condition += " AND countedPlanId = :counted"
+            values[":counted"] = {"S": counted}
         try:
             self._db.put_item(
                 TableName=self._table,
                 Item=item,
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":running": {"S": "RUNNING"}, ":run": {"S": run_id}},
+                ExpressionAttributeValues=values,
             )
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":

@@ -15,6 +15,7 @@ from adapters.s3 import S3Store
 from handlers.observability import entry_point
 from handlers.settings import FinalizeSettings
 from logic import layout, report
+from logic.errors import JobTakenOverError
 
 SETTINGS_CLASS = FinalizeSettings
 
@@ -87,6 +88,21 @@ def _asked_for(state: Mapping[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def _taken_over(ledger: Ledger, job_id: str, run_id: str) -> dict[str, str] | None:
+    """The error when the jobId is held by another run: this execution was displaced (taken over
+    or released) and then redriven, so a second copy of the job ran beside the run holding it."""
+    holder = (ledger.get_job(job_id) or {}).get("runId")
+    if holder is None or holder == run_id:
+        return None
+    return {
+        "type": JobTakenOverError.__name__,
+        "where": "Finalize",
+        "message": f"jobId {job_id!r} taken over by run {holder}: this run was displaced (a redriven "
+        "execution?) and its writes may have mixed with that run's; never redrive an execution "
+        "whose jobId was taken over",
+    }
+
+
 def finalize(
     event: Mapping[str, Any], settings: FinalizeSettings, store: S3Store, ledger: Ledger
 ) -> dict[str, Any]:
@@ -103,6 +119,7 @@ def finalize(
     rejects_location: str | None = None
     sample: list[dict[str, Any]] = []
     if plan is not None:
+        error = _taken_over(ledger, job_id, run_id) or error
         manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
         count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
         shards = ledger.shards(job_id, str(job.get("planId") or run_id), count)

@@ -163,6 +163,7 @@ def plan(
     ledger.start_job(job_id, run_id, execution_id, len(shards), counted_plan=counted, ended=ended)
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
+    max_concurrency = min(spec.max_concurrency, settings.max_concurrency_cap)
     return {
         "job": {
             "jobId": job_id,
@@ -172,10 +173,12 @@ def plan(
             "tableKey": settings.table_key,
             "objects": len(objects),
             "bytes": sum(o.size for o in objects),
+            # The Workers that can run at once: the write budget's share is never above budget / this.
+            "workers": max(1, min(max_concurrency, len(shards))),
         },
         "manifestKey": manifest,
         "mapResultsPrefix": layout.map_results_prefix(job_id, run_id),
-        "maxConcurrency": min(spec.max_concurrency, settings.max_concurrency_cap),
+        "maxConcurrency": max_concurrency,
         "shardCount": len(shards),
     }
 
@@ -187,7 +190,9 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
-        functools.partial(execution_ended, clients.stepfunctions()),
+        functools.partial(
+            execution_ended, clients.stepfunctions(), worker_timeout_seconds=settings.worker_timeout_seconds
+        ),
     )
 
 

@@ -106,6 +106,9 @@ class PlanSettings(_Ledger):
     graph_enabled: bool = True
     # The Worker function's memory: a property graph shard larger than it holds is refused.
     worker_memory_mib: Positive
+    # The Worker function's timeout: a jobId is taken over only when the run holding it stopped
+    # longer ago than this (+60 s), since its Workers run on until then.
+    worker_timeout_seconds: Positive
 
 
 class WorkerSettings(_Ledger):

@@ -40,6 +40,10 @@ class JobAlreadyRunningError(MaploadError):
     """Another run of the same jobId is still RUNNING."""
 
 
+class JobTakenOverError(MaploadError):
+    """Another run took this run's jobId over (a redriven execution of a displaced run)."""
+
+
 class ShardWriteError(MaploadError):
     """Some items of a shard could not be written; `not_written` says how many."""
 

@@ -59,7 +59,8 @@ def process_shard(
     with contextlib.ExitStack() as outputs:
         rejects, graph = staging.sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_keys)
         try:
-            with writing.budget(writer, spec, ledger, settings, job_id, run_id, index):
+            workers = int(job.get("workers") or 1)  # Plan's min(maxConcurrency, shards)
+            with writing.budget(writer, spec, ledger, settings, job_id, run_id, index, workers):
                 counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
         finally:
             stats = writer.close() if writer is not None else None

@@ -88,9 +88,11 @@ def budget(
     job_id: str,
     run_id: str,
     index: int,
+    workers: int,
 ) -> contextlib.AbstractContextManager[Any]:
-    """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has one."""
+    """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has
+    one; `workers`: how many Workers can run at once (no share is larger than budget / workers)."""
     if writer is None or spec.write_units_per_second is None:
         return contextlib.nullcontext()
     board = HeartbeatBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
-    return SharedBudget(board, index, spec.write_units_per_second, writer)
+    return SharedBudget(board, index, spec.write_units_per_second, writer, workers=workers)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from emulated_stacks import record_stack_outputs
 
+from adapters import executions
 from mapload import cli
 from mapload.emulator.embedded import Deployment, Emulator
 from mapload.environment import stack_name
@@ -283,7 +284,10 @@ def _stopped_mid_way(emu: Emulator, deployment: Deployment, source: str, name: s
 
 
 def test_a_run_stopped_mid_way_does_not_block_its_job_id_and_release_frees_it(
-    deployed: tuple[Emulator, Deployment], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    deployed: tuple[Emulator, Deployment],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     emu, deployment = deployed
     bucket = deployment.output("SourceBucketName")
@@ -291,6 +295,11 @@ def test_a_run_stopped_mid_way_does_not_block_its_job_id_and_release_frees_it(
     source = f"s3://{bucket}/in/p.csv"
 
     _stopped_mid_way(emu, deployment, source, "first")
+    # Its Workers may run on until their timeout after the stop: not free yet, and it says how long.
+    assert cli.main(["release", "--env", "dev", "held"]) == 2
+    assert "try again in" in capsys.readouterr().err
+    settled = executions.LAMBDA_MAX_TIMEOUT_SECONDS + executions.SETTLE_MARGIN_SECONDS + 1
+    monkeypatch.setattr(executions, "_now", lambda: time.time() + settled)  # that long later
     # The next run of the jobId proceeds: Plan finds the holder's execution over and takes over.
     again = emu.start(
         deployment.output("StateMachineArn"), "second", {**SPEC, "source": source, "jobId": "held"}

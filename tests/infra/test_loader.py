@@ -33,6 +33,7 @@ CONTRACT_ENV = {
         "MAX_CONCURRENCY_CAP",
         "LEDGER_TTL_DAYS",
         "WORKER_MEMORY_MIB",
+        "WORKER_TIMEOUT_SECONDS",
     },
     "Worker": {
         "SOURCE_BUCKETS",
@@ -125,6 +126,8 @@ def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> N
     assert plan["LEDGER_TTL_DAYS"] == "30"
     # The Worker's own memory (stacks/config.py worker_memory_mib): Plan bounds a property graph shard by it.
     assert plan["WORKER_MEMORY_MIB"] == str(function(dev, "Worker")[1]["Properties"]["MemorySize"]) == "1024"
+    # ... and its timeout: a jobId is taken over only once a stopped run's Workers are over.
+    assert plan["WORKER_TIMEOUT_SECONDS"] == str(function(dev, "Worker")[1]["Properties"]["Timeout"])
     worker = function(dev, "Worker")[1]["Properties"]["Environment"]["Variables"]
     assert worker["WRITE_CONCURRENCY"] == "8"
     # Every Data output the functions read is one the Data stack has; nothing is imported.

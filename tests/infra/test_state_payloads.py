@@ -263,6 +263,9 @@ class MemoryLedger:
     def finish_job(self, job_id: str, run_id: str, status: str) -> None:
         return None
 
+    def get_job(self, job_id: str) -> None:
+        return None  # no other run holds it
+
 
 class Loader:
     """The Neptune loader: a started load that answers `answers` in turn."""

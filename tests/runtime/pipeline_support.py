@@ -18,6 +18,7 @@ ENV = {
     "TABLE_KEY": json.dumps({"pk": "S", "sk": "S"}),
     "MAX_CONCURRENCY_CAP": "10",
     "WORKER_MEMORY_MIB": "1024",
+    "WORKER_TIMEOUT_SECONDS": "900",
     "LEDGER_TTL_DAYS": "7",
     "WRITE_CONCURRENCY": "4",
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import boto3
 import pytest
 from pipeline_support import ENV, REGION
 
+from adapters import executions
 from adapters.ledger import Ledger
 from handlers import finalize, plan, worker
 from logic.errors import (
@@ -74,6 +76,7 @@ def test_plan_cuts_shards_caps_concurrency_and_refuses_a_running_job_id(aws: Any
     planned = _plan("s3://src/in/", jobId="job-1")
 
     assert planned["maxConcurrency"] == 10  # MAX_CONCURRENCY_CAP
+    assert planned["job"]["workers"] == min(10, planned["shardCount"])  # the write budget's floor
     manifest = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
     assert len(manifest) == planned["shardCount"] > 2
     assert {s["key"] for s in manifest} == {"in/a.csv", "in/b.csv"}
@@ -102,6 +105,27 @@ def test_a_job_adding_numbers_is_refused_a_rerun_under_another_plan(aws: Any) ->
         _plan("s3://src/a.csv", run="run-3", jobId="adds", dynamodb=adding)
     assert refused.value.field == "jobId"
     _plan("s3://src/a.csv", run="run-3", jobId="adds", dynamodb=SPEC["dynamodb"])  # a plain put may
+
+
+def test_a_put_run_between_two_add_runs_keeps_the_counted_plan(aws: Any) -> None:
+    # A put run replaces the job item: it must carry countedPlanId over, or a changed add run
+    # after it adds every record again.
+    adding = {
+        "key": {"pk": "P#{postcode}", "sk": "LOC"},
+        "writeMode": "update",
+        "attributes": {"lat": {"field": "lat", "type": "N", "update": "add"}},
+    }
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(30))
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    _plan("s3://src/a.csv", jobId="mixed", dynamodb=adding)
+    ledger.finish_job("mixed", "run-1", "FAILED")
+    _plan("s3://src/a.csv", run="run-2", jobId="mixed", dynamodb=SPEC["dynamodb"])
+    ledger.finish_job("mixed", "run-2", "SUCCEEDED")
+    assert "countedPlanId" in (ledger.get_job("mixed") or {})
+
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(31))  # changed: another plan
+    with pytest.raises(InputValidationError, match="already added numbers"):
+        _plan("s3://src/a.csv", run="run-3", jobId="mixed", dynamodb=adding)
 
 
 def test_a_retried_shard_writes_its_items_and_is_counted_once(aws: Any) -> None:
@@ -250,7 +274,9 @@ def _plan_as(source: str, run: str, arn: str, **extra: Any) -> dict[str, Any]:
     return plan.handle(event, ENV)
 
 
-def test_plan_takes_over_a_job_id_whose_execution_was_stopped_without_finalize(aws: Any) -> None:
+def test_plan_takes_over_a_job_id_whose_execution_was_stopped_without_finalize(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     aws.put_object(Bucket="src", Key="a.csv", Body=_csv(50))
     first = _execution("run-1")
     _plan_as("s3://src/a.csv", "run-1", first, jobId="stuck")
@@ -263,7 +289,12 @@ def test_plan_takes_over_a_job_id_whose_execution_was_stopped_without_finalize(a
     assert (ledger.get_job("stuck") or {})["status"] == "RUNNING"
 
     third = _execution("run-3")
-    _plan_as("s3://src/a.csv", "run-3", third, jobId="stuck")  # proceeds: run-1 is over
+    # Its Workers may still run up to their timeout after the stop: refused, saying how long.
+    with pytest.raises(JobAlreadyRunningError, match=r"ABORTED since .* try again in 9[56]\d s"):
+        _plan_as("s3://src/a.csv", "run-3", third, jobId="stuck")
+    later = time.time() + int(ENV["WORKER_TIMEOUT_SECONDS"]) + executions.SETTLE_MARGIN_SECONDS + 1
+    monkeypatch.setattr(executions, "_now", lambda: later)
+    _plan_as("s3://src/a.csv", "run-3", third, jobId="stuck")  # proceeds: run-1 and its Workers are over
 
     job = ledger.get_job("stuck") or {}
     assert (job["status"], job["runId"], job["executionId"]) == ("RUNNING", "run-3", third)
@@ -282,6 +313,33 @@ def test_release_frees_a_job_id_only_once_its_execution_is_over(aws: Any) -> Non
     with pytest.raises(ValueError, match="no job"):
         ledger.release_job("never", lambda arn: True)
     ledger.start_job("held", "run-2", "arn:aws:states:r:1:execution:M:run-2", 3)  # free again
+
+
+def test_release_waits_for_the_longest_worker_timeout_after_the_stop(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `mapload release` does not know the Worker's timeout: it waits for Lambda's longest.
+    arn = _execution("run-9")
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    sfn.stop_execution(executionArn=arn)
+    with pytest.raises(JobAlreadyRunningError, match=r"up to 960 s after it stopped: try again in"):
+        executions.execution_ended(sfn, arn)
+    monkeypatch.setattr(executions, "_now", lambda: time.time() + 961)
+    assert executions.execution_ended(sfn, arn)
+
+
+def test_finalize_of_a_run_whose_job_id_was_taken_over_fails_and_leaves_the_holder(aws: Any) -> None:
+    # A displaced execution redriven (AWS allows it for 14 days) reaches Finalize again.
+    aws.put_object(Bucket="src", Key="a.csv", Body=_csv(20))
+    planned = _plan("s3://src/a.csv", run="run-1", jobId="redriven")
+    ledger = Ledger(boto3.client("dynamodb", region_name=REGION), "ledger", 1)
+    ledger.release_job("redriven", lambda arn: True)
+    _plan("s3://src/a.csv", run="run-2", jobId="redriven")
+    result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
+    assert result["status"] == "FAILED"
+    assert result["error"] == "JobTakenOverError" and "taken over by run run-2" in result["cause"]
+    job = ledger.get_job("redriven") or {}
+    assert (job["status"], job["runId"]) == ("RUNNING", "run-2")
 
 
 def test_the_claim_lasts_until_the_graph_load_ends_not_finalize(aws: Any) -> None:

@@ -19,12 +19,13 @@ import pytest
 
 from adapters import budget, csvchain, ledger
 from adapters.budget import HeartbeatBoard
+from adapters.dynamodb import ItemWriter
 from adapters.ledger import Ledger, Markers, block_of, marker_bucket, shard_key
 from logic.clipping import TEXT_BYTES
 from logic.csvrecords import ShardSummary
 from logic.planning import DEFAULT_MAX_SHARDS
 from logic.report import SAMPLE_SIZE, SKIPPED_SAMPLE_SIZE, clip_sample
-from logic.writemodes import MARKER_UNITS
+from logic.writemodes import ADD, MARKER_UNITS, UPDATE, WritePlan
 from stacks.config import MAX_MAP_CONCURRENCY, LoaderConfig
 
 pytestmark = pytest.mark.runtime
@@ -37,6 +38,8 @@ READ_UNIT = 4096  # bytes per strongly consistent read unit (eventually consiste
 WORKERS = MAX_MAP_CONCURRENCY  # the highest max_concurrency_cap
 SHARDS = DEFAULT_MAX_SHARDS  # the most Plan cuts
 IN_FLIGHT = max(m.le for m in LoaderConfig.model_fields["write_concurrency"].metadata if hasattr(m, "le"))
+# The quickest TransactWriteItems round trip assumed: a few ms within a Region.
+FASTEST_TRANSACTION = 0.005
 JOB = "j" * 80  # the longest jobId
 PLAN = "p" * 64
 
@@ -160,12 +163,18 @@ def test_no_block_key_takes_more_than_a_partition_at_the_largest_run() -> None:
 
 
 def test_no_marker_key_takes_more_than_a_partition_at_the_most_transactions_in_flight() -> None:
-    """A shard's numeric-add markers: `write_concurrency`'s cap of transactions in flight at the
-    quickest round trip, 2 units a marker (transactional), over MARKER_BUCKETS keys; the spread
-    checked on offsets of fixed-width records (the least random a file gets)."""
+    """A shard's numeric-add markers: the transactions in flight of an ItemWriter built with
+    `write_concurrency`'s cap, at the quickest round trip (5 ms), 2 units a marker
+    (transactional), over MARKER_BUCKETS keys; the spread checked on offsets of fixed-width
+    records (the least random a file gets)."""
     markers = Markers("ledger", JOB, PLAN, SHARDS - 1, 2_000_000_000)
     assert item_bytes(markers.item(10**13)) <= MARKER_UNITS * WRITE_UNIT
-    per_second = IN_FLIGHT / ledger.FASTEST_TRANSACTION_SECONDS * 2 * MARKER_UNITS
+    counting = WritePlan(UPDATE, ("pk", "sk"), actions={"n": ADD}, counters=("n",))
+    writer = ItemWriter(Recorder(), "target", counting, in_flight=IN_FLIGHT, markers=markers)
+    in_flight = len(writer._lanes)
+    writer.close()
+    assert ledger.FASTEST_TRANSACTION_SECONDS <= FASTEST_TRANSACTION
+    per_second = in_flight / FASTEST_TRANSACTION * 2 * MARKER_UNITS
     for width in (1, 10, 64, 100, 1000, 4096):
         spread = Counter(marker_bucket(offset) for offset in range(0, width * 100_000, width))
         assert len(spread) == ledger.MARKER_BUCKETS
@@ -178,7 +187,8 @@ def test_no_marker_key_takes_more_than_a_partition_at_the_most_transactions_in_f
 
 def test_no_heartbeat_key_takes_more_than_a_partition_with_every_worker_running() -> None:
     """Each Worker beats once a window (an ADD of 1 to its bucket) in the window's first
-    PHASE_SPAN, and reads every bucket of the previous window (eventually consistent)."""
+    PHASE_SPAN — its first beat too, so Workers started together do not beat together
+    (test_rate_control.py) — and reads every bucket of the previous window (eventually consistent)."""
     client = Recorder()
     board = HeartbeatBoard(client, "ledger", JOB, "r" * 80)
     board.beat(WORKERS - 1, 10**9)
@@ -196,6 +206,19 @@ def test_no_heartbeat_key_takes_more_than_a_partition_with_every_worker_running(
     assert writes <= PARTITION_WCU and reads <= PARTITION_RCU, (writes, reads)
     # And a Worker's ledger cost per window stays a few units, however many shards there are.
     assert 1 + budget.BUCKETS * 0.5 <= 3
+
+
+def test_the_ledger_client_has_a_connection_for_each_thread_finalize_reads_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from adapters import clients
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    clients.reset()
+    try:
+        assert clients.ledger_dynamodb().meta.config.max_pool_connections >= ledger.READ_THREADS
+    finally:
+        clients.reset()
 
 
 def test_the_csv_walk_back_crosses_blocks_in_order(monkeypatch: pytest.MonkeyPatch) -> None:

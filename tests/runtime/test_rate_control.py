@@ -243,6 +243,94 @@ def test_running_shards_share_the_budget_and_a_finished_one_hands_its_share_back
     assert board.count(99) == 0
 
 
+class CountingBoard:
+    """The heartbeat counters in memory: the beats of each window."""
+
+    def __init__(self) -> None:
+        self.beats: dict[int, int] = {}
+
+    def beat(self, index: int, window: int) -> None:
+        self.beats[window] = self.beats.get(window, 0) + 1
+
+    def count(self, window: int) -> int:
+        return self.beats.get(window, 0)
+
+
+def test_workers_starting_a_job_take_no_more_than_budget_over_the_workers_that_can_run() -> None:
+    # When a job starts nobody has beaten: the count alone gave each starting Worker the whole
+    # budget, maxConcurrency times the budget in all until the next window.
+    board, now = CountingBoard(), [1000.0]
+    writers = [RecordingWriter() for _ in range(4)]
+    budgets = [
+        SharedBudget(board, i, 1000.0, writers[i], workers=4, clock=lambda: now[0])  # type: ignore[arg-type]
+        for i in range(4)
+    ]
+    for budget in budgets:
+        with budget:
+            assert writers[budget._index].rates[-1] == 250.0
+    assert board.beats == {}  # entering beats nothing: the first beat comes at the worker's phase
+    for budget in budgets:
+        budget.refresh()  # the previous window has no beats
+    assert [w.rates[-1] for w in writers] == [250.0] * 4
+    now[0] += 10
+    budgets[0].refresh()  # only one beat seen: still a quarter, never the whole budget
+    assert writers[0].rates[-1] == 250.0
+    board.beats[101] = 9  # a retried beat counted twice, say: the count wins when larger
+    now[0] += 10
+    budgets[0].refresh()
+    assert budgets[0].running == 9
+
+
+def test_a_workers_first_beat_waits_for_its_phase_in_the_window_it_starts() -> None:
+    board, now = CountingBoard(), [1000.0]  # the start of window 100
+    budget = SharedBudget(board, 7, 100.0, RecordingWriter(), workers=2, clock=lambda: now[0])  # type: ignore[arg-type]
+    assert budget._next_beat() == pytest.approx(phase(7, 10.0))
+    now[0] += phase(7, 10.0)
+    budget.refresh()
+    assert budget._next_beat() == pytest.approx(10.0)  # beaten in this window: the next one's phase
+
+
+def test_a_count_backs_off_between_tries_and_is_refused_when_counters_stay_unprocessed() -> None:
+    # Counting the unprocessed counters as 0 made the Worker see fewer running and over-use.
+    from adapters.budget import COUNT_BACKOFF_CAP_SECONDS, COUNT_TRIES, CountUnavailableError
+
+    class Throttled:
+        def __init__(self, throttled_tries: int) -> None:
+            self.left = throttled_tries
+
+        def update_item(self, **request: Any) -> dict[str, Any]:
+            return {}
+
+        def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+            keys = RequestItems["ledger"]["Keys"]
+            if self.left > 0:
+                self.left -= 1
+                done, rest = [], keys
+            else:
+                done, rest = keys, []
+            return {
+                "Responses": {"ledger": [{"beats": {"N": "3"}} for _ in done]},
+                "UnprocessedKeys": {"ledger": {"Keys": rest}} if rest else {},
+            }
+
+    slept: list[float] = []
+    board = HeartbeatBoard(Throttled(2), "ledger", "job", "run", sleep=slept.append)
+    assert board.count(5) == 12
+    assert len(slept) == 2 and slept[0] > 0 and all(s <= COUNT_BACKOFF_CAP_SECONDS for s in slept)
+    slept.clear()
+    board = HeartbeatBoard(Throttled(100), "ledger", "job", "run", sleep=slept.append)
+    with pytest.raises(CountUnavailableError, match="unprocessed"):
+        board.count(5)
+    assert len(slept) == COUNT_TRIES - 1
+
+    # The worker keeps its old share when a count fails.
+    writer, now = RecordingWriter(), [1000.0]
+    shared = SharedBudget(board, 0, 100.0, writer, workers=2, clock=lambda: now[0])
+    with pytest.raises(CountUnavailableError):
+        shared.refresh()
+    assert writer.rates == []
+
+
 def test_a_worker_that_missed_a_window_counts_itself() -> None:
     class Board:
         def __init__(self) -> None:

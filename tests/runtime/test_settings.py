@@ -37,6 +37,7 @@ PLAN_ENV = {
     "LEDGER_TTL_DAYS": "30",
     "GRAPH_ENABLED": "false",
     "WORKER_MEMORY_MIB": "1024",
+    "WORKER_TIMEOUT_SECONDS": "900",
     "AWS_REGION": "eu-west-2",
 }
 
