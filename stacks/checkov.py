@@ -48,6 +48,14 @@ BY_BUCKET: dict[str, dict[str, str]] = {
         "files) that each run writes once and the lifecycle rule expires.",
     },
 }
+# Checks that do not fit one IAM policy (by construct id), and why.
+BY_POLICY: dict[str, dict[str, str]] = {
+    "NetworkInterfaces": {
+        "CKV_AWS_111": "Only the EC2 network-interface actions Lambda needs for a function in a VPC "
+        "(stacks/loader_functions.py NETWORK_INTERFACE_ACTIONS): Lambda creates, describes and deletes "
+        "the interfaces itself, under names it chooses, so their ARNs are not known to constrain to.",
+    },
+}
 
 # CDK's handler that empties a bucket on `cdk destroy` (auto_delete_objects, dev and staging only).
 AUTO_DELETE_PROVIDER = "Custom::S3AutoDeleteObjectsCustomResourceProvider"
@@ -86,6 +94,8 @@ class CheckovAcknowledgements:
             reasons.pop("CKV_AWS_115", None)  # the Worker reserves its concurrency: checkov passes it
         if node.cfn_resource_type == "AWS::S3::Bucket" and node.node.scope is not None:
             reasons.update(BY_BUCKET.get(node.node.scope.node.id, {}))
+        if node.cfn_resource_type == "AWS::IAM::Policy" and node.node.scope is not None:
+            reasons.update(BY_POLICY.get(node.node.scope.node.id, {}))
         if reasons:
             node.add_metadata(
                 "checkov", {"skip": [{"id": k, "comment": v} for k, v in sorted(reasons.items())]}
