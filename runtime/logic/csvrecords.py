@@ -379,15 +379,17 @@ class ShardRecords:
         states: dict[int | None, list[Line]] = {None: []}
         if window != self._data_start:  # the state at the data start is known: outside
             states[_BEFORE] = []
-        before_line = -1  # the first window line's offset, once read
         it = self._lines_from(window, self._end, self._start)
         for line in it:
             if line.number:  # numbered: at or after start (the first line after a BOM too)
                 break
-            if before_line < 0:
-                before_line = line.offset
-            opens = _opens(line.raw, comment, delimiter)
-            stays = ends_quoted(line.raw, True, delimiter)
+            if b'"' in line.raw:
+                opens = _opens(line.raw, comment, delimiter)
+                stays = ends_quoted(line.raw, True, delimiter)
+            elif len(states) == 1 and None in states:
+                continue  # outside, a line without a quote leaves it outside: the common case
+            else:  # without a quote a line opens nothing, and a quoted field open at it stays open
+                opens, stays = False, True
             after: dict[int | None, list[Line]] = {}
             for key, parts in states.items():
                 if key is None:
@@ -398,7 +400,10 @@ class ShardRecords:
                 elif not stays:
                     after[None] = []
                 elif key == _BEFORE:
-                    if not _too_large(line, before_line - 1, limit):
+                    # Begun before the window's first line, so before `window` (no line starts
+                    # between them): at most at window - 1. The window is max_record + 2 bytes, so
+                    # no such record is still open at the shard's start.
+                    if not _too_large(line, window - 1, limit):
                         after[_BEFORE] = []  # it may still be open (or cut: outside)
                     after[None] = []
                 elif _too_large(line, key, limit):

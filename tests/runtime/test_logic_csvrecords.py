@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from logic import csvrecords
-from logic.csvrecords import CutRecord, ShardRecords, reference_records
+from logic.csvrecords import CutRecord, ShardRecords, lookback, reference_records
 from logic.errors import UncertainStartError
 from logic.parsing import split_csv_line
 from logic.records import BOM, iter_shard_lines
@@ -465,3 +465,24 @@ def test_a_multi_byte_delimiter_reads_lines_as_a_one_byte_one_does(raw: bytes) -
         assert csvrecords.ends_quoted(raw, inside) is csvrecords.ends_quoted(
             raw.replace(b",", section), inside, section
         )
+
+
+def test_a_window_without_quotes_settles_the_start_without_reading_further_back() -> None:
+    """A record open at a shard's start began inside its window (else it was cut), so a window
+    whose lines hold no quote settles the state: the shard reads no fallback windows and asks no
+    chain (a 20,000-shard run read 64 windows back, or waited on the chain, for every shard)."""
+    max_record = 200
+    data = b"id,pad\n" + b"".join(b"%d,%s\n" % (i, b"x" * 40) for i in range(400))
+    asked: list[int] = []
+
+    def stream(first: int) -> Iterator[bytes]:
+        asked.append(first)
+        yield data[first:]
+
+    start = 12_000
+    records = list(
+        ShardRecords(
+            stream, start=start, end=start + 100, object_size=len(data), data_start=7, max_record=max_record
+        )
+    )
+    assert records and min(asked) >= lookback(start, 7, max_record) - 1
