@@ -493,6 +493,52 @@ ITEM_SIZE: Final = Patch(
     (_set_within_item_size,),
 )
 
+_TABLE = "moto.dynamodb.models.table:Table"
+
+
+class QueryPartition(Patch):
+    """moto's Query of a table (no index) sorts every item of the table (`Table.all_items`) and
+    keeps those of the partition: each Query costs the whole table (0.2 s at 42,000 items), so
+    Finalize's reads of a 20,000-shard ledger, block by block, ran past its timeout. While the
+    patch is on, that one call inside a base-table Query returns the partition's items only, in
+    the same order; an index Query and a Scan still read every item."""
+
+    def __init__(self) -> None:
+        super().__init__("query-partition", (f"{_TABLE}.query", f"{_TABLE}.all_items"))
+        self._querying = threading.local()
+        patch = self
+
+        def query(table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:  # a method of Table
+            return patch._query(table, hash_key, *args, **kwargs)
+
+        def all_items(table: Any) -> Any:
+            return patch._all_items(table)
+
+        self._replacements = (query, all_items)
+
+    def _query(self, table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+        self._querying.at = (table, hash_key) if index_name is None else None
+        try:
+            return self.original(f"{_TABLE}.query")(table, hash_key, *args, **kwargs)
+        finally:
+            self._querying.at = None
+
+    def _all_items(self, table: Any) -> Any:
+        at = getattr(self._querying, "at", None)
+        if at is None or at[0] is not table:
+            return self.original(f"{_TABLE}.all_items")(table)
+        self._querying.at = None  # once per Query: the base-table path calls it once
+        partition = table.items.get(at[1])
+        if partition is None:
+            return []
+        items = list(partition.values()) if table.range_key_attr else [partition]
+        return sorted(items, key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
+
+
+QUERY_PARTITION: Final = QueryPartition()
+
+
 # What AWS enforces and moto does not (installed together, limits.py's numbers).
 LIMITS: Final = (
     HISTORY_LIMIT,
@@ -504,7 +550,7 @@ LIMITS: Final = (
     ITEM_SIZE,
 )
 # moto's hot paths, cheap for thousands of Map children.
-SPEED: Final = (BACKEND_LOOKUP, CLIENT_REUSE)
+SPEED: Final = (BACKEND_LOOKUP, CLIENT_REUSE, QUERY_PARTITION)
 # Every patch, for the guard test.
 ALL: Final[tuple[Patch, ...]] = (LAMBDA_INVOKE, WAIT_CLOCK, *LIMITS, *SPEED, TRANSACTIONS)
 

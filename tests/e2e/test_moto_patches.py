@@ -70,6 +70,10 @@ REPLACES: dict[str, dict[str, str]] = {
         f"{_DYNAMO}.transact_get_items": "3107f9f91a3a52b7",
     },
     "item-size": {"moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__": "7894fedd60a6272d"},
+    "query-partition": {
+        "moto.dynamodb.models.table:Table.query": "c08e16587862d4ca",
+        "moto.dynamodb.models.table:Table.all_items": "2091a7dc1699504c",
+    },
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -266,3 +270,75 @@ def test_a_patch_installed_in_a_fresh_interpreter_uninstalls_to_moto_s_own_objec
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_query_reads_only_its_partition_and_answers_as_moto_does() -> None:
+    """query-partition: the same items, in the same order, with and without the patch, for a
+    base-table Query (forward, backward, a range condition) and a GSI Query (unpatched path)."""
+    import boto3
+
+    def answers() -> list[Any]:
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        db.create_table(
+            TableName="q",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+                {"AttributeName": "g", "AttributeType": "S"},
+            ],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": "byg",
+                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        for i in range(60):
+            item = {"pk": {"S": f"P{i % 3}"}, "sk": {"S": f"S{i:03d}"}, "g": {"S": f"G{i % 2}"}}
+            db.put_item(TableName="q", Item=item)
+        found = []
+        for forward in (True, False):
+            found.append(
+                db.query(
+                    TableName="q",
+                    KeyConditionExpression="pk = :p AND sk > :s",
+                    ExpressionAttributeValues={":p": {"S": "P1"}, ":s": {"S": "S010"}},
+                    ScanIndexForward=forward,
+                    Limit=7,
+                )["Items"]
+            )
+        found.append(
+            db.query(
+                TableName="q",
+                KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues={":p": {"S": "nowhere"}},
+            )["Items"]
+        )
+        found.append(
+            sorted(
+                i["sk"]["S"]
+                for i in db.query(
+                    TableName="q",
+                    IndexName="byg",
+                    KeyConditionExpression="g = :g",
+                    ExpressionAttributeValues={":g": {"S": "G1"}},
+                )["Items"]
+            )
+        )
+        return found
+
+    with mock_aws():
+        plain = answers()
+    moto_patches.QUERY_PARTITION.install()
+    try:
+        with mock_aws():
+            patched = answers()
+    finally:
+        moto_patches.QUERY_PARTITION.uninstall()
+    assert patched == plain and len(plain[0]) == 7 and plain[2] == [] and len(plain[3]) == 30
