@@ -162,7 +162,8 @@ def json_value(value: Any, name: str, depth: int = 1) -> tuple[dict[str, Any], i
         for member, element in value.items():
             if type(member) is not str:
                 raise CellError(
-                    "bad_key", f"{name}: map key {shown(member)} is not a string; DynamoDB map keys are"
+                    "bad_key",
+                    f"{name}: map key {shown(member)} is not a string (DynamoDB map keys are strings)",
                 )
             if not member:
                 raise CellError(

@@ -408,7 +408,7 @@ def test_a_decimal_of_38_digits_is_exact_and_never_a_float() -> None:
 def test_a_map_whose_keys_are_not_strings_is_a_reject_naming_the_column() -> None:
     (fields,) = one_row("x", pa.array([[(1, "a")]], pa.map_(pa.int32(), pa.string())))
     assert make_mapper(parquet_spec(COPY_ALL))(fields) == Reject(
-        "bad_key", "x: map key '1' is not a string; DynamoDB map keys are"
+        "bad_key", "x: map key '1' is not a string (DynamoDB map keys are strings)"
     )
 
 
