@@ -119,6 +119,14 @@ def number_text(text: str, name: str, written: str | None = None) -> tuple[str, 
     return decimal_number(Decimal(text), name)
 
 
+def int_number(value: int, name: str) -> tuple[str, int]:
+    """An int as DynamoDB's N text, with its size (Arrow's integers, at most 20 digits, need no check)."""
+    text = str(value)
+    if len(text) > NUMBER_LIMITS["digits"]:
+        return number_text(text, name)
+    return text, (len(text) + 1) // 2 + 2
+
+
 def float_number(value: float, name: str) -> tuple[str, int]:
     """A float as DynamoDB's N text (its shortest round-trip digits), with its size; CellError for
     NaN and the infinities, which no DynamoDB number is."""
@@ -143,7 +151,7 @@ def json_value(value: Any, name: str, depth: int = 1) -> tuple[dict[str, Any], i
     if value is None:
         return {"NULL": True}, 1
     if kind is int:
-        number, size = number_text(str(value), name)
+        number, size = int_number(value, name)
         return {"N": number}, size
     if kind is float:
         number, size = float_number(value, name)
@@ -278,7 +286,7 @@ def _number_element(part: Any, name: str) -> tuple[Any, Any, int]:
     if isinstance(part, Decimal):
         number, size = decimal_number(part, name)
     elif type(part) is int:
-        number, size = number_text(str(part), name)
+        number, size = int_number(part, name)
     elif type(part) is float:
         number, size = float_number(part, name)
     else:

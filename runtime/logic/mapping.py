@@ -363,7 +363,7 @@ def _to_number(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
     elif isinstance(value, Decimal):
         number, size = _decimal(value, name)
     elif type(value) is int:
-        number, size = _number(str(value), name)
+        number, size = cells.int_number(value, name)
     elif type(value) is float:
         number, size = cells.float_number(value, name)
     else:
