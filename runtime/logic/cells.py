@@ -202,8 +202,10 @@ def _no_constant(constant: str) -> Any:
 
 
 def _text(value: Any, name: str, what: str) -> str:
-    if isinstance(value, str):
+    if type(value) is str:
         return value
+    if isinstance(value, str):
+        return str(value)  # a LocalTimestamp as plain text
     raise CellError(f"bad_{what}", f"{name}: {shown(value)} is not {what} text")
 
 

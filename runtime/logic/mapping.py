@@ -286,10 +286,8 @@ def _json_text(fields: Fields, name: str) -> str:
 def _scalar_text(value: Any, name: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, Decimal | int):
-        return str(value)
-    if isinstance(value, str):
-        return value
+    if isinstance(value, Decimal | int | str):
+        return str(value)  # a str subclass (cells.LocalTimestamp) as plain text
     if isinstance(value, float):
         return cells.float_number(value, name)[0]
     kind = "binary" if isinstance(value, bytes) else "an object" if isinstance(value, Mapping) else "a list"

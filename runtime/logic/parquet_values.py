@@ -34,6 +34,7 @@ top-level columns a job reads (None: every column, for `"attributes": "*"`).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from itertools import pairwise
@@ -291,9 +292,13 @@ def check_schema(schema: pa.Schema, spec: JobSpec, object_key: str) -> None:
     for path, name, (wanted, fits) in checked:
         kind = _column_type(schema, name)
         if kind is None:
+            hint = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
             shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
             raise InputValidationError(
-                path, f"{object_key}: names column {name!r}, which the object does not have; columns: {shown}"
+                path,
+                f"{object_key}: names column {name!r}, which the object does not have{suggestion}; "
+                f"columns: {shown}",
             )
         problem = _unmappable(kind)
         if problem is None and not fits(kind):

@@ -50,7 +50,7 @@ def refusal(attributes: Any, schema: pa.Schema = SCHEMA) -> str:
         (
             {"x": "{nme}"},
             "dynamodb.attributes.x: s3://b/in/part-0.parquet: names column 'nme', "
-            "which the object does not have",
+            "which the object does not have (did you mean 'name'?); columns: id, ratio, name,",
         ),
         (
             {"x": {"field": "ratio", "type": "BOOL"}},

@@ -418,3 +418,26 @@ def test_an_empty_list_is_no_set() -> None:
     assert make_mapper(parquet_spec(spec))(fields) == Reject(
         "empty_set", 'tags: empty value (make the attribute "optional" to leave it out)'
     )
+
+
+def test_a_local_timestamp_is_written_as_plain_text() -> None:
+    spec = {
+        "key": COPY_ALL["key"],
+        "attributes": {"s": {"field": "x", "type": "S"}, "ss": {"field": "y", "type": "SS"}},
+    }
+    (fields,) = batch_fields(
+        pa.record_batch(
+            {
+                "id": [1],
+                "x": pa.array([1], pa.timestamp("s")),
+                "y": pa.array([[1]], pa.list_(pa.timestamp("ms"))),
+            }
+        )
+    )
+    item = make_mapper(parquet_spec(spec))(fields)
+    assert isinstance(item, Item)
+    assert item.attributes["s"] == {"S": "1970-01-01T00:00:01"} and type(item.attributes["s"]["S"]) is str
+    assert (
+        item.attributes["ss"] == {"SS": ["1970-01-01T00:00:00.001"]}
+        and type(item.attributes["ss"]["SS"][0]) is str
+    )
