@@ -226,3 +226,54 @@ def test_timestamps_as_epoch_seconds_are_exact(unit: str, zone: str | None, data
         # Then N is the stored count of units since 1970, scaled exactly
         assert isinstance(item, Item), item
         assert Decimal(item.attributes["ttl"]["N"]) == Decimal(value) / _UNITS[unit]
+
+
+_NESTED_TYPES = {
+    "list": pa.list_(pa.int32()),
+    "large_list": pa.large_list(pa.string()),
+    "fixed": pa.list_(pa.int8(), 2),
+    "struct": pa.struct([("a", pa.int64()), ("b", pa.list_(pa.string()))]),
+    "map": pa.map_(pa.string(), pa.int16()),
+}
+_NESTED_VALUES = {
+    "list": st.lists(st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)), max_size=3),
+    "large_list": st.lists(st.one_of(st.none(), st.text(max_size=3)), max_size=3),
+    "fixed": st.lists(st.one_of(st.none(), st.integers(-128, 127)), min_size=2, max_size=2),
+    "struct": st.fixed_dictionaries(
+        {
+            "a": st.one_of(st.none(), st.integers(-5, 5)),
+            "b": st.one_of(st.none(), st.lists(st.text(max_size=2))),
+        }
+    ),
+    "map": st.dictionaries(st.text(max_size=3), st.one_of(st.none(), st.integers(-5, 5)), max_size=3),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_nested_and_dictionary_columns_of_a_sliced_batch_are_the_rows_they_hold(data: st.DataObject) -> None:
+    # Given a batch of nested, dictionary-encoded and null columns, sliced anywhere
+    size = data.draw(st.integers(1, 12))
+    columns = {
+        name: [data.draw(st.one_of(st.none(), _NESTED_VALUES[name])) for _ in range(size)]
+        for name in _NESTED_TYPES
+    }
+    arrays = {
+        name: pa.array([None if v is None else list(v.items()) for v in values], _NESTED_TYPES[name])
+        if name == "map"
+        else pa.array(values, _NESTED_TYPES[name])
+        for name, values in columns.items()
+    }
+    words = [data.draw(st.one_of(st.none(), st.sampled_from(["a", "b", "c"]))) for _ in range(size)]
+    arrays["words"] = pa.array(words).dictionary_encode()
+    arrays["nothing"] = pa.nulls(size)
+    start = data.draw(st.integers(0, size - 1))
+    length = data.draw(st.integers(0, size - start))
+    batch = pa.record_batch(arrays).slice(start, length)
+    # Then each row holds what the column was built from
+    rows = batch_fields(batch)
+    expected = [
+        {**{name: values[i] for name, values in columns.items()}, "words": words[i], "nothing": None}
+        for i in range(start, start + length)
+    ]
+    assert rows == expected
