@@ -17,7 +17,7 @@ import pytest
 from parquet_corpus import CODECS, REPEAT, WRITER_GAPS, WRITERS, write
 
 from logic.mapping import Item, Reject, make_mapper
-from logic.parquet_values import batch_fields
+from logic.parquet_values import batch_fields, check_schema
 from logic.spec import FORMATS, JobSpec, parse_spec
 
 pytestmark = pytest.mark.runtime
@@ -301,7 +301,9 @@ def test_every_column_is_copied_with_its_type(
     corpus: dict[tuple[str, str], Path], writer: str, codec: str
 ) -> None:
     # Given a table of every type written by `writer` with `codec`, and "attributes": "*"
-    to_item = make_mapper(parquet_spec({"key": {"pk": "ROW#{id}", "sk": "ALL"}, "attributes": "*"}))
+    spec = parquet_spec({"key": {"pk": "ROW#{id}", "sk": "ALL"}, "attributes": "*"})
+    check_schema(pq.read_schema(corpus[writer, codec]), spec, f"{writer}-{codec}.parquet")  # Plan's check
+    to_item = make_mapper(spec)
     seen = 0
     for fields in rows(corpus[writer, codec]):
         # When each row is mapped
@@ -315,7 +317,9 @@ def test_every_column_is_copied_with_its_type(
 
 @pytest.mark.parametrize("writer", WRITERS)
 def test_typed_attributes_sets_timestamps_and_paths(corpus: dict[tuple[str, str], Path], writer: str) -> None:
-    to_item = make_mapper(parquet_spec(TYPED_SPEC))
+    spec = parquet_spec(TYPED_SPEC)
+    check_schema(pq.read_schema(corpus[writer, "zstd"]), spec, f"{writer}-zstd.parquet")
+    to_item = make_mapper(spec)
     for fields in rows(corpus[writer, "zstd"]):
         row_id = fields["id"]
         expected = TYPED[(row_id - 1) % 6]
@@ -333,17 +337,17 @@ def test_int96_timestamps_as_spark_writes_them(corpus: dict[tuple[str, str], Pat
     # with no zone -- text without an offset, epoch seconds counting its wall clock as UTC
     path = corpus["pyarrow", codec].with_name(f"pyarrow-{codec}-int96.parquet")
     assert pq.ParquetFile(path).schema.column(1).physical_type == "INT96"
-    to_item = make_mapper(
-        parquet_spec(
-            {
-                "key": {"pk": "ROW#{id}", "sk": "INT96"},
-                "attributes": {
-                    "text": {"field": "at_int96", "type": "S", "optional": True},
-                    "ttl": {"field": "at_int96", "type": "N", "from": "iso8601", "optional": True},
-                },
-            }
-        )
+    spec = parquet_spec(
+        {
+            "key": {"pk": "ROW#{id}", "sk": "INT96"},
+            "attributes": {
+                "text": {"field": "at_int96", "type": "S", "optional": True},
+                "ttl": {"field": "at_int96", "type": "N", "from": "iso8601", "optional": True},
+            },
+        }
     )
+    check_schema(pq.read_schema(path), spec, path.name)
+    to_item = make_mapper(spec)
     texts = [
         "2026-01-01T00:00:00.123456789",
         "1970-01-01T00:00:00.000000000",
