@@ -80,7 +80,7 @@ CASES: list[tuple[str, pa.DataType, st.SearchStrategy[Any], Oracle]] = [
     (
         "decimal",
         pa.decimal128(38, 9),
-        st.decimals(min_value=-Decimal("9" * 29), max_value=Decimal("9" * 29), places=9),
+        st.decimals(min_value=Decimal("-" + "9" * 29), max_value=Decimal("9" * 29), places=9),
         lambda v: {"N": v},
     ),
     (
