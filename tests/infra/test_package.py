@@ -415,6 +415,19 @@ def test_packages_fit_lambdas_unzipped_limit_with_room_to_spare(
         assert tree_size(packages[PARQUET]) < UNZIPPED_LIMIT_BYTES - 60 * 2**20
 
 
+def test_a_package_over_lambdas_limit_is_refused_by_name(
+    bundled_host: tuple[Any, dict[str, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if the limit were 100 MiB: the package with pyarrow is over it, the core one is not.
+    built, packages = bundled_host
+    monkeypatch.setattr(app_module, "UNZIPPED_LIMIT_BYTES", 100 * 2**20)
+    sizes, refusals = app_module.lambda_packages(built, ["**"])
+    assert len(sizes) == len(PACKAGES)
+    name = packages[PARQUET].name
+    expected = f"mapload: Mapload-dev/Loader's Lambda package {name} is over Lambda's unzipped limit"
+    assert refusals == [expected]
+
+
 def test_cli_synth_bundles_what_it_selects_and_prints_the_size(tmp_path: Path) -> None:
     # `npx cdk synth -c env=dev 'Mapload-dev/*'`, exactly as the README gives it (no variables),
     # for the architecture this machine cannot run.
