@@ -155,8 +155,14 @@ def lambda_packages(app: cdk.App, requested: list[str]) -> tuple[list[str], list
                 f"{size / 2**20:.1f} MiB unzipped (Lambda allows {UNZIPPED_LIMIT_BYTES // 2**20} MiB)"
             )
             if size > UNZIPPED_LIMIT_BYTES:
-                refusals.append(f"mapload: {stack}'s Lambda package is over Lambda's unzipped limit")
-        elif any(_matches(stack, pattern) for pattern in requested):
+                refusals.append(
+                    f"mapload: {stack}'s Lambda package {Path(construct.absolute_staged_path).name} is "
+                    "over Lambda's unzipped limit"
+                )
+        elif any(_matches(stack, pattern) for pattern in requested) and not any(
+            refusal.startswith(f"mapload: refusing to synthesize {stack} ") for refusal in refusals
+        ):
+            # One line per stack, however many of its packages (stacks/bundling.py PACKAGES) are unbundled.
             refusals.append(
                 f"mapload: refusing to synthesize {stack} for deployment with an unbundled Lambda "
                 "package (runtime/ without its dependencies): bundling was skipped for it; run "

@@ -1,18 +1,23 @@
-"""The Lambda package: PyPI wheels for the Lambda platform plus runtime/'s code, built without Docker.
+"""The Lambda packages: PyPI wheels for the Lambda platform plus runtime/'s code, built without Docker.
 
 `pip install --platform manylinux… --only-binary=:all: --python-version 3.12 --target DIR`
-resolves `runtime/requirements.txt` under the repository's full pin list (constraints.txt,
-botocore included) to wheels built for the function's architecture, whatever machine runs the
-synth: no Docker, no QEMU. Docker (the Lambda build image running the same pip command) is
-CDK's fallback only when this Python has no pip.
+resolves the package's requirement files (PACKAGES) under the repository's full pin list
+(constraints.txt, botocore included) to wheels built for the function's architecture, whatever
+machine runs the synth: no Docker, no QEMU. Docker (the Lambda build image running the same pip
+command) is CDK's fallback only when this Python has no pip.
+
+Two packages: "core" (runtime/requirements.txt) for every function, and "parquet" (core plus
+runtime/requirements-parquet.txt: pyarrow) for the functions that read Parquet (Plan reads
+footers, the Worker row groups). Parts of the wheels no function imports (TRIMMED) are removed
+after pip, so that both architectures stay well inside Lambda's 250 MB unzipped.
 
 Every module is precompiled by a CPython 3.12 (Lambda's interpreter: `python312()` finds one) into
 unchecked-hash .pyc files whose paths read /var/task/…: Lambda's code directory is read-only, so
 without them every cold start compiles every module it imports again.
 
 Built packages are cached under `.cache/lambda-packages/<key>` (the key hashes the runtime code,
-both requirement files and the architecture), so a synth or a test session builds each
-architecture once.
+the requirement files, the trimmed list and the architecture), so a synth or a test session
+builds each package once per architecture.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +41,54 @@ from aws_cdk import aws_lambda as lambda_
 ROOT: Final[Path] = Path(__file__).resolve().parent.parent
 RUNTIME_ROOT: Final[Path] = ROOT / "runtime"
 REQUIREMENTS: Final[Path] = RUNTIME_ROOT / "requirements.txt"
+PARQUET_REQUIREMENTS: Final[Path] = RUNTIME_ROOT / "requirements-parquet.txt"
+# Each package and the requirement files it is built from (all under constraints.txt).
+CORE: Final[str] = "core"
+PARQUET: Final[str] = "parquet"
+PACKAGES: Final[Mapping[str, tuple[Path, ...]]] = {
+    CORE: (REQUIREMENTS,),
+    PARQUET: (REQUIREMENTS, PARQUET_REQUIREMENTS),
+}
+# What no function imports, removed from every package after pip (shell globs relative to the
+# package, one directory level: the Docker fallback removes them with `rm -rf` too). The stamp
+# records the bytes each pattern removed; tests/infra/test_package.py checks that every pattern
+# removes something, that no kept library needs a removed one (ELF DT_NEEDED, both
+# architectures) and that pyarrow.parquet reads every codec from the trimmed package.
+TRIMMED: Final[tuple[str, ...]] = (
+    # C++ headers and sources, Cython sources and declarations: for building against pyarrow.
+    "pyarrow/include",
+    "pyarrow/src",
+    "pyarrow/includes",
+    "pyarrow/*.pyx",
+    "pyarrow/*.pxd",
+    "pyarrow/*.pxi",
+    # pyarrow's own test suite.
+    "pyarrow/tests",
+    "pyarrow/conftest.py",
+    "pyarrow/_pyarrow_cpp_tests.*",
+    # Arrow Flight (an RPC framework; libarrow_flight alone is ~30 MB): no reader here serves or calls it.
+    "pyarrow/flight.py",
+    "pyarrow/_flight.*",
+    "pyarrow/libarrow_flight.so*",
+    "pyarrow/libarrow_python_flight.so*",
+    # Copies of libraries under their link-time names (a wheel holds no symlinks): the loader
+    # opens each by its soname (libarrow_python.so.2500), which stays.
+    "pyarrow/libarrow_python.so",
+    "pyarrow/libarrow_python.so.*.*.*",
+    "pyarrow/libarrow_python_parquet_encryption.so",
+    "pyarrow/libarrow_python_parquet_encryption.so.*.*.*",
+    # ORC files, and Azure, GCS and HDFS filesystems: sources here are Parquet objects on S3.
+    "pyarrow/orc.py",
+    "pyarrow/_orc.*",
+    "pyarrow/_dataset_orc.*",
+    "pyarrow/_azurefs.*",
+    "pyarrow/_gcsfs.*",
+    "pyarrow/_hdfs.*",
+    # CUDA, JVM and benchmark helpers.
+    "pyarrow/cuda.py",
+    "pyarrow/jvm.py",
+    "pyarrow/benchmark.py",
+)
 CONSTRAINTS: Final[Path] = ROOT / "constraints.txt"
 CACHE_DIR: Final[Path] = ROOT / ".cache" / "lambda-packages"
 # The runtime's code packages (the handlers import only these and the pinned distributions).
@@ -57,10 +110,11 @@ class PackageBuildError(RuntimeError):
     """pip could not assemble the package (the message ends with pip's own last lines)."""
 
 
-def pip_arguments(architecture: str, target: str, requirements: str, constraints: str) -> list[str]:
+def pip_arguments(architecture: str, target: str, requirements: Sequence[str], constraints: str) -> list[str]:
     """`pip install` arguments for the Lambda platform: binary wheels only, never the host's."""
     machine = MACHINES[architecture]
     platforms = [arg for tag in PLATFORM_TAGS for arg in ("--platform", f"{tag}_{machine}")]
+    files = [arg for path in requirements for arg in ("-r", path)]
     return [
         "install",
         "--quiet",
@@ -74,8 +128,7 @@ def pip_arguments(architecture: str, target: str, requirements: str, constraints
         PYTHON_VERSION,
         "--target",
         target,
-        "-r",
-        requirements,
+        *files,
         "-c",
         constraints,
     ]
@@ -116,14 +169,15 @@ def compile_arguments(directory: str) -> list[str]:
     ]
 
 
-def package_key(architecture: str) -> str:
-    """Hash of everything the package is built from: runtime code, requirements, constraints, and
-    whether a CPython 3.12 precompiles it."""
+def package_key(architecture: str, package: str = CORE) -> str:
+    """Hash of everything the package is built from: runtime code, requirements, constraints, the
+    trimmed list, and whether a CPython 3.12 precompiles it."""
     compiled = "pyc" if python312() else "no-pyc"
-    digest = hashlib.sha256(f"{architecture}/{PYTHON_VERSION}/{PLATFORM_TAGS}/{compiled}".encode())
-    files = [REQUIREMENTS, CONSTRAINTS]
-    for package in CODE_PACKAGES:
-        files.extend(sorted(p for p in (RUNTIME_ROOT / package).rglob("*.py") if p.is_file()))
+    recipe = f"{architecture}/{package}/{PYTHON_VERSION}/{PLATFORM_TAGS}/{compiled}/{TRIMMED}"
+    digest = hashlib.sha256(recipe.encode())
+    files = [*PACKAGES[package], CONSTRAINTS]
+    for code in CODE_PACKAGES:
+        files.extend(sorted(p for p in (RUNTIME_ROOT / code).rglob("*.py") if p.is_file()))
     for path in files:
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
@@ -134,9 +188,30 @@ def tree_size(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def build_package(architecture: str, cache: Path = CACHE_DIR) -> Path:
+def trim(directory: Path) -> dict[str, int]:
+    """Remove TRIMMED from a package: the bytes each pattern removed."""
+    removed: dict[str, int] = {}
+    for pattern in TRIMMED:
+        removed[pattern] = 0
+        for path in sorted(directory.glob(pattern)):
+            if path.is_dir() and not path.is_symlink():
+                removed[pattern] += tree_size(path)
+                shutil.rmtree(path)
+            else:
+                removed[pattern] += path.lstat().st_size
+                path.unlink()
+    return removed
+
+
+def asset_name(architecture: str, package: str) -> str:
+    """The package's cache entry and CDK asset hash: what it is for and the hash of its inputs."""
+    suffix = "" if package == CORE else f"-{package}"
+    return f"{architecture}{suffix}-{package_key(architecture, package)}"
+
+
+def build_package(architecture: str, package: str = CORE, cache: Path = CACHE_DIR) -> Path:
     """The package directory for `architecture`, built once per key and then taken from `cache`."""
-    key = f"{architecture}-{package_key(architecture)}"
+    key = asset_name(architecture, package)
     built = cache / key
     if (built / STAMP).exists():
         return built
@@ -144,7 +219,8 @@ def build_package(architecture: str, cache: Path = CACHE_DIR) -> Path:
     # Build beside the entry and rename it into place: parallel test workers never see half a package.
     scratch = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
     try:
-        arguments = pip_arguments(architecture, str(scratch), str(REQUIREMENTS), str(CONSTRAINTS))
+        requirements = [str(path) for path in PACKAGES[package]]
+        arguments = pip_arguments(architecture, str(scratch), requirements, str(CONSTRAINTS))
         done = subprocess.run(
             [sys.executable, "-m", "pip", *arguments], capture_output=True, text=True, check=False
         )
@@ -152,14 +228,21 @@ def build_package(architecture: str, cache: Path = CACHE_DIR) -> Path:
             tail = "\n".join(line for line in done.stderr.splitlines() if "is ignored" not in line)[-2000:]
             raise PackageBuildError(f"pip could not build the {architecture} Lambda package:\n{tail}")
         shutil.rmtree(scratch / "bin", ignore_errors=True)  # console scripts: nothing Lambda runs
-        for package in CODE_PACKAGES:
+        trimmed = trim(scratch)
+        for code in CODE_PACKAGES:
             shutil.copytree(
-                RUNTIME_ROOT / package,
-                scratch / package,
+                RUNTIME_ROOT / code,
+                scratch / code,
                 ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
             )
         _precompile(scratch)
-        stamp = {"architecture": architecture, "python": PYTHON_VERSION, "key": key}
+        stamp = {
+            "architecture": architecture,
+            "package": package,
+            "python": PYTHON_VERSION,
+            "key": key,
+            "trimmed": {pattern: size for pattern, size in trimmed.items() if size},
+        }
         (scratch / STAMP).write_text(json.dumps(stamp, indent=2) + "\n", encoding="utf-8")
         try:
             scratch.rename(built)
@@ -187,42 +270,52 @@ def _precompile(directory: Path) -> None:
 class LocalPackage:
     """CDK local bundling: copy the (cached) package for the architecture into the asset directory."""
 
-    def __init__(self, architecture: str) -> None:
+    def __init__(self, architecture: str, package: str = CORE) -> None:
         self.architecture = architecture
+        self.package = package
 
     def try_bundle(self, output_dir: str, *_options: Any, **_kwargs: Any) -> bool:
         try:
             import pip  # noqa: F401  (only to know whether this Python can build the package)
         except ImportError:
             return False  # CDK then bundles with Docker (the same pip command in the build image)
-        source = build_package(self.architecture)
+        source = build_package(self.architecture, self.package)
         shutil.copytree(source, output_dir, dirs_exist_ok=True, symlinks=True)
         return True
 
 
-def lambda_code(architecture: str) -> lambda_.Code:
-    """One asset per architecture, shared by every function (they all use runtime/ as their root).
+@functools.cache
+def local_package(architecture: str, package: str) -> LocalPackage:
+    """One LocalPackage per package, held here for the app's life: jsii finds the Python object CDK
+    calls back by reference, and with two packages a collected one's reference reached the other."""
+    return LocalPackage(architecture, package)
+
+
+def lambda_code(architecture: str, package: str = CORE) -> lambda_.Code:
+    """One asset per package and architecture, shared by the functions that use it (all use
+    runtime/ as their root).
 
     The asset hash is the package key, so CDK reuses a staged package while its inputs are unchanged.
     """
+    requirements = [path.name for path in PACKAGES[package]]
+    stamp = {"architecture": architecture, "package": package, "python": PYTHON_VERSION}
     docker_command = " && ".join(
         [
-            "pip "
-            + " ".join(pip_arguments(architecture, "/asset-output", "requirements.txt", "/constraints.txt")),
+            "pip " + " ".join(pip_arguments(architecture, "/asset-output", requirements, "/constraints.txt")),
+            "(cd /asset-output && rm -rf bin " + " ".join(TRIMMED) + ")",
             "cp -r " + " ".join(CODE_PACKAGES) + " /asset-output/",
             "python " + " ".join(compile_arguments("/asset-output")),
-            f"echo '{json.dumps({'architecture': architecture, 'python': PYTHON_VERSION})}' "
-            f"> /asset-output/{STAMP}",
+            f"echo '{json.dumps(stamp)}' > /asset-output/{STAMP}",
         ]
     )
     return lambda_.Code.from_asset(
         str(RUNTIME_ROOT),
-        asset_hash=f"{architecture}-{package_key(architecture)}",
+        asset_hash=asset_name(architecture, package),
         asset_hash_type=cdk.AssetHashType.CUSTOM,
         exclude=["**/__pycache__", "*.pyc", "tests"],
         bundling=cdk.BundlingOptions(
             image=lambda_.Runtime.PYTHON_3_12.bundling_image,
-            local=LocalPackage(architecture),
+            local=local_package(architecture, package),
             command=["bash", "-c", docker_command],
             volumes=[cdk.DockerVolume(host_path=str(CONSTRAINTS), container_path="/constraints.txt")],
             environment={"PIP_CACHE_DIR": "/tmp/pip-cache"},

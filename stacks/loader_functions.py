@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.bundling import lambda_code
+from stacks.bundling import CORE, PACKAGES, PARQUET, lambda_code
 from stacks.config import LoaderConfig
 from stacks.data import (
     KEY_READ,
@@ -40,6 +40,10 @@ HANDLER_INDEX: Final[Mapping[str, str]] = {
     "PollGraphLoad": "handlers/poll_graph_load.py",
 }
 HANDLER_FUNCTION: Final[str] = "lambda_handler"
+# The functions that read Parquet (Plan its footers, the Worker its row groups) take the package
+# with pyarrow (stacks/bundling.py PACKAGES); the others keep the core package, half its zipped
+# size (docs/DEPLOY.md, "The Lambda packages").
+PARQUET_FUNCTIONS: Final[frozenset[str]] = frozenset({"Plan", "Worker"})
 # What CloudFormation names the state machine after: its logical id (ShardedLoader/StateMachine).
 # The pipeline's smoke role scopes by the same prefix (stacks/pipeline.py).
 STATE_MACHINE_NAME_PREFIX: Final[str] = "ShardedLoaderStateMachine"
@@ -82,6 +86,11 @@ _ARCHITECTURES: Final[Mapping[str, lambda_.Architecture]] = {
 def handler_path(name: str) -> str:
     """Lambda's `Handler` for a function: handlers/plan.py -> handlers.plan.lambda_handler."""
     return HANDLER_INDEX[name].removesuffix(".py").replace("/", ".") + "." + HANDLER_FUNCTION
+
+
+def package_of(name: str) -> str:
+    """The Lambda package (stacks/bundling.py PACKAGES) a function's code is."""
+    return PARQUET if name in PARQUET_FUNCTIONS else CORE
 
 
 def allow(function: lambda_.IFunction, actions: list[str], resources: list[str]) -> None:
@@ -149,8 +158,9 @@ class LoaderFunctions:
         self._scope = scope
         self._config = loader_config
         self._data = data
-        # One package for all six functions (stacks/bundling.py): same code root, same pins.
-        self._code = lambda_code(loader_config.lambda_architecture)
+        # One asset per package (stacks/bundling.py), each shared by the functions using it.
+        architecture = loader_config.lambda_architecture
+        self._code = {package: lambda_code(architecture, package) for package in PACKAGES}
         self._log_removal = (
             cdk.RemovalPolicy.RETAIN if loader_config.retain_logs else cdk.RemovalPolicy.DESTROY
         )
@@ -214,7 +224,7 @@ class LoaderFunctions:
         function = lambda_.Function(
             self._scope,
             name,
-            code=self._code,
+            code=self._code[package_of(name)],
             handler=handler_path(name),
             runtime=lambda_.Runtime.PYTHON_3_12,
             architecture=_ARCHITECTURES[self._config.lambda_architecture],
