@@ -11,7 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt runtime/requirements.txt constraints.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt runtime/requirements.txt runtime/requirements-parquet.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip==26.3
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
