@@ -42,7 +42,7 @@ _Producer = Callable[[Fields, dict[str, dict[str, Any]]], int]
 
 def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
     """A per-record function: fields -> Item (key attributes included in `attributes`) or Reject."""
-    jsonl = spec.format == "jsonl"
+    jsonl = spec.format in ("jsonl", "parquet")  # typed values (a Parquet row's, as JSON's)
     target = spec.dynamodb
     if target is None:
         raise ValueError("the spec has no dynamodb section (a graph-only job maps no items)")

@@ -19,6 +19,17 @@ class Line(NamedTuple):
     raw: bytes
 
 
+class ParquetRow(NamedTuple):
+    """One row of a Parquet shard: `number` is 1-based within the shard, `row_group` the row group's
+    index in the object and `row` the row's 0-based index in the object (rows of earlier row groups
+    counted); `fields` the row's values (None when its page could not be decoded)."""
+
+    number: int
+    row_group: int
+    row: int
+    fields: dict[str, Any] | None
+
+
 @dataclass(frozen=True, slots=True)
 class Reject:
     """Why a record was not loaded: `code` is a short snake_case category, `reason` is for people."""

@@ -16,7 +16,7 @@ from logic.parsing import allow_fields_of, is_skipped, make_parser
 from logic.property_graph import make_property_mapper
 from logic.records import Line
 from logic.spec import RDF_FORMATS, JobSpec
-from logic.values import Reject
+from logic.values import Fields, ParquetRow, Reject
 from shards.rejects import RejectSink
 from shards.staging import Stager
 from shards.writing import Sender
@@ -149,14 +149,52 @@ def _process_records(
     source: str,
 ) -> dict[str, int]:
     parse = make_parser(spec, header)
+    tally = _Tally()
+    parsed = ((line, parse(line), line.offset) for line in _records(lines, spec, rejects, tally))
+    return _map_records(parsed, spec, writer, rejects, graph, source, tally)
+
+
+def process_parquet(
+    rows: Iterable[tuple[ParquetRow, Fields | Reject]],
+    spec: JobSpec,
+    writer: BatchWriter | ItemWriter | None,
+    rejects: RejectSink,
+    graph: Stager | None = None,
+    *,
+    source: str = "",
+) -> dict[str, int]:
+    """Parquet rows (shards/sources.py `parquet_rows`): each row is one record, counted in `lines`
+    as one line (a row is the unit every count of a Parquet job reconciles), mapped as a JSON Lines
+    record is; its position (row group, row) stands for the line and byte offset."""
+    tally = _Tally()
+
+    def counted() -> Iterator[tuple[ParquetRow, Fields | Reject, int]]:
+        for row, fields in rows:
+            tally.owned += 1
+            tally.read += 1
+            tally.record_lines += 1
+            yield row, fields, row.row
+
+    return _map_records(counted(), spec, writer, rejects, graph, source, tally)
+
+
+def _map_records(
+    parsed: Iterable[tuple[Line | CutRecord | ParquetRow, Fields | Reject, int]],
+    spec: JobSpec,
+    writer: BatchWriter | ItemWriter | None,
+    rejects: RejectSink,
+    graph: Stager | None,
+    source: str,
+    tally: _Tally,
+) -> dict[str, int]:
+    """Each record's fields (or why it was not parsed) to its item, statements or rows; `offset`
+    (a line's first byte, a Parquet row's index) tells records of one object apart."""
     to_item = make_mapper(spec) if spec.dynamodb is not None else None
     model = spec.graph.model if spec.graph is not None else None
     to_statements = make_graph_mapper(spec) if model == "rdf" else None
     to_rows = make_property_mapper(spec, source) if model == "property" else None
     sender = Sender(writer, spec) if spec.dynamodb is not None else None
-    tally = _Tally()
-    for line in _records(lines, spec, rejects, tally):
-        fields = parse(line)
+    for line, fields, offset in parsed:
         if isinstance(fields, Reject):
             rejects.add(line, fields.code, fields.reason)
             continue
@@ -177,7 +215,7 @@ def _process_records(
             if isinstance(graph, GraphStager):
                 graph.add([quad for quad in quads if not isinstance(quad, Reject)])
         if to_rows is not None:
-            rows = to_rows(fields, line.offset)
+            rows = to_rows(fields, offset)
             if isinstance(rows, Reject):
                 rejects.add(line, rows.code, rows.reason)
                 continue
@@ -185,5 +223,5 @@ def _process_records(
                 graph.add(rows)
         tally.written += 1
         if item is not None and sender is not None:
-            sender.add(item, line.offset)
+            sender.add(item, offset)
     return tally.counts(sender.finish() if sender is not None else 0)
