@@ -7,7 +7,6 @@ groups (shards/sources.py). pyarrow is imported lazily: only a Parquet job pays 
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -101,40 +100,6 @@ class ParquetObject:
     row_groups: tuple[RowGroup, ...]
 
 
-class _Tail(io.RawIOBase):
-    """The last bytes of an object of `size` bytes as a seekable file: pyarrow reads the footer
-    through it; reading before `offset` means the footer claims bytes it does not hold."""
-
-    def __init__(self, size: int, offset: int, data: bytes) -> None:
-        super().__init__()
-        self._size, self._offset, self._data, self._pos = size, offset, data, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        if self._pos >= self._size:
-            return 0
-        if self._pos < self._offset:
-            raise OSError(f"the footer points at byte {self._pos}, before the footer")
-        data = self._data[self._pos - self._offset : self._pos - self._offset + len(buffer)]
-        view = memoryview(buffer).cast("B")
-        view[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-
 def _refuse(where: str, why: str) -> InputValidationError:
     return InputValidationError("source", f"{where} is not a Parquet file Plan can read: {why}")
 
@@ -156,10 +121,14 @@ def read_footer(read_range: Callable[[int, int], bytes], size: int, where: str) 
     if start < first:
         tail = read_range(start, first - 1) + tail
         first = start
+    import pyarrow
     import pyarrow.parquet as pq
 
+    # The footer alone after the leading magic: pyarrow parses a footer from a file's end, and the
+    # offsets it holds (absolute in the object) are only read, never followed, here.
+    footer = MAGIC + tail[start - first :]
     try:
-        return pq.ParquetFile(_Tail(size, first, tail)).metadata
+        return pq.read_metadata(pyarrow.BufferReader(footer))
     except Exception as error:  # pyarrow's own errors (ArrowInvalid, OSError) name the damage
         raise _refuse(where, f"corrupt footer ({error})") from None
 
