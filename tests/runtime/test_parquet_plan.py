@@ -249,3 +249,42 @@ def test_the_worker_reads_only_its_row_groups_and_columns() -> None:
         for g in map(pq.ParquetFile(io.BytesIO(data)).metadata.row_group, range(4))
     )
     assert store.read < len(data) - blob_bytes  # no blob page, no other row group
+
+
+def test_plan_ids_of_other_formats_are_unchanged_and_a_parquet_shards_row_groups_count() -> None:
+    from logic.planning import plan_id
+
+    shards = [
+        {"bucket": "b", "key": "k.csv", "etag": '"e"', "start": 10, "end": 200},
+        {"source": "s3://b/a.zip", "member": "x.csv", "sourceEtag": '"z"', "start": 0, "end": 5},
+    ]
+    spec_json = {"format": "csv", "source": "s3://b/k.csv", "jobId": "j"}
+    assert plan_id(shards, spec_json) == "c527519c64b4b5d255aa"  # as before Parquet sources
+    one = [{"bucket": "b", "key": "k", "etag": '"e"', "start": 4, "end": 90, "rowGroups": [0, 2]}]
+    other = [{**one[0], "rowGroups": [0, 1]}]
+    assert plan_id(one, {"format": "parquet"}) != plan_id(other, {"format": "parquet"})
+
+
+class FailingStore(BytesStore):
+    """Ranged reads that break (a timeout, an OSError as pyarrow's own errors are) when they start
+    in `broken`: data pages, not the footer."""
+
+    def __init__(self, objects: dict[str, bytes], broken: range) -> None:
+        super().__init__(objects)
+        self.broken = broken
+
+    def read_range(self, obj: ObjectInfo, first: int, last: int) -> bytes:
+        if first in self.broken:
+            raise TimeoutError("read timed out")
+        return super().read_range(obj, first, last)
+
+
+def test_a_failed_read_fails_the_shard_instead_of_rejecting_rows() -> None:
+    data = parquet_bytes(
+        pa.table({"id": [str(i) for i in range(3000)], "n": range(3000)}), row_group_size=1000
+    )
+    obj = footer_of(data)
+    store = FailingStore({obj.key: data}, range(obj.row_groups[1].start, obj.row_groups[1].end))
+
+    with pytest.raises(TimeoutError):
+        rows_of(store, obj, parquet.cut_row_groups([obj], len(data), max_shards=10))
