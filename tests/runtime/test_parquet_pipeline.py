@@ -15,6 +15,7 @@ from pipeline_support import ENV, run_pipeline, scan
 from adapters.s3 import ObjectInfo, S3Store
 from handlers import plan, worker
 from logic.errors import SourceChangedError
+from logic.parquet import TAIL_PROBE_BYTES
 
 pytestmark = pytest.mark.runtime
 
@@ -174,3 +175,27 @@ def test_ranged_file_sends_if_match(aws: Any) -> None:
 
     with pytest.raises(SourceChangedError):
         RangedFile(store, obj).read(4)
+
+
+def test_plan_reads_only_each_files_last_bytes_pinned_to_its_etag(aws: Any) -> None:
+    from adapters import clients
+
+    spark_folder(aws)
+    sizes = {o["Key"]: o["Size"] for o in aws.list_objects_v2(Bucket="src", Prefix="out/")["Contents"]}
+    gets: list[dict[str, Any]] = []
+    clients.s3().meta.events.register(
+        "provide-client-params.s3.GetObject", lambda params, **_: gets.append(params)
+    )
+
+    plan.handle({"input": {**SPEC, "source": "s3://src/out/"}, "execution": {"name": "r"}}, ENV)
+
+    source = [g for g in gets if g["Bucket"] == "src"]
+    assert sorted({g["Key"] for g in source}) == [
+        "out/part-00000-abc.snappy.parquet",
+        "out/part-00001-abc.snappy.parquet",
+    ]
+    for g in source:
+        first, last = (int(n) for n in g["Range"].removeprefix("bytes=").split("-"))
+        assert last == sizes[g["Key"]] - 1 and g["IfMatch"]  # the tail, of the listed version
+        assert first >= sizes[g["Key"]] - TAIL_PROBE_BYTES
+    assert len(source) == 2  # one GET a file: its footer fits the first read

@@ -288,3 +288,35 @@ def test_a_failed_read_fails_the_shard_instead_of_rejecting_rows() -> None:
 
     with pytest.raises(TimeoutError):
         rows_of(store, obj, parquet.cut_row_groups([obj], len(data), max_shards=10))
+
+
+@pytest.mark.parametrize("codec", ["snappy", "gzip", "zstd", "lz4", "brotli", "none"])
+def test_every_codec_pyarrow_reads_is_read_by_the_worker(codec: str) -> None:
+    table = pa.table({"id": [f"r{i}" for i in range(500)], "n": [i if i % 7 else None for i in range(500)]})
+    data = parquet_bytes(table, row_group_size=120, compression=codec)
+    obj = footer_of(data)
+
+    read = rows_of(BytesStore({obj.key: data}), obj, parquet.cut_row_groups([obj], 300, max_shards=100))
+
+    assert [fields for _, fields in read] == batch_fields(pa.RecordBatch.from_pylist(table.to_pylist()))
+
+
+def test_files_polars_and_duckdb_write_are_sharded_and_read_whole(tmp_path: Any) -> None:
+    import duckdb
+    import polars
+
+    path = tmp_path / "p.parquet"
+    polars.DataFrame({"id": [f"r{i}" for i in range(5000)], "n": list(range(5000))}).write_parquet(
+        path, row_group_size=700, compression="zstd"
+    )
+    duck = tmp_path / "d.parquet"
+    duckdb.sql(
+        f"COPY (SELECT 'r' || i::VARCHAR AS id, i AS n FROM range(5000) t(i)) TO '{duck}' "
+        "(FORMAT parquet, ROW_GROUP_SIZE 1000)"
+    )
+    for written in (path, duck):
+        data = written.read_bytes()
+        obj = footer_of(data, written.name)
+        assert len(obj.row_groups) > 1
+        read = rows_of(BytesStore({obj.key: data}), obj, parquet.cut_row_groups([obj], 2000, max_shards=100))
+        assert [fields["id"] for _, fields in read] == [f"r{i}" for i in range(5000)]
