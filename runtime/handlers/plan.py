@@ -14,7 +14,7 @@ from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import PlanSettings
-from logic import layout, parquet, planning
+from logic import endpoints, layout, parquet, planning
 from logic.dynamodb_json import not_data
 from logic.errors import InputValidationError, SourceNotFoundError
 from logic.payloads import check_input_size
@@ -25,10 +25,12 @@ from logic.spec import (
     check_shard_memory,
     check_source_bucket,
     fit_shard_size,
+    id_shape,
     parse_s3_uri,
     parse_spec,
     spec_to_json,
 )
+from logic.spec_model import MAX_SHARD_SIZE_MIB
 from logic.writemodes import check_update_limits, write_plan
 
 SETTINGS_CLASS = PlanSettings
@@ -142,6 +144,14 @@ def _read_footers(
         return list(pool.map(footer, objects))
 
 
+def _graph_held_bytes(spec: JobSpec, worker_memory_mib: int) -> int | None:
+    """The largest shard (bytes of text) a property graph Worker holds; None without one."""
+    if spec.graph is None or spec.graph.model != "property":
+        return None
+    largest = endpoints.max_shard_mib(worker_memory_mib, MAX_SHARD_SIZE_MIB, id_shape(spec))
+    return largest * 2**20
+
+
 def _number_and_attribute(shards: list[dict[str, Any]], line_bases: dict[str, int], origin: Origins) -> None:
     """The first shard of each object knows its first line number; rejects name the source, not
     the prepared copy."""
@@ -196,8 +206,14 @@ def plan(
     if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
         objects = _parquet_objects(store, bucket, key)
         footers = _read_footers(store, objects, spec, settings.worker_memory_mib)
+        graph_held = _graph_held_bytes(spec, settings.worker_memory_mib)
         shards = parquet.cut_row_groups(
-            footers, spec.shard_size_bytes, max_shards=planning.DEFAULT_MAX_SHARDS
+            footers,
+            spec.shard_size_bytes,
+            max_shards=planning.DEFAULT_MAX_SHARDS,
+            # A property graph shard's size bounds its ids in the Worker's memory: count them as text.
+            uncompressed=graph_held is not None,
+            held_bytes=graph_held,
         )
     else:
         objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)

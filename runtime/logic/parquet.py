@@ -192,7 +192,12 @@ def columns_read(spec: JobSpec, names: Sequence[str]) -> list[str] | None:
 
 
 def cut_row_groups(
-    objects: Iterable[ParquetObject], shard_size: int, *, max_shards: int
+    objects: Iterable[ParquetObject],
+    shard_size: int,
+    *,
+    max_shards: int,
+    uncompressed: bool = False,
+    held_bytes: int | None = None,
 ) -> list[dict[str, Any]]:
     """Shard items (docs/CONTRACTS.md "Shard item") of whole row groups.
 
@@ -202,10 +207,17 @@ def cut_row_groups(
     shards never span objects; an object without rows gives none. `start`/`end` are the bytes of
     the shard's column chunks, `rowGroups` its `[first, stop)` row groups, `firstRow` the object's
     rows before it. Raises InputValidationError (shardSizeMiB) past `max_shards`.
+
+    `uncompressed`: weigh row groups by their uncompressed bytes instead: a property graph Worker
+    holds every id of its shard, so its shard size bounds the data as text (logic/spec.py
+    `check_shard_memory`), which compression would hide. `held_bytes`: refuse, naming it, a row
+    group larger (uncompressed) than the largest shard the Worker holds.
     """
     shards: list[dict[str, Any]] = []
     for obj in objects:
-        for first, stop in _packed(obj.row_groups, shard_size):
+        if held_bytes is not None:
+            _check_held(obj, held_bytes)
+        for first, stop in _packed(obj.row_groups, shard_size, uncompressed):
             groups = obj.row_groups[first:stop]
             shards.append(
                 {
@@ -233,10 +245,22 @@ def cut_row_groups(
     return shards
 
 
-def _packed(groups: Sequence[RowGroup], shard_size: int) -> Iterator[tuple[int, int]]:
+def _check_held(obj: ParquetObject, held_bytes: int) -> None:
+    for group in obj.row_groups:
+        if group.uncompressed > held_bytes:
+            raise InputValidationError(
+                "source",
+                f"row group {group.index} of s3://{obj.bucket}/{obj.key} holds "
+                f"{group.uncompressed / 2**20:,.1f} MiB uncompressed, more than the "
+                f"{held_bytes / 2**20:g} MiB a property graph Worker holds (it keeps every id of its "
+                "shard in memory); write the file with smaller row groups, or raise worker_memory_mib",
+            )
+
+
+def _packed(groups: Sequence[RowGroup], shard_size: int, uncompressed: bool) -> Iterator[tuple[int, int]]:
     first, size = 0, 0
     for i, group in enumerate(groups):
-        span = group.end - group.start
+        span = group.uncompressed if uncompressed else group.end - group.start
         if i > first and size + span > shard_size:
             yield first, i
             first, size = i, 0

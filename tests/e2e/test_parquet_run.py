@@ -118,13 +118,14 @@ def test_a_spark_folder_becomes_a_property_graph(tmp_path: Path) -> None:
             "vertices": [{"id": "{id}", "label": "Person", "properties": {"name": "{name}"}}],
             "edges": [{"from": "{id}", "to": "{boss}", "label": "REPORTS_TO"}],
         },
-        "shardSizeMiB": 0.002,
+        "shardSizeMiB": 0.01,  # weighed uncompressed: a property graph's ids are held as text
     }
 
     report = run_local(folder, spec, report_path=tmp_path / "pg.json", quiet=True, graph_store=tmp_path / "g")
     gc.collect()
 
     assert report["status"] == "SUCCEEDED", report["error"]
+    assert report["shards"]["total"] > 2
     assert (report["graph"]["vertices"], report["graph"]["edges"]) == (ROWS, ROWS)
     assert (report["graph"]["store"]["vertices"], report["graph"]["store"]["edges"]) == (ROWS, ROWS)
 

@@ -320,3 +320,17 @@ def test_files_polars_and_duckdb_write_are_sharded_and_read_whole(tmp_path: Any)
         assert len(obj.row_groups) > 1
         read = rows_of(BytesStore({obj.key: data}), obj, parquet.cut_row_groups([obj], 2000, max_shards=100))
         assert [fields["id"] for _, fields in read] == [f"r{i}" for i in range(5000)]
+
+
+def test_a_property_graph_weighs_row_groups_uncompressed_and_refuses_one_it_cannot_hold() -> None:
+    sizes = [300, 300, 300]  # compressed; uncompressed three times that (group())
+    obj = parquet.ParquetObject("src", "a", 10_000, '"e"', tuple(group(i, s) for i, s in enumerate(sizes)))
+
+    assert len(parquet.cut_row_groups([obj], 1000, max_shards=100)) == 1
+    by_text = parquet.cut_row_groups([obj], 1000, max_shards=100, uncompressed=True, held_bytes=900)
+    assert [s["rowGroups"] for s in by_text] == [[0, 1], [1, 2], [2, 3]]
+    assert len(parquet.cut_row_groups([obj], 10, max_shards=100, uncompressed=True, held_bytes=900)) == 3
+    with pytest.raises(
+        InputValidationError, match=r"row group 0 of s3://src/a holds .* property graph Worker"
+    ):
+        parquet.cut_row_groups([obj], 1000, max_shards=100, uncompressed=True, held_bytes=800)
