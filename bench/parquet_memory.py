@@ -91,8 +91,8 @@ def child(path: str, mode: str) -> dict[str, Any]:
         to_item = make_mapper(spec)
         obj = ObjectInfo("bench", "t.parquet", size, '"e"')
         shard = {"rowGroups": [0, 1], "firstRow": 0}
-        for _, fields in parquet_rows(store, obj, spec, shard):  # type: ignore[arg-type]
-            to_item(fields)  # type: ignore[arg-type]
+        for row in parquet_rows(store, obj, spec, shard):  # type: ignore[arg-type]
+            to_item(row.fields)  # type: ignore[arg-type]
             rows += 1
         read = store.read
     else:

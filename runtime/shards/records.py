@@ -3,7 +3,8 @@ the shard's counts as they pass."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from adapters.dynamodb import BatchWriter, ItemWriter
 from adapters.property_graph import PropertyGraphStager
@@ -148,14 +149,13 @@ def _process_records(
     graph: Stager | None,
     source: str,
 ) -> dict[str, int]:
-    parse = make_parser(spec, header)
     tally = _Tally()
-    parsed = ((line, parse(line), line.offset) for line in _records(lines, spec, rejects, tally))
-    return _map_records(parsed, spec, writer, rejects, graph, source, tally)
+    records = _records(lines, spec, rejects, tally)
+    return _map_records(records, make_parser(spec, header), spec, writer, rejects, graph, source, tally)
 
 
 def process_parquet(
-    rows: Iterable[tuple[ParquetRow, Fields | Reject]],
+    rows: Iterable[ParquetRow],
     spec: JobSpec,
     writer: BatchWriter | ItemWriter | None,
     rejects: RejectSink,
@@ -168,18 +168,23 @@ def process_parquet(
     record is; its position (row group, row) stands for the line and byte offset."""
     tally = _Tally()
 
-    def counted() -> Iterator[tuple[ParquetRow, Fields | Reject, int]]:
-        for row, fields in rows:
+    def counted() -> Iterator[ParquetRow]:
+        for row in rows:
             tally.owned += 1
             tally.read += 1
             tally.record_lines += 1
-            yield row, fields, row.row
+            yield row
 
-    return _map_records(counted(), spec, writer, rejects, graph, source, tally)
+    return _map_records(counted(), _row_fields, spec, writer, rejects, graph, source, tally)
+
+
+def _row_fields(row: ParquetRow) -> Fields | Reject:
+    return row.fields
 
 
 def _map_records(
-    parsed: Iterable[tuple[Line | CutRecord | ParquetRow, Fields | Reject, int]],
+    records: Iterable[Line | ParquetRow],
+    parse: Callable[[Any], Fields | Reject],
     spec: JobSpec,
     writer: BatchWriter | ItemWriter | None,
     rejects: RejectSink,
@@ -187,14 +192,15 @@ def _map_records(
     source: str,
     tally: _Tally,
 ) -> dict[str, int]:
-    """Each record's fields (or why it was not parsed) to its item, statements or rows; `offset`
-    (a line's first byte, a Parquet row's index) tells records of one object apart."""
+    """Each record parsed, then mapped to its item, statements or rows, or rejected; `offset` (a
+    line's first byte, a Parquet row's index) tells records of one object apart."""
     to_item = make_mapper(spec) if spec.dynamodb is not None else None
     model = spec.graph.model if spec.graph is not None else None
     to_statements = make_graph_mapper(spec) if model == "rdf" else None
     to_rows = make_property_mapper(spec, source) if model == "property" else None
     sender = Sender(writer, spec) if spec.dynamodb is not None else None
-    for line, fields, offset in parsed:
+    for line in records:
+        fields = parse(line)
         if isinstance(fields, Reject):
             rejects.add(line, fields.code, fields.reason)
             continue
@@ -215,7 +221,7 @@ def _map_records(
             if isinstance(graph, GraphStager):
                 graph.add([quad for quad in quads if not isinstance(quad, Reject)])
         if to_rows is not None:
-            rows = to_rows(fields, offset)
+            rows = to_rows(fields, line.offset)
             if isinstance(rows, Reject):
                 rejects.add(line, rows.code, rows.reason)
                 continue
@@ -223,5 +229,5 @@ def _map_records(
                 graph.add(rows)
         tally.written += 1
         if item is not None and sender is not None:
-            sender.add(item, offset)
+            sender.add(item, line.offset)
     return tally.counts(sender.finish() if sender is not None else 0)

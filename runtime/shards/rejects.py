@@ -11,7 +11,7 @@ from adapters.rdf import Writable
 from logic.csvrecords import CutRecord
 from logic.records import Line
 from logic.report import clip_sample
-from logic.values import ParquetRow
+from logic.values import ParquetRow, Reject
 
 SAMPLE_SIZE = 5
 
@@ -57,7 +57,11 @@ class RejectSink:
     def _row(self, row: ParquetRow, code: str, reason: str) -> dict[str, Any]:
         """A Parquet row's reject: where it is (row group, row in the object) and its values as
         JSON text (none when its page could not be decoded)."""
-        shown = {} if row.fields is None else {"raw": json.dumps(row.fields, ensure_ascii=False, default=str)}
+        shown = (
+            {}
+            if isinstance(row.fields, Reject)
+            else {"raw": json.dumps(row.fields, ensure_ascii=False, default=str)}
+        )
         return {
             "source": self._source,
             "rowGroup": row.row_group,

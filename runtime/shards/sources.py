@@ -13,7 +13,7 @@ from logic import parquet
 from logic.csvrecords import ShardRecords
 from logic.records import Line, iter_shard_lines
 from logic.spec import JobSpec
-from logic.values import Fields, ParquetRow, Reject
+from logic.values import ParquetRow, Reject
 
 # Formats read as csv.reader's records (logic/csvrecords.py): a quoted field may hold a line break.
 CSV_RECORD_FORMATS = ("csv", "opencypher")
@@ -84,7 +84,7 @@ PARQUET_BUFFER_BYTES = 1024 * 1024
 
 def parquet_rows(
     store: S3Store, obj: ObjectInfo, spec: JobSpec, shard: Mapping[str, Any]
-) -> Iterator[tuple[ParquetRow, Fields | Reject]]:
+) -> Iterator[ParquetRow]:
     """The rows of the shard's row groups (`rowGroups`: [first, stop)), only the columns the mapping
     reads, through ranged GETs pinned to the planned ETag. A row group whose pages cannot be decoded
     gives its rows not yet read as `undecodable_page` rejects; the next row group is read anyway."""
@@ -108,7 +108,7 @@ def parquet_rows(
             for batch in batches:
                 for fields in batch_fields(batch):
                     number += 1
-                    yield ParquetRow(number, group, row + done, fields), fields
+                    yield ParquetRow(number, group, row + done, fields)
                     done += 1
         except (pyarrow.ArrowException, OSError) as error:
             if ranged.failure is not None:  # S3 failed, not the data: the shard is retried
@@ -116,5 +116,5 @@ def parquet_rows(
             reason = f"row group {group} cannot be decoded: {error}"
             for lost in range(done, rows):
                 number += 1
-                yield ParquetRow(number, group, row + lost, None), Reject("undecodable_page", reason)
+                yield ParquetRow(number, group, row + lost, Reject("undecodable_page", reason))
         row += rows

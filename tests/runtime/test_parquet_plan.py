@@ -222,10 +222,8 @@ def test_any_shard_cut_reads_every_row_once_as_the_whole_file_reads(
     read = rows_of(store, obj, shards)
 
     whole = pq.read_table(io.BytesIO(data), columns=["id", "n"])
-    assert [fields for _, fields in read] == [
-        row for batch in whole.to_batches() for row in batch_fields(batch)
-    ]
-    assert [row.row for row, _ in read] == list(range(rows))  # each row once, in order
+    assert [r.fields for r in read] == [row for batch in whole.to_batches() for row in batch_fields(batch)]
+    assert [r.row for r in read] == list(range(rows))  # each row once, in order
     groups = [g.index for g in obj.row_groups]
     assert sorted(g for s in shards for g in range(*s["rowGroups"])) == groups
 
@@ -242,8 +240,8 @@ def test_the_worker_reads_only_its_row_groups_and_columns() -> None:
 
     read = rows_of(store, obj, shards[1:2])
 
-    assert [row.row for row, _ in read] == list(range(5000, 10_000))
-    assert {row.row_group for row, _ in read} == {1}
+    assert [r.row for r in read] == list(range(5000, 10_000))
+    assert {r.row_group for r in read} == {1}
     blob_bytes = sum(
         g.column(2).total_compressed_size
         for g in map(pq.ParquetFile(io.BytesIO(data)).metadata.row_group, range(4))
@@ -298,7 +296,7 @@ def test_every_codec_pyarrow_reads_is_read_by_the_worker(codec: str) -> None:
 
     read = rows_of(BytesStore({obj.key: data}), obj, parquet.cut_row_groups([obj], 300, max_shards=100))
 
-    assert [fields for _, fields in read] == batch_fields(pa.RecordBatch.from_pylist(table.to_pylist()))
+    assert [r.fields for r in read] == batch_fields(pa.RecordBatch.from_pylist(table.to_pylist()))
 
 
 def test_files_polars_and_duckdb_write_are_sharded_and_read_whole(tmp_path: Any) -> None:
@@ -319,7 +317,7 @@ def test_files_polars_and_duckdb_write_are_sharded_and_read_whole(tmp_path: Any)
         obj = footer_of(data, written.name)
         assert len(obj.row_groups) > 1
         read = rows_of(BytesStore({obj.key: data}), obj, parquet.cut_row_groups([obj], 2000, max_shards=100))
-        assert [fields["id"] for _, fields in read] == [f"r{i}" for i in range(5000)]
+        assert [r.fields["id"] for r in read] == [f"r{i}" for i in range(5000)]
 
 
 def test_a_property_graph_weighs_row_groups_uncompressed_and_refuses_one_it_cannot_hold() -> None:
