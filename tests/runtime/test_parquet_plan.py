@@ -332,3 +332,15 @@ def test_a_property_graph_weighs_row_groups_uncompressed_and_refuses_one_it_cann
         InputValidationError, match=r"row group 0 of s3://src/a holds .* property graph Worker"
     ):
         parquet.cut_row_groups([obj], 1000, max_shards=100, uncompressed=True, held_bytes=800)
+
+
+def test_no_function_imports_pyarrow_until_a_parquet_job_needs_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import handlers.plan, handlers.worker, handlers.prepare, handlers.finalize, sys; "
+        "print('pyarrow' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"  # the other formats' cold start does not pay for it
