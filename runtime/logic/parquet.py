@@ -130,7 +130,7 @@ def read_footer(read_range: Callable[[int, int], bytes], size: int, where: str) 
     try:
         return pq.read_metadata(pyarrow.BufferReader(footer))
     except Exception as error:  # pyarrow's own errors (ArrowInvalid, OSError) name the damage
-        raise _refuse(where, f"corrupt footer ({error})") from None
+        raise _refuse(where, f"corrupt footer ({' '.join(str(error).split())})") from None
 
 
 def row_groups(meta: pq.FileMetaData) -> tuple[RowGroup, ...]:

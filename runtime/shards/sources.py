@@ -113,7 +113,7 @@ def parquet_rows(
         except (pyarrow.ArrowException, OSError) as error:
             if ranged.failure is not None:  # S3 failed, not the data: the shard is retried
                 raise ranged.failure from None
-            reason = f"row group {group} cannot be decoded: {error}"
+            reason = f"row group {group} cannot be decoded: {' '.join(str(error).split())}"
             for lost in range(done, rows):
                 number += 1
                 yield ParquetRow(number, group, row + lost, Reject("undecodable_page", reason))

@@ -85,6 +85,13 @@ def test_a_shard_is_whole_row_groups_and_reads_only_mapped_columns(aws: Any) -> 
     assert sum(s["rows"] for s in manifest) == 2000
 
 
+def corrupt_footer() -> bytes:
+    data = bytearray(parquet_bytes(table(0, 10)))
+    length = int.from_bytes(data[-8:-4], "little")
+    data[-8 - length : -8] = b"\x07" * length
+    return bytes(data)
+
+
 @pytest.mark.parametrize(
     ("objects", "message"),
     [
@@ -95,6 +102,10 @@ def test_a_shard_is_whole_row_groups_and_reads_only_mapped_columns(aws: Any) -> 
             "s3://src/t/part-1.parquet is not a Parquet file",
         ),
         ({"t/_SUCCESS": b""}, "no Parquet data files under s3://src/t/"),
+        (
+            {"t/part-0.parquet": None, "t/part-1.parquet": corrupt_footer()},
+            "t/part-1.parquet is not a Parquet",
+        ),
     ],
 )
 def test_plan_refuses_in_one_line_naming_the_object(
