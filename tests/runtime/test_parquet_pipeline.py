@@ -210,3 +210,16 @@ def test_plan_reads_only_each_files_last_bytes_pinned_to_its_etag(aws: Any) -> N
         assert last == sizes[g["Key"]] - 1 and g["IfMatch"]  # the tail, of the listed version
         assert first >= sizes[g["Key"]] - TAIL_PROBE_BYTES
     assert len(source) == 2  # one GET a file: its footer fits the first read
+
+
+def test_plan_reads_the_footers_of_many_files(aws: Any) -> None:
+    body = parquet_bytes(table(0, 3), row_group_size=1)
+    for i in range(1000):
+        aws.put_object(Bucket="src", Key=f"many/part-{i:05d}.parquet", Body=body)
+
+    done = plan.handle({"input": {**SPEC, "source": "s3://src/many/"}, "execution": {"name": "r"}}, ENV)
+
+    manifest = json.loads(aws.get_object(Bucket="stg", Key=done["manifestKey"])["Body"].read())
+    assert done["job"]["objects"] == 1000 and len(manifest) == 1000  # a small file is one shard
+    assert [s["key"] for s in manifest] == [f"many/part-{i:05d}.parquet" for i in range(1000)]
+    assert {s["rows"] for s in manifest} == {3}
