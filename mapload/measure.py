@@ -222,7 +222,7 @@ def _measure_parquet(path: Path, spec: Any) -> Measured:
 
 def _parquet_rows(files: list[Path], spec: Any) -> Iterator[dict[str, Any]]:
     """The files' rows in order, only the columns the mapping reads, as the Worker reads them."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     from logic.parquet import columns_read
     from logic.parquet_values import batch_fields

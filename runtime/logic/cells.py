@@ -14,13 +14,19 @@ attribute and why. Sizes are rounded up where DynamoDB is vague: a set counts li
   value itself when it already is a list or an object.
 - `NULL`: an empty cell, `null` (any case) or a JSON null -> `{"NULL": true}`.
 - `iso8601` (on N): an ISO-8601 timestamp with an offset or `Z` -> epoch seconds, exact
-  (fractional seconds kept), which is what a TTL attribute needs.
+  (every fractional digit kept, nanoseconds too), which is what a TTL attribute needs; a
+  LocalTimestamp (a Parquet timestamp not adjusted to UTC) counts its wall clock as UTC.
+
+Values from Parquet (logic/parquet_values.py) add Python types that JSON Lines has not: int and
+float (N; a float NaN or infinity is refused, DynamoDB has no such number), bytes (B) and
+LocalTimestamp (text, as str).
 """
 
 from __future__ import annotations
 
 import binascii
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -39,6 +45,14 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 # Plain decimals that are non-zero and have no leading zeros: at most 38 characters of them are
 # within every DynamoDB limit, so they are sent as written, without a Decimal round trip.
 _PLAIN_NUMBER = re.compile(r"-?(?:[1-9][0-9]*(?:\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)")
+
+
+class LocalTimestamp(str):
+    """A timestamp's ISO-8601 text without an offset, from a Parquet timestamp not adjusted to UTC
+    (INT96 as Spark writes it, TimestampNTZ): as epoch seconds its wall clock is counted as UTC,
+    which is how the file stores it; text without an offset from CSV or JSON is refused instead."""
+
+    __slots__ = ()
 
 
 class CellError(Exception):
@@ -61,8 +75,10 @@ def shown(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (str, Decimal)):
+    if isinstance(value, (str, Decimal, int, float)):
         return repr(str(value))
+    if isinstance(value, bytes):
+        return f"{len(value)} bytes"
     return "an object" if isinstance(value, Mapping) else "a list"
 
 
@@ -103,8 +119,27 @@ def number_text(text: str, name: str, written: str | None = None) -> tuple[str, 
     return decimal_number(Decimal(text), name)
 
 
+def int_number(value: int, name: str) -> tuple[str, int]:
+    """An int as DynamoDB's N text, with its size (Arrow's integers, at most 20 digits, need no check)."""
+    text = str(value)
+    if len(text) > NUMBER_LIMITS["digits"]:
+        return number_text(text, name)
+    return text, (len(text) + 1) // 2 + 2
+
+
+def float_number(value: float, name: str) -> tuple[str, int]:
+    """A float as DynamoDB's N text (its shortest round-trip digits), with its size; CellError for
+    NaN and the infinities, which no DynamoDB number is."""
+    if not math.isfinite(value):
+        raise CellError(
+            "bad_number", f"{name}: {value} is not a number DynamoDB can store (no NaN or infinity)"
+        )
+    return number_text(repr(value), name)
+
+
 def json_value(value: Any, name: str, depth: int = 1) -> tuple[dict[str, Any], int]:
-    """A parsed JSON value (numbers as Decimal) in DynamoDB's low-level form, with its size."""
+    """A parsed JSON value (numbers as Decimal), or a Parquet one (int, float, bytes too), in
+    DynamoDB's low-level form, with its size."""
     kind = type(value)
     if kind is str:
         return {"S": value}, utf8_len(value)
@@ -115,6 +150,16 @@ def json_value(value: Any, name: str, depth: int = 1) -> tuple[dict[str, Any], i
         return {"BOOL": value}, 1
     if value is None:
         return {"NULL": True}, 1
+    if kind is int:
+        number, size = int_number(value, name)
+        return {"N": number}, size
+    if kind is float:
+        number, size = float_number(value, name)
+        return {"N": number}, size
+    if kind is bytes:
+        return {"B": value}, len(value)
+    if kind is LocalTimestamp:
+        return {"S": str(value)}, len(value)
     if depth >= MAX_DEPTH:
         raise CellError(
             "too_deep", f"{name}: nested more than {MAX_DEPTH} levels deep; DynamoDB allows {MAX_DEPTH}"
@@ -123,6 +168,11 @@ def json_value(value: Any, name: str, depth: int = 1) -> tuple[dict[str, Any], i
     if kind is dict:
         members: dict[str, Any] = {}
         for member, element in value.items():
+            if type(member) is not str:
+                raise CellError(
+                    "bad_key",
+                    f"{name}: map key {shown(member)} is not a string (DynamoDB map keys are strings)",
+                )
             if not member:
                 raise CellError(
                     "empty_name", f"{name}: a member name is empty; DynamoDB map keys need a character"
@@ -154,10 +204,14 @@ def _no_constant(constant: str) -> Any:
 def _text(value: Any, name: str, what: str) -> str:
     if type(value) is str:
         return value
+    if isinstance(value, str):
+        return str(value)  # a LocalTimestamp as plain text
     raise CellError(f"bad_{what}", f"{name}: {shown(value)} is not {what} text")
 
 
 def to_binary(value: Any, name: str) -> Converted:
+    if type(value) is bytes:  # from Parquet: an empty binary is a value, as DynamoDB allows
+        return {"B": value}, len(value)
     text = _text(value, name, "base64").strip()
     if not text:
         return None
@@ -233,6 +287,10 @@ def _string_element(part: Any, name: str) -> tuple[Any, Any, int]:
 def _number_element(part: Any, name: str) -> tuple[Any, Any, int]:
     if isinstance(part, Decimal):
         number, size = decimal_number(part, name)
+    elif type(part) is int:
+        number, size = int_number(part, name)
+    elif type(part) is float:
+        number, size = float_number(part, name)
     else:
         text = _text(part, name, "number").strip()
         if not text:
@@ -242,6 +300,8 @@ def _number_element(part: Any, name: str) -> tuple[Any, Any, int]:
 
 
 def _binary_element(part: Any, name: str) -> tuple[Any, Any, int]:
+    if type(part) is bytes:
+        return part, part, len(part)
     converted = to_binary(part, name) if _text(part, name, "base64").strip() else ({"B": b""}, 0)
     assert converted is not None
     data = converted[0]["B"]
@@ -253,18 +313,33 @@ def epoch_seconds(value: Any, name: str) -> Converted:
     text = _text(value, name, "timestamp").strip()
     if not text:
         return None
+    # datetime keeps microseconds only (Python 3.11 drops further digits): the fraction is read
+    # apart, exactly, and the rest without it.
+    fraction = _FRACTION.search(text)
+    digits = fraction.group(1) if fraction is not None else ""
+    whole_text = text if fraction is None else text[: fraction.start()] + text[fraction.end() :]
     try:
-        moment = datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(whole_text)
     except ValueError:
         raise CellError("bad_timestamp", f"{name}: {shown(text)} is not an ISO-8601 timestamp") from None
+    if moment.tzinfo is None and type(value) is LocalTimestamp:
+        moment = moment.replace(tzinfo=UTC)
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise CellError("bad_timestamp", f"{name}: {shown(text)} has no UTC offset (end it with Z or +HH:MM)")
-    micros = (moment - _EPOCH) // timedelta(microseconds=1)
-    whole, fraction = divmod(micros, 1_000_000)
-    # Exact: whole seconds as an integer, else the microseconds scaled without trailing zeros.
-    seconds = Decimal(whole) if not fraction else Decimal(micros).scaleb(-6).normalize()
-    number, size = decimal_number(seconds, name)
+    whole = (moment - _EPOCH) // timedelta(seconds=1)
+    digits = digits.rstrip("0")
+    if digits:  # exact, in plain notation: whole + 0.digits as one scaled integer
+        scaled = whole * 10 ** len(digits) + int(digits)
+        units, part = divmod(abs(scaled), 10 ** len(digits))
+        seconds = f"{'-' if scaled < 0 else ''}{units}.{part:0{len(digits)}d}"
+    else:
+        seconds = str(whole)
+    number, size = number_text(seconds, name)
     return {"N": number}, size
+
+
+# The fraction of the seconds in an ISO-8601 time (`.` or `,`, then digits), after hh:mm:ss.
+_FRACTION = re.compile(r"(?<=[0-9]{2}:[0-9]{2}:[0-9]{2})[.,]([0-9]+)")
 
 
 def converter(kind: str, *, separator: str = SET_SEPARATOR, source: str | None = None) -> Converter:

@@ -10,6 +10,7 @@ and literals of the common XSD numeric and boolean types are checked for their l
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -18,7 +19,7 @@ from urllib.parse import quote
 
 from logic.spec import JobSpec
 from logic.spec_model import XSD, LanguageLiteral, LiteralTerm, Statement, Template, Term
-from logic.values import Fields, Reject
+from logic.values import Fields, Reject, field_value
 
 # ("iri", iri) | ("blank", label) | ("literal", text, datatype or None, language or None)
 RenderedTerm = tuple[Any, ...]
@@ -47,16 +48,22 @@ class _Missing(Exception):
 
 
 def _text(value: Any) -> str | None:
-    """A scalar field value as text; None for a missing/null value; raises on a JSON object/list."""
+    """A scalar field value as text; None for a missing/null value; raises TypeError naming what
+    else it is (a JSON object or list, Parquet binary, a float that is no number)."""
     if value is None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return value
-    if isinstance(value, Decimal | int | float):
+    if isinstance(value, Decimal | int):
         return str(value)
-    raise TypeError(type(value).__name__)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TypeError(f"{value}, not a finite number")
+        return repr(value)
+    what = "binary" if isinstance(value, bytes) else f"a JSON {type(value).__name__}"
+    raise TypeError(f"{what}, not a scalar")
 
 
 def _blank_label(value: str) -> str:
@@ -79,11 +86,9 @@ def _render(
     parts = [template.literals[0]]
     for name, literal in zip(template.fields, template.literals[1:], strict=True):
         try:
-            value = _text(fields.get(name))
+            value = _text(field_value(fields, name))
         except TypeError as error:
-            raise _Missing(
-                Reject("not_scalar", f"field {name!r} in {where} is a JSON {error}, not a scalar")
-            ) from None
+            raise _Missing(Reject("not_scalar", f"field {name!r} in {where} is {error}")) from None
         if value is None:
             return None
         if encode is not None:
@@ -110,7 +115,7 @@ def _term(term: Term, fields: Fields, where: str) -> RenderedTerm | None:
     if text is None or (optional and text == "" and kind == "literal"):
         if optional:
             return None
-        missing = [name for name in template.fields if fields.get(name) is None]
+        missing = [name for name in template.fields if field_value(fields, name) is None]
         raise _Missing(Reject("missing_field", f"field {missing[0]!r} needed by {where} is missing or null"))
     if not isinstance(term, LiteralTerm | LanguageLiteral):
         return (kind, text)

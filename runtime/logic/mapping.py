@@ -26,7 +26,7 @@ from logic.cells import utf8_len as _utf8_len
 from logic.dynamodb_json import ItemFields, plain
 from logic.spec import JobSpec, Template
 from logic.spec_model import DynamoDbTarget, TypedField
-from logic.values import Fields, Item, Reject
+from logic.values import Fields, Item, Reject, field_value
 
 __all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]
 
@@ -36,13 +36,17 @@ MAX_KEY_BYTES = (2048, 1024)  # partition key, sort key
 _TRUE = frozenset(("true", "1", "yes"))
 _FALSE = frozenset(("false", "0", "no"))
 _MISSING = object()
+# Formats whose fields hold typed values (JSON's, or Parquet's: logic/parquet_values.py).
+_TYPED_FORMATS: frozenset[str] = frozenset(("jsonl", "parquet"))
+_PARQUET: str = "parquet"
 
 _Producer = Callable[[Fields, dict[str, dict[str, Any]]], int]
 
 
 def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
     """A per-record function: fields -> Item (key attributes included in `attributes`) or Reject."""
-    jsonl = spec.format in ("jsonl", "parquet")  # typed values (a Parquet row's, as JSON's)
+    # Parquet's fields are typed values as JSON Lines' are (logic/parquet_values.py).
+    jsonl = spec.format in _TYPED_FORMATS
     target = spec.dynamodb
     if target is None:
         raise ValueError("the spec has no dynamodb section (a graph-only job maps no items)")
@@ -60,7 +64,7 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
     )
     producers: tuple[_Producer, ...]
     if target.copy_all:
-        producers = (_copy_all(frozenset(target.key), jsonl),)
+        producers = (_copy_all(frozenset(target.key), jsonl, skip_null=spec.format == _PARQUET),)
     else:
         producers = tuple(_producer(name, value, jsonl) for name, value in target.mapped.items())
 
@@ -269,7 +273,7 @@ def _csv_text(fields: Fields, name: str) -> str:
 
 
 def _json_text(fields: Fields, name: str) -> str:
-    value = fields.get(name, _MISSING)
+    value = field_value(fields, name, _MISSING)
     if type(value) is str:
         return value
     if value is _MISSING or value is None:
@@ -282,11 +286,11 @@ def _json_text(fields: Fields, name: str) -> str:
 def _scalar_text(value: Any, name: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, str):
-        return value
-    kind = "an object" if isinstance(value, Mapping) else "a list"
+    if isinstance(value, Decimal | int | str):
+        return str(value)  # a str subclass (cells.LocalTimestamp) as plain text
+    if isinstance(value, float):
+        return cells.float_number(value, name)[0]
+    kind = "binary" if isinstance(value, bytes) else "an object" if isinstance(value, Mapping) else "a list"
     raise _Rejected("not_scalar", f"field {name!r} is {kind}; only strings, numbers and booleans fit here")
 
 
@@ -310,7 +314,7 @@ def _producer(name: str, attribute: Template | TypedField, jsonl: bool) -> _Prod
     empty_code = "empty_set" if attribute.type in ("SS", "NS", "BS") else "empty_value"
 
     def field_attribute(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
-        value = fields.get(field, _MISSING)
+        value = field_value(fields, field, _MISSING)
         if value is _MISSING or (value is None and not null_is_value):
             if optional:
                 return 0
@@ -356,6 +360,10 @@ def _to_number(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
         number, size = _number(text, name, value)
     elif isinstance(value, Decimal):
         number, size = _decimal(value, name)
+    elif type(value) is int:
+        number, size = cells.int_number(value, name)
+    elif type(value) is float:
+        number, size = cells.float_number(value, name)
     else:
         raise _Rejected("bad_number", f"{name}: {_shown(value)} is not a number")
     return {"N": number}, size
@@ -364,7 +372,13 @@ def _to_number(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
 def _to_bool(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
     if isinstance(value, bool):
         return {"BOOL": value}, 1
-    text = value.strip().lower() if type(value) is str else str(value) if isinstance(value, Decimal) else None
+    text = (
+        value.strip().lower()
+        if type(value) is str
+        else str(value)
+        if isinstance(value, Decimal | int)
+        else None
+    )
     if text == "":
         return None
     if text in _TRUE:
@@ -374,9 +388,11 @@ def _to_bool(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
     raise _Rejected("bad_bool", f"{name}: {_shown(value)} is not a boolean (true/false, 1/0, yes/no)")
 
 
-def _copy_all(key_names: frozenset[str], jsonl: bool) -> _Producer:
+def _copy_all(key_names: frozenset[str], jsonl: bool, *, skip_null: bool = False) -> _Producer:
     """`"attributes": "*"`: every field becomes an attribute; a field named like a key attribute is
-    left out because the key template already filled that attribute."""
+    left out because the key template already filled that attribute. With `skip_null` (Parquet,
+    where every row has every column) a null column is no attribute, as a member JSON Lines
+    leaves out is none; a null inside a list or struct stays NULL."""
     if not jsonl:
 
         def copy_text(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
@@ -393,7 +409,7 @@ def _copy_all(key_names: frozenset[str], jsonl: bool) -> _Producer:
     def copy_json(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
         size = 0
         for name, value in fields.items():
-            if name in key_names:
+            if name in key_names or (value is None and skip_null):
                 continue
             if not name:
                 raise _Rejected(

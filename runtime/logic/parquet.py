@@ -16,7 +16,7 @@ from logic.errors import InputValidationError
 from logic.spec import JobSpec, graph_references, references
 
 if TYPE_CHECKING:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 __all__ = [
     "MAGIC",

@@ -10,6 +10,7 @@ or two edges of one record, never share one.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -18,7 +19,7 @@ from logic import opencypher
 from logic.opencypher import FormatError, Header, Row
 from logic.spec import JobSpec, Template
 from logic.spec_model import Edge, Properties, Vertex, property_type
-from logic.values import Fields, Reject
+from logic.values import Fields, Reject, field_value
 
 
 class PropertyRecord(NamedTuple):
@@ -137,7 +138,7 @@ def _properties(properties: Properties, fields: Fields, where: str) -> dict[str,
         if isinstance(prop, Template):
             text = _render(prop, fields, at, required=False)
         else:
-            value = fields.get(prop.field)
+            value = field_value(fields, prop.field)
             text = "" if value is None else _text(value, prop.field, at)
             if not text and not prop.optional:
                 raise _Rejected(
@@ -165,7 +166,7 @@ def _render(template: Template, fields: Fields, at: str, *, required: bool) -> s
     field there (`person-{boss}` with no boss is no vertex id; see `_NoValue`)."""
     parts = [template.literals[0]]
     for name, literal in zip(template.fields, template.literals[1:], strict=True):
-        value = fields.get(name)
+        value = field_value(fields, name)
         if value is None:
             raise (_NoValue if required else _Rejected)(
                 "missing_field",
@@ -186,11 +187,18 @@ _HINT = ' ("optional": true on the vertex or edge leaves it out of such records)
 
 
 def _text(value: Any, name: str, at: str) -> str:
-    """A scalar field value as text (JSON Lines numbers and booleans as JSON writes them)."""
+    """A scalar field value as text (JSON Lines numbers and booleans as JSON writes them; a Parquet
+    float by its shortest digits, NaN and infinities as openCypher spells them)."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, Decimal | int | float):
+    if isinstance(value, Decimal | int):
         return str(value)
-    raise _Rejected("not_scalar", f"field {name!r} in {at} is a JSON {type(value).__name__}, not a scalar")
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else _NON_FINITE[repr(value)]
+    what = "binary" if isinstance(value, bytes) else f"a JSON {type(value).__name__}"
+    raise _Rejected("not_scalar", f"field {name!r} in {at} is {what}, not a scalar")
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}

@@ -58,3 +58,17 @@ class Item(NamedTuple):
 
 Fields = dict[str, Any]
 """A parsed record: column (or JSON member) name -> value (str for CSV; JSON types for JSON Lines)."""
+
+
+def field_value(fields: Fields, name: str, default: Any = None) -> Any:
+    """The field `name`; when there is none and the name has dots, `address.city` is the member
+    `city` of the object (JSON Lines) or struct (Parquet) field `address`, at any depth."""
+    value = fields.get(name, default)
+    if value is not default or "." not in name:
+        return value
+    found: Any = fields
+    for part in name.split("."):
+        if not isinstance(found, dict) or part not in found:
+            return default
+        found = found[part]
+    return found

@@ -88,8 +88,8 @@ def parquet_rows(
     """The rows of the shard's row groups (`rowGroups`: [first, stop)), only the columns the mapping
     reads, through ranged GETs pinned to the planned ETag. A row group whose pages cannot be decoded
     gives its rows not yet read as `undecodable_page` rejects; the next row group is read anyway."""
-    import pyarrow
-    import pyarrow.parquet as pq
+    import pyarrow  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     from logic.parquet_values import batch_fields
 

@@ -13,7 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logic.cells import CellError, converter
+from logic.cells import CellError, LocalTimestamp, converter
 
 pytestmark = pytest.mark.runtime
 
@@ -158,3 +158,16 @@ def test_iso8601_forms_and_refusals() -> None:
     assert convert("N", "", source="iso8601") is None
     assert refused("N", "2024-01-01T00:00:00", source="iso8601")[0] == "bad_timestamp"
     assert refused("N", "yesterday", source="iso8601")[0] == "bad_timestamp"
+
+
+def test_iso8601_keeps_every_fractional_digit() -> None:
+    # Python's datetime keeps microseconds only: nanoseconds (Parquet's, Java's) were dropped.
+    assert convert("N", "2026-01-01T00:00:00.123456789Z", source="iso8601") == {"N": "1767225600.123456789"}
+    assert convert("N", "1969-12-31T23:59:59.999999999Z", source="iso8601") == {"N": "-0.000000001"}
+    assert convert("N", "1970-01-01T01:00:00,000000001+01:00", source="iso8601") == {"N": "0.000000001"}
+
+
+def test_a_local_timestamp_counts_its_wall_clock_as_utc() -> None:
+    # Parquet's timestamps without UTC adjustment (Spark's INT96); the same text from CSV is refused.
+    assert convert("N", LocalTimestamp("1970-01-01T00:00:01.5"), source="iso8601") == {"N": "1.5"}
+    assert refused("N", "1970-01-01T00:00:01.5", source="iso8601")[0] == "bad_timestamp"

@@ -471,3 +471,19 @@ def test_the_mapper_s_item_size_is_never_below_what_the_emulator_counts_as_dynam
         value = DynamoType(typed)
         counted += len(name.encode()) + value_bytes(value.type, value.value)
     assert item.size >= counted
+
+
+def test_a_dotted_name_reaches_a_member_of_a_json_object_unless_a_field_has_that_name() -> None:
+    to_item = mapper(
+        {"city": "{address.city}", "zip": {"field": "address.zip.code", "type": "N", "optional": True}},
+        key={"pk": "{id}", "sk": "A"},
+        fmt="jsonl",
+    )
+    item = to_item({"id": "1", "address": {"city": "Ely", "zip": {"code": Decimal(7)}}})
+    assert isinstance(item, Item) and item.attributes["city"] == {"S": "Ely"}
+    assert item.attributes["zip"] == {"N": "7"}
+    item = to_item({"id": "1", "address.city": "York", "address": {"city": "Ely"}})
+    assert (
+        isinstance(item, Item) and item.attributes["city"] == {"S": "York"} and "zip" not in item.attributes
+    )
+    assert reject(to_item({"id": "1", "address": "Ely"})) == ("missing_field", "missing field 'address.city'")
