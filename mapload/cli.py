@@ -177,7 +177,11 @@ def _add_run_local(sub: Any) -> None:
             "AWS_ENDPOINT_URL_S3 send the data to another S3/DynamoDB-compatible server instead."
         ),
     )
-    run.add_argument("file", help="the file to load (CSV, JSON Lines, N-Quads or N-Triples)")
+    run.add_argument(
+        "file",
+        help="the file to load (CSV, JSON Lines, N-Quads, N-Triples, Parquet), or a folder of them "
+        "(uploaded under its name, loaded as a prefix)",
+    )
     add_job_arguments(run, env_help="which environment's settings to use (default: dev)", env_default="dev")
     run.add_argument("--report", required=True, help="where to write the run report (JSON)")
     run.add_argument(

@@ -4,12 +4,14 @@ The file's first SAMPLE_BYTES (decompressed, for gzip) are read as the Worker re
 spec's own parser (CSV header and records, JSON Lines, DynamoDB JSON) and its own mapping to
 items, whose sizes are DynamoDB's (logic/mapping.py). The rows of the whole file are the
 sample's records scaled by the file's size; a file that fits in the sample is counted exactly.
+A Parquet file or folder is counted exactly from its footers, its first SAMPLE_ROWS rows mapped.
 """
 
 from __future__ import annotations
 
+import itertools
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -99,6 +101,8 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
     from logic.values import Item, Line, Reject
 
     spec = _spec(raw_spec)
+    if spec.format == "parquet":
+        return _measure_parquet(path, spec)
     if not path.is_file():
         raise MeasureError(f"{path}: no such file")
     data, whole, data_size = _sample(path)
@@ -141,6 +145,93 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
         exact=whole,
         spec=spec,
     )
+
+
+# The rows of a Parquet source `estimate` maps (the first ones, through the Worker's reader).
+SAMPLE_ROWS = 10_000
+
+
+def parquet_files(path: Path) -> list[Path]:
+    """A local Parquet source's data files: the file, or a folder's files by the rule Plan applies
+    to a prefix (a name below it starting with `_` or `.` is not data)."""
+    from logic.parquet import is_data
+
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise MeasureError(f"{path}: no such file or folder")
+    files = sorted(p for p in path.rglob("*") if p.is_file() and is_data(p.relative_to(path).as_posix()))
+    if not files:
+        raise MeasureError(f"{path}: no Parquet data files (names starting _ or . are not data)")
+    return files
+
+
+def local_footer(path: Path) -> Any:
+    """A local Parquet file's footer, read as Plan reads an object's (its last bytes only); raises
+    InputValidationError naming the file when it is not Parquet or its footer is corrupt."""
+    from logic.parquet import read_footer
+
+    with path.open("rb") as handle:
+
+        def read_range(first: int, last: int) -> bytes:
+            handle.seek(first)
+            return handle.read(last - first + 1)
+
+        return read_footer(read_range, path.stat().st_size, str(path))
+
+
+def _measure_parquet(path: Path, spec: Any) -> Measured:
+    """Rows exactly, from the footers; the item size from the first SAMPLE_ROWS rows mapped; the
+    source bytes per row as the shards count them (compressed bytes of the row groups)."""
+    from logic.errors import InputValidationError
+    from logic.mapping import make_mapper
+    from logic.parquet import row_groups
+    from logic.parquet_values import check_schema
+    from logic.values import Item
+
+    files = parquet_files(path)
+    rows = stored = 0
+    try:
+        for file in files:
+            meta = local_footer(file)
+            check_schema(meta.schema.to_arrow_schema(), spec, str(file))
+            rows += meta.num_rows
+            stored += sum(group.end - group.start for group in row_groups(meta))
+    except InputValidationError as error:
+        raise MeasureError(str(error)) from error
+    mapped, sizes, rejected = make_mapper(spec), [], 0
+    for fields in itertools.islice(_parquet_rows(files, spec), SAMPLE_ROWS):
+        item = mapped(fields)
+        if isinstance(item, Item):
+            sizes.append(item.size)
+        else:
+            rejected += 1
+    if not sizes:
+        raise MeasureError(f"{path}: no row of the first {len(sizes) + rejected:,} maps to an item")
+    sampled = len(sizes) + rejected
+    return Measured(
+        rows=rows,
+        item_bytes=max(1, round(sum(sizes) / len(sizes))),
+        row_bytes=max(1, round(stored / max(rows, 1))),
+        sampled=sampled,
+        rejected=rejected,
+        exact=True,  # a footer counts its rows
+        spec=spec,
+    )
+
+
+def _parquet_rows(files: list[Path], spec: Any) -> Iterator[dict[str, Any]]:
+    """The files' rows in order, only the columns the mapping reads, as the Worker reads them."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    from logic.parquet import columns_read
+    from logic.parquet_values import batch_fields
+
+    for file in files:
+        reader = pq.ParquetFile(file)
+        columns = columns_read(spec, reader.schema_arrow.names)
+        for batch in reader.iter_batches(batch_size=1024, columns=columns):
+            yield from batch_fields(batch)
 
 
 def _spec(raw_spec: dict[str, Any]) -> Any:

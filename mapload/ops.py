@@ -58,7 +58,8 @@ def check_spec(
     """The checks Plan makes of the execution input, here, naming the field: the spec itself
     and, for a local plain CSV file, its header against the fields the spec names (a compressed
     file's header is Plan's to read, after Prepare); for a local DynamoDB JSON file (plain or
-    gzip, as an export writes it), its first item against the table's key."""
+    gzip, as an export writes it), its first item against the table's key; for a local Parquet
+    file, its footer and the columns the spec names."""
     from logic.compression import detect
     from logic.errors import InputValidationError
     from logic.payloads import check_input_size
@@ -76,6 +77,14 @@ def check_spec(
         problem = first_item_problem(parsed, local_file)
         if problem is not None:
             raise OpsError(f"{refused}: {problem} (first item of {local_file})")
+    if local_file is not None and parsed.format == "parquet" and local_file.is_file():
+        from logic.parquet_values import check_schema
+        from mapload.measure import local_footer
+
+        try:  # Plan's checks of each object: Parquet, and every column the mapping names
+            check_schema(local_footer(local_file).schema.to_arrow_schema(), parsed, str(local_file))
+        except InputValidationError as error:
+            raise OpsError(f"{refused}: {error}") from error
     if local_file is None or parsed.csv is None or not local_file.is_file():
         return  # a missing file is the upload's to name
     with local_file.open("rb") as handle:

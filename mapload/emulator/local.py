@@ -93,13 +93,14 @@ def run_local(
     clock: Clock | None = None,
     graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
 ) -> dict[str, Any]:
-    """Run FILE through the state machine; `inspect` sees the emulator before it is torn down.
+    """Run FILE (or every file of a folder, as a prefix) through the state machine; `inspect` sees
+    the emulator before it is torn down.
 
     The emulator and every table and bucket it creates are in `region` (default: AWS_REGION,
     AWS_DEFAULT_REGION, the profile's, us-east-1), so a kept endpoint shows them where the
     user's own tools look. `clock` and `graph_loader` go to the Emulator (tests inject them)."""
-    if not file.is_file():
-        raise LocalRunError(f"{file}: no such file")
+    if not file.is_file() and not file.is_dir():
+        raise LocalRunError(f"{file}: no such file or folder")
     if "source" in spec:
         raise LocalRunError("the spec must not name 'source': run-local uploads FILE and fills it in")
     try:
@@ -141,8 +142,16 @@ def _execute(
     """Upload FILE, run the state machine on it; (the execution's description, the final result
     Finalize or PollGraphLoad returned, if any)."""
     bucket = deployment.output("SourceBucketName")
-    emu.client("s3").upload_file(str(file), bucket, file.name)
-    payload = {**spec, "source": f"s3://{bucket}/{file.name}"}
+    if file.is_dir():  # a folder (a Spark or Athena output): every file under FILE's name, the prefix
+        for path in sorted(p for p in file.rglob("*") if p.is_file()):
+            emu.client("s3").upload_file(
+                str(path), bucket, f"{file.name}/{path.relative_to(file).as_posix()}"
+            )
+        source = f"s3://{bucket}/{file.name}/"
+    else:
+        emu.client("s3").upload_file(str(file), bucket, file.name)
+        source = f"s3://{bucket}/{file.name}"
+    payload = {**spec, "source": source}
     state_machine = next(iter(deployment.state_machines.values()))
     progress = Progress(quiet)
     with observing() as seen:

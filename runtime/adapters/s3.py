@@ -199,6 +199,51 @@ class S3Store:
             body.close()
 
 
+class RangedFile(io.RawIOBase):
+    """A read-only, seekable file over one planned object version: every read is a ranged GET of
+    just the bytes asked for, pinned to the planned ETag (If-Match), so a Parquet reader fetches
+    only the column chunks it decodes. `bytes_read` counts what S3 sent."""
+
+    def __init__(self, store: S3Store, obj: ObjectInfo) -> None:
+        super().__init__()
+        self._store, self._obj, self._pos = store, obj, 0
+        self.bytes_read = 0
+        self.requests = 0
+        # What the last read raised: a reader that wraps it (pyarrow turns it into an OSError)
+        # can tell a failed GET from data it could not decode.
+        self.failure: BaseException | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._obj.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        wanted = min(len(buffer), self._obj.size - self._pos)
+        if wanted <= 0:
+            return 0
+        try:
+            data = self._store.read_range(self._obj, self._pos, self._pos + wanted - 1)
+        except BaseException as error:
+            self.failure = error
+            raise
+        view = memoryview(buffer).cast("B")
+        view[: len(data)] = data
+        self._pos += len(data)
+        self.bytes_read += len(data)
+        self.requests += 1
+        return len(data)
+
+
 # S3's smallest part (but the last) is 5 MiB; 8 MiB parts keep memory at one part.
 PART_BYTES = 8 * 1024 * 1024
 

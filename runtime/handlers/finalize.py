@@ -55,6 +55,11 @@ def _merge_rejects(
             base = bases.get(index)
             for raw in store.open_lines(bucket, shard_key):
                 record = json.loads(raw)
+                if "shardLine" not in record:  # a Parquet row: its row group and row say where
+                    merged.write(raw + b"\n")
+                    if len(sample) < report.SAMPLE_SIZE:
+                        sample.append(report.clip_sample(record))
+                    continue
                 shard_line = record.pop("shardLine")
                 record = {
                     "line": None if base is None else base + shard_line,

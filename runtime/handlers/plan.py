@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from adapters import clients
@@ -13,9 +14,9 @@ from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
 from handlers.observability import entry_point
 from handlers.settings import PlanSettings
-from logic import layout, planning
+from logic import endpoints, layout, parquet, planning
 from logic.dynamodb_json import not_data
-from logic.errors import InputValidationError
+from logic.errors import InputValidationError, SourceNotFoundError
 from logic.payloads import check_input_size
 from logic.spec import (
     JobSpec,
@@ -24,13 +25,17 @@ from logic.spec import (
     check_shard_memory,
     check_source_bucket,
     fit_shard_size,
+    id_shape,
     parse_s3_uri,
     parse_spec,
     spec_to_json,
 )
+from logic.spec_model import MAX_SHARD_SIZE_MIB
 from logic.writemodes import check_update_limits, write_plan
 
 SETTINGS_CLASS = PlanSettings
+# Footers read at once: thousands of Parquet objects' footers within Plan's timeout.
+FOOTER_READS_IN_FLIGHT = 32
 
 
 def _header(store: S3Store, obj: ObjectInfo, spec: JobSpec) -> tuple[list[str] | None, int, int]:
@@ -98,6 +103,55 @@ def _read_headers(
     return planned, line_bases
 
 
+def _parquet_objects(store: S3Store, bucket: str, key: str) -> list[ObjectInfo]:
+    """A Parquet source's data files: the object, or the prefix's keys but those whose name (below
+    the prefix) starts with `_` or `.`; a table format's folder is refused."""
+    if not (key == "" or key.endswith("/")):
+        return [store.head(bucket, key)]
+    listed = store.list(bucket, key)
+    table = parquet.table_format((o.key for o in listed), key)
+    if table is not None:
+        raise InputValidationError(
+            "source",
+            f"s3://{bucket}/{key} is {table}: its folder holds data files its log has since removed; "
+            "load a snapshot written as plain Parquet (e.g. CREATE TABLE AS SELECT) instead",
+        )
+    found = [o for o in listed if parquet.is_data(o.key, key)]
+    if not found:
+        raise SourceNotFoundError(
+            f"no Parquet data files under s3://{bucket}/{key} (names starting _ or . are not data)"
+        )
+    return found
+
+
+def _read_footers(
+    store: S3Store, objects: list[ObjectInfo], spec: JobSpec, worker_memory_mib: int
+) -> list[parquet.ParquetObject]:
+    """Each object's row groups from its footer (ranged GETs of its last bytes only, many at once);
+    the columns the mapping names are checked in every object, and each row group's memory."""
+    from logic.parquet_values import check_schema
+
+    def footer(obj: ObjectInfo) -> parquet.ParquetObject:
+        where = f"s3://{obj.bucket}/{obj.key}"
+        meta = parquet.read_footer(lambda first, last: store.read_range(obj, first, last), obj.size, where)
+        schema = meta.schema.to_arrow_schema()
+        check_schema(schema, spec, where)
+        columns = parquet.columns_read(spec, schema.names)
+        parquet.check_row_group_memory(meta, columns, worker_memory_mib=worker_memory_mib, where=where)
+        return parquet.ParquetObject(obj.bucket, obj.key, obj.size, obj.etag, parquet.row_groups(meta))
+
+    with ThreadPoolExecutor(max_workers=FOOTER_READS_IN_FLIGHT, thread_name_prefix="footer") as pool:
+        return list(pool.map(footer, objects))
+
+
+def _graph_held_bytes(spec: JobSpec, worker_memory_mib: int) -> int | None:
+    """The largest shard (bytes of text) a property graph Worker holds; None without one."""
+    if spec.graph is None or spec.graph.model != "property":
+        return None
+    largest = endpoints.max_shard_mib(worker_memory_mib, MAX_SHARD_SIZE_MIB, id_shape(spec))
+    return largest * 2**20
+
+
 def _number_and_attribute(shards: list[dict[str, Any]], line_bases: dict[str, int], origin: Origins) -> None:
     """The first shard of each object knows its first line number; rejects name the source, not
     the prepared copy."""
@@ -149,10 +203,23 @@ def plan(
         check_update_limits(spec.dynamodb)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
-    objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)
-    planned, line_bases = _read_headers(store, objects, spec, origin)
-    shards = planning.cut_shards(planned, spec.shard_size_bytes)
-    _number_and_attribute(shards, line_bases, origin)
+    if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
+        objects = _parquet_objects(store, bucket, key)
+        footers = _read_footers(store, objects, spec, settings.worker_memory_mib)
+        graph_held = _graph_held_bytes(spec, settings.worker_memory_mib)
+        shards = parquet.cut_row_groups(
+            footers,
+            spec.shard_size_bytes,
+            max_shards=planning.DEFAULT_MAX_SHARDS,
+            # A property graph shard's size bounds its ids in the Worker's memory: count them as text.
+            uncompressed=graph_held is not None,
+            held_bytes=graph_held,
+        )
+    else:
+        objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)
+        planned, line_bases = _read_headers(store, objects, spec, origin)
+        shards = planning.cut_shards(planned, spec.shard_size_bytes)
+        _number_and_attribute(shards, line_bases, origin)
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same

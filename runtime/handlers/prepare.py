@@ -53,6 +53,8 @@ def prepare(
     spec = parse_spec(event.get("input") or {}, table_key=settings.table_key, execution_name=run_id)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
+    if spec.format == "parquet":  # compressed page by page inside the file: never a gzip or zip
+        return {"preparedKey": None, "objects": 0, "compressed": 0}
     objects = (
         store.list(bucket, key, not_data(spec.format))
         if key == "" or key.endswith("/")

@@ -210,9 +210,12 @@ def plan_id(
     # A shard of a decompressed copy names its archive (and member): the copy itself is new
     # on every run, the archive is what must be unchanged.
     cuts = [
-        (s["source"], s.get("member"), s.get("sourceEtag"), s["start"], s["end"])
-        if s.get("source")
-        else (s["bucket"], s["key"], s["etag"], s["start"], s["end"])
+        (
+            (s["source"], s.get("member"), s.get("sourceEtag"), s["start"], s["end"])
+            if s.get("source")
+            else (s["bucket"], s["key"], s["etag"], s["start"], s["end"])
+        )
+        + ((tuple(s["rowGroups"]),) if s.get("rowGroups") else ())  # a Parquet shard's row groups
         for s in shards
     ]
     digest = hashlib.sha256(json.dumps([plan_format, relevant, cuts], sort_keys=True, default=str).encode())

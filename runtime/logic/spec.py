@@ -133,7 +133,7 @@ def check_graph_database(spec: JobSpec, raw: Mapping[str, Any], *, graph_enabled
         raise InputValidationError(
             "graph" if "graph" in raw else "format",
             "this environment has no graph database (graph_enabled is false in cdk.json): "
-            "it loads csv/jsonl into DynamoDB only",
+            "it loads csv, jsonl, parquet and dynamodb-json into DynamoDB only",
         )
 
 

@@ -40,7 +40,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 from logic import polling
 
 VERSION = 1
-FORMATS = ("csv", "jsonl", "nquads", "ntriples", "opencypher", "dynamodb-json")
+FORMATS = ("csv", "jsonl", "nquads", "ntriples", "opencypher", "dynamodb-json", "parquet")
 # Formats whose lines are RDF statements: they go to the graph target only.
 RdfFormat = Literal["nquads", "ntriples"]
 RDF_FORMATS = get_args(RdfFormat)
@@ -1364,6 +1364,16 @@ class JsonlInput(RecordInput):
     model_config = ConfigDict(title="JSON Lines", json_schema_extra=_NEEDS_TARGET)
 
 
+class ParquetInput(RecordInput):
+    """Parquet files (one object, or every data file under a prefix): rows to DynamoDB items, graph
+    statements, or both, as JSON Lines records are; sharded by row group (docs/INPUT.md)."""
+
+    format: Literal["parquet"]
+    csv: ClassVar[None] = None
+    refused = _CSV_ONLY
+    model_config = ConfigDict(title="Parquet", json_schema_extra=_NEEDS_TARGET)
+
+
 class RdfInput(Common):
     """N-Quads or N-Triples lines: RDF statements, to the graph target only (`"graph": {}` is implied)."""
 
@@ -1422,6 +1432,7 @@ def _format(value: Any) -> str | None:
             "ntriples": "rdf",
             "opencypher": "opencypher",
             "dynamodb-json": "dynamodb-json",
+            "parquet": "parquet",
         }.get(fmt)
         if isinstance(fmt, str)
         else None
@@ -1430,13 +1441,14 @@ def _format(value: Any) -> str | None:
 
 # A validated execution input, as the runtime reads it: every form has `csv`, `dynamodb` and
 # `graph` (None where it has none; format opencypher's csv is Neptune's header-and-comma form).
-JobSpec = CsvInput | JsonlInput | RdfInput | OpencypherInput | DynamoDbJsonInput
+JobSpec = CsvInput | JsonlInput | RdfInput | OpencypherInput | DynamoDbJsonInput | ParquetInput
 Input = Annotated[
     Annotated[CsvInput, Tag("csv")]
     | Annotated[JsonlInput, Tag("jsonl")]
     | Annotated[RdfInput, Tag("rdf")]
     | Annotated[OpencypherInput, Tag("opencypher")]
-    | Annotated[DynamoDbJsonInput, Tag("dynamodb-json")],
+    | Annotated[DynamoDbJsonInput, Tag("dynamodb-json")]
+    | Annotated[ParquetInput, Tag("parquet")],
     Discriminator(_format, custom_error_type="spec_format", custom_error_message="format"),
 ]
 

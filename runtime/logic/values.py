@@ -19,6 +19,22 @@ class Line(NamedTuple):
     raw: bytes
 
 
+class ParquetRow(NamedTuple):
+    """One row of a Parquet shard: `number` is 1-based within the shard, `row_group` the row group's
+    index in the object and `row` the row's 0-based index in the object (rows of earlier row groups
+    counted); `fields` the row's values, or the Reject of a row whose page could not be decoded."""
+
+    number: int
+    row_group: int
+    row: int
+    fields: Fields | Reject
+
+    @property
+    def offset(self) -> int:
+        """What tells the object's records apart, as a line's byte offset does: the row's index."""
+        return self.row
+
+
 @dataclass(frozen=True, slots=True)
 class Reject:
     """Why a record was not loaded: `code` is a short snake_case category, `reason` is for people."""

@@ -3,7 +3,8 @@ the shard's counts as they pass."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from adapters.dynamodb import BatchWriter, ItemWriter
 from adapters.property_graph import PropertyGraphStager
@@ -16,7 +17,7 @@ from logic.parsing import allow_fields_of, is_skipped, make_parser
 from logic.property_graph import make_property_mapper
 from logic.records import Line
 from logic.spec import RDF_FORMATS, JobSpec
-from logic.values import Reject
+from logic.values import Fields, ParquetRow, Reject
 from shards.rejects import RejectSink
 from shards.staging import Stager
 from shards.writing import Sender
@@ -148,14 +149,57 @@ def _process_records(
     graph: Stager | None,
     source: str,
 ) -> dict[str, int]:
-    parse = make_parser(spec, header)
+    tally = _Tally()
+    records = _records(lines, spec, rejects, tally)
+    return _map_records(records, make_parser(spec, header), spec, writer, rejects, graph, source, tally)
+
+
+def process_parquet(
+    rows: Iterable[ParquetRow],
+    spec: JobSpec,
+    writer: BatchWriter | ItemWriter | None,
+    rejects: RejectSink,
+    graph: Stager | None = None,
+    *,
+    source: str = "",
+) -> dict[str, int]:
+    """Parquet rows (shards/sources.py `parquet_rows`): each row is one record, counted in `lines`
+    as one line (a row is the unit every count of a Parquet job reconciles), mapped as a JSON Lines
+    record is; its position (row group, row) stands for the line and byte offset."""
+    tally = _Tally()
+
+    def counted() -> Iterator[ParquetRow]:
+        for row in rows:
+            tally.owned += 1
+            tally.read += 1
+            tally.record_lines += 1
+            yield row
+
+    return _map_records(counted(), _row_fields, spec, writer, rejects, graph, source, tally)
+
+
+def _row_fields(row: ParquetRow) -> Fields | Reject:
+    return row.fields
+
+
+def _map_records(
+    records: Iterable[Line | ParquetRow],
+    parse: Callable[[Any], Fields | Reject],
+    spec: JobSpec,
+    writer: BatchWriter | ItemWriter | None,
+    rejects: RejectSink,
+    graph: Stager | None,
+    source: str,
+    tally: _Tally,
+) -> dict[str, int]:
+    """Each record parsed, then mapped to its item, statements or rows, or rejected; `offset` (a
+    line's first byte, a Parquet row's index) tells records of one object apart."""
     to_item = make_mapper(spec) if spec.dynamodb is not None else None
     model = spec.graph.model if spec.graph is not None else None
     to_statements = make_graph_mapper(spec) if model == "rdf" else None
     to_rows = make_property_mapper(spec, source) if model == "property" else None
     sender = Sender(writer, spec) if spec.dynamodb is not None else None
-    tally = _Tally()
-    for line in _records(lines, spec, rejects, tally):
+    for line in records:
         fields = parse(line)
         if isinstance(fields, Reject):
             rejects.add(line, fields.code, fields.reason)

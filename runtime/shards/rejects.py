@@ -11,6 +11,7 @@ from adapters.rdf import Writable
 from logic.csvrecords import CutRecord
 from logic.records import Line
 from logic.report import clip_sample
+from logic.values import ParquetRow, Reject
 
 SAMPLE_SIZE = 5
 
@@ -28,7 +29,10 @@ class RejectSink:
         self.by_reason: Counter[str] = Counter()
         self.sample: list[dict[str, Any]] = []
 
-    def add(self, line: Line | CutRecord, code: str, reason: str) -> None:
+    def add(self, line: Line | CutRecord | ParquetRow, code: str, reason: str) -> None:
+        if isinstance(line, ParquetRow):
+            self._write(self._row(line, code, reason), 1)
+            return
         try:
             raw: dict[str, str] = {"raw": line.raw.decode("utf-8")}
         except UnicodeDecodeError:  # keep the exact bytes so the row can be repaired and reloaded
@@ -48,10 +52,30 @@ class RejectSink:
             "reason": reason,
             **raw,
         }
+        self._write(record, lines)
+
+    def _row(self, row: ParquetRow, code: str, reason: str) -> dict[str, Any]:
+        """A Parquet row's reject: where it is (row group, row in the object) and its values as
+        JSON text (none when its page could not be decoded)."""
+        shown = (
+            {}
+            if isinstance(row.fields, Reject)
+            else {"raw": json.dumps(row.fields, ensure_ascii=False, default=str)}
+        )
+        return {
+            "source": self._source,
+            "rowGroup": row.row_group,
+            "row": row.row,
+            "code": code,
+            "reason": reason,
+            **shown,
+        }
+
+    def _write(self, record: dict[str, Any], lines: int) -> None:
         self._file.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
         self.count += 1
         self.lines += lines
-        self.by_reason[code] += 1
+        self.by_reason[record["code"]] += 1
         if len(self.sample) < SAMPLE_SIZE:
             # The sample travels in the ledger item and the report: keep it small; the rejects
             # file holds the whole line.

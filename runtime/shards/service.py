@@ -16,7 +16,7 @@ from logic import layout
 from logic.errors import SourceNotAllowedError
 from logic.spec import parse_spec
 from shards import sources, staging, writing
-from shards.records import process
+from shards.records import process, process_parquet
 from shards.settings import ShardSettings
 
 # What the Worker returns besides `index`: the state machine keeps only `index`; these feed the
@@ -46,8 +46,13 @@ def process_shard(
     spec = parse_spec(job["spec"], table_key=job["tableKey"])
     obj = ObjectInfo(shard["bucket"], shard["key"], int(shard["objectSize"]), shard["etag"])
     start, end = int(shard["start"]), int(shard["end"])
-    chain = sources.csv_chain(store, obj, spec, ledger, job_id, plan_id, index)
-    lines = sources.shard_lines(store, obj, spec, start, end, int(shard.get("dataStart") or 0), chain)
+    parquet = spec.format == "parquet"
+    chain = None if parquet else sources.csv_chain(store, obj, spec, ledger, job_id, plan_id, index)
+    lines = (
+        None
+        if parquet
+        else sources.shard_lines(store, obj, spec, start, end, int(shard.get("dataStart") or 0), chain)
+    )
     source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
     origin = staging.origin(source, shard)  # the records' object and member, for property graph edge ids
     writer = writing.writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index))
@@ -61,7 +66,11 @@ def process_shard(
         try:
             workers = int(job.get("workers") or 1)  # Plan's min(maxConcurrency, shards)
             with writing.budget(writer, spec, ledger, settings, job_id, run_id, index, workers):
-                counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
+                if lines is None:  # Parquet: the shard's row groups
+                    rows = sources.parquet_rows(store, obj, spec, shard)
+                    counts = process_parquet(rows, spec, writer, rejects, graph, source=origin)
+                else:
+                    counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
         finally:
             stats = writer.close() if writer is not None else None
         ids_keys = layout.graph_ids_keys(job_id, plan_id, index)

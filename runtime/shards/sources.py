@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from adapters.csvchain import LedgerChain
 from adapters.ledger import Ledger
-from adapters.s3 import ObjectInfo, S3Store
+from adapters.s3 import ObjectInfo, RangedFile, S3Store
+from logic import parquet
 from logic.csvrecords import ShardRecords
 from logic.records import Line, iter_shard_lines
 from logic.spec import JobSpec
+from logic.values import ParquetRow, Reject
 
 # Formats read as csv.reader's records (logic/csvrecords.py): a quoted field may hold a line break.
 CSV_RECORD_FORMATS = ("csv", "opencypher")
@@ -71,3 +74,47 @@ def shard_lines(
         delimiter=spec.csv.delimiter.encode(),
         chain=chain,
     )
+
+
+# A Parquet shard's memory: a batch of this many rows (as Arrow columns and as Fields), plus the
+# reader's buffer per projected column: pages are read and decoded as the batch needs them
+# (a buffered stream, no pre-buffering of whole column chunks).
+PARQUET_BUFFER_BYTES = 1024 * 1024
+
+
+def parquet_rows(
+    store: S3Store, obj: ObjectInfo, spec: JobSpec, shard: Mapping[str, Any]
+) -> Iterator[ParquetRow]:
+    """The rows of the shard's row groups (`rowGroups`: [first, stop)), only the columns the mapping
+    reads, through ranged GETs pinned to the planned ETag. A row group whose pages cannot be decoded
+    gives its rows not yet read as `undecodable_page` rejects; the next row group is read anyway."""
+    import pyarrow  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    from logic.parquet_values import batch_fields
+
+    ranged = RangedFile(store, obj)
+    source = pq.ParquetFile(ranged, pre_buffer=False, buffer_size=PARQUET_BUFFER_BYTES)
+    columns = parquet.columns_read(spec, source.schema_arrow.names)
+    first, stop = (int(i) for i in shard["rowGroups"])
+    row, number = int(shard.get("firstRow") or 0), 0
+    for group in range(first, stop):
+        rows = source.metadata.row_group(group).num_rows
+        done = 0
+        try:
+            batches = source.iter_batches(
+                batch_size=parquet.BATCH_ROWS, row_groups=[group], columns=columns, use_threads=False
+            )
+            for batch in batches:
+                for fields in batch_fields(batch):
+                    number += 1
+                    yield ParquetRow(number, group, row + done, fields)
+                    done += 1
+        except (pyarrow.ArrowException, OSError) as error:
+            if ranged.failure is not None:  # S3 failed, not the data: the shard is retried
+                raise ranged.failure from None
+            reason = f"row group {group} cannot be decoded: {' '.join(str(error).split())}"
+            for lost in range(done, rows):
+                number += 1
+                yield ParquetRow(number, group, row + lost, Reject("undecodable_page", reason))
+        row += rows

@@ -233,6 +233,11 @@ EXAMPLE_FILES = {
         "<http://example.org/ada> <http://xmlns.com/foaf/0.1/knows> <http://example.org/grace> .\n"
     ),
     "people.csv": "id,name,age,manager\n1,Ada,36,3\n2,Alan,41,3\n3,Grace,,3\n",
+    # A Parquet file's rows as JSON Lines (the run writes them as Parquet: parquet_file).
+    "orders.parquet": (
+        '{"order_id": "o-1001", "customer": "c-17", "total": 25.5, "paid": true}\n'
+        '{"order_id": "o-1002", "customer": "c-23", "total": 9.99, "paid": false}\n'
+    ),
 }
 EXAMPLE_SPEC_FILES = {"postcodes.spec.json": "ukpostcodes.csv", "nquads.spec.json": "data.nq"}
 TABLE_NAMED = re.compile(r"mapload-dev-StoreTable\w+")
@@ -325,6 +330,8 @@ def test_every_example_input_runs_as_written(
 
     source = tmp_path / name
     source.write_text(text, encoding="utf-8")
+    if name.endswith(".parquet"):
+        parquet_file(source)
 
     report = run_local(source, spec, report_path=tmp_path / "report.json", quiet=True)
 
@@ -337,6 +344,14 @@ def test_every_example_input_runs_as_written(
     if "dynamodb" in spec:  # a table the docs name (to scan it) is the one the run writes
         named = {name for page in PAGES for name in TABLE_NAMED.findall(page.read_text(encoding="utf-8"))}
         assert named <= {report["dynamodb"]["table"]}
+
+
+def parquet_file(path: Path) -> None:
+    """Rewrite `path`, JSON Lines rows, as a Parquet file of those rows (types as pyarrow infers)."""
+    import pyarrow.json
+    import pyarrow.parquet
+
+    pyarrow.parquet.write_table(pyarrow.json.read_json(path), path)
 
 
 @pytest.mark.e2e

@@ -123,6 +123,7 @@ KEPT_RULES = {
     "OpencypherGraph",
     "CsvInput",
     "JsonlInput",
+    "ParquetInput",
 }
 
 
