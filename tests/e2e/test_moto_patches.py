@@ -74,6 +74,7 @@ REPLACES: dict[str, dict[str, str]] = {
         "moto.dynamodb.models.table:Table.query": "c08e16587862d4ca",
         "moto.dynamodb.models.table:Table.all_items": "2091a7dc1699504c",
     },
+    "partiql-insert": {f"{_DYNAMO}.batch_execute_statement": "0a66ed1efd93ad41"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -92,6 +93,11 @@ RELIES_ON: dict[str, dict[str, str]] = {
     },
     # How moto holds a value: a list's and map's elements as DynamoType, read by value_bytes.
     "item-size": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
+    # An INSERT is stored by the backend's conditional put_item, its table found by get_table.
+    "partiql-insert": {
+        "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
+        "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
+    },
 }
 
 
@@ -342,3 +348,91 @@ def test_a_query_reads_only_its_partition_and_answers_as_moto_does() -> None:
     finally:
         moto_patches.QUERY_PARTITION.uninstall()
     assert patched == plain and len(plain[0]) == 7 and plain[2] == [] and len(plain[3]) == 30
+
+
+def _insert_table() -> Any:
+    import boto3
+
+    from mapload.tables import create_pk_sk_table
+
+    db = boto3.client("dynamodb", region_name="us-east-1")
+    create_pk_sk_table(db, "t")
+    return db
+
+
+def _insert(table: str, item: dict[str, Any]) -> dict[str, Any]:
+    names = ", ".join("'" + name.replace("'", "''") + "': ?" for name in item)
+    return {"Statement": f'INSERT INTO "{table}" VALUE {{{names}}}', "Parameters": list(item.values())}
+
+
+def test_moto_s_own_partiql_still_cannot_read_an_insert_s_parameters() -> None:
+    """partiql-insert: without it, putIfAbsent's batches fail in moto."""
+    from moto import mock_aws
+
+    with mock_aws():
+        db = _insert_table()
+        with pytest.raises(TypeError):
+            db.batch_execute_statement(Statements=[_insert("t", {"pk": {"S": "a"}, "sk": {"S": "s"}})])
+
+
+def test_an_insert_batch_answers_per_statement_as_aws_documents() -> None:
+    """partiql-insert (developer guide "PartiQL insert statements", API reference
+    BatchExecuteStatement, BatchStatementError): an item with the key stored answers DuplicateItem
+    and stays as it was; a missing table ResourceNotFound; a malformed statement (parameters that
+    do not match its names, a key attribute missing or of the wrong type, an item past 400 KB)
+    ValidationError; each statement alone, the others stored. Past 25 statements the request is
+    refused. Any other statement is moto's."""
+    from moto import mock_aws
+
+    item = {"pk": {"S": "a"}, "sk": {"S": "s"}, "it's": {"N": "1"}}
+    statements = [
+        _insert("t", item),
+        _insert("t", {**item, "it's": {"N": "2"}}),  # the same key: DuplicateItem
+        _insert("missing", item),
+        {**_insert("t", {"pk": {"S": "b"}, "sk": {"S": "s"}}), "Parameters": [{"S": "b"}]},
+        _insert("t", {"pk": {"N": "1"}, "sk": {"S": "s"}}),
+        _insert("t", {"sk": {"S": "s"}}),
+        _insert("t", {"pk": {"S": "big"}, "sk": {"S": "s"}, "x": {"S": "x" * 400 * 1024}}),
+        _insert("t", {"pk": {"S": "c"}, "sk": {"S": "s"}}),
+    ]
+    with mock_aws():
+        moto_patches.install(moto_patches.ITEM_SIZE, moto_patches.PARTIQL_INSERT)
+        try:
+            db = _insert_table()
+            answers = db.batch_execute_statement(Statements=statements)["Responses"]
+            codes = [answer.get("Error", {}).get("Code") for answer in answers]
+            stored = {row["pk"]["S"]: row for row in db.scan(TableName="t")["Items"]}
+            with pytest.raises(db.exceptions.ClientError, match="25"):
+                db.batch_execute_statement(Statements=[_insert("t", item)] * 26)
+            select = [{"Statement": "SELECT * FROM t WHERE pk = 'a' AND sk = 's'"}]
+            patched = db.batch_execute_statement(Statements=select)["Responses"]
+        finally:
+            moto_patches.uninstall(moto_patches.ITEM_SIZE, moto_patches.PARTIQL_INSERT)
+        assert db.batch_execute_statement(Statements=select)["Responses"] == patched  # moto's own
+    assert codes == [
+        None,
+        "DuplicateItem",
+        "ResourceNotFound",
+        "ValidationError",
+        "ValidationError",
+        "ValidationError",
+        "ValidationError",
+        None,
+    ]
+    assert sorted(stored) == ["a", "c"] and stored["a"]["it's"] == {"N": "1"}
+    assert patched == [{"TableName": "t", "Item": stored["a"]}]
+
+
+def test_only_inserts_of_parameters_are_the_patch_s() -> None:
+    assert moto_patches.parse_insert("""INSERT INTO "t" VALUE {'pk': ?, 'it''s' : ?}""") == (
+        "t",
+        ["pk", "it's"],
+    )
+    for other in (
+        "INSERT INTO \"t\" VALUE {'pk': 'a'}",  # a value inlined
+        "INSERT INTO \"t\" VALUE {'pk': ?,}",
+        'INSERT INTO "t" VALUE {}',
+        'SELECT * FROM "t"',
+        'UPDATE "t" SET a = ? WHERE pk = ?',
+    ):
+        assert moto_patches.parse_insert(other) is None, other
