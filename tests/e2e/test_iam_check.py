@@ -324,3 +324,20 @@ def test_the_vertex_id_query_is_allowed_in_opencypher_only(observed: set[Call]) 
     ):
         other = Call(query.principal, query.action, query.resource, tuple(sorted(context.items())))
         assert not decide(query.principal.statements, other).allowed, context
+
+
+def test_putifabsent_s_insert_batch_needs_partiql_insert_on_its_table() -> None:
+    """BatchExecuteStatement has no IAM action of its own: each INSERT needs dynamodb:PartiQLInsert
+    on its table (DynamoDB developer guide, "IAM security policies with PartiQL for DynamoDB")."""
+    from mapload.emulator.iamcheck import _dynamodb
+
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/"
+    body = {
+        "Statements": [
+            {"Statement": """INSERT INTO "People" VALUE {'pk': ?}""", "Parameters": [{"S": "a"}]},
+            {"Statement": """insert into "People" value {'pk': ?}""", "Parameters": [{"S": "b"}]},
+        ]
+    }
+    assert _dynamodb("BatchExecuteStatement", body, arn) == [("dynamodb:PartiQLInsert", arn + "People")]
+    select = {"Statements": [{"Statement": "SELECT * FROM People WHERE pk = 'a'"}]}
+    assert _dynamodb("BatchExecuteStatement", select, arn) == []  # not mapped: reported, not guessed
