@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
-from servers import moto_server
+from servers import mapload_serve
 
 from mapload.sample import write_csv
 from mapload.tables import create_pk_sk_table
@@ -54,15 +54,17 @@ def test_the_write_mode_rows_write_each_mode_and_delete_what_put_wrote(tmp_path:
     # Given a small file and a table per mode, When make bench's write-mode rows run,
     # Then each mode writes the slice, and delete removes the items the put row wrote.
     source = write_csv(tmp_path / "rows.csv", 60, seed=3)
-    with moto_server(tmp_path / "server.log") as server:
+    # The server answers putIfAbsent's BatchExecuteStatement INSERTs as make bench's does
+    # (bench/moto_server.py: moto_patches.PARTIQL_INSERT).
+    with mapload_serve(tmp_path / "server.log") as endpoint:
         db = boto3.client(
             "dynamodb",
-            endpoint_url=server.endpoint,
+            endpoint_url=endpoint,
             region_name="us-east-1",
             aws_access_key_id="bench",
             aws_secret_access_key="bench",
         )
-        common = {"file": str(source), "concurrency": 2, "endpoint": server.endpoint, "slice": 40}
+        common = {"file": str(source), "concurrency": 2, "endpoint": endpoint, "slice": 40}
         counts = {}
         for mode in ("put", "putIfAbsent", "newerWins", "update"):
             table = create_pk_sk_table(db, f"bench-{mode}")
