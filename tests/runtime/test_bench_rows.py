@@ -73,3 +73,32 @@ def test_the_write_mode_rows_write_each_mode_and_delete_what_put_wrote(tmp_path:
         assert _row("modes", {**common, "table": "bench-put", "mode": "delete"})["items"] == 40
         assert db.scan(TableName="bench-put", Select="COUNT")["Count"] == 0
     assert counts == {"put": 40, "putIfAbsent": 40, "newerWins": 40, "update": 40}
+
+
+def test_the_bench_proxy_throttles_an_insert_batch_s_excess_statements_one_by_one() -> None:
+    """make bench's limit as DynamoDB applies it to BatchExecuteStatement: the statements past the
+    tokens left answer ProvisionedThroughputExceeded each (not written); the others are written."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from proxy import Proxy
+
+    from logic.writemodes import insert_statement
+    from mapload.emulator.serve import serving
+
+    with serving(0) as endpoint, Proxy(endpoint, latency=0.0, limit=40.0) as proxy:
+        db = boto3.client(
+            "dynamodb",
+            endpoint_url=proxy.url,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
+        table = create_pk_sk_table(db, "limited")
+        assert proxy.bucket is not None
+        proxy.bucket.tokens = 3.0  # 3 units left of the burst
+        proxy.bucket.rate = 1e-9  # and none come back during the test
+        items = [{"pk": {"S": f"K#{n}"}, "sk": {"S": "S"}} for n in range(5)]
+        answers = db.batch_execute_statement(Statements=[insert_statement(table, i) for i in items])
+        codes = [a.get("Error", {}).get("Code") for a in answers["Responses"]]
+        stored = db.scan(TableName=table, Select="COUNT")["Count"]
+    assert codes == [None, None, None, "ProvisionedThroughputExceeded", "ProvisionedThroughputExceeded"]
+    assert stored == 3
