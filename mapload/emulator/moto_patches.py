@@ -484,11 +484,11 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
     parameter count that does not match, a name twice, a key attribute missing or of the wrong
     type, an item past 400 KB)."""
     from moto.dynamodb.exceptions import (
-        ConditionalCheckFailed,
         ItemSizeTooLarge,
         MockValidationException,
         ResourceNotFoundException,
     )
+    from moto.dynamodb.models.dynamo_type import DynamoType
 
     parsed = parse_insert(str(statement.get("Statement", "")))
     assert parsed is not None
@@ -513,16 +513,12 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
                 "ValidationError",
                 f"One or more parameter values were invalid: Missing or invalid key {attribute} in the item",
             )
+    key = [DynamoType(item[a]) for a in filter(None, (table.hash_key_attr, table.range_key_attr))]
     try:
-        with _WRITE_LOCK:
-            backend.put_item(
-                table_name,
-                item,
-                condition_expression="attribute_not_exists(#k)",
-                expression_attribute_names={"#k": table.hash_key_attr},
-            )
-    except ConditionalCheckFailed:
-        return _statement_error("DuplicateItem", "Duplicate primary key exists in table")
+        with _WRITE_LOCK:  # the lookup and the put as one (PutItem, UpdateItem take it too)
+            if table.get_item(*key) is not None:
+                return _statement_error("DuplicateItem", "Duplicate primary key exists in table")
+            backend.put_item(table_name, item)
     except ItemSizeTooLarge:
         return _statement_error("ValidationError", "Item size has exceeded the maximum allowed size")
     except MockValidationException as error:

@@ -93,10 +93,11 @@ RELIES_ON: dict[str, dict[str, str]] = {
     },
     # How moto holds a value: a list's and map's elements as DynamoType, read by value_bytes.
     "item-size": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
-    # An INSERT is stored by the backend's conditional put_item, its table found by get_table.
+    # An INSERT's table found by get_table, its key looked up by Table.get_item, then put_item.
     "partiql-insert": {
         "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
         "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
+        "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
     },
 }
 
