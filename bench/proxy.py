@@ -137,8 +137,9 @@ class Proxy:
                     self._reply(request, 400, THROTTLED)
                     return
                 throttled_statements = len(statements) - granted
-                document["Statements"] = statements[:granted]
-                body = json.dumps(document).encode()
+                if throttled_statements:
+                    document["Statements"] = statements[:granted]
+                    body = json.dumps(document).encode()
             elif bucket is not None and target.endswith(SINGLE_ITEM_WRITES) and bucket.take(1) == 0:
                 self._reply(request, 400, THROTTLED)
                 return
