@@ -28,6 +28,8 @@ entry and uninstalls it on exit.
 - PARTIQL_INSERT: BatchExecuteStatement of the INSERTs putIfAbsent sends, with AWS's per-statement
   answers (moto's PartiQL copies every item of every table for each statement, and cannot read
   an INSERT's `?` parameters).
+- BATCH_WRITE_UNITS: the write units a BatchWriteItem consumed, when asked (ReturnConsumedCapacity),
+  as AWS counts them (moto reports one per request, whatever it wrote or deleted).
 """
 
 from __future__ import annotations
@@ -564,6 +566,63 @@ class PartiqlInsert(Patch):
         return DynamoResult({"Responses": [_insert(backend, statement) for statement in statements]})
 
 
+def _units(attributes: Mapping[str, Any]) -> int:
+    """Write units of an item (moto's DynamoType values): 1 per started KB of its size, at least 1."""
+    size = sum(len(name.encode()) + value_bytes(t.type, t.value) for name, t in attributes.items())
+    return max(1, -(-size // 1024))
+
+
+class BatchWriteUnits(Patch):
+    """moto answers a BatchWriteItem's ReturnConsumedCapacity with 1 unit per table whatever the
+    request wrote. AWS (developer guide, "DynamoDB read and write capacity": BatchWriteItem counts
+    each PutItem or DeleteItem in it as on its own) charges a put the larger of the new and the
+    replaced item, and a delete the item it deletes (1 KB units, at least 1 when none is stored):
+    the units are counted from the stored items before moto writes, and put in the answer. A
+    request that does not ask, or that moto refuses (a missing table, a key missing), is moto's."""
+
+    def __init__(self) -> None:
+        super().__init__("batch-write-units", ("moto.dynamodb.responses:DynamoHandler.batch_write_item",))
+        patch = self
+
+        def batch_write_item(handler: Any) -> Any:  # a method of DynamoHandler
+            return patch._batch(handler)
+
+        self._replacements = (batch_write_item,)
+
+    def _batch(self, handler: Any) -> Any:
+        if handler.body.get("ReturnConsumedCapacity") not in ("TOTAL", "INDEXES"):
+            return self.original()(handler)
+        try:
+            units = self._consumed(handler.dynamodb_backend, handler.body.get("RequestItems") or {})
+        except Exception:  # moto's own answer says what is wrong with the request
+            return self.original()(handler)
+        answer = self.original()(handler)
+        answer.result["ConsumedCapacity"] = [
+            {"TableName": name, "CapacityUnits": float(n), "Table": {"CapacityUnits": float(n)}}
+            for name, n in units.items()
+        ]
+        return answer
+
+    @staticmethod
+    def _consumed(backend: Any, request_items: Mapping[str, Any]) -> dict[str, int]:
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        units: dict[str, int] = {}
+        for name, requests in request_items.items():
+            table = backend.get_table(name)
+            key_names = [a for a in (table.hash_key_attr, table.range_key_attr) if a]
+            total = 0
+            for request in requests:
+                put = (request.get("PutRequest") or {}).get("Item")
+                key = put if put is not None else request["DeleteRequest"]["Key"]
+                stored = table.get_item(*(DynamoType(key[a]) for a in key_names))
+                old = _units(stored.attrs) if stored is not None else 1
+                new = _units({n: DynamoType(v) for n, v in put.items()}) if put is not None else 1
+                total += max(old, new) if put is not None else old
+            units[name] = total
+        return units
+
+
 # -- the patches -----------------------------------------------------------------------------
 
 LAMBDA_INVOKE: Final = LambdaInvoke()
@@ -659,6 +718,7 @@ class QueryPartition(Patch):
 
 QUERY_PARTITION: Final = QueryPartition()
 PARTIQL_INSERT: Final = PartiqlInsert()
+BATCH_WRITE_UNITS: Final = BatchWriteUnits()
 
 
 # What AWS enforces and moto does not (installed together, limits.py's numbers).
@@ -671,6 +731,7 @@ LIMITS: Final = (
     DYNAMODB_EXPRESSIONS,
     ITEM_SIZE,
     PARTIQL_INSERT,
+    BATCH_WRITE_UNITS,
 )
 # moto's hot paths, cheap for thousands of Map children.
 SPEED: Final = (BACKEND_LOOKUP, CLIENT_REUSE, QUERY_PARTITION)

@@ -29,6 +29,7 @@ PATCHES = (
     moto_patches.DYNAMODB_EXPRESSIONS,
     moto_patches.ITEM_SIZE,
     moto_patches.PARTIQL_INSERT,
+    moto_patches.BATCH_WRITE_UNITS,
 )
 
 

@@ -75,6 +75,7 @@ REPLACES: dict[str, dict[str, str]] = {
         "moto.dynamodb.models.table:Table.all_items": "2091a7dc1699504c",
     },
     "partiql-insert": {f"{_DYNAMO}.batch_execute_statement": "0a66ed1efd93ad41"},
+    "batch-write-units": {f"{_DYNAMO}.batch_write_item": "39626abe4b473902"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -98,6 +99,10 @@ RELIES_ON: dict[str, dict[str, str]] = {
         "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
         "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
+    },
+    "batch-write-units": {
+        "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
+        "moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395",
     },
 }
 
@@ -437,3 +442,41 @@ def test_only_inserts_of_parameters_are_the_patch_s() -> None:
         'UPDATE "t" SET a = ? WHERE pk = ?',
     ):
         assert moto_patches.parse_insert(other) is None, other
+
+
+def test_a_batch_write_reports_the_units_of_each_item_written_or_deleted() -> None:
+    """batch-write-units (developer guide, "DynamoDB read and write capacity"): with
+    ReturnConsumedCapacity, a put costs the larger of its item and the one it replaces, a delete
+    the item it deletes, 1 KB units, at least 1 (nothing stored). moto alone reports 1 a request."""
+    from moto import mock_aws
+
+    def key(n: int) -> dict[str, Any]:
+        return {"pk": {"S": f"k{n}"}, "sk": {"S": "s"}}
+
+    big = {**key(1), "x": {"S": "y" * 3000}}  # 3 units
+    requests = [
+        {"DeleteRequest": {"Key": key(1)}},  # the stored 3 KB item: 3
+        {"DeleteRequest": {"Key": key(2)}},  # nothing stored: 1
+        {"PutRequest": {"Item": {**key(3), "x": {"S": "y" * 1500}}}},  # replaces a 3 KB item: 3
+        {"PutRequest": {"Item": {**key(4), "x": {"S": "y" * 1500}}}},  # new, 1.5 KB: 2
+    ]
+
+    def consumed() -> Any:
+        db = _insert_table()
+        for n in (1, 3):
+            db.put_item(TableName="t", Item={**big, **key(n)})
+        answer = db.batch_write_item(RequestItems={"t": requests}, ReturnConsumedCapacity="TOTAL")
+        plain = db.batch_write_item(RequestItems={"t": [{"DeleteRequest": {"Key": key(9)}}]})
+        return answer["ConsumedCapacity"], "ConsumedCapacity" in plain, len(db.scan(TableName="t")["Items"])
+
+    with mock_aws():
+        own = consumed()
+    with mock_aws():
+        moto_patches.BATCH_WRITE_UNITS.install()
+        try:
+            patched = consumed()
+        finally:
+            moto_patches.BATCH_WRITE_UNITS.uninstall()
+    assert own[0] == [{"TableName": "t", "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}]
+    assert patched[0] == [{"TableName": "t", "CapacityUnits": 9.0, "Table": {"CapacityUnits": 9.0}}]
+    assert patched[1:] == own[1:]  # not asked: moto's own answer; the same items written
