@@ -4,7 +4,8 @@ optionally, enforces a write-unit budget the way DynamoDB does.
 Only for the benchmark. Every request waits `latency` seconds before it is forwarded (the round
 trip to a remote endpoint). With a limit, a token bucket of `limit` write units per second
 (burst: a quarter of a second's worth) admits items: a BatchWriteItem whose items exceed the
-tokens left gets the excess back as UnprocessedItems, and one that finds no token at all, or a
+tokens left gets the excess back as UnprocessedItems (a BatchExecuteStatement, the excess
+statements answered ProvisionedThroughputExceeded each), and one that finds no token at all, or a
 PutItem, UpdateItem or DeleteItem without one, is refused with
 ProvisionedThroughputExceededException — which is what DynamoDB answers when a table or
 partition is over its capacity. One item costs one write unit
@@ -114,6 +115,7 @@ class Proxy:
             target = request.headers.get("X-Amz-Target", "")
             bucket = self.bucket
             unprocessed: list[Any] = []
+            throttled_statements = 0
             table = ""
             if bucket is not None and target.endswith(".BatchWriteItem"):
                 document = json.loads(body)
@@ -126,6 +128,18 @@ class Proxy:
                     unprocessed = writes[granted:]
                     document["RequestItems"][table] = writes[:granted]
                     body = json.dumps(document).encode()
+            elif bucket is not None and target.endswith(".BatchExecuteStatement"):
+                # Each INSERT answers for itself: those past the tokens left are throttled alone.
+                document = json.loads(body)
+                statements = document["Statements"]
+                granted = bucket.take(len(statements))
+                if granted == 0:
+                    self._reply(request, 400, THROTTLED)
+                    return
+                throttled_statements = len(statements) - granted
+                if throttled_statements:
+                    document["Statements"] = statements[:granted]
+                    body = json.dumps(document).encode()
             elif bucket is not None and target.endswith(SINGLE_ITEM_WRITES) and bucket.take(1) == 0:
                 self._reply(request, 400, THROTTLED)
                 return
@@ -137,6 +151,11 @@ class Proxy:
             if unprocessed and status == 200:
                 reply = json.loads(answer)
                 reply.setdefault("UnprocessedItems", {}).setdefault(table, []).extend(unprocessed)
+                answer = json.dumps(reply).encode()
+            if throttled_statements and status == 200:
+                reply = json.loads(answer)
+                error = {"Code": "ProvisionedThroughputExceeded", "Message": "throttled by the bench proxy"}
+                reply["Responses"] += [{"Error": error}] * throttled_statements
                 answer = json.dumps(reply).encode()
             self._reply(request, status, answer)
 

@@ -104,11 +104,13 @@ def _mode_spec(mode: str) -> dict[str, Any]:
 
 def _worker(args: dict[str, Any], client: Any, item_client: Any = None) -> int:
     """The Worker's loop over the file with the writer its handler picks for the spec's write mode:
-    BatchWriter (put) or ItemWriter (another mode, single-item calls to `item_client`)."""
+    BatchWriter (put), KeyedBatchWriter (delete, putIfAbsent: batches to `client`) or ItemWriter
+    (another mode, single-item calls to `item_client`)."""
     from adapters.dynamodb import BatchWriter, ItemWriter
+    from adapters.keyed_batches import KeyedBatchWriter
     from logic.records import iter_shard_lines
     from logic.spec import parse_spec
-    from logic.writemodes import write_plan
+    from logic.writemodes import BATCHED, write_plan
     from shards.records import process
     from shards.rejects import RejectSink
 
@@ -135,9 +137,11 @@ def _worker(args: dict[str, Any], client: Any, item_client: Any = None) -> int:
             lines = itertools.islice(lines, int(end))
         plan = write_plan(spec.dynamodb)
         in_flight = int(args["concurrency"])
-        writer: BatchWriter | ItemWriter = (
+        writer: BatchWriter | ItemWriter | KeyedBatchWriter = (
             BatchWriter(client, args["table"], in_flight=in_flight)
             if plan is None
+            else KeyedBatchWriter(client, item_client, args["table"], plan, in_flight=in_flight)
+            if plan.mode in BATCHED
             else ItemWriter(item_client, args["table"], plan, in_flight=in_flight)
         )
         rejects = RejectSink(path, out=io.BytesIO())  # none expected: the file is clean

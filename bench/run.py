@@ -169,7 +169,7 @@ def main() -> int:
         size = csv_path.stat().st_size
         port = bench.moto_url.rsplit(":", 1)[1]
         moto = subprocess.Popen(
-            [PYTHON, "-m", "moto.server", "-p", port],
+            [PYTHON, str(ROOT / "bench" / "moto_server.py"), "-p", port],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"},

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from logic.mapping import MAX_ITEM_BYTES
 from logic.spec_model import WRITE_MODES, Common
-from logic.writemodes import PUT, items_per_request
+from logic.writemodes import BATCHED, DELETE, PUT, PUT_IF_ABSENT, items_per_request
 
 # The defaults of what is estimated: the input's (maxConcurrency, shardSizeMiB), read from its
 # models; the environment's (worker_memory_mib, lambda_architecture) from stacks/config.py, which
@@ -62,13 +62,15 @@ def worker_rate(
     loop_items_per_second: float | None = None,
 ) -> float:
     """Items/s one worker writes in `write_mode`: at most `in_flight` requests per round trip,
-    each carrying `items_per_request(write_mode)` items (25 for put, 1 for single-item writes),
-    and no more than its loop's rate (default: the one make bench measured for batches, or for
-    single items). At 16 in flight and 20 ms, round trips allow 20,000 items/s in batches and
-    800 in single items: both loops are bound by their own CPU before that."""
+    each carrying `items_per_request(write_mode)` items (25 for put, delete and putIfAbsent, 1 for
+    single-item writes), and no more than its loop's rate (default: the one make bench measured
+    for batches, or for single items). At 16 in flight and 20 ms, round trips allow 20,000 items/s
+    in batches and 800 in single items: both loops are bound by their own CPU before that."""
     if loop_items_per_second is None:
         loop_items_per_second = (
-            BENCH_WORKER_ITEMS_PER_SECOND if write_mode == PUT else BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
+            BENCH_WORKER_ITEMS_PER_SECOND
+            if write_mode in BATCHED
+            else BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
         )
     per_round_trip = in_flight * items_per_request(write_mode)
     return min(loop_items_per_second, per_round_trip / (round_trip_ms / 1000))
@@ -203,7 +205,11 @@ def _writes(write_mode: str) -> str:
     per_request = items_per_request(write_mode)
     if write_mode == PUT:
         return f"BatchWriteItem, {per_request} items per request"
-    return "PutItem/UpdateItem/DeleteItem, 1 item per request"
+    if write_mode == DELETE:
+        return f"BatchWriteItem of DeleteRequests, {per_request} items per request"
+    if write_mode == PUT_IF_ABSENT:
+        return f"BatchExecuteStatement of PartiQL INSERTs, {per_request} items per request"
+    return "PutItem/UpdateItem, 1 item per request"
 
 
 def render(e: Estimate) -> str:
@@ -238,7 +244,12 @@ def render(e: Estimate) -> str:
         f"`make bench` at {BENCH_ROUND_TRIP_MS:g} ms round trip), us-east-1 list prices, and a table "
         "whose partitions take 1,000 write units/s each.",
     ]
-    if e.write_mode != PUT:
+    if e.write_mode == DELETE:
+        notes.append(
+            "writeMode delete: a delete consumes the write units of the item it deletes (1 when none "
+            "is stored), so give --item-bytes as the stored items' size."
+        )
+    if e.write_mode not in BATCHED:
         notes.append(
             f"writeMode {e.write_mode} writes one item per request: the same write units as put, "
             f"{items_per_request(PUT)}x the requests, and more worker time: a worker writes "

@@ -350,16 +350,18 @@ class LoaderFunctions:
         # Rejects and graph files stream as multipart uploads (PutObject), aborted on an error.
         allow(function, ["s3:PutObject", "s3:AbortMultipartUpload"], [arns.staging_jobs])
         # The write mode is chosen per execution (the input's dynamodb.writeMode), so the Worker holds
-        # what every mode calls: BatchWriteItem (put), PutItem (putIfAbsent, newerWins), UpdateItem
-        # (update), DeleteItem (delete) — no reads, no other table. A numeric ADD's
-        # TransactWriteItems needs its parts' actions: UpdateItem here, PutItem on the ledger
-        # (its marker; already granted below for the shard counts, so no narrower statement helps).
+        # what every mode calls: BatchWriteItem (put; delete's DeleteRequests), PartiQLInsert
+        # (putIfAbsent's INSERTs in BatchExecuteStatement: DynamoDB developer guide, "IAM security
+        # policies with PartiQL"), PutItem (newerWins; a putIfAbsent record whose answer was lost),
+        # UpdateItem (update) — no reads, no other table. A numeric ADD's TransactWriteItems needs
+        # its parts' actions: UpdateItem here, PutItem on the ledger (its marker; already granted
+        # below for the shard counts, so no narrower statement helps).
         self._data.table.grant(
             function,
             "dynamodb:BatchWriteItem",
+            "dynamodb:PartiQLInsert",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
-            "dynamodb:DeleteItem",
         )
         # Query: the CSV start-state walk-back; UpdateItem and BatchGetItem: the write budget's
         # heartbeat counters (runtime/adapters/budget.py).

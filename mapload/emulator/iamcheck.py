@@ -114,6 +114,7 @@ DYNAMODB_ITEM_ACTIONS = frozenset(
     for op in (
         *("GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"),
         *("BatchGetItem", "BatchWriteItem", "Query", "Scan"),
+        "PartiQLInsert",
     )
 )
 DYNAMODB_TRANSACT = {
@@ -472,7 +473,23 @@ def _resources(
     return []
 
 
+# A PartiQL INSERT needs dynamodb:PartiQLInsert on its table (DynamoDB developer guide, "IAM
+# security policies with PartiQL for DynamoDB": BatchExecuteStatement has no action of its own).
+# mapload sends INSERTs only (putIfAbsent); another statement maps to nothing: reported unmapped.
+_PARTIQL_INSERT = re.compile(r'\s*INSERT\s+INTO\s+"?([\w.-]+)"?', re.I)
+
+
+def _partiql(statement: str, table_arn: str) -> list[tuple[str, str]]:
+    found = _PARTIQL_INSERT.match(statement)
+    return [("dynamodb:PartiQLInsert", table_arn + found.group(1))] if found else []
+
+
 def _dynamodb(operation: str, body: Mapping[str, Any], table_arn: str) -> list[tuple[str, str]]:
+    if operation in ("BatchExecuteStatement", "ExecuteStatement"):
+        statements = body.get("Statements") or [body]
+        return sorted(
+            {found for s in statements for found in _partiql(str(s.get("Statement", "")), table_arn)}
+        )
     if operation in ("BatchWriteItem", "BatchGetItem"):
         return [(f"dynamodb:{operation}", table_arn + name) for name in body.get("RequestItems", {})]
     if operation in ("TransactWriteItems", "TransactGetItems"):

@@ -71,6 +71,15 @@ class KeyMeter:
                 for detail in part.values():
                     table = str(detail.get("TableName", ""))
                     yield table, self._pk(table, detail.get("Item") or detail.get("Key") or {})
+        elif operation == "BatchExecuteStatement":  # putIfAbsent's INSERTs (moto_patches.parse_insert)
+            from mapload.emulator.moto_patches import parse_insert
+
+            for statement in body.get("Statements", []):
+                parsed = parse_insert(str(statement.get("Statement", "")))
+                if parsed is not None:
+                    table, inserted = parsed
+                    item = dict(zip(inserted, statement.get("Parameters") or [], strict=False))
+                    yield table, self._pk(table, item)
         elif operation == "Query":
             table = str(body.get("TableName", ""))
             names = body.get("ExpressionAttributeNames") or {}

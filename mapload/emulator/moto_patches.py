@@ -25,6 +25,11 @@ entry and uninstalls it on exit.
   overflowing Python's recursion limit on an expression AWS accepts.
 - ITEM_SIZE: DynamoDB's 400 KB item limit as AWS counts an item's size (moto's own measure
   ignores a list's and map's overhead and stops at 405,000 bytes).
+- PARTIQL_INSERT: BatchExecuteStatement of the INSERTs putIfAbsent sends, with AWS's per-statement
+  answers (moto's PartiQL copies every item of every table for each statement, and cannot read
+  an INSERT's `?` parameters).
+- BATCH_WRITE_UNITS: the write units a BatchWriteItem consumed, when asked (ReturnConsumedCapacity),
+  as AWS counts them (moto reports one per request, whatever it wrote or deleted).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import re
 import sys
 import threading
 import weakref
@@ -443,6 +449,180 @@ def _set_within_item_size(self: Any, key: str, value: Any) -> None:
     dict.__setitem__(self, key, value)
 
 
+# `INSERT INTO "table" VALUE {'name': ?, ...}`: the one statement shape mapload sends
+# (logic/writemodes.py insert_statement); anything else is moto's.
+_INSERT = re.compile(r'\s*INSERT\s+INTO\s+"([^"]+)"\s+VALUE\s+\{(.*)\}\s*', re.S | re.I)
+_INSERT_PAIR = re.compile(r"\s*'((?:[^']|'')*)'\s*:\s*\?\s*(?:,|\Z)")
+# BatchExecuteStatement's request constraints (API reference): 1 to 25 statements, each 1 to
+# 8,192 characters.
+BATCH_STATEMENTS: Final = 25
+STATEMENT_CHARS: Final = 8192
+
+
+def parse_insert(statement: str) -> tuple[str, list[str]] | None:
+    """The table and attribute names of an INSERT whose every value is a parameter; None for any
+    other statement."""
+    found = _INSERT.fullmatch(statement)
+    if found is None or found.group(2).rstrip().endswith(","):
+        return None
+    names: list[str] = []
+    body, at = found.group(2), 0
+    while at < len(body):
+        pair = _INSERT_PAIR.match(body, at)
+        if pair is None:
+            return None
+        names.append(pair.group(1).replace("''", "'"))
+        at = pair.end()
+    return (found.group(1), names) if names else None
+
+
+def _statement_error(code: str, message: str) -> dict[str, Any]:
+    return {"Error": {"Code": code, "Message": message}}
+
+
+def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
+    """One INSERT's BatchStatementResponse, as AWS documents it: the item stored, or DuplicateItem
+    (an item with its key is stored: left untouched), ResourceNotFound, or ValidationError (a
+    parameter count that does not match, a name twice, a key attribute missing or of the wrong
+    type, an item past 400 KB)."""
+    from moto.dynamodb.exceptions import (
+        ItemSizeTooLarge,
+        MockValidationException,
+        ResourceNotFoundException,
+    )
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    parsed = parse_insert(str(statement.get("Statement", "")))
+    assert parsed is not None
+    table_name, names = parsed
+    values = statement.get("Parameters") or []
+    if len(values) != len(names):
+        return _statement_error(
+            "ValidationError", f"Number of parameters in request and statement don't match: {len(values)}"
+        )
+    if len(set(names)) != len(names):
+        return _statement_error("ValidationError", "Duplicate attribute names in the item")
+    item = dict(zip(names, values, strict=True))
+    try:
+        table = backend.get_table(table_name)
+    except ResourceNotFoundException:
+        return _statement_error("ResourceNotFound", "Requested resource not found")
+    for attribute in filter(None, (table.hash_key_attr, table.range_key_attr)):
+        typed = item.get(attribute)
+        expected = table.hash_key_type if attribute == table.hash_key_attr else table.range_key_type
+        if not isinstance(typed, dict) or list(typed) != [expected] or typed[expected] in ("", None):
+            return _statement_error(
+                "ValidationError",
+                f"One or more parameter values were invalid: Missing or invalid key {attribute} in the item",
+            )
+    key = [DynamoType(item[a]) for a in filter(None, (table.hash_key_attr, table.range_key_attr))]
+    try:
+        with _WRITE_LOCK:  # the lookup and the put as one (PutItem, UpdateItem take it too)
+            if table.get_item(*key) is not None:
+                return _statement_error("DuplicateItem", "Duplicate primary key exists in table")
+            backend.put_item(table_name, item)
+    except ItemSizeTooLarge:
+        return _statement_error("ValidationError", "Item size has exceeded the maximum allowed size")
+    except MockValidationException as error:
+        return _statement_error("ValidationError", str(getattr(error, "message", error)))
+    return {"TableName": table_name}
+
+
+class PartiqlInsert(Patch):
+    """moto's BatchExecuteStatement runs each statement through its PartiQL engine, which copies
+    every item of every table first and cannot read an INSERT's `?` parameters. A request whose
+    statements are all INSERTs of parameters (putIfAbsent's, logic/writemodes.py) is answered here
+    with AWS's documented semantics: at most 25 statements of at most 8,192 characters, else a
+    ValidationException for the request; then each statement answers for itself (`_insert`).
+    Any other request is moto's."""
+
+    def __init__(self) -> None:
+        super().__init__("partiql-insert", ("moto.dynamodb.responses:DynamoHandler.batch_execute_statement",))
+        patch = self
+
+        def batch_execute_statement(handler: Any) -> Any:  # a method of DynamoHandler
+            return patch._batch(handler)
+
+        self._replacements = (batch_execute_statement,)
+
+    def _batch(self, handler: Any) -> Any:
+        from moto.dynamodb.exceptions import MockValidationException
+        from moto.dynamodb.responses import DynamoResult
+
+        statements = handler.body.get("Statements") or []
+        if not statements or not all(parse_insert(str(s.get("Statement", ""))) for s in statements):
+            return self.original()(handler)
+        if len(statements) > BATCH_STATEMENTS:
+            raise MockValidationException(
+                "1 validation error detected: Value at 'statements' failed to satisfy constraint: "
+                f"Member must have length less than or equal to {BATCH_STATEMENTS}"
+            )
+        if any(len(str(s["Statement"])) > STATEMENT_CHARS for s in statements):
+            raise MockValidationException(
+                "1 validation error detected: Value at 'statements.member.statement' failed to satisfy "
+                f"constraint: Member must have length less than or equal to {STATEMENT_CHARS}"
+            )
+        backend = handler.dynamodb_backend
+        return DynamoResult({"Responses": [_insert(backend, statement) for statement in statements]})
+
+
+def _units(attributes: Mapping[str, Any]) -> int:
+    """Write units of an item (moto's DynamoType values): 1 per started KB of its size, at least 1."""
+    size = sum(len(name.encode()) + value_bytes(t.type, t.value) for name, t in attributes.items())
+    return max(1, -(-size // 1024))
+
+
+class BatchWriteUnits(Patch):
+    """moto answers a BatchWriteItem's ReturnConsumedCapacity with 1 unit per table whatever the
+    request wrote. AWS (developer guide, "DynamoDB read and write capacity": BatchWriteItem counts
+    each PutItem or DeleteItem in it as on its own) charges a put the larger of the new and the
+    replaced item, and a delete the item it deletes (1 KB units, at least 1 when none is stored):
+    the units are counted from the stored items before moto writes, and put in the answer. A
+    request that does not ask, or that moto refuses (a missing table, a key missing), is moto's."""
+
+    def __init__(self) -> None:
+        super().__init__("batch-write-units", ("moto.dynamodb.responses:DynamoHandler.batch_write_item",))
+        patch = self
+
+        def batch_write_item(handler: Any) -> Any:  # a method of DynamoHandler
+            return patch._batch(handler)
+
+        self._replacements = (batch_write_item,)
+
+    def _batch(self, handler: Any) -> Any:
+        if handler.body.get("ReturnConsumedCapacity") not in ("TOTAL", "INDEXES"):
+            return self.original()(handler)
+        try:
+            units = self._consumed(handler.dynamodb_backend, handler.body.get("RequestItems") or {})
+        except Exception:  # moto's own answer says what is wrong with the request
+            return self.original()(handler)
+        answer = self.original()(handler)
+        answer.result["ConsumedCapacity"] = [
+            {"TableName": name, "CapacityUnits": float(n), "Table": {"CapacityUnits": float(n)}}
+            for name, n in units.items()
+        ]
+        return answer
+
+    @staticmethod
+    def _consumed(backend: Any, request_items: Mapping[str, Any]) -> dict[str, int]:
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        units: dict[str, int] = {}
+        for name, requests in request_items.items():
+            table = backend.get_table(name)
+            key_names = [a for a in (table.hash_key_attr, table.range_key_attr) if a]
+            total = 0
+            for request in requests:
+                put = (request.get("PutRequest") or {}).get("Item")
+                key = put if put is not None else request["DeleteRequest"]["Key"]
+                stored = table.get_item(*(DynamoType(key[a]) for a in key_names))
+                old = _units(stored.attrs) if stored is not None else 1
+                new = _units({n: DynamoType(v) for n, v in put.items()}) if put is not None else 1
+                total += max(old, new) if put is not None else old
+            units[name] = total
+        return units
+
+
 # -- the patches -----------------------------------------------------------------------------
 
 LAMBDA_INVOKE: Final = LambdaInvoke()
@@ -537,6 +717,8 @@ class QueryPartition(Patch):
 
 
 QUERY_PARTITION: Final = QueryPartition()
+PARTIQL_INSERT: Final = PartiqlInsert()
+BATCH_WRITE_UNITS: Final = BatchWriteUnits()
 
 
 # What AWS enforces and moto does not (installed together, limits.py's numbers).
@@ -548,6 +730,8 @@ LIMITS: Final = (
     RESULT_WRITER_FILES,
     DYNAMODB_EXPRESSIONS,
     ITEM_SIZE,
+    PARTIQL_INSERT,
+    BATCH_WRITE_UNITS,
 )
 # moto's hot paths, cheap for thousands of Map children.
 SPEED: Final = (BACKEND_LOOKUP, CLIENT_REUSE, QUERY_PARTITION)

@@ -24,7 +24,13 @@ DEFAULT_PORT = 5005
 ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
 # The DynamoDB/S3-side patches the embedded run installs (its `__enter__`): the others act on
 # Step Functions and Lambda, which the server does not serve.
-PATCHES = (moto_patches.TRANSACTIONS, moto_patches.DYNAMODB_EXPRESSIONS, moto_patches.ITEM_SIZE)
+PATCHES = (
+    moto_patches.TRANSACTIONS,
+    moto_patches.DYNAMODB_EXPRESSIONS,
+    moto_patches.ITEM_SIZE,
+    moto_patches.PARTIQL_INSERT,
+    moto_patches.BATCH_WRITE_UNITS,
+)
 
 
 @contextmanager

@@ -1,5 +1,6 @@
-"""BatchWriteItem on the worker's hot path: the session's credentials, botocore's SigV4 signer and
-an HTTP session configured as the client's, the request body encoded once by the C JSON encoder.
+"""BatchWriteItem (and BatchExecuteStatement: putIfAbsent's INSERTs) on the worker's hot path: the
+session's credentials, botocore's SigV4 signer and an HTTP session configured as the client's,
+the request body encoded once by the C JSON encoder.
 
 A botocore client spends most of a worker's CPU per item on its generic call pipeline - some
 twenty events, model-driven serialization of every attribute value, a user-agent string,
@@ -29,6 +30,7 @@ from botocore.utils import get_environ_proxies
 
 OPERATION = "BatchWriteItem"
 TARGET = f"DynamoDB_20120810.{OPERATION}"
+STATEMENTS = "BatchExecuteStatement"
 CONTENT_TYPE = "application/x-amz-json-1.0"
 
 
@@ -39,8 +41,13 @@ def _binary(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not a DynamoDB attribute value")
 
 
-def encode(request_items: dict[str, Any]) -> bytes:
-    return json.dumps({"RequestItems": request_items}, separators=(",", ":"), default=_binary).encode()
+def encode(request_items: dict[str, Any], **fields: Any) -> bytes:
+    """A BatchWriteItem body (`fields`: ReturnConsumedCapacity and the like, as given)."""
+    return body({"RequestItems": request_items, **fields})
+
+
+def body(request: dict[str, Any]) -> bytes:
+    return json.dumps(request, separators=(",", ":"), default=_binary).encode()
 
 
 class BatchWriteClient:
@@ -65,12 +72,19 @@ class BatchWriteClient:
         self._credentials = credentials
         self._session = http_session(meta.config, meta.endpoint_url, verify)
 
-    def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+    def batch_write_item(self, RequestItems: dict[str, Any], **fields: Any) -> dict[str, Any]:
+        return self._send(OPERATION, encode(RequestItems, **fields))
+
+    def batch_execute_statement(self, Statements: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+        """PartiQL statements (putIfAbsent's INSERTs: logic/writemodes.py insert_statement)."""
+        return self._send(STATEMENTS, body({"Statements": Statements, **fields}))
+
+    def _send(self, operation: str, data: bytes) -> dict[str, Any]:
         request = AWSRequest(
             method="POST",
             url=self._url,
-            data=encode(RequestItems),
-            headers={"Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET},
+            data=data,
+            headers={"Content-Type": CONTENT_TYPE, "X-Amz-Target": f"DynamoDB_20120810.{operation}"},
         )
         SigV4Auth(self._credentials.get_frozen_credentials(), self._signing_name, self._region).add_auth(
             request
@@ -80,7 +94,7 @@ class BatchWriteClient:
         # in-process mock does), as they would for the client's own requests.
         answered = [
             response
-            for _handler, response in self._events.emit(f"before-send.dynamodb.{OPERATION}", request=prepared)
+            for _handler, response in self._events.emit(f"before-send.dynamodb.{operation}", request=prepared)
             if response is not None
         ]
         response = answered[0] if answered else self._session.send(prepared)
@@ -94,7 +108,7 @@ class BatchWriteClient:
         status = int(response.status_code)
         if status < 300:
             return parsed
-        raise ClientError(_error(parsed, status, response.headers), OPERATION)
+        raise ClientError(_error(parsed, status, response.headers), operation)
 
 
 def http_session(config: Any, endpoint_url: str, verify: bool | str) -> URLLib3Session:

@@ -28,7 +28,7 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
         clients.batch_writes(pool),
-        clients.dynamodb(pool),  # PutItem/UpdateItem/DeleteItem: the botocore client batch_writes wraps
+        clients.dynamodb(pool),  # PutItem/UpdateItem: the botocore client batch_writes wraps
     )
 
 

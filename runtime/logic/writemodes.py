@@ -109,12 +109,40 @@ def write_plan(target: DynamoDbTarget) -> WritePlan | None:
     )
 
 
+# Modes written in batches of BATCH_ITEMS: put and delete (BatchWriteItem), putIfAbsent (PartiQL
+# INSERTs in BatchExecuteStatement: insert_statement). newerWins and update have no batch form.
+BATCHED: Final = frozenset({PUT, DELETE, PUT_IF_ABSENT})
+
+
 def items_per_request(mode: str) -> int:
-    """Items one write request carries in `mode`: a batch for put, one item for the others (the
-    same write units either way; mapload estimate and make bench model a worker's rate by it)."""
+    """Items one write request carries in `mode`: a batch for put, delete and putIfAbsent, one
+    item for the others (the same write units either way; mapload estimate and make bench model a
+    worker's rate by it)."""
     if mode not in MODES:
         raise ValueError(f"unknown write mode {mode!r}")
-    return BATCH_ITEMS if mode == PUT else 1
+    return BATCH_ITEMS if mode in BATCHED else 1
+
+
+# PartiQL for DynamoDB (developer guide, "PartiQL insert statements", "Running batch operations
+# with PartiQL", API reference BatchExecuteStatement / BatchStatementRequest / BatchStatementError),
+# what putIfAbsent relies on: `INSERT INTO table VALUE item` inserts one item, and answers
+# DuplicateItem (in a batch: that statement's Error.Code) when an item with its primary key is
+# stored, leaving it untouched; attribute names are case-sensitive, in single quotes; values may
+# be `?` parameters, given typed (AttributeValue) in the statement's Parameters, in order, so no
+# value is quoted or inlined; a batch holds at most 25 statements, all writes or all reads, and
+# each statement answers for itself (a 200 does not mean every statement succeeded); a statement
+# is at most 8,192 characters.
+MAX_STATEMENT_CHARS: Final = 8192
+
+
+def insert_statement(table: str, item: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """A BatchStatementRequest that inserts `item` (low-level form) into `table` unless an item
+    with its key is stored. Names are quoted ('' for a quote inside one), values are parameters."""
+    names = ", ".join("'" + name.replace("'", "''") + "': ?" for name in item)
+    return {
+        "Statement": f'INSERT INTO "{table}" VALUE {{{names}}}',
+        "Parameters": list(item.values()),
+    }
 
 
 MARKER_UNITS: Final = 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from adapters.dynamodb import BatchWriter, ItemWriter
 from adapters.property_graph import PropertyGraphStager
 from adapters.rdf import GraphStager, line_parser, to_quad
 from logic import opencypher
@@ -20,7 +19,7 @@ from logic.spec import RDF_FORMATS, JobSpec
 from logic.values import Fields, ParquetRow, Reject
 from shards.rejects import RejectSink
 from shards.staging import Stager
-from shards.writing import Sender
+from shards.writing import Sender, Writer
 
 
 class _Tally:
@@ -119,7 +118,7 @@ def process(
     lines: Iterable[Line] | ShardRecords,
     spec: JobSpec,
     header: list[str] | None,
-    writer: BatchWriter | ItemWriter | None,
+    writer: Writer | None,
     rejects: RejectSink,
     graph: Stager | None = None,
     *,
@@ -144,7 +143,7 @@ def _process_records(
     lines: Iterable[Line | CutRecord],
     spec: JobSpec,
     header: list[str] | None,
-    writer: BatchWriter | ItemWriter | None,
+    writer: Writer | None,
     rejects: RejectSink,
     graph: Stager | None,
     source: str,

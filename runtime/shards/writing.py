@@ -8,22 +8,26 @@ from typing import Any
 
 from adapters.budget import HeartbeatBoard, SharedBudget
 from adapters.dynamodb import BatchWriter, ItemWriter
+from adapters.keyed_batches import KeyedBatchWriter
 from adapters.ledger import Ledger, Markers
 from logic.batching import BATCH_ITEMS, Batcher
 from logic.ratecontrol import write_units
 from logic.report import SKIPPED_SAMPLE_SIZE
 from logic.spec import JobSpec
 from logic.values import Item
-from logic.writemodes import write_plan
+from logic.writemodes import BATCHED, write_plan
 from shards.settings import ShardSettings
+
+Writer = BatchWriter | ItemWriter | KeyedBatchWriter
 
 
 class Sender:
     """Hands mapped items to the writer: `put` in batches of 25 (the Batcher keeps the later of two
     records with one key and counts the other in `duplicates`), any other write mode one item at a
-    time in file order (no dedupe: each record's condition or update must see the ones before)."""
+    time in file order (no dedupe: each record's condition or update must see the ones before;
+    delete and putIfAbsent are batched by their writer, keys in file order)."""
 
-    def __init__(self, writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> None:
+    def __init__(self, writer: Writer | None, spec: JobSpec) -> None:
         assert spec.dynamodb is not None
         self._writer = writer
         self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.write_mode == "put" else None
@@ -33,6 +37,8 @@ class Sender:
         if self._batcher is None:
             if isinstance(self._writer, ItemWriter):
                 self._writer.submit(item.key, item.attributes, self._writer.units(item.size), offset)
+            elif isinstance(self._writer, KeyedBatchWriter):
+                self._writer.submit(item.key, item.attributes, self._writer.units(item.size))
             return
         self._send(self._batcher.add(item))
 
@@ -48,16 +54,24 @@ class Sender:
             self._writer.submit([i.attributes for i in batch], write_units(i.size for i in batch))
 
 
-def writer(
-    db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, markers: Markers
-) -> BatchWriter | ItemWriter | None:
-    """BatchWriter for `put`, ItemWriter with the spec's plan for another write mode (and the
-    shard's markers, for a numeric ADD); None in a dry run or without a DynamoDB target."""
+def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, markers: Markers) -> Writer | None:
+    """BatchWriter for `put`, KeyedBatchWriter for delete and putIfAbsent (batches through `db`),
+    ItemWriter with the spec's plan for another write mode (and the shard's markers, for a numeric
+    ADD); None in a dry run or without a DynamoDB target."""
     if spec.dry_run or spec.dynamodb is None:
         return None
     plan = write_plan(spec.dynamodb)
     if plan is None:
         return BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
+    if plan.mode in BATCHED:
+        return KeyedBatchWriter(
+            db,
+            item_db,
+            settings.table_name,
+            plan,
+            in_flight=settings.write_concurrency,
+            sample=SKIPPED_SAMPLE_SIZE,
+        )
     return ItemWriter(
         item_db,
         settings.table_name,
@@ -68,9 +82,9 @@ def writer(
     )
 
 
-def skipped_keys(writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> list[dict[str, str]]:
+def skipped_keys(writer: Writer | None, spec: JobSpec) -> list[dict[str, str]]:
     """The sample of skipped keys as JSON: {key attribute: value} (numbers as text, binary as base64)."""
-    if not isinstance(writer, ItemWriter) or spec.dynamodb is None:
+    if not isinstance(writer, ItemWriter | KeyedBatchWriter) or spec.dynamodb is None:
         return []
     names = list(spec.dynamodb.key)
 
@@ -81,7 +95,7 @@ def skipped_keys(writer: BatchWriter | ItemWriter | None, spec: JobSpec) -> list
 
 
 def budget(
-    writer: BatchWriter | ItemWriter | None,
+    writer: Writer | None,
     spec: JobSpec,
     ledger: Ledger,
     settings: ShardSettings,

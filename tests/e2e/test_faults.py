@@ -213,3 +213,47 @@ def test_an_unprocessed_fault_counts_only_when_it_hands_items_back(moto_server: 
 
         assert put("a").get("UnprocessedItems") in (None, {}) and fault.injected == 0
         assert len(put("b", "c")["UnprocessedItems"]["unprocessed"]) == 1 and fault.injected == 1
+
+
+# putIfAbsent's INSERT batches and delete's DeleteRequests refused, throttled or dropped on the way.
+BATCHED_MODE_FAULTS = [
+    Fault("throttle", every=5, service="dynamodb", operation="BatchExecuteStatement"),
+    Fault("server_error", every=7, service="dynamodb", operation="BatchExecuteStatement"),
+    Fault("drop", every=11, service="dynamodb", operation="BatchExecuteStatement"),
+    Fault("throttling", every=5, service="dynamodb", operation="BatchWriteItem"),
+    Fault("server_error", every=7, service="dynamodb", operation="BatchWriteItem"),
+    Fault("unprocessed", every=3, service="dynamodb"),
+]
+
+
+def test_putifabsent_and_delete_batches_under_injected_faults_end_as_in_a_clean_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str
+) -> None:
+    """Through `mapload serve` (its BatchExecuteStatement answers as AWS documents): putIfAbsent
+    writes every record, again skips or (a retried answer finding its own item) counts written
+    every record and changes nothing, and delete empties the table, whatever the faults."""
+    rows = 600
+    source = write_csv(tmp_path / "p.csv", rows)
+    expected = {f"POSTCODE#{code}": lat for code, lat, _ in postcodes(rows)}
+    spec = {**SPEC, "shardSizeMiB": 0.005, "dynamodb": {**SPEC["dynamodb"], "writeMode": "putIfAbsent"}}
+    deleting = {**spec, "dynamodb": {"key": SPEC["dynamodb"]["key"], "writeMode": "delete"}}
+    reports = []
+    with fault_proxy(served, BATCHED_MODE_FAULTS) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", proxy.url)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", served)
+        for n, job in enumerate((spec, spec, deleting)):
+            report = run_local(
+                source, {**job, "jobId": f"job-{n}"}, report_path=tmp_path / f"{n}.json", quiet=True
+            )
+            assert report["status"] == "SUCCEEDED", report["error"]
+            reports.append(report)
+            table = report["dynamodb"]["table"]
+            if n < 2:
+                assert _table_items(served, table) == expected
+    for fault in BATCHED_MODE_FAULTS:
+        assert fault.injected > 0, f"{fault.kind} on {fault.operation} never fired"
+    first, again, deleted = (r["records"] for r in reports)
+    assert first == {"read": rows, "written": rows, "skipped": 0, "rejected": 0, "duplicates": 0}
+    assert again["read"] == again["written"] + again["skipped"] == rows and again["skipped"] > 0
+    assert deleted == {"read": rows, "written": rows, "skipped": 0, "rejected": 0, "duplicates": 0}
+    assert _table_count(served, table) == 0

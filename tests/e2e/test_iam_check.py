@@ -69,6 +69,16 @@ ADDING: dict[str, Any] = {
         "attributes": {"visits": {"field": "id", "type": "N", "update": "add"}},
     },
 }
+# putIfAbsent: PartiQL INSERTs in BatchExecuteStatement, authorized by dynamodb:PartiQLInsert on
+# the table (BatchExecuteStatement has no action of its own).
+INSERTING: dict[str, Any] = {
+    "format": "csv",
+    "dynamodb": {
+        "key": {"pk": "PERSON#{id}", "sk": "NAME"},
+        "writeMode": "putIfAbsent",
+        "attributes": {"name": "{name}"},
+    },
+}
 # A property graph in two jobs: vertices, then edges to them. The second job's endpoints are not
 # its own vertices, so StartGraphLoad reads the shards' id files and asks the graph for them
 # (s3:GetObject on staging, neptune-db:ReadDataViaQuery) before it starts the load.
@@ -124,6 +134,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
         (quads, NQUADS, None),
         (compressed, COMPRESSED, {"mapload:data_key": "create"}),
         (people, ADDING, None),
+        (people, INSERTING, None),
         # With a customer managed data key: StartGraphLoad decrypts the id and edge files via S3.
         (people, VERTICES, {"mapload:data_key": "create"}),
         (people, EDGES, {"mapload:data_key": "create"}),
@@ -153,6 +164,7 @@ def test_every_function_and_the_state_machine_is_observed(observed: set[Call]) -
     # The Worker's BatchWriteItem goes through the wire sender (before-send only), the Neptune
     # loader API through urllib, the ItemReader and Lambda invokes through moto's interpreter.
     assert ("function worker", "dynamodb:BatchWriteItem") in actions
+    assert ("function worker", "dynamodb:PartiQLInsert") in actions  # putIfAbsent's INSERTs
     # The numeric ADD's transactions: their Update part on the table (no other run updates it).
     updated = {
         c.resource
@@ -324,3 +336,20 @@ def test_the_vertex_id_query_is_allowed_in_opencypher_only(observed: set[Call]) 
     ):
         other = Call(query.principal, query.action, query.resource, tuple(sorted(context.items())))
         assert not decide(query.principal.statements, other).allowed, context
+
+
+def test_putifabsent_s_insert_batch_needs_partiql_insert_on_its_table() -> None:
+    """BatchExecuteStatement has no IAM action of its own: each INSERT needs dynamodb:PartiQLInsert
+    on its table (DynamoDB developer guide, "IAM security policies with PartiQL for DynamoDB")."""
+    from mapload.emulator.iamcheck import _dynamodb
+
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/"
+    body = {
+        "Statements": [
+            {"Statement": """INSERT INTO "People" VALUE {'pk': ?}""", "Parameters": [{"S": "a"}]},
+            {"Statement": """insert into "People" value {'pk': ?}""", "Parameters": [{"S": "b"}]},
+        ]
+    }
+    assert _dynamodb("BatchExecuteStatement", body, arn) == [("dynamodb:PartiQLInsert", arn + "People")]
+    select = {"Statements": [{"Statement": "SELECT * FROM People WHERE pk = 'a'"}]}
+    assert _dynamodb("BatchExecuteStatement", select, arn) == []  # not mapped: reported, not guessed

@@ -95,5 +95,10 @@ def test_the_meter_reads_the_partition_key_of_every_kind_of_request() -> None:
         },
         "TransactWriteItems",
     )
-    assert meter.keys("t") == {"A": 8, "B": 1}
+    insert = {
+        "Statement": """INSERT INTO "t" VALUE {'sk': ?, 'pk': ?}""",
+        "Parameters": [key["sk"], key["pk"]],
+    }
+    meter.record({"Statements": [insert, insert]}, "BatchExecuteStatement")  # putIfAbsent
+    assert meter.keys("t") == {"A": 10, "B": 1}
     assert meter.busiest_second("t")[0] == "A"

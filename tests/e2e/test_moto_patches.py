@@ -74,6 +74,8 @@ REPLACES: dict[str, dict[str, str]] = {
         "moto.dynamodb.models.table:Table.query": "c08e16587862d4ca",
         "moto.dynamodb.models.table:Table.all_items": "2091a7dc1699504c",
     },
+    "partiql-insert": {f"{_DYNAMO}.batch_execute_statement": "0a66ed1efd93ad41"},
+    "batch-write-units": {f"{_DYNAMO}.batch_write_item": "39626abe4b473902"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -92,6 +94,16 @@ RELIES_ON: dict[str, dict[str, str]] = {
     },
     # How moto holds a value: a list's and map's elements as DynamoType, read by value_bytes.
     "item-size": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
+    # An INSERT's table found by get_table, its key looked up by Table.get_item, then put_item.
+    "partiql-insert": {
+        "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
+        "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
+        "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
+    },
+    "batch-write-units": {
+        "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
+        "moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395",
+    },
 }
 
 
@@ -342,3 +354,129 @@ def test_a_query_reads_only_its_partition_and_answers_as_moto_does() -> None:
     finally:
         moto_patches.QUERY_PARTITION.uninstall()
     assert patched == plain and len(plain[0]) == 7 and plain[2] == [] and len(plain[3]) == 30
+
+
+def _insert_table() -> Any:
+    import boto3
+
+    from mapload.tables import create_pk_sk_table
+
+    db = boto3.client("dynamodb", region_name="us-east-1")
+    create_pk_sk_table(db, "t")
+    return db
+
+
+def _insert(table: str, item: dict[str, Any]) -> dict[str, Any]:
+    names = ", ".join("'" + name.replace("'", "''") + "': ?" for name in item)
+    return {"Statement": f'INSERT INTO "{table}" VALUE {{{names}}}', "Parameters": list(item.values())}
+
+
+def test_moto_s_own_partiql_still_cannot_read_an_insert_s_parameters() -> None:
+    """partiql-insert: without it, putIfAbsent's batches fail in moto."""
+    from moto import mock_aws
+
+    with mock_aws():
+        db = _insert_table()
+        with pytest.raises(TypeError):
+            db.batch_execute_statement(Statements=[_insert("t", {"pk": {"S": "a"}, "sk": {"S": "s"}})])
+
+
+def test_an_insert_batch_answers_per_statement_as_aws_documents() -> None:
+    """partiql-insert (developer guide "PartiQL insert statements", API reference
+    BatchExecuteStatement, BatchStatementError): an item with the key stored answers DuplicateItem
+    and stays as it was; a missing table ResourceNotFound; a malformed statement (parameters that
+    do not match its names, a key attribute missing or of the wrong type, an item past 400 KB)
+    ValidationError; each statement alone, the others stored. Past 25 statements the request is
+    refused. Any other statement is moto's."""
+    from moto import mock_aws
+
+    item = {"pk": {"S": "a"}, "sk": {"S": "s"}, "it's": {"N": "1"}}
+    statements = [
+        _insert("t", item),
+        _insert("t", {**item, "it's": {"N": "2"}}),  # the same key: DuplicateItem
+        _insert("missing", item),
+        {**_insert("t", {"pk": {"S": "b"}, "sk": {"S": "s"}}), "Parameters": [{"S": "b"}]},
+        _insert("t", {"pk": {"N": "1"}, "sk": {"S": "s"}}),
+        _insert("t", {"sk": {"S": "s"}}),
+        _insert("t", {"pk": {"S": "big"}, "sk": {"S": "s"}, "x": {"S": "x" * 400 * 1024}}),
+        _insert("t", {"pk": {"S": "c"}, "sk": {"S": "s"}}),
+    ]
+    with mock_aws():
+        moto_patches.install(moto_patches.ITEM_SIZE, moto_patches.PARTIQL_INSERT)
+        try:
+            db = _insert_table()
+            answers = db.batch_execute_statement(Statements=statements)["Responses"]
+            codes = [answer.get("Error", {}).get("Code") for answer in answers]
+            stored = {row["pk"]["S"]: row for row in db.scan(TableName="t")["Items"]}
+            with pytest.raises(db.exceptions.ClientError, match="25"):
+                db.batch_execute_statement(Statements=[_insert("t", item)] * 26)
+            select = [{"Statement": "SELECT * FROM t WHERE pk = 'a' AND sk = 's'"}]
+            patched = db.batch_execute_statement(Statements=select)["Responses"]
+        finally:
+            moto_patches.uninstall(moto_patches.ITEM_SIZE, moto_patches.PARTIQL_INSERT)
+        assert db.batch_execute_statement(Statements=select)["Responses"] == patched  # moto's own
+    assert codes == [
+        None,
+        "DuplicateItem",
+        "ResourceNotFound",
+        "ValidationError",
+        "ValidationError",
+        "ValidationError",
+        "ValidationError",
+        None,
+    ]
+    assert sorted(stored) == ["a", "c"] and stored["a"]["it's"] == {"N": "1"}
+    assert patched == [{"TableName": "t", "Item": stored["a"]}]
+
+
+def test_only_inserts_of_parameters_are_the_patch_s() -> None:
+    assert moto_patches.parse_insert("""INSERT INTO "t" VALUE {'pk': ?, 'it''s' : ?}""") == (
+        "t",
+        ["pk", "it's"],
+    )
+    for other in (
+        "INSERT INTO \"t\" VALUE {'pk': 'a'}",  # a value inlined
+        "INSERT INTO \"t\" VALUE {'pk': ?,}",
+        'INSERT INTO "t" VALUE {}',
+        'SELECT * FROM "t"',
+        'UPDATE "t" SET a = ? WHERE pk = ?',
+    ):
+        assert moto_patches.parse_insert(other) is None, other
+
+
+def test_a_batch_write_reports_the_units_of_each_item_written_or_deleted() -> None:
+    """batch-write-units (developer guide, "DynamoDB read and write capacity"): with
+    ReturnConsumedCapacity, a put costs the larger of its item and the one it replaces, a delete
+    the item it deletes, 1 KB units, at least 1 (nothing stored). moto alone reports 1 a request."""
+    from moto import mock_aws
+
+    def key(n: int) -> dict[str, Any]:
+        return {"pk": {"S": f"k{n}"}, "sk": {"S": "s"}}
+
+    big = {**key(1), "x": {"S": "y" * 3000}}  # 3 units
+    requests = [
+        {"DeleteRequest": {"Key": key(1)}},  # the stored 3 KB item: 3
+        {"DeleteRequest": {"Key": key(2)}},  # nothing stored: 1
+        {"PutRequest": {"Item": {**key(3), "x": {"S": "y" * 1500}}}},  # replaces a 3 KB item: 3
+        {"PutRequest": {"Item": {**key(4), "x": {"S": "y" * 1500}}}},  # new, 1.5 KB: 2
+    ]
+
+    def consumed() -> Any:
+        db = _insert_table()
+        for n in (1, 3):
+            db.put_item(TableName="t", Item={**big, **key(n)})
+        answer = db.batch_write_item(RequestItems={"t": requests}, ReturnConsumedCapacity="TOTAL")
+        plain = db.batch_write_item(RequestItems={"t": [{"DeleteRequest": {"Key": key(9)}}]})
+        return answer["ConsumedCapacity"], "ConsumedCapacity" in plain, len(db.scan(TableName="t")["Items"])
+
+    with mock_aws():
+        own = consumed()
+    with mock_aws():
+        moto_patches.BATCH_WRITE_UNITS.install()
+        try:
+            patched = consumed()
+        finally:
+            moto_patches.BATCH_WRITE_UNITS.uninstall()
+    assert own[0] == [{"TableName": "t", "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}]
+    assert patched[0] == [{"TableName": "t", "CapacityUnits": 9.0, "Table": {"CapacityUnits": 9.0}}]
+    assert patched[1:] == own[1:]  # not asked: moto's own answer; the same items written

@@ -190,10 +190,10 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("s3:GetObject", STAGING_PREPARED),
         ("s3:PutObject", STAGING_JOBS),
         ("s3:AbortMultipartUpload", STAGING_JOBS),  # rejects and graph files stream in parts
-        ("dynamodb:BatchWriteItem", TARGET),
-        ("dynamodb:PutItem", TARGET),  # putIfAbsent, newerWins
+        ("dynamodb:BatchWriteItem", TARGET),  # put; delete (DeleteRequests)
+        ("dynamodb:PartiQLInsert", TARGET),  # putIfAbsent (INSERTs in BatchExecuteStatement)
+        ("dynamodb:PutItem", TARGET),  # newerWins; a putIfAbsent INSERT whose answer was lost
         ("dynamodb:UpdateItem", TARGET),  # update; a numeric ADD's TransactWriteItems: its Update
-        ("dynamodb:DeleteItem", TARGET),  # delete
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:PutItem", LEDGER),  # shard counts, CSV start states; a numeric ADD's marker Put
         ("dynamodb:Query", LEDGER),  # the CSV start-state walk-back
@@ -202,7 +202,7 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
     }
 
 
-WRITES = {"dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+WRITES = {"dynamodb:BatchWriteItem", "dynamodb:PartiQLInsert", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 
 
 def test_worker_may_only_write_the_target_table(dev: Synth) -> None:

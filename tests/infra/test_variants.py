@@ -45,9 +45,9 @@ def test_existing_table_is_not_created_and_is_what_the_worker_writes(variant: Sy
     on_target = {action for action, resource in worker if resource == EXISTING_TABLE_ARN}
     assert on_target == {
         "dynamodb:BatchWriteItem",
+        "dynamodb:PartiQLInsert",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
-        "dynamodb:DeleteItem",
     }
     for name in ("Plan", "Finalize"):
         assert not any(resource == EXISTING_TABLE_ARN for _, resource in role_grants(variant, name))

@@ -11,11 +11,23 @@ from moto import mock_aws
 from pipeline_support import REGION
 
 from adapters import clients
+from mapload.emulator import moto_patches
 from mapload.tables import create_pk_sk_table
 
 
 def _clear_clients() -> None:
     clients.reset()
+
+
+@pytest.fixture(autouse=True)
+def partiql_insert() -> Iterator[None]:
+    """moto answers putIfAbsent's BatchExecuteStatement INSERTs as the embedded run and `mapload
+    serve` do (moto_patches.PARTIQL_INSERT: moto's own PartiQL cannot read their parameters)."""
+    moto_patches.PARTIQL_INSERT.install()
+    try:
+        yield
+    finally:
+        moto_patches.PARTIQL_INSERT.uninstall()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
-from servers import moto_server
+from servers import mapload_serve
 
 from mapload.sample import write_csv
 from mapload.tables import create_pk_sk_table
@@ -54,15 +54,17 @@ def test_the_write_mode_rows_write_each_mode_and_delete_what_put_wrote(tmp_path:
     # Given a small file and a table per mode, When make bench's write-mode rows run,
     # Then each mode writes the slice, and delete removes the items the put row wrote.
     source = write_csv(tmp_path / "rows.csv", 60, seed=3)
-    with moto_server(tmp_path / "server.log") as server:
+    # The server answers putIfAbsent's BatchExecuteStatement INSERTs as make bench's does
+    # (bench/moto_server.py: moto_patches.PARTIQL_INSERT).
+    with mapload_serve(tmp_path / "server.log") as endpoint:
         db = boto3.client(
             "dynamodb",
-            endpoint_url=server.endpoint,
+            endpoint_url=endpoint,
             region_name="us-east-1",
             aws_access_key_id="bench",
             aws_secret_access_key="bench",
         )
-        common = {"file": str(source), "concurrency": 2, "endpoint": server.endpoint, "slice": 40}
+        common = {"file": str(source), "concurrency": 2, "endpoint": endpoint, "slice": 40}
         counts = {}
         for mode in ("put", "putIfAbsent", "newerWins", "update"):
             table = create_pk_sk_table(db, f"bench-{mode}")
@@ -71,3 +73,32 @@ def test_the_write_mode_rows_write_each_mode_and_delete_what_put_wrote(tmp_path:
         assert _row("modes", {**common, "table": "bench-put", "mode": "delete"})["items"] == 40
         assert db.scan(TableName="bench-put", Select="COUNT")["Count"] == 0
     assert counts == {"put": 40, "putIfAbsent": 40, "newerWins": 40, "update": 40}
+
+
+def test_the_bench_proxy_throttles_an_insert_batch_s_excess_statements_one_by_one() -> None:
+    """make bench's limit as DynamoDB applies it to BatchExecuteStatement: the statements past the
+    tokens left answer ProvisionedThroughputExceeded each (not written); the others are written."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from proxy import Proxy
+
+    from logic.writemodes import insert_statement
+    from mapload.emulator.serve import serving
+
+    with serving(0) as endpoint, Proxy(endpoint, latency=0.0, limit=40.0) as proxy:
+        db = boto3.client(
+            "dynamodb",
+            endpoint_url=proxy.url,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
+        table = create_pk_sk_table(db, "limited")
+        assert proxy.bucket is not None
+        proxy.bucket.tokens = 3.0  # 3 units left of the burst
+        proxy.bucket.rate = 1e-9  # and none come back during the test
+        items = [{"pk": {"S": f"K#{n}"}, "sk": {"S": "S"}} for n in range(5)]
+        answers = db.batch_execute_statement(Statements=[insert_statement(table, i) for i in items])
+        codes = [a.get("Error", {}).get("Code") for a in answers["Responses"]]
+        stored = db.scan(TableName=table, Select="COUNT")["Count"]
+    assert codes == [None, None, None, "ProvisionedThroughputExceeded", "ProvisionedThroughputExceeded"]
+    assert stored == 3

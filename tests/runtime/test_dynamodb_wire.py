@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from adapters.dynamodb import BatchWriter, RetryPolicy
 from adapters.dynamodb_wire import BatchWriteClient
+from logic.writemodes import insert_statement
 
 pytestmark = pytest.mark.runtime
 
@@ -222,3 +223,28 @@ def test_the_sender_reads_no_private_attribute_of_botocore() -> None:
             and not (isinstance(node.value, ast.Name) and node.value.id == "self")
         ]
         assert private == [], module.__name__
+
+
+def test_deletes_with_consumed_capacity_and_insert_statements_are_the_requests_botocore_sends() -> None:
+    """delete's DeleteRequests (with ReturnConsumedCapacity) and putIfAbsent's INSERTs in
+    BatchExecuteStatement: the same body and target as botocore's; each statement's answer as
+    botocore parses it."""
+    handler = canned(200, b"{}")
+    plain, fast = both(handler)
+    plain.meta.events.register("before-send.dynamodb.BatchExecuteStatement", handler)
+    deletes = {"T": [{"DeleteRequest": {"Key": {"pk": i["pk"], "sk": i["sk"]}}} for i in ITEMS]}
+    statements = [insert_statement("T", i) for i in ITEMS]
+    for sender in (plain, fast):
+        sender.batch_write_item(RequestItems=deletes, ReturnConsumedCapacity="TOTAL")
+        sender.batch_execute_statement(Statements=statements)
+    theirs_delete, theirs_insert, ours_delete, ours_insert = handler.seen  # type: ignore[attr-defined]
+    for ours, theirs in ((ours_delete, theirs_delete), (ours_insert, theirs_insert)):
+        assert json.loads(ours.body) == json.loads(theirs.body)
+        assert text(ours.headers["X-Amz-Target"]) == text(theirs.headers["X-Amz-Target"])
+    assert text(ours_insert.headers["X-Amz-Target"]) == "DynamoDB_20120810.BatchExecuteStatement"
+    answers = {"Responses": [{"TableName": "T"}, {"Error": {"Code": "DuplicateItem", "Message": "m"}}]}
+    body = json.dumps(answers).encode()
+    plain, fast = both(canned(200, body))
+    plain.meta.events.register("before-send.dynamodb.BatchExecuteStatement", canned(200, body))
+    ours_answer = fast.batch_execute_statement(Statements=statements)
+    assert ours_answer["Responses"] == plain.batch_execute_statement(Statements=statements)["Responses"]

@@ -78,9 +78,10 @@ def test_the_command_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_worker_is_bound_by_round_trips_or_by_its_measured_loop() -> None:
     # Given a loop that is never the bound, When only round trips count, Then 25 items per
-    # request for put and 1 for the other modes: 16 requests per 20 ms.
-    assert est.worker_rate("put", in_flight=16, round_trip_ms=20, loop_items_per_second=1e9) == 20_000
-    for mode in ("putIfAbsent", "newerWins", "update", "delete"):
+    # request for put, delete and putIfAbsent and 1 for the other modes: 16 requests per 20 ms.
+    for mode in ("put", "putIfAbsent", "delete"):
+        assert est.worker_rate(mode, in_flight=16, round_trip_ms=20, loop_items_per_second=1e9) == 20_000
+    for mode in ("newerWins", "update"):
         assert est.worker_rate(mode, in_flight=16, round_trip_ms=20, loop_items_per_second=1e9) == 800
     assert est.worker_rate("update", in_flight=4, round_trip_ms=10, loop_items_per_second=1e9) == 400
     # By default each loop's rate is the one make bench measured, lower than its round trips allow.
@@ -105,9 +106,15 @@ def test_single_item_writes_cost_the_same_units_in_25_times_the_requests_and_mor
 
 
 def test_the_command_says_when_a_write_mode_writes_single_items(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--rows", "1000", "--item-bytes", "100", "--write-mode", "newerWins"]) == 0
+    out = capsys.readouterr().out
+    assert "1 item per request (newerWins)" in out and "writeMode newerWins writes one item" in out
     assert main(["estimate", "--rows", "1000", "--item-bytes", "100", "--write-mode", "putIfAbsent"]) == 0
     out = capsys.readouterr().out
-    assert "1 item per request (putIfAbsent)" in out and "writeMode putIfAbsent writes one item" in out
+    assert "PartiQL INSERTs, 25 items per request (putIfAbsent)" in out and "writes one item" not in out
+    assert main(["estimate", "--rows", "1000", "--item-bytes", "100", "--write-mode", "delete"]) == 0
+    out = capsys.readouterr().out
+    assert "DeleteRequests, 25 items per request (delete)" in out and "units of the item it deletes" in out
     assert main(["estimate", "--rows", "1000", "--item-bytes", "100"]) == 0
     out = capsys.readouterr().out
     assert "BatchWriteItem, 25 items per request (put)" in out and "writes one item" not in out

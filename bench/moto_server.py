@@ -1,0 +1,19 @@
+"""moto's server for `make bench`, answering putIfAbsent's BatchExecuteStatement INSERTs as the
+embedded run and `mapload serve` do (mapload/emulator/moto_patches.py PARTIQL_INSERT: moto's own
+PartiQL cannot read their parameters), and reporting a delete's units as DynamoDB does
+(BATCH_WRITE_UNITS). Arguments as `python -m moto.server`'s."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from moto import server
+
+from mapload.emulator import moto_patches
+
+if __name__ == "__main__":
+    moto_patches.install(moto_patches.PARTIQL_INSERT, moto_patches.BATCH_WRITE_UNITS)
+    server.main(sys.argv[1:])
