@@ -22,6 +22,7 @@ __all__ = [
     "MAGIC",
     "ParquetObject",
     "RowGroup",
+    "check_not_table_format",
     "columns_read",
     "cut_row_groups",
     "is_data",
@@ -74,6 +75,18 @@ def table_format(keys: Iterable[str], prefix: str = "") -> str | None:
         if _ICEBERG_METADATA.search(rest):
             return "an Apache Iceberg table (metadata/)"
     return None
+
+
+def check_not_table_format(keys: Iterable[str], prefix: str, where: str) -> None:
+    """Raise InputValidationError (source) naming `where` when `keys` (a listing under `prefix`, every
+    key) are a table format's folder (`table_format`)."""
+    table = table_format(keys, prefix)
+    if table is not None:
+        raise InputValidationError(
+            "source",
+            f"{where} is {table}: its folder holds data files its log has since removed; "
+            "load a snapshot written as plain Parquet (e.g. CREATE TABLE AS SELECT) instead",
+        )
 
 
 @dataclass(frozen=True)
