@@ -83,6 +83,9 @@ class Proxy:
             def do_GET(self) -> None:
                 proxy.handle(self)
 
+            def do_PUT(self) -> None:  # S3 PutObject (Plan's manifest)
+                proxy.handle(self)
+
         self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

@@ -193,6 +193,10 @@ def main() -> int:
         import endpoints  # bench/endpoints.py: the edge endpoint check rows (no moto)
 
         print("\n" + endpoints.table(options.graph_vertices))
+    if not options.only or "parquet" in options.only.split(","):
+        import parquet  # bench/parquet.py: the same rows as Parquet and CSV, Plan's footer reads
+
+        print("\n" + parquet.section(options.rows))
     return 0
 
 

@@ -152,18 +152,43 @@ SAMPLE_ROWS = 10_000
 
 
 def parquet_files(path: Path) -> list[Path]:
-    """A local Parquet source's data files: the file, or a folder's files by the rule Plan applies
-    to a prefix (a name below it starting with `_` or `.` is not data)."""
-    from logic.parquet import is_data
+    """A local Parquet source's data files: the file, or a folder's files by the rules Plan applies
+    to a prefix (a name below it starting with `_` or `.` is not data; a table format's folder is
+    refused)."""
+    from logic.errors import InputValidationError
+    from logic.parquet import check_not_table_format, is_data
 
     if path.is_file():
         return [path]
     if not path.is_dir():
         raise MeasureError(f"{path}: no such file or folder")
-    files = sorted(p for p in path.rglob("*") if p.is_file() and is_data(p.relative_to(path).as_posix()))
+    found = sorted(p for p in path.rglob("*") if p.is_file())
+    try:
+        check_not_table_format((p.relative_to(path).as_posix() for p in found), "", str(path))
+    except InputValidationError as error:
+        raise MeasureError(str(error)) from error
+    files = [p for p in found if is_data(p.relative_to(path).as_posix())]
     if not files:
         raise MeasureError(f"{path}: no Parquet data files (names starting _ or . are not data)")
     return files
+
+
+def checked_footers(path: Path, spec: Any) -> list[tuple[Path, Any]]:
+    """A local Parquet source's data files (`parquet_files`) with their footers, each checked as
+    Plan checks an object: a Parquet file with every column the mapping names, of a type that gives
+    what it declares. Raises MeasureError naming the file (and the column)."""
+    from logic.errors import InputValidationError
+    from logic.parquet_values import check_schema
+
+    footers = []
+    try:
+        for file in parquet_files(path):
+            meta = local_footer(file)
+            check_schema(meta.schema.to_arrow_schema(), spec, str(file))
+            footers.append((file, meta))
+    except InputValidationError as error:
+        raise MeasureError(str(error)) from error
+    return footers
 
 
 def local_footer(path: Path) -> Any:
@@ -183,22 +208,14 @@ def local_footer(path: Path) -> Any:
 def _measure_parquet(path: Path, spec: Any) -> Measured:
     """Rows exactly, from the footers; the item size from the first SAMPLE_ROWS rows mapped; the
     source bytes per row as the shards count them (compressed bytes of the row groups)."""
-    from logic.errors import InputValidationError
     from logic.mapping import make_mapper
     from logic.parquet import row_groups
-    from logic.parquet_values import check_schema
     from logic.values import Item
 
-    files = parquet_files(path)
-    rows = stored = 0
-    try:
-        for file in files:
-            meta = local_footer(file)
-            check_schema(meta.schema.to_arrow_schema(), spec, str(file))
-            rows += meta.num_rows
-            stored += sum(group.end - group.start for group in row_groups(meta))
-    except InputValidationError as error:
-        raise MeasureError(str(error)) from error
+    footers = checked_footers(path, spec)
+    files = [file for file, _ in footers]
+    rows = sum(meta.num_rows for _, meta in footers)
+    stored = sum(group.end - group.start for _, meta in footers for group in row_groups(meta))
     mapped, sizes, rejected = make_mapper(spec), [], 0
     for fields in itertools.islice(_parquet_rows(files, spec), SAMPLE_ROWS):
         item = mapped(fields)

@@ -30,13 +30,51 @@ if TYPE_CHECKING:
 DEFAULT_KEY_PREFIX = "uploads/"
 
 
+def planned_uri(environment: Environment, source: str, key_prefix: str) -> str:
+    """Where SOURCE is loaded from: itself when in S3, else where `upload_source` puts it (a folder
+    is a prefix named as the folder)."""
+    if source.startswith("s3://"):
+        return source
+    slash = "/" if Path(source).is_dir() else ""
+    return f"s3://{environment.source_bucket}/{key_prefix}{Path(source).name}{slash}"
+
+
 def upload_source(clients: Clients, environment: Environment, path: Path, key_prefix: str) -> str:
-    """Put a local file in the environment's source bucket (boto3's managed multipart transfer)."""
+    """Put a local file in the environment's source bucket (boto3's managed multipart transfer), or
+    a Parquet folder's data files under a prefix named as the folder."""
+    if path.is_dir():
+        return _upload_folder(clients, environment, path, key_prefix)
     if not path.is_file():
-        raise OpsError(f"{path}: no such file (SOURCE is a local file or s3://bucket/key)")
+        raise OpsError(f"{path}: no such file (SOURCE is a local file or folder, or s3://bucket/key)")
     key = f"{key_prefix}{path.name}"  # as start() checks it
     clients.s3.upload_file(str(path), environment.source_bucket, key)
     return f"s3://{environment.source_bucket}/{key}"
+
+
+def _upload_folder(clients: Clients, environment: Environment, folder: Path, key_prefix: str) -> str:
+    """The folder's data files (Plan's rule: not `_SUCCESS`, `.crc`, `_temporary/`) under
+    `key_prefix` + its name; refused when that prefix already holds data files the folder has not:
+    Plan would load them with it."""
+    from logic.parquet import is_data
+    from mapload.measure import MeasureError, parquet_files
+
+    bucket, prefix = environment.source_bucket, f"{key_prefix}{folder.name}/"
+    try:
+        keys = {f"{prefix}{file.relative_to(folder).as_posix()}": file for file in parquet_files(folder)}
+    except MeasureError as error:
+        raise OpsError(str(error)) from error
+    pages = clients.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    listed = (o["Key"] for page in pages for o in page.get("Contents", []))
+    stale = sorted(key for key in listed if key not in keys and is_data(key, prefix))
+    if stale:
+        more = f" and {len(stale) - 1:,} more data files" if len(stale) > 1 else ""
+        raise OpsError(
+            f"s3://{bucket}/{prefix} already holds {stale[0][len(prefix) :]}{more} that {folder} has not: "
+            "Plan would load them with it (nothing uploaded); remove them or choose another --key-prefix"
+        )
+    for key, file in keys.items():
+        clients.s3.upload_file(str(file), bucket, key)
+    return f"s3://{bucket}/{prefix}"
 
 
 def execution_name(spec: Mapping[str, Any]) -> str:
@@ -59,7 +97,7 @@ def check_spec(
     and, for a local plain CSV file, its header against the fields the spec names (a compressed
     file's header is Plan's to read, after Prepare); for a local DynamoDB JSON file (plain or
     gzip, as an export writes it), its first item against the table's key; for a local Parquet
-    file, its footer and the columns the spec names."""
+    file or folder, every data file's footer and the columns the spec names."""
     from logic.compression import detect
     from logic.errors import InputValidationError
     from logic.payloads import check_input_size
@@ -77,13 +115,17 @@ def check_spec(
         problem = first_item_problem(parsed, local_file)
         if problem is not None:
             raise OpsError(f"{refused}: {problem} (first item of {local_file})")
-    if local_file is not None and parsed.format == "parquet" and local_file.is_file():
-        from logic.parquet_values import check_schema
-        from mapload.measure import local_footer
+    if local_file is not None and local_file.is_dir() and parsed.format != "parquet":
+        raise OpsError(
+            f"{local_file} is a folder: only a Parquet source (format parquet) is loaded from a local "
+            "folder; give a file, or an s3:// prefix"
+        )
+    if local_file is not None and parsed.format == "parquet" and local_file.exists():
+        from mapload.measure import MeasureError, checked_footers
 
         try:  # Plan's checks of each object: Parquet, and every column the mapping names
-            check_schema(local_footer(local_file).schema.to_arrow_schema(), parsed, str(local_file))
-        except InputValidationError as error:
+            checked_footers(local_file, parsed)
+        except MeasureError as error:
             raise OpsError(f"{refused}: {error}") from error
     if local_file is None or parsed.csv is None or not local_file.is_file():
         return  # a missing file is the upload's to name
@@ -156,19 +198,13 @@ def start(
     environment = describe_environment(clients, env)
     name = execution_name(spec)
     # Refuse a bad spec before uploading a file of many GB for a job Plan would refuse.
-    planned_uri = (
-        source
-        if source.startswith("s3://")
-        else f"s3://{environment.source_bucket}/{key_prefix}{Path(source).name}"
-    )
     local = None if source.startswith("s3://") else Path(source)
     # An environment deployed before the GraphEnabled output: Plan alone decides.
     graph_enabled = environment.outputs.get("GraphEnabled", "true") == "true"
-    check_spec(spec, planned_uri, target_key(environment), name, local, graph_enabled=graph_enabled)
-    if source.startswith("s3://"):
-        uri = source
-    else:
-        uri = upload_source(clients, environment, Path(source), key_prefix)
+    uri = planned_uri(environment, source, key_prefix)
+    check_spec(spec, uri, target_key(environment), name, local, graph_enabled=graph_enabled)
+    if local is not None:
+        uri = upload_source(clients, environment, local, key_prefix)
         print(f"uploaded {source} to {uri}", file=err)
     try:
         started = clients.sfn.start_execution(
@@ -320,7 +356,10 @@ def add_commands(sub: Any) -> None:
             "only when the execution SUCCEEDED and read = written + skipped + rejected over all shards."
         ),
     )
-    run.add_argument("source", help="a local file (uploaded first) or s3://bucket/key (or prefix/)")
+    run.add_argument(
+        "source",
+        help="a local file or Parquet folder (uploaded first) or s3://bucket/key (or prefix/)",
+    )
     add_job_arguments(run, env_help=DEPLOYED_ENV_HELP, region_help=DEPLOYED_REGION_HELP)
     run.add_argument(
         "--key-prefix", default=DEFAULT_KEY_PREFIX, help="where a local file goes in the source bucket"

@@ -109,13 +109,7 @@ def _parquet_objects(store: S3Store, bucket: str, key: str) -> list[ObjectInfo]:
     if not (key == "" or key.endswith("/")):
         return [store.head(bucket, key)]
     listed = store.list(bucket, key)
-    table = parquet.table_format((o.key for o in listed), key)
-    if table is not None:
-        raise InputValidationError(
-            "source",
-            f"s3://{bucket}/{key} is {table}: its folder holds data files its log has since removed; "
-            "load a snapshot written as plain Parquet (e.g. CREATE TABLE AS SELECT) instead",
-        )
+    parquet.check_not_table_format((o.key for o in listed), key, f"s3://{bucket}/{key}")
     found = [o for o in listed if parquet.is_data(o.key, key)]
     if not found:
         raise SourceNotFoundError(

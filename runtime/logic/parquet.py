@@ -22,6 +22,7 @@ __all__ = [
     "MAGIC",
     "ParquetObject",
     "RowGroup",
+    "check_not_table_format",
     "columns_read",
     "cut_row_groups",
     "is_data",
@@ -74,6 +75,18 @@ def table_format(keys: Iterable[str], prefix: str = "") -> str | None:
         if _ICEBERG_METADATA.search(rest):
             return "an Apache Iceberg table (metadata/)"
     return None
+
+
+def check_not_table_format(keys: Iterable[str], prefix: str, where: str) -> None:
+    """Raise InputValidationError (source) naming `where` when `keys` (a listing under `prefix`, every
+    key) are a table format's folder (`table_format`)."""
+    table = table_format(keys, prefix)
+    if table is not None:
+        raise InputValidationError(
+            "source",
+            f"{where} is {table}: its folder holds data files its log has since removed; "
+            "load a snapshot written as plain Parquet (e.g. CREATE TABLE AS SELECT) instead",
+        )
 
 
 @dataclass(frozen=True)
@@ -160,15 +173,12 @@ def check_row_group_memory(
     """Raise InputValidationError (source) naming the object and row group whose batch of BATCH_ROWS
     rows the Worker cannot hold: the Worker streams pages, so a row group costs it one batch, but a
     batch of very wide rows (large binary or text values) can still pass its memory."""
+    read = _leaves_read(meta, columns)
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
         if group.num_rows == 0:
             continue
-        size = sum(
-            group.column(c).total_uncompressed_size
-            for c in range(group.num_columns)
-            if columns is None or group.column(c).path_in_schema.split(".", 1)[0] in columns
-        )
+        size = sum(group.column(c).total_uncompressed_size for c in read)
         batch = size / group.num_rows * min(BATCH_ROWS, group.num_rows)
         need = WORKER_BASE_MIB + batch * BATCH_MEMORY_FACTOR / 2**20
         if need > worker_memory_mib:
@@ -182,13 +192,55 @@ def check_row_group_memory(
 
 
 def columns_read(spec: JobSpec, names: Sequence[str]) -> list[str] | None:
-    """The top-level columns the mapping reads (a nested field `a.b` reads column `a`), in the
-    file's order; None for every column (`"attributes": "*"`)."""
+    """The top-level columns of `names` (a file's) the mapping reads, in the file's order; None for
+    every column (`"attributes": "*"`). A name the mapping gives reads the column of that name, or,
+    when the file has none and the name has dots, the struct column its first part names (`a.b` is
+    the field `b` of `a`), as the mapping resolves it (logic.values.field_value): the one rule for
+    which columns a job reads, at Plan (checks, memory), in the Worker and in `mapload estimate`."""
     if spec.dynamodb is not None and spec.dynamodb.copy_all:
         return None
     wanted = {name for _, name in [*references(spec), *graph_references(spec)]}
     top = {name if name in names else name.split(".", 1)[0] for name in wanted}
     return [name for name in names if name in top]
+
+
+def _leaves_read(meta: pq.FileMetaData, columns: Sequence[str] | None) -> list[int]:
+    """The leaf columns (column chunks) pyarrow reads for `iter_batches(columns=columns)`: a name
+    selects a leaf when it is the leaf's path or a prefix of it ending at a part, so a top-level
+    column literally named `a.b` also reads the field `b` of a struct `a`, and nothing of `a.bc`."""
+    if columns is None:
+        return list(range(meta.num_columns))
+    tops = _leaf_tops(meta)
+    wanted = set(columns)
+    read = []
+    for c in range(meta.num_columns):
+        path, top = meta.schema.column(c).path, tops[c]
+        parts = [top, *path[len(top) + 1 :].split(".")] if path != top else [top]
+        if any(".".join(parts[:k]) in wanted for k in range(1, len(parts) + 1)):
+            read.append(c)
+    return read
+
+
+def _leaf_tops(meta: pq.FileMetaData) -> list[str]:
+    """The top-level column of each leaf column, in order. A leaf's dotted path cannot tell a column
+    named `a.b` from the field `b` of a struct `a`; the schema's tree can (a leaf per scalar)."""
+    schema = meta.schema.to_arrow_schema()
+    tops = [field.name for field in schema for _ in range(_leaf_count(field.type))]
+    if len(tops) != meta.num_columns:  # a type this count does not know: the path's first part
+        return [meta.schema.column(c).path.split(".", 1)[0] for c in range(meta.num_columns)]
+    return tops
+
+
+def _leaf_count(kind: Any) -> int:
+    import pyarrow.types as pat  # type: ignore[import-untyped]
+
+    if pat.is_struct(kind):
+        return sum(_leaf_count(kind.field(i).type) for i in range(kind.num_fields))
+    if pat.is_map(kind):
+        return _leaf_count(kind.key_type) + _leaf_count(kind.item_type)
+    if pat.is_list(kind) or pat.is_large_list(kind) or pat.is_fixed_size_list(kind):
+        return _leaf_count(kind.value_type)
+    return 1
 
 
 def cut_row_groups(

@@ -26,10 +26,9 @@ a column has one width and S values sort as the instants do.
 `check_schema(schema, spec, object_key)` is Plan's check of one object's columns against the
 mapping: a column the mapping names must be there, and an attribute's (or property's) declared
 type must be one the column's type can give; it raises InputValidationError naming the object,
-the spec's field and the column. A name with dots, `address.city`, names the field `city` of the
-struct column `address` (any depth) when no top-level column is named `address.city` itself; the
-mapping reads it the same way (logic.values.field_value). `mapped_columns(spec)` gives the
-top-level columns a job reads (None: every column, for `"attributes": "*"`).
+the spec's field and the column. A name is resolved as the mapping reads it
+(logic.values.field_value: the column of that name, else a dotted path into struct columns);
+which top-level columns a job reads is logic.parquet.columns_read.
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ from logic.errors import InputValidationError
 from logic.spec import JobSpec, Template
 from logic.spec_model import Edge, TypedField, TypedProperty, Vertex, shown_name
 
-__all__ = ["batch_fields", "check_schema", "column_values", "mapped_columns"]
+__all__ = ["batch_fields", "check_schema", "column_values"]
 
 
 def batch_fields(batch: pa.RecordBatch) -> list[dict[str, Any]]:
@@ -270,13 +269,6 @@ _PROPERTY_SOURCES: dict[str, tuple[str, _Check]] = {
     ),
 }
 _TEMPLATE = ("a scalar that is not binary (a template renders text)", _scalar)
-
-
-def mapped_columns(spec: JobSpec) -> frozenset[str] | None:
-    """The top-level columns the mapping reads (a path's first part); None when it copies every one."""
-    if spec.dynamodb is not None and spec.dynamodb.copy_all:
-        return None
-    return frozenset(name.split(".", 1)[0] for _, name in _references(spec))
 
 
 def check_schema(schema: pa.Schema, spec: JobSpec, object_key: str) -> None:

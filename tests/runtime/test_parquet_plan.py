@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from adapters.s3 import ObjectInfo
 from logic import parquet
 from logic.errors import InputValidationError
-from logic.parquet_values import batch_fields
+from logic.mapping import make_mapper
+from logic.parquet_values import batch_fields, check_schema
 from logic.spec import parse_spec
 from shards.sources import parquet_rows
 
@@ -175,6 +176,61 @@ def test_the_worker_reads_only_the_columns_the_mapping_names() -> None:
         table_key=TABLE_KEY,
     )
     assert parquet.columns_read(nested, ["id", "address"]) is None  # "*" reads every column
+
+
+def test_a_column_named_with_a_dot_beside_a_struct_is_read_as_itself() -> None:
+    # pandas writes a flattened column `a.b` beside the struct `a` it came from (json_normalize).
+    table = pa.table(
+        {
+            "id": ["1", "2"],
+            "a.b": ["flat-1", "flat-2"],
+            "a": [{"b": "nested-1", "c": 10}, {"b": "nested-2", "c": 20}],
+            "z": [b"unmapped"] * 2,
+        }
+    )
+    data = parquet_bytes(table, row_group_size=1)
+    obj = footer_of(data)
+    spec = parse_spec(
+        {
+            "source": "s3://src/t/",
+            "jobId": "j",
+            "format": "parquet",
+            "dynamodb": {
+                "key": {"pk": "ID#{id}", "sk": "{a.b}"},
+                "attributes": {"c": {"field": "a.c", "type": "N"}},
+            },
+        },
+        table_key=TABLE_KEY,
+    )
+    names = table.schema.names
+    check_schema(table.schema, spec, "s3://src/t.parquet")
+    assert parquet.columns_read(spec, names) == ["id", "a.b", "a"]
+    assert parquet.columns_read(spec, ["id", "a"]) == ["id", "a"]  # `a.b` is then the struct's field
+
+    info = ObjectInfo(obj.bucket, obj.key, obj.size, obj.etag)
+    shards = parquet.cut_row_groups([obj], 1, max_shards=10)
+    rows = [row for shard in shards for row in parquet_rows(BytesStore({obj.key: data}), info, spec, shard)]  # type: ignore[arg-type]
+    items = [make_mapper(spec)(row.fields) for row in rows]
+
+    assert [(item.attributes["sk"], item.attributes["c"]) for item in items] == [  # type: ignore[union-attr]
+        ({"S": "flat-1"}, {"N": "10"}),
+        ({"S": "flat-2"}, {"N": "20"}),
+    ]
+
+
+def test_a_wide_column_named_with_a_dot_counts_in_the_workers_memory() -> None:
+    rows = 2 * parquet.BATCH_ROWS
+    table = pa.table(
+        {
+            "id": [str(i) for i in range(rows)],
+            "a.b": [b"%06d" % i * 700 for i in range(rows)],
+            "a": [{"b": "x"}] * rows,
+        }
+    )
+    meta = pq.ParquetFile(io.BytesIO(parquet_bytes(table, compression="zstd"))).metadata
+    parquet.check_row_group_memory(meta, ["id", "a"], worker_memory_mib=256, where="s3://src/w.parquet")
+    with pytest.raises(InputValidationError, match=r"s3://src/w.parquet row group 0 .*256 MiB"):
+        parquet.check_row_group_memory(meta, ["id", "a.b"], worker_memory_mib=256, where="s3://src/w.parquet")
 
 
 def test_a_row_group_whose_batch_passes_the_workers_memory_is_refused_naming_it() -> None:

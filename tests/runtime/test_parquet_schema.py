@@ -13,7 +13,8 @@ from test_parquet_values import parquet_spec
 
 from logic.errors import InputValidationError
 from logic.graph import make_graph_mapper
-from logic.parquet_values import batch_fields, check_schema, mapped_columns
+from logic.parquet import columns_read
+from logic.parquet_values import batch_fields, check_schema
 from logic.property_graph import PropertyRecord, make_property_mapper
 from logic.spec_model import XSD
 
@@ -103,11 +104,12 @@ def test_columns_that_fit_pass_and_nested_paths_reach_struct_fields() -> None:
         }
     )
     check_schema(SCHEMA, spec, "s3://b/in/part-0.parquet")
-    assert mapped_columns(spec) == {"id", "ratio", "address", "tags", "names", "at", "blob", "name"}
+    read = columns_read(spec, SCHEMA.names)
+    assert read == ["id", "ratio", "name", "blob", "tags", "address", "names", "at"]
 
 
 def test_copy_all_reads_every_column_and_refuses_one_no_item_can_hold() -> None:
-    assert mapped_columns(parquet_spec({"key": KEY, "attributes": "*"})) is None
+    assert columns_read(parquet_spec({"key": KEY, "attributes": "*"}), SCHEMA.names) is None
     assert "column 'codes' is map<int32, string>" in refusal("*")
     check_schema(
         SCHEMA.remove(SCHEMA.get_field_index("codes")).remove(10),
