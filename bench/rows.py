@@ -156,7 +156,8 @@ def row_worker(args: dict[str, Any]) -> int:
     from adapters import clients
 
     pool = int(args["concurrency"]) + 2
-    return _worker(args, clients.batch_writes(pool), clients.dynamodb(pool))
+    wire = clients.batch_writes(pool)  # BatchWriteItem and the single-item writes, as the Worker sends them
+    return _worker(args, wire, wire)
 
 
 def row_worker_memory(args: dict[str, Any]) -> int:

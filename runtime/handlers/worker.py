@@ -27,8 +27,8 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        # BatchWriteItem and the single-item PutItem/UpdateItem/DeleteItem: adapters/dynamodb_wire.py
         clients.batch_writes(pool),
-        clients.dynamodb(pool),  # PutItem/UpdateItem/DeleteItem: the botocore client batch_writes wraps
     )
 
 
