@@ -20,7 +20,7 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     """The event is one manifest entry (`shard`) and the planned job (`job`); the result is the
     shard's `index` and its metric fields (or `skipped` when the ledger has it done)."""
     settings = WorkerSettings.from_env(env)
-    pool = settings.write_concurrency + 2
+    pool = settings.write_ceiling + 2  # a connection for each request in flight, at most
     return process_shard(
         event["shard"],
         event["job"],

@@ -57,12 +57,18 @@ def writer(
         return None
     plan = write_plan(spec.dynamodb)
     if plan is None:
-        return BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
+        return BatchWriter(
+            db,
+            settings.table_name,
+            in_flight=settings.write_concurrency,
+            max_in_flight=settings.write_ceiling,
+        )
     return ItemWriter(
         item_db,
         settings.table_name,
         plan,
         in_flight=settings.write_concurrency,
+        max_in_flight=settings.write_ceiling,
         sample=SKIPPED_SAMPLE_SIZE,
         markers=markers if plan.counters else None,
     )
