@@ -68,3 +68,16 @@ def test_the_workers_writers_and_http_pool_follow_the_ceiling(monkeypatch: pytes
         assert sender is not None
         assert (sender.window.allowed, sender.threads) == (8, 40)
         sender.close()
+
+
+def test_the_estimate_models_the_window_following_the_round_trip() -> None:
+    from mapload import estimate as est
+    from stacks.config import LoaderConfig
+
+    assert LoaderConfig.model_fields["max_write_concurrency"].default == est.DEFAULT_MAX_WRITE_CONCURRENCY
+    assert est.requests_in_flight(16, 20) == est.requests_in_flight(16, 5) == 16
+    assert est.requests_in_flight(16, 50) == 40 and est.requests_in_flight(16, 500) == 64
+    assert est.requests_in_flight(16, 500, max_in_flight=16) == 16
+    # Single items at 50 ms: 40 in flight, 800 items/s, as at 20 ms (no loop bound given).
+    assert est.worker_rate("update", in_flight=16, round_trip_ms=50, loop_items_per_second=1e9) == 800
+    assert est.worker_rate("put", in_flight=16, round_trip_ms=50, loop_items_per_second=1e9) == 20_000
