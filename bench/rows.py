@@ -170,7 +170,7 @@ def row_pipeline(args: dict[str, Any]) -> tuple[int, float]:
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = args["endpoint"]
     from mapload.emulator import run_local
 
-    spec = json.loads(SPEC_FILE.read_text())
+    spec = _mode_spec(args["mode"]) if "mode" in args else json.loads(SPEC_FILE.read_text())
     spec.update(args["spec"])
     report = run_local(
         Path(args["file"]),
@@ -194,6 +194,9 @@ ROWS: dict[str, Callable[[dict[str, Any]], int | tuple[int, float]]] = {
     "modes": row_worker,  # with a "mode": make bench's write-mode table
     "worker_memory": row_worker_memory,
     "pipeline": row_pipeline,
+    "modes_pipeline": row_pipeline,  # with a "mode": the write-mode table's embedded rows
+    "long": row_batch_writer,  # the long round trip's rows
+    "long_pipeline": row_pipeline,
 }
 
 
