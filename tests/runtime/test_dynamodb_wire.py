@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable
+from datetime import datetime
 from decimal import Decimal
 from io import BytesIO
 from pathlib import Path
@@ -365,3 +366,42 @@ def test_the_worker_sends_single_item_writes_through_the_wire_client(monkeypatch
     worker.handle({"shard": {}, "job": {}}, ENV)
     clients.reset()
     assert isinstance(seen["db"], Wire) and isinstance(seen["item_db"], Wire)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/",
+        "https://dynamodb.eu-west-2.amazonaws.com/",
+        "https://proxy.example:8443/ddb",
+        "http://[::1]:80/",
+    ],
+)
+@pytest.mark.parametrize("token", [None, "session-token"])
+def test_the_signature_is_the_one_botocores_signer_computes(url: str, token: str | None) -> None:
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    from adapters.dynamodb_wire import CONTENT_TYPE, Signer
+
+    credentials = Credentials("AKIDEXAMPLE", "secret", token).get_frozen_credentials()
+    signer = Signer(url, "eu-west-2", "dynamodb")
+    for body, target in ((b'{"TableName":"T"}', "DynamoDB_20120810.PutItem"), (b"{}", "DynamoDB_20120810.X")):
+        for amz_date in ("20261202T071500Z", "20261203T000001Z"):  # the signing key of each day
+            request = AWSRequest(
+                method="POST",
+                url=url,
+                data=body,
+                headers={"Content-Type": CONTENT_TYPE, "X-Amz-Target": target},
+            )
+            request.context["timestamp"] = amz_date
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(
+                    "botocore.auth.get_current_datetime",
+                    lambda amz_date=amz_date: datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ"),
+                )
+                SigV4Auth(credentials, "dynamodb", "eu-west-2").add_auth(request)
+            ours = signer.headers(credentials, target, body, amz_date)
+            assert ours["Authorization"] == request.headers["Authorization"]
+            assert ours.get("X-Amz-Security-Token") == request.headers.get("X-Amz-Security-Token")
+            assert ours["X-Amz-Date"] == request.headers["X-Amz-Date"] == amz_date
