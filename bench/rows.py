@@ -99,6 +99,9 @@ def _mode_spec(mode: str) -> dict[str, Any]:
         raw["dynamodb"]["version"] = "latitude"
     if mode == "delete":
         del raw["dynamodb"]["attributes"]
+    if mode == "update+add":  # latitude ADDed: each record a TransactWriteItems with its marker
+        raw["dynamodb"]["writeMode"] = "update"
+        raw["dynamodb"]["attributes"]["latitude"]["update"] = "add"
     return raw
 
 
