@@ -200,6 +200,7 @@ ROWS: dict[str, Callable[[dict[str, Any]], int | tuple[int, float]]] = {
     "modes_pipeline": row_pipeline,  # with a "mode": the write-mode table's embedded rows
     "long": row_batch_writer,  # the long round trip's rows
     "long_pipeline": row_pipeline,
+    "add_pipeline": row_pipeline,  # with mode "update+add": the numeric add's row
 }
 
 
