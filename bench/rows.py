@@ -99,6 +99,9 @@ def _mode_spec(mode: str) -> dict[str, Any]:
         raw["dynamodb"]["version"] = "latitude"
     if mode == "delete":
         del raw["dynamodb"]["attributes"]
+    if mode == "update+add":  # latitude ADDed: each record a TransactWriteItems with its marker
+        raw["dynamodb"]["writeMode"] = "update"
+        raw["dynamodb"]["attributes"]["latitude"]["update"] = "add"
     return raw
 
 
@@ -160,7 +163,8 @@ def row_worker(args: dict[str, Any]) -> int:
     from adapters import clients
 
     pool = int(args["concurrency"]) + 2
-    return _worker(args, clients.batch_writes(pool), clients.dynamodb(pool))
+    wire = clients.batch_writes(pool)  # BatchWriteItem and the single-item writes, as the Worker sends them
+    return _worker(args, wire, wire)
 
 
 def row_worker_memory(args: dict[str, Any]) -> int:
@@ -173,7 +177,7 @@ def row_pipeline(args: dict[str, Any]) -> tuple[int, float]:
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = args["endpoint"]
     from mapload.emulator import run_local
 
-    spec = json.loads(SPEC_FILE.read_text())
+    spec = _mode_spec(args["mode"]) if "mode" in args else json.loads(SPEC_FILE.read_text())
     spec.update(args["spec"])
     report = run_local(
         Path(args["file"]),
@@ -197,6 +201,10 @@ ROWS: dict[str, Callable[[dict[str, Any]], int | tuple[int, float]]] = {
     "modes": row_worker,  # with a "mode": make bench's write-mode table
     "worker_memory": row_worker_memory,
     "pipeline": row_pipeline,
+    "modes_pipeline": row_pipeline,  # with a "mode": the write-mode table's embedded rows
+    "long": row_batch_writer,  # the long round trip's rows
+    "long_pipeline": row_pipeline,
+    "add_pipeline": row_pipeline,  # with mode "update+add": the numeric add's row
 }
 
 

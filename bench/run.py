@@ -1,7 +1,9 @@
 """`make bench`: load one generated postcode CSV five ways against one latency-adding endpoint and
 print one table (items/s, CPU µs per item, peak memory, items lost, ratio to boto3's batch_writer);
-then the Worker's loop in each write mode at the same round trip and write limit, beside the rate
-`mapload estimate` models for it; then, in this process and without moto, the CSV parsers
+then each write mode through the Worker's loop and the embedded pipeline at the same round trip
+and a write limit moto serves single-item writes at (`--mode-limit`), beside the rate
+`mapload estimate` models for it; then batch_writer and the embedded pipeline at a long round
+trip (`--long-latency-ms`); then, in this process and without moto, the CSV parsers
 (bench/parsers.py) and the edge endpoint check (bench/endpoints.py).
 
 A moto server (subprocess) holds the data; bench/proxy.py in this process adds the round trip
@@ -42,6 +44,8 @@ from mapload.estimate import BENCH_ROUND_TRIP_MS, BENCH_WRITE_CONCURRENCY, worke
 from mapload.tables import create_pk_sk_table  # noqa: E402
 
 PYTHON = sys.executable
+# Rows whose load is the embedded pipeline (run-local): it makes its own table.
+PIPELINE_ROWS = frozenset({"pipeline", "modes_pipeline", "long_pipeline", "add_pipeline"})
 
 
 @dataclass
@@ -55,6 +59,11 @@ class Result:
     note: str = ""
     limit: float | None = None
     requests: int = 0  # write requests the row's writer sent (worker rows)
+    server_cpu: float = 0.0  # CPU seconds the moto server spent during the row
+
+    @property
+    def server_cpu_us(self) -> float:
+        return self.server_cpu / self.items * 1e6 if self.items else 0.0
 
     @property
     def rate(self) -> float:
@@ -88,6 +97,15 @@ class Bench:
         self.workdir = workdir
         self.moto_url = f"http://127.0.0.1:{_free_port()}"
         self.db = boto3.client("dynamodb", endpoint_url=self.moto_url, region_name="us-east-1")
+        self.moto_pid = 0
+
+    def server_cpu(self) -> float:
+        """The moto server's CPU seconds so far (user + system, from /proc; 0 where there is none)."""
+        try:
+            fields = Path(f"/proc/{self.moto_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def table(self, name: str) -> str:
         return create_pk_sk_table(self.db, name)
@@ -136,7 +154,28 @@ def main() -> int:
         "--concurrency", type=int, default=BENCH_WRITE_CONCURRENCY, help="worker write_concurrency"
     )
     parser.add_argument(
-        "--mode-slice", type=int, default=20_000, help="records each write-mode row sends (0: skip them)"
+        "--mode-slice", type=int, default=10_000, help="records each write-mode row sends (0: skip them)"
+    )
+    parser.add_argument(
+        "--mode-limit",
+        type=float,
+        default=300.0,
+        help="write units/s of the write-mode rows (0: none); the moto server spends 1.7-3.1 ms of CPU "
+        "a single-item write (the table's moto CPU column), so it serves about 300/s on this 2-core "
+        "machine beside the writers",
+    )
+    parser.add_argument(
+        "--add-slice",
+        type=int,
+        default=0,
+        help="records of the numeric-add row (default 0: skipped; moto deep-copies every table for "
+        "each TransactWriteItems, so run it alone on a fresh server: --only add_pipeline)",
+    )
+    parser.add_argument(
+        "--long-latency-ms", type=float, default=50.0, help="round trip of the long-round-trip rows"
+    )
+    parser.add_argument(
+        "--long-rows", type=int, default=20_000, help="rows of the long-round-trip rows (0: skip them)"
     )
     parser.add_argument("--shards", type=int, default=4, help="shards (and maxConcurrency) of row 5")
     parser.add_argument("--small-mib", type=int, default=10)
@@ -174,9 +213,10 @@ def main() -> int:
             stderr=subprocess.DEVNULL,
             env={**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"},
         )
+        bench.moto_pid = moto.pid
         try:
             _wait_for(bench.moto_url)
-            results, limited, modes = _measure(bench, options, csv_path, size, latency)
+            results, limited, modes, long = _measure(bench, options, csv_path, size, latency)
             memory = _memory(bench, options, workdir)
         finally:
             moto.terminate()
@@ -185,6 +225,8 @@ def main() -> int:
     print(_render(options, results, limited, memory, plan_seconds, plan_shards, size))
     if modes:
         print(_render_modes(options, modes))
+    if long:
+        print(_render_long(options, long))
     if not options.only or "parsers" in options.only.split(","):
         import parsers  # bench/parsers.py: the CSV parser rows (no moto)
 
@@ -200,9 +242,18 @@ def main() -> int:
     return 0
 
 
+def _head(csv_path: Path, rows: int) -> Path:
+    """The header and the first `rows` rows of the CSV, as a file of its own."""
+    path = csv_path.with_name(f"head-{rows}.csv")
+    with csv_path.open("rb") as source, path.open("wb") as out:
+        for _ in range(rows + 1):
+            out.write(source.readline())
+    return path
+
+
 def _measure(
     bench: Bench, options: argparse.Namespace, csv_path: Path, size: int, latency: float
-) -> tuple[list[Result], list[Result], list[Result]]:
+) -> tuple[list[Result], list[Result], list[Result], list[Result]]:
     from mapload.emulator import LOCAL_CONTEXT
     from mapload.synth import synthesize
 
@@ -220,6 +271,7 @@ def _measure(
     results: list[Result] = []
     limited: list[Result] = []
     modes: list[Result] = []
+    long: list[Result] = []
     with Proxy(bench.moto_url, latency=latency, limit=None) as proxy:
 
         def run(
@@ -236,9 +288,10 @@ def _measure(
             if options.only and row not in options.only.split(","):
                 return ""
             proxy.set_limit(limit)
-            if row == "pipeline":
-                for table in _pipeline_tables(bench):
-                    bench.db.delete_table(TableName=table)
+            if row in PIPELINE_ROWS:
+                if extra.get("mode") != "delete":  # delete deletes what the put row wrote
+                    for table in _pipeline_tables(bench):
+                        bench.db.delete_table(TableName=table)
                 args = {**common, **extra, "endpoint": proxy.url}
             else:
                 args = {
@@ -249,8 +302,10 @@ def _measure(
                     or bench.table(f"bench-{len(results) + len(limited) + len(modes)}"),
                 }
             throttled_before = proxy.throttled
+            server_before = bench.server_cpu()
             outcome, rss, err = bench.run_row(row, args)
-            table = _pipeline_tables(bench)[0] if row == "pipeline" else args["table"]
+            server_cpu = bench.server_cpu() - server_before
+            table = _pipeline_tables(bench)[0] if row in PIPELINE_ROWS else args["table"]
             counted = bench.count(table)
             if proxy.throttled > throttled_before:
                 note = (
@@ -267,6 +322,7 @@ def _measure(
                     note,
                     limit,
                     _requests(err),
+                    server_cpu,
                 )
             )
             print(f"  {name}: {outcome['items']} items in {outcome['seconds']:.1f}s", file=sys.stderr)
@@ -314,21 +370,86 @@ def _measure(
             )
         if options.mode_slice > 0:
             # Each mode on its own table, except delete: it deletes what the put row wrote.
-            slice_args = {"slice": min(options.mode_slice, rows)}
+            n = min(options.mode_slice, rows)
+            mode_limit = options.mode_limit or None
+            head = _head(csv_path, n)
             put_table = ""
             for mode in WRITE_MODES:
                 on = {"table": put_table} if mode == "delete" and put_table else {}
                 table = run(
                     mode,
                     "modes",
-                    {**slice_args, "mode": mode, **on},
-                    0 if mode == "delete" and put_table else slice_args["slice"],
+                    {"slice": n, "mode": mode, **on},
+                    0 if mode == "delete" and put_table else n,
                     into=modes,
-                    limit=options.limit or None,
+                    limit=mode_limit,
                     note="deletes the put row's items" if on else "",
                 )
                 put_table = table if mode == "put" else put_table
-    return results, limited, modes
+            for mode in WRITE_MODES:
+                budget = {"writeUnitsPerSecond": mode_limit} if mode_limit else {}
+                run(
+                    f"{mode} (pipeline)",
+                    "modes_pipeline",
+                    {
+                        **pipeline_args,
+                        "file": str(head),
+                        "mode": mode,
+                        "spec": {
+                            "shardSizeMiB": head.stat().st_size / 2**20 * 1.01,
+                            "maxConcurrency": 1,
+                            **budget,
+                        },
+                    },
+                    0 if mode == "delete" else n,
+                    into=modes,
+                    limit=mode_limit,
+                    note="1 shard" + ("; deletes the put row's items" if mode == "delete" else ""),
+                )
+        if options.add_slice > 0:  # opt-in: moto copies every table for each transaction
+            n = min(options.add_slice, rows)
+            head = _head(csv_path, n)
+            mode_limit = options.mode_limit or None
+            run(
+                "update, numeric add (pipeline)",
+                "add_pipeline",
+                {
+                    **pipeline_args,
+                    "file": str(head),
+                    "mode": "update+add",
+                    "spec": {
+                        "shardSizeMiB": head.stat().st_size / 2**20 * 1.01,
+                        "maxConcurrency": 1,
+                        **({"writeUnitsPerSecond": mode_limit} if mode_limit else {}),
+                    },
+                },
+                n,
+                into=modes,
+                limit=mode_limit,
+                note="1 shard; a TransactWriteItems with a ledger marker a record: 2 write units",
+            )
+        if options.long_rows > 0:
+            n = min(options.long_rows, rows)
+            head = _head(csv_path, n)
+            proxy.latency = options.long_latency_ms / 1000
+            run("2 boto3 Table.batch_writer(), 1 thread", "long", {"file": str(head)}, n, into=long)
+            run(
+                f"5 embedded pipeline, {options.shards} shards",
+                "long_pipeline",
+                {
+                    **pipeline_args,
+                    "file": str(head),
+                    "spec": {
+                        "shardSizeMiB": head.stat().st_size / options.shards / 2**20 * 1.01,
+                        "maxConcurrency": options.shards,
+                    },
+                },
+                n,
+                into=long,
+                note="items/s over the execution (Plan to Finalize)",
+            )
+            proxy.latency = latency
+    return results, limited, modes, long
 
 
 def _requests(err: str) -> int:
@@ -340,26 +461,55 @@ def _requests(err: str) -> int:
 
 
 def _render_modes(options: argparse.Namespace, modes: list[Result]) -> str:
-    """The write-mode table: measured items/s beside the rate mapload estimate models."""
-    limit = options.limit or None
+    """The write-mode table: measured items/s beside the rate mapload estimate models, CPU per
+    item beside put's (the Worker's loop rows; the pipeline rows' CPU includes the emulator)."""
+    limit = options.mode_limit or None
+    put = {r.name.endswith("(pipeline)"): r.cpu_us for r in modes if r.name.split()[0] == "put"}
     lines = [
         "",
-        f"Write modes: the Worker's loop (row 4) on the first {modes[0].items:,} rows, "
-        f"{options.concurrency} in flight, {options.latency_ms:g} ms round trip"
+        f"Write modes: the Worker's loop (row 4) and the embedded pipeline (row 5, 1 shard) on the first "
+        f"{max(r.items for r in modes):,} rows, {options.concurrency} in flight, "
+        f"{options.latency_ms:g} ms round trip"
         + (f", write-unit limit {limit:,.0f}/s:" if limit else ", no write-unit limit:"),
         "",
         "| writeMode | requests | items/s | mapload estimate's model | achieved ÷ limit | CPU µs/item "
-        "| items lost | note |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| × put CPU/item | moto CPU µs/item | items lost | note |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in modes:
-        model = worker_rate(r.name, in_flight=options.concurrency, round_trip_ms=options.latency_ms)
+        mode = r.name.split()[0].rstrip(",")
+        units = 2 if "numeric add" in r.name else 1  # the item's unit and its marker's
+        model = worker_rate(mode, in_flight=options.concurrency, round_trip_ms=options.latency_ms)
         if limit:
-            model = min(model, limit)  # the benchmark's items are one write unit each
-        share = f"{r.rate / limit:.0%}" if limit else "—"
+            model = min(model, limit / units)  # the benchmark's items are one write unit each
+        share = f"{r.rate * units / limit:.0%}" if limit else "—"
+        base = put.get(r.name.endswith("(pipeline)"))
+        ratio = f"{r.cpu_us / base:.1f}" if base else "—"
+        requests = f"{r.requests:,}" if r.requests else "—"
         lines.append(
-            f"| {r.name} | {r.requests:,} | {r.rate:,.0f} | {model:,.0f} | {share} | {r.cpu_us:,.0f} "
-            f"| {r.lost:,} | {r.note} |"
+            f"| {r.name} | {requests} | {r.rate:,.0f} | {model:,.0f} | {share} | {r.cpu_us:,.0f} | {ratio} "
+            f"| {r.server_cpu_us:,.0f} | {r.lost:,} | {r.note} |"
+        )
+    return "\n".join(lines)
+
+
+def _render_long(options: argparse.Namespace, long: list[Result]) -> str:
+    """The long round trip: the embedded pipeline against boto3's batch_writer, same rows, same run."""
+    base = long[0]
+    lines = [
+        "",
+        f"Long round trip: {options.long_latency_ms:g} ms added to every request, the first "
+        f"{base.items:,} rows, no write-unit limit (`write_concurrency` {options.concurrency}, "
+        "`max_write_concurrency` at its default):",
+        "",
+        "| approach | items/s | × batch_writer items/s | CPU µs/item | moto CPU µs/item | items lost "
+        "| note |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in long:
+        lines.append(
+            f"| {r.name} | {r.rate:,.0f} | {r.rate / base.rate:.1f} | {r.cpu_us:,.0f} "
+            f"| {r.server_cpu_us:,.0f} | {r.lost:,} | {r.note} |"
         )
     return "\n".join(lines)
 

@@ -47,11 +47,30 @@ TRANSITIONS_PER_SHARD = 3
 #    flight, 20 ms round trip to the endpoint, on the 2-CPU benchmark machine (2026-11-30) -----
 BENCH_WORKER_ITEMS_PER_SECOND = 4200.0
 BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM = 58.0
-# The same loop in a write mode other than put (single-item calls; make bench's write-mode table).
-BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND = 190.0
+# The same loop in a write mode other than put (single-item calls through dynamodb_wire, lanes by
+# key; make bench's write-mode table, 2026-12-02): 580-660 µs of CPU an item in the Worker's
+# process, so one core's worth of loop writes about 1,500 items/s (the local table, not the loop,
+# bound the measured rates; 190 before the low-level path and the lanes by key).
+BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND = 1500.0
 # The conditions of those measurements (bench/run.py's defaults are these).
 BENCH_WRITE_CONCURRENCY = 16
 BENCH_ROUND_TRIP_MS = 20.0
+# A worker's window (runtime/logic/ratecontrol.py): `write_concurrency` requests in flight per
+# REFERENCE_ROUND_TRIP_MS of the quickest round trip, at most `max_write_concurrency` (its default
+# in stacks/config.py; tests/infra/test_write_ceiling.py checks they are equal).
+REFERENCE_ROUND_TRIP_MS = 20.0
+DEFAULT_MAX_WRITE_CONCURRENCY = 64
+
+
+def requests_in_flight(
+    in_flight: int, round_trip_ms: float, max_in_flight: int = DEFAULT_MAX_WRITE_CONCURRENCY
+) -> float:
+    """The cap of a worker's window at this round trip: `in_flight` (write_concurrency) per 20 ms,
+    never below it, never above `max_in_flight`."""
+    return min(
+        float(max(in_flight, max_in_flight)),
+        max(in_flight, in_flight * round_trip_ms / REFERENCE_ROUND_TRIP_MS),
+    )
 
 
 def worker_rate(
@@ -60,19 +79,23 @@ def worker_rate(
     in_flight: int = BENCH_WRITE_CONCURRENCY,
     round_trip_ms: float = BENCH_ROUND_TRIP_MS,
     loop_items_per_second: float | None = None,
+    max_in_flight: int = DEFAULT_MAX_WRITE_CONCURRENCY,
 ) -> float:
-    """Items/s one worker writes in `write_mode`: at most `in_flight` requests per round trip,
-    each carrying `items_per_request(write_mode)` items (25 for put, delete and putIfAbsent, 1 for
-    single-item writes), and no more than its loop's rate (default: the one make bench measured
-    for batches, or for single items). At 16 in flight and 20 ms, round trips allow 20,000 items/s
-    in batches and 800 in single items: both loops are bound by their own CPU before that."""
+    """Items/s one worker writes in `write_mode`: at most its window's requests per round trip
+    (`requests_in_flight`: `in_flight` per 20 ms, up to `max_in_flight`), each carrying
+    `items_per_request(write_mode)` items (25 for put, delete and putIfAbsent, 1 for single-item
+    writes), and no more than its loop's rate (default: the one make bench measured for batches,
+    or for single items). At 16 in flight and 20 ms, round trips allow 20,000 items/s in batches
+    and 800 in single items; at 50 ms the window widens to 40 requests and allows the same."""
     if loop_items_per_second is None:
         loop_items_per_second = (
             BENCH_WORKER_ITEMS_PER_SECOND
             if write_mode in BATCHED
             else BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
         )
-    per_round_trip = in_flight * items_per_request(write_mode)
+    per_round_trip = requests_in_flight(in_flight, round_trip_ms, max_in_flight) * items_per_request(
+        write_mode
+    )
     return min(loop_items_per_second, per_round_trip / (round_trip_ms / 1000))
 
 

@@ -578,12 +578,24 @@ class LoaderConfig(Site):
         Field(
             ge=1,
             le=256,
-            description="BatchWriteItem requests in flight per worker at most; each worker narrows it while "
-            "DynamoDB throttles (AIMD) and widens it again as requests succeed. At 20 ms round trip, 8–16 "
-            "keep one worker busy (see docs/PERFORMANCE.md)",
+            description="write requests in flight per worker for a 20 ms round trip; each worker narrows it "
+            "while DynamoDB throttles (AIMD) and widens it again as requests succeed. At 20 ms round trip, "
+            "8–16 keep one worker busy (see docs/PERFORMANCE.md); a longer quickest round trip widens the "
+            "cap in proportion, up to `max_write_concurrency`",
         ),
         INTEGER,
     ] = 8
+    max_write_concurrency: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=256,
+            description="the most write requests in flight per worker however long the round trip: the "
+            "cap `write_concurrency` × (quickest round trip ÷ 20 ms) stops here (at least "
+            "`write_concurrency`; the Worker's sending threads and HTTP connections follow it)",
+        ),
+        INTEGER,
+    ] = 64
     lambda_concurrency_limit: Annotated[
         Count,
         Field(
@@ -660,6 +672,11 @@ class LoaderConfig(Site):
 
     @model_validator(mode="after")
     def _concurrency_and_express(self) -> Self:
+        if self.max_write_concurrency < self.write_concurrency:
+            raise rule_error(
+                "max_write_concurrency",
+                f"{self.max_write_concurrency} must be at least write_concurrency {self.write_concurrency}",
+            )
         reserved = self.worker_reserved_concurrency
         reservable = self.lambda_concurrency_limit - LAMBDA_UNRESERVED_MINIMUM
         if reserved is not None and reserved > reservable:

@@ -269,7 +269,12 @@ class LoaderFunctions:
                 # ... and a jobId is taken over only once the Workers of the run holding it are over.
                 "WORKER_TIMEOUT_SECONDS": str(config.worker_timeout_seconds),
             },
-            "Worker": {**sources, **common, "WRITE_CONCURRENCY": str(config.write_concurrency)},
+            "Worker": {
+                **sources,
+                **common,
+                "WRITE_CONCURRENCY": str(config.write_concurrency),
+                "MAX_WRITE_CONCURRENCY": str(config.max_write_concurrency),
+            },
             "Finalize": {**common, "TABLE_ARN": data.table.table_arn},
         }
 

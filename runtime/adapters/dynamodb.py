@@ -4,7 +4,7 @@ TransactWriteItems for an update with a numeric ADD)."""
 
 from __future__ import annotations
 
-import queue
+import collections
 import random
 import threading
 import time
@@ -65,9 +65,10 @@ class RetryPolicy:
 
 class _PacedWriter:
     """What both writers share: a pool of sending threads, rate control (at most `in_flight`
-    requests, fewer while DynamoDB throttles: an AIMD window; no faster than `rate` write units
-    per second when one is set, changed by `set_rate` while the writer runs), and each request
-    retried with capped full-jitter backoff until done, or counted as not written."""
+    requests, fewer while DynamoDB throttles: an AIMD window, whose cap grows with the quickest
+    round trip measured up to `max_in_flight`: logic/ratecontrol.py; no faster than `rate` write
+    units per second when one is set, changed by `set_rate` while the writer runs), and each
+    request retried with capped full-jitter backoff until done, or counted as not written."""
 
     def __init__(
         self,
@@ -79,6 +80,7 @@ class _PacedWriter:
         rng: random.Random | None,
         rate: float | None,
         clock: Callable[[], float],
+        max_in_flight: int | None = None,
     ) -> None:
         self._table = table
         self._policy = policy
@@ -89,7 +91,9 @@ class _PacedWriter:
         self._not_written = 0
         self._first_error: str | None = None
         self._clock = clock
-        self.window = AimdWindow(in_flight)
+        self.window = AimdWindow(in_flight, ceiling=max(in_flight, max_in_flight or in_flight))
+        # Sending threads: as many as the window may ever allow.
+        self.threads = int(self.window.ceiling)
         self._bucket = TokenBucket(rate, now=clock())
         self._gate = threading.Condition(self._lock)
         self._active = 0
@@ -109,8 +113,9 @@ class _PacedWriter:
             )
         return self.stats
 
-    def _pace(self, units: int) -> None:
-        """Wait for the write budget, then for a place in the AIMD window."""
+    def _pace(self, units: int) -> float:
+        """Wait for the write budget, then for a place in the AIMD window; the time (the
+        writer's clock) it got the place, for `_answered`'s round trip."""
         with self._lock:
             wait = self._bucket.reserve(units, now=self._clock())
             self.stats.budget_wait_seconds += wait
@@ -120,18 +125,23 @@ class _PacedWriter:
             while self._active >= self.window.allowed:
                 self._gate.wait()
             self._active += 1
+        return self._clock()
 
-    def _answered(self, throttled: bool) -> None:
+    def _answered(self, throttled: bool, sent: float | None = None) -> None:
+        """One request answered (`sent`: when, by `_pace`, it was sent: its round trip)."""
+        round_trip = None if sent is None else self._clock() - sent
         with self._gate:
             self._active -= 1
+            allowed = self.window.allowed
             if throttled:
                 before = self.window.decreases
-                self.window.throttled()
+                self.window.throttled(round_trip)
                 self.stats.window_decreases += self.window.decreases - before
                 self.stats.min_window = min(self.stats.min_window, self.window.allowed)
             else:
-                self.window.accepted()
-            self._gate.notify_all()
+                self.window.accepted(round_trip)
+            # One place freed: one waiting sender; more only when the window widened.
+            self._gate.notify(1 + max(0, self.window.allowed - allowed))
 
     def _retrying(self, attempt_once: Callable[[int], tuple[int, str | None]]) -> None:
         """Call `attempt_once(attempt)` until it leaves nothing pending. It paces itself and
@@ -190,14 +200,22 @@ class BatchWriter(_PacedWriter):
         rng: random.Random | None = None,
         rate: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_in_flight: int | None = None,
     ) -> None:
         super().__init__(
-            table, in_flight=in_flight, policy=policy, sleep=sleep, rng=rng, rate=rate, clock=clock
+            table,
+            in_flight=in_flight,
+            policy=policy,
+            sleep=sleep,
+            rng=rng,
+            rate=rate,
+            clock=clock,
+            max_in_flight=max_in_flight,
         )
         self._client = client
-        self._pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="batch")
-        # Bounds memory: at most twice the in-flight count of batches exist at once.
-        self._slots = threading.BoundedSemaphore(in_flight * 2)
+        self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="batch")
+        # Bounds memory: at most twice the most requests in flight of batches exist at once.
+        self._slots = threading.BoundedSemaphore(self.threads * 2)
         self._futures: list[Future[None]] = []
 
     def submit(self, items: list[dict[str, Any]], units: int | None = None) -> None:
@@ -223,7 +241,7 @@ class BatchWriter(_PacedWriter):
         def attempt_once(_attempt: int) -> tuple[int, str | None]:
             nonlocal pending
             # A retry of some items costs their share of the batch's units.
-            self._pace(max(1, -(-units * len(pending) // len(items))))
+            sent: float | None = self._pace(max(1, -(-units * len(pending) // len(items))))
             throttled = True
             try:
                 response = self._client.batch_write_item(RequestItems={self._table: pending})
@@ -240,14 +258,15 @@ class BatchWriter(_PacedWriter):
                 code = self._retryable(exc, len(pending))
                 return (len(pending), code) if code else (0, None)
             except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable
+                sent = None  # no answer: no round trip
                 return len(pending), f"{type(exc).__name__}: {exc}"
             finally:
-                self._answered(throttled)
+                self._answered(throttled, sent)
 
         self._retrying(attempt_once)
 
 
-# What ItemWriter's lanes carry: a record's key values, item, write units and byte offset.
+# What ItemWriter's queue carries: a record's key values, item, write units and byte offset.
 _Entry = tuple[tuple[Any, ...], dict[str, Any], int, int]
 
 
@@ -255,9 +274,11 @@ class ItemWriter(_PacedWriter):
     """Single-item writes for a conditional or update write mode (logic/writemodes.py): PutItem,
     UpdateItem or DeleteItem, under the same rate control, retries and bounds as BatchWriter.
 
-    `in_flight` lanes each write their items one after another; an item's lane is chosen by its
-    key, so the records of one key are written in the order they were submitted (file order)
-    while different keys keep the table busy. A refused condition counts the record in
+    Its sending threads (lanes: as many as the window may allow) take the records in submission
+    order, except that a record whose key has an earlier record queued or in flight waits for it:
+    the records of one key are written in the order they were submitted (file order), one at a
+    time, while any free lane takes the next record of another key (no lane waits behind a busy
+    one). At most two records per lane wait at once. A refused condition counts the record in
     `stats.skipped` (its key in `skipped_keys`, up to `sample` of them), unless the stored item
     is the one this request writes: then an earlier attempt whose answer was lost wrote it.
     An update with a numeric ADD (`plan.counters`) sends each record as a TransactWriteItems with
@@ -279,27 +300,43 @@ class ItemWriter(_PacedWriter):
         clock: Callable[[], float] = time.monotonic,
         sample: int = 10,
         markers: Markers | None = None,
+        max_in_flight: int | None = None,
     ) -> None:
         if plan.counters and markers is None:
             raise ValueError(f"adding numbers to {', '.join(plan.counters)} exactly once needs markers")
         if plan.counters:  # each a transaction with a marker: the marker keys bound the rate
             in_flight = min(in_flight, MARKED_IN_FLIGHT)
+            max_in_flight = min(max_in_flight or in_flight, MARKED_IN_FLIGHT)
         super().__init__(
-            table, in_flight=in_flight, policy=policy, sleep=sleep, rng=rng, rate=rate, clock=clock
+            table,
+            in_flight=in_flight,
+            policy=policy,
+            sleep=sleep,
+            rng=rng,
+            rate=rate,
+            clock=clock,
+            max_in_flight=max_in_flight,
         )
         self._client = client
         self._plan = plan
         self._sample = sample
         self._markers = markers
         self.skipped_keys: list[tuple[Any, ...]] = []
-        # Each lane holds at most 2 waiting items: memory stays bounded by the lane count.
-        self._lanes: list[queue.Queue[_Entry | None]] = [queue.Queue(maxsize=2) for _ in range(in_flight)]
-        self._threads = [
-            threading.Thread(target=self._serve, args=(lane,), name=f"item-{i}", daemon=True)
-            for i, lane in enumerate(self._lanes)
+        # Records a lane may take (the first of their key), records behind an earlier one of
+        # their key (by key; a key is in `_behind` while one of its records is queued or in
+        # flight), how many records wait in all (at most 2 a lane: bounded memory), and closing.
+        self._ready: collections.deque[_Entry] = collections.deque()
+        self._behind: dict[tuple[Any, ...], collections.deque[_Entry]] = {}
+        self._queued = 0
+        self._closing = False
+        queue_lock = threading.Lock()
+        self._work = threading.Condition(queue_lock)  # a record is ready, or closing
+        self._space = threading.Condition(queue_lock)  # fewer records wait than the bound
+        self._lanes = [
+            threading.Thread(target=self._serve, name=f"item-{i}", daemon=True) for i in range(self.threads)
         ]
         self._failure: BaseException | None = None
-        for thread in self._threads:
+        for thread in self._lanes:
             thread.start()
 
     def units(self, item_size: int) -> int:
@@ -309,24 +346,58 @@ class ItemWriter(_PacedWriter):
     def submit(self, key: tuple[Any, ...], item: dict[str, Any], units: int = 1, offset: int = -1) -> None:
         """Queue one item (low-level form) whose key values are `key`; `offset`: the record's byte
         offset in its object (what its marker is keyed by, when the plan has counters)."""
-        self._lanes[hash(key) % len(self._lanes)].put((key, item, units, offset))
+        entry = (key, item, units, offset)
+        with self._space:
+            while self._queued >= 2 * len(self._lanes):
+                self._space.wait()
+            self._queued += 1
+            waiting = self._behind.get(key)
+            if waiting is not None:  # an earlier record of the key is queued or in flight
+                waiting.append(entry)
+                return
+            self._behind[key] = collections.deque()
+            self._ready.append(entry)
+            self._work.notify()
 
     def close(self) -> WriteStats:
-        for lane in self._lanes:
-            lane.put(None)
-        for thread in self._threads:
+        with self._work:
+            self._closing = True
+            self._work.notify_all()
+        for thread in self._lanes:
             thread.join()
         if self._failure is not None:
             raise self._failure
         return self._raise_if_not_written()
 
-    def _serve(self, lane: queue.Queue[_Entry | None]) -> None:
-        while (entry := lane.get()) is not None:
+    def _serve(self) -> None:
+        while True:
+            with self._work:
+                while not self._ready and not (self._closing and not self._queued):
+                    self._work.wait()
+                if not self._ready:
+                    return  # closing, nothing queued or in flight
+                entry = self._ready.popleft()
             try:
                 self._write(*entry)
             except BaseException as error:  # surfaced by close(); the lane keeps draining
                 with self._lock:
                     self._failure = self._failure or error
+            finally:
+                self._done(entry[0])
+
+    def _done(self, key: tuple[Any, ...]) -> None:
+        """A record of `key` was written (or given up): the next of its key, if any, may go."""
+        with self._work:
+            self._queued -= 1
+            self._space.notify()
+            waiting = self._behind[key]
+            if waiting:
+                self._ready.append(waiting.popleft())
+                self._work.notify()
+            else:
+                del self._behind[key]
+            if self._closing and not self._queued:
+                self._work.notify_all()  # every lane may stop
 
     def _requests(self, item: dict[str, Any], offset: int) -> list[tuple[Callable[..., Any], dict[str, Any]]]:
         """The client calls and their arguments that write `item`, one after another (several
@@ -367,7 +438,7 @@ class ItemWriter(_PacedWriter):
 
         def attempt_once(attempt: int) -> tuple[int, str | None]:
             nonlocal unanswered
-            self._pace(units)
+            sent: float | None = self._pace(units)
             throttled = False
             try:
                 call(**arguments)
@@ -403,9 +474,10 @@ class ItemWriter(_PacedWriter):
                 return (1, retryable) if retryable else (0, None)
             except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable
                 throttled = unanswered = True
+                sent = None  # no answer: no round trip
                 return 1, f"{type(exc).__name__}: {exc}"
             finally:
-                self._answered(throttled)
+                self._answered(throttled, sent)
 
         self._retrying(attempt_once)
 

@@ -1,6 +1,6 @@
-"""BatchWriteItem (and BatchExecuteStatement: putIfAbsent's INSERTs) on the worker's hot path: the
-session's credentials, botocore's SigV4 signer and an HTTP session configured as the client's,
-the request body encoded once by the C JSON encoder.
+"""BatchWriteItem, BatchExecuteStatement (putIfAbsent's INSERTs), PutItem, UpdateItem and
+DeleteItem on the worker's hot path: the session's credentials, botocore's SigV4 signer and an HTTP
+session configured as the client's, the request body encoded once by the C JSON encoder.
 
 A botocore client spends most of a worker's CPU per item on its generic call pipeline - some
 twenty events, model-driven serialization of every attribute value, a user-agent string,
@@ -9,8 +9,10 @@ model-driven parsing - for a request whose items the mapper already built in wir
 connection pool size, timeouts, proxy and TLS settings as the client it is built from, read
 through public APIs only, so a botocore upgrade cannot silently change them) and
 answers like the client: the parsed response on 200, `botocore.exceptions.ClientError` with the
-error code otherwise, `BotoCoreError`s for connection failures. tests/runtime/test_dynamodb_wire.py
-holds it to botocore's own serialization and error parsing; `make bench` measures what it saves.
+error code otherwise (and a refused condition's stored `Item`, binary values decoded, as botocore
+gives it for `ReturnValuesOnConditionCheckFailure`), `BotoCoreError`s for connection failures.
+tests/runtime/test_dynamodb_wire.py holds it to botocore's own serialization and error parsing;
+`make bench` measures what it saves (a third of botocore's CPU for a single-item write).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
+from botocore.awsrequest import AWSPreparedRequest, AWSRequest
 from botocore.exceptions import ChecksumError, ClientError
 from botocore.httpsession import URLLib3Session
 from botocore.utils import get_environ_proxies
 
 OPERATION = "BatchWriteItem"
-TARGET = f"DynamoDB_20120810.{OPERATION}"
+TARGET_PREFIX = "DynamoDB_20120810."
+TARGET = f"{TARGET_PREFIX}{OPERATION}"
 STATEMENTS = "BatchExecuteStatement"
 CONTENT_TYPE = "application/x-amz-json-1.0"
 
@@ -43,15 +46,31 @@ def _binary(value: object) -> str:
 
 def encode(request_items: dict[str, Any], **fields: Any) -> bytes:
     """A BatchWriteItem body (`fields`: ReturnConsumedCapacity and the like, as given)."""
-    return body({"RequestItems": request_items, **fields})
+    return encode_request({"RequestItems": request_items, **fields})
 
 
-def body(request: dict[str, Any]) -> bytes:
-    return json.dumps(request, separators=(",", ":"), default=_binary).encode()
+def encode_request(arguments: dict[str, Any]) -> bytes:
+    return json.dumps(arguments, separators=(",", ":"), default=_binary).encode()
+
+
+def _decoded(value: Any) -> Any:
+    """An attribute value from an answer's JSON with its binary values as bytes (botocore's form)."""
+    (kind, inner), *_ = value.items()
+    if kind == "B":
+        return {"B": base64.b64decode(inner)}
+    if kind == "BS":
+        return {"BS": [base64.b64decode(v) for v in inner]}
+    if kind == "M":
+        return {"M": {name: _decoded(v) for name, v in inner.items()}}
+    if kind == "L":
+        return {"L": [_decoded(v) for v in inner]}
+    return value
 
 
 class BatchWriteClient:
-    """`batch_write_item(RequestItems=...)` with the contract of a botocore DynamoDB client's.
+    """`batch_write_item(RequestItems=...)`, `put_item`, `update_item` and `delete_item` (keyword
+    arguments as the client's, low-level attribute values) with the contract of a botocore DynamoDB
+    client's; `transact_write_items` is the wrapped client's own.
 
     `client` gives the endpoint, region, signing name, event hooks and configuration;
     `credentials` are the session's (`botocore.session.Session.get_credentials()`, refreshed by
@@ -72,24 +91,37 @@ class BatchWriteClient:
         self._credentials = credentials
         self._session = http_session(meta.config, meta.endpoint_url, verify)
 
+        self.transact_write_items = client.transact_write_items
+
     def batch_write_item(self, RequestItems: dict[str, Any], **fields: Any) -> dict[str, Any]:
-        return self._send(OPERATION, encode(RequestItems, **fields))
+        return self._call(OPERATION, encode(RequestItems, **fields))
 
     def batch_execute_statement(self, Statements: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         """PartiQL statements (putIfAbsent's INSERTs: logic/writemodes.py insert_statement)."""
-        return self._send(STATEMENTS, body({"Statements": Statements, **fields}))
+        return self._call(STATEMENTS, encode_request({"Statements": Statements, **fields}))
 
-    def _send(self, operation: str, data: bytes) -> dict[str, Any]:
+    def put_item(self, **arguments: Any) -> dict[str, Any]:
+        return self._call("PutItem", encode_request(arguments))
+
+    def update_item(self, **arguments: Any) -> dict[str, Any]:
+        return self._call("UpdateItem", encode_request(arguments))
+
+    def delete_item(self, **arguments: Any) -> dict[str, Any]:
+        return self._call("DeleteItem", encode_request(arguments))
+
+    def _prepared(self, operation: str, data: bytes) -> AWSPreparedRequest:
+        credentials = self._credentials.get_frozen_credentials()
         request = AWSRequest(
             method="POST",
             url=self._url,
             data=data,
-            headers={"Content-Type": CONTENT_TYPE, "X-Amz-Target": f"DynamoDB_20120810.{operation}"},
+            headers={"Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET_PREFIX + operation},
         )
-        SigV4Auth(self._credentials.get_frozen_credentials(), self._signing_name, self._region).add_auth(
-            request
-        )
-        prepared = request.prepare()
+        SigV4Auth(credentials, self._signing_name, self._region).add_auth(request)
+        return request.prepare()
+
+    def _call(self, operation: str, data: bytes) -> dict[str, Any]:
+        prepared = self._prepared(operation, data)
         # Handlers of botocore's before-send event may answer instead of the network (moto's
         # in-process mock does), as they would for the client's own requests.
         answered = [
@@ -107,8 +139,13 @@ class BatchWriteClient:
         parsed: dict[str, Any] = json.loads(body) if body else {}
         status = int(response.status_code)
         if status < 300:
+            if "Attributes" in parsed:  # ReturnValues of a PutItem, UpdateItem or DeleteItem
+                parsed["Attributes"] = {name: _decoded(v) for name, v in parsed["Attributes"].items()}
             return parsed
-        raise ClientError(_error(parsed, status, response.headers), operation)
+        error = _error(parsed, status, response.headers)
+        if "Item" in parsed:  # ConditionalCheckFailedException's stored item (ALL_OLD)
+            error["Item"] = {name: _decoded(value) for name, value in parsed["Item"].items()}
+        raise ClientError(error, operation)
 
 
 def http_session(config: Any, endpoint_url: str, verify: bool | str) -> URLLib3Session:

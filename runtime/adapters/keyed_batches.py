@@ -89,11 +89,19 @@ class KeyedBatchWriter(_PacedWriter):
         rate: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         sample: int = 10,
+        max_in_flight: int | None = None,
     ) -> None:
         if plan.mode not in (DELETE, PUT_IF_ABSENT):
             raise ValueError(f"write mode {plan.mode!r} has no batch form here")
         super().__init__(
-            table, in_flight=in_flight, policy=policy, sleep=sleep, rng=rng, rate=rate, clock=clock
+            table,
+            in_flight=in_flight,
+            policy=policy,
+            sleep=sleep,
+            rng=rng,
+            rate=rate,
+            clock=clock,
+            max_in_flight=max_in_flight,
         )
         self._client = client
         self._item_client = item_client
@@ -101,9 +109,9 @@ class KeyedBatchWriter(_PacedWriter):
         self._sample = sample
         self.skipped_keys: list[Key] = []
         self._open: Batch = {}
-        self._pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="keyed-batch")
+        self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="keyed-batch")
         # Bounds memory: at most twice the in-flight count of batches exist at once.
-        self._slots = threading.BoundedSemaphore(in_flight * 2)
+        self._slots = threading.BoundedSemaphore(self.threads * 2)
         self._busy: set[Key] = set()  # keys of the batches sent and not yet answered
         self._freed = threading.Condition(self._lock)
         self._futures: list[Future[None]] = []
@@ -167,7 +175,7 @@ class KeyedBatchWriter(_PacedWriter):
         def attempt_once(_attempt: int) -> tuple[int, str | None]:
             nonlocal pending
             booked = max(1, -(-units * len(pending) // total))
-            self._pace(booked)
+            sent: float | None = self._pace(booked)
             throttled = True
             try:
                 response = self._client.batch_write_item(
@@ -187,9 +195,10 @@ class KeyedBatchWriter(_PacedWriter):
                 code = self._retryable(exc, len(pending))
                 return (len(pending), code) if code else (0, None)
             except BotoCoreError as exc:  # a repeated delete is harmless: send it again
+                sent = None  # no answer: no round trip
                 return len(pending), f"{type(exc).__name__}: {exc}"
             finally:
-                self._answered(throttled)
+                self._answered(throttled, sent)
 
         self._retrying(attempt_once)
 
@@ -206,7 +215,7 @@ class KeyedBatchWriter(_PacedWriter):
             nonlocal pending
             if not pending:
                 return 0, None
-            self._pace(sum(u for _, u in pending.values()))
+            sent: float | None = self._pace(sum(u for _, u in pending.values()))
             throttled = False
             try:
                 response = self._client.batch_execute_statement(Statements=[statements[k] for k in pending])
@@ -246,10 +255,11 @@ class KeyedBatchWriter(_PacedWriter):
                 return (len(pending), retryable) if retryable else (0, None)
             except BotoCoreError as exc:  # connection reset, read timeout: maybe applied
                 throttled = True
+                sent = None  # no answer: no round trip
                 ambiguous.update(pending)
                 return len(pending), f"{type(exc).__name__}: {exc}"
             finally:
-                self._answered(throttled)
+                self._answered(throttled, sent)
 
         self._retrying(attempt_once)
         for key in [*oversized, *settle]:
@@ -265,7 +275,7 @@ class KeyedBatchWriter(_PacedWriter):
 
         def attempt_once(_attempt: int) -> tuple[int, str | None]:
             nonlocal maybe_ours
-            self._pace(units)
+            sent: float | None = self._pace(units)
             throttled = False
             try:
                 call(TableName=self._table, **arguments)
@@ -286,9 +296,10 @@ class KeyedBatchWriter(_PacedWriter):
                 return (1, retryable) if retryable else (0, None)
             except BotoCoreError as exc:
                 throttled = maybe_ours = True
+                sent = None  # no answer: no round trip
                 return 1, f"{type(exc).__name__}: {exc}"
             finally:
-                self._answered(throttled)
+                self._answered(throttled, sent)
 
         self._retrying(attempt_once)
 

@@ -114,7 +114,14 @@ class PlanSettings(_Ledger):
 class WorkerSettings(_Ledger):
     source_buckets: Buckets
     table_name: Name
+    # Requests in flight for a 20 ms round trip, and the most however long it is (unset: the same).
     write_concurrency: Positive
+    max_write_concurrency: Positive | None = None
+
+    @property
+    def write_ceiling(self) -> int:
+        """The most write requests in flight (the sending threads, and the HTTP pool's size - 2)."""
+        return max(self.write_concurrency, self.max_write_concurrency or self.write_concurrency)
 
 
 class FinalizeSettings(_Ledger):

@@ -20,15 +20,15 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     """The event is one manifest entry (`shard`) and the planned job (`job`); the result is the
     shard's `index` and its metric fields (or `skipped` when the ledger has it done)."""
     settings = WorkerSettings.from_env(env)
-    pool = settings.write_concurrency + 2
+    pool = settings.write_ceiling + 2  # a connection for each request in flight, at most
     return process_shard(
         event["shard"],
         event["job"],
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        # BatchWriteItem and the single-item PutItem/UpdateItem/DeleteItem: adapters/dynamodb_wire.py
         clients.batch_writes(pool),
-        clients.dynamodb(pool),  # PutItem/UpdateItem: the botocore client batch_writes wraps
     )
 
 

@@ -156,7 +156,7 @@ def _process_records(
 def process_parquet(
     rows: Iterable[ParquetRow],
     spec: JobSpec,
-    writer: BatchWriter | ItemWriter | None,
+    writer: Writer | None,
     rejects: RejectSink,
     graph: Stager | None = None,
     *,
@@ -185,7 +185,7 @@ def _map_records(
     records: Iterable[Line | ParquetRow],
     parse: Callable[[Any], Fields | Reject],
     spec: JobSpec,
-    writer: BatchWriter | ItemWriter | None,
+    writer: Writer | None,
     rejects: RejectSink,
     graph: Stager | None,
     source: str,

@@ -62,7 +62,12 @@ def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, marker
         return None
     plan = write_plan(spec.dynamodb)
     if plan is None:
-        return BatchWriter(db, settings.table_name, in_flight=settings.write_concurrency)
+        return BatchWriter(
+            db,
+            settings.table_name,
+            in_flight=settings.write_concurrency,
+            max_in_flight=settings.write_ceiling,
+        )
     if plan.mode in BATCHED:
         return KeyedBatchWriter(
             db,
@@ -70,6 +75,7 @@ def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, marker
             settings.table_name,
             plan,
             in_flight=settings.write_concurrency,
+            max_in_flight=settings.write_ceiling,
             sample=SKIPPED_SAMPLE_SIZE,
         )
     return ItemWriter(
@@ -77,6 +83,7 @@ def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, marker
         settings.table_name,
         plan,
         in_flight=settings.write_concurrency,
+        max_in_flight=settings.write_ceiling,
         sample=SKIPPED_SAMPLE_SIZE,
         markers=markers if plan.counters else None,
     )

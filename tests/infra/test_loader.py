@@ -42,6 +42,7 @@ CONTRACT_ENV = {
         "TABLE_NAME",
         "LEDGER_TTL_DAYS",
         "WRITE_CONCURRENCY",
+        "MAX_WRITE_CONCURRENCY",
     },
     "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "TABLE_ARN", "LEDGER_TTL_DAYS"},
 }

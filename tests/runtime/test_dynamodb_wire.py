@@ -248,3 +248,146 @@ def test_deletes_with_consumed_capacity_and_insert_statements_are_the_requests_b
     plain.meta.events.register("before-send.dynamodb.BatchExecuteStatement", canned(200, body))
     ours_answer = fast.batch_execute_statement(Statements=statements)
     assert ours_answer["Responses"] == plain.batch_execute_statement(Statements=statements)["Responses"]
+
+
+SINGLE = [
+    (
+        "PutItem",
+        "put_item",
+        {
+            "Item": ITEMS[0],
+            "ConditionExpression": "attribute_not_exists(#k)",
+            "ExpressionAttributeNames": {"#k": "pk"},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        },
+    ),
+    (
+        "UpdateItem",
+        "update_item",
+        {
+            "Key": {"pk": ITEMS[1]["pk"], "sk": ITEMS[1]["sk"]},
+            "UpdateExpression": "SET #a = :a",
+            "ExpressionAttributeNames": {"#a": "b"},
+            "ExpressionAttributeValues": {":a": {"B": b"\xff\x00"}},
+        },
+    ),
+    ("DeleteItem", "delete_item", {"Key": {"pk": ITEMS[1]["pk"], "sk": ITEMS[1]["sk"]}}),
+]
+
+
+def both_single(operation: str, handler: Callable[..., AWSResponse]) -> tuple[Any, Any]:
+    plain = client()
+    plain.meta.events.register(f"before-send.dynamodb.{operation}", handler)
+    return plain, BatchWriteClient(plain, Credentials("AKIDEXAMPLE", "secret"))
+
+
+@pytest.mark.parametrize(("operation", "method", "arguments"), SINGLE)
+def test_a_single_item_request_is_the_one_botocore_sends(
+    operation: str, method: str, arguments: dict[str, Any]
+) -> None:
+    handler = canned(200, b"{}")
+    plain, fast = both_single(operation, handler)
+    assert getattr(fast, method)(TableName="T", **arguments) == {}
+    getattr(plain, method)(TableName="T", **arguments)
+    ours, theirs = handler.seen  # type: ignore[attr-defined]
+    assert ours.url == theirs.url and json.loads(ours.body) == json.loads(theirs.body)
+    for header in ("Content-Type", "X-Amz-Target"):
+        assert text(ours.headers[header]) == text(theirs.headers[header])
+    assert text(ours.headers["X-Amz-Target"]) == f"DynamoDB_20120810.{operation}"
+    assert (
+        text(ours.headers["Authorization"]).split("Signature=")[0]
+        == (text(theirs.headers["Authorization"]).split("Signature=")[0])
+    )
+
+
+STORED = {
+    "pk": {"S": "a"},
+    "b": {"B": "AAE="},
+    "bs": {"BS": ["AA==", "/w=="]},
+    "m": {"M": {"x": {"B": "AQ=="}, "l": {"L": [{"B": "Ag=="}, {"N": "1"}]}}},
+}
+
+
+def test_a_refused_condition_carries_the_stored_item_as_botocore_gives_it() -> None:
+    body = json.dumps(
+        {
+            "__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
+            "message": "The conditional request failed",
+            "Item": STORED,
+        }
+    ).encode()
+    plain, fast = both_single("PutItem", canned(400, body))
+    with pytest.raises(ClientError) as theirs:
+        plain.put_item(TableName="T", Item=ITEMS[1], ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    with pytest.raises(ClientError) as ours:
+        fast.put_item(TableName="T", Item=ITEMS[1], ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    assert ours.value.response["Error"] == {
+        "Code": "ConditionalCheckFailedException",
+        "Message": theirs.value.response["Error"]["Message"],
+    }
+    assert ours.value.response["Item"] == theirs.value.response["Item"]
+    assert ours.value.response["Item"]["b"] == {"B": b"\x00\x01"}
+    assert ours.value.operation_name == "PutItem"
+
+
+def test_returned_attributes_come_back_as_botocore_returns_them() -> None:
+    body = json.dumps({"Attributes": STORED}).encode()
+    plain, fast = both_single("DeleteItem", canned(200, body))
+    key = {"pk": {"S": "a"}, "sk": {"S": "b"}}
+    assert (
+        fast.delete_item(TableName="T", Key=key, ReturnValues="ALL_OLD")["Attributes"]
+        == plain.delete_item(TableName="T", Key=key, ReturnValues="ALL_OLD")["Attributes"]
+    )
+
+
+def test_single_item_modes_write_to_moto_through_the_wire_client(aws: Any) -> None:
+    from adapters import clients
+    from adapters.dynamodb import ItemWriter
+    from logic.writemodes import NEWER_WINS, WritePlan
+
+    db, fast = clients.dynamodb(4), clients.batch_writes(4)
+    plan = WritePlan(NEWER_WINS, ("pk", "sk"), version="n")
+    writer = ItemWriter(fast, "target", plan, in_flight=4, policy=RetryPolicy(base_seconds=0, cap_seconds=0))
+    items = [
+        {"pk": {"S": f"P#{i}"}, "sk": {"S": "X"}, "b": {"B": bytes([i])}, "n": {"N": "2"}} for i in range(20)
+    ]
+    for item in items + [{**i, "n": {"N": "1"}} for i in items]:  # the older versions are refused
+        writer.submit((item["pk"]["S"], "X"), item)
+    stats = writer.close()
+    assert (stats.requests, stats.skipped) == (40, 20)
+    assert sorted(db.scan(TableName="target")["Items"], key=lambda i: i["b"]["B"]) == items
+    # A retried request that finds its own item stored (binary value included) is not skipped.
+    with pytest.raises(ClientError) as refused:
+        fast.put_item(
+            TableName="target",
+            Item=items[3],
+            ConditionExpression="attribute_not_exists(pk)",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    assert refused.value.response["Item"] == items[3]
+
+
+def test_the_worker_sends_single_item_writes_through_the_wire_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline_support import ENV
+
+    from adapters import clients
+    from adapters.dynamodb_wire import BatchWriteClient as Wire
+    from handlers import worker
+
+    seen: dict[str, Any] = {}
+
+    def process_shard(*arguments: Any) -> dict[str, Any]:
+        seen["db"], seen["item_db"] = arguments[5], (arguments[6] if len(arguments) > 6 else arguments[5])
+        return {}
+
+    for name, value in (
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "a"),
+        ("AWS_SECRET_ACCESS_KEY", "b"),
+    ):
+        monkeypatch.setenv(name, value)
+    clients.reset()
+    monkeypatch.setattr(worker, "process_shard", process_shard)
+    worker.handle({"shard": {}, "job": {}}, ENV)
+    clients.reset()
+    assert isinstance(seen["db"], Wire) and isinstance(seen["item_db"], Wire)

@@ -30,6 +30,7 @@ class Settings:
     table_name: str = "target"
     ledger_ttl_days: int = 7
     write_concurrency: int = 2
+    write_ceiling: int = 2
 
 
 def planned(s3: Any, spec: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
