@@ -63,6 +63,15 @@ class RetryPolicy:
     cap_seconds: float = 5.0
 
 
+def _unfinished(futures: list[Future[None]]) -> list[Future[None]]:
+    """The futures not done yet; a done one that failed raises its error here (a batch that raised
+    must fail the shard even when its future is dropped from the list before close())."""
+    for future in futures:
+        if future.done():
+            future.result()
+    return [f for f in futures if not f.done()]
+
+
 class _PacedWriter:
     """What both writers share: a pool of sending threads, rate control (at most `in_flight`
     requests, fewer while DynamoDB throttles: an AIMD window, whose cap grows with the quickest
@@ -227,7 +236,7 @@ class BatchWriter(_PacedWriter):
         future.add_done_callback(lambda _f: self._slots.release())
         self._futures.append(future)
         if len(self._futures) > 256:  # keep the list short on long shards
-            self._futures = [f for f in self._futures if not f.done()]
+            self._futures = _unfinished(self._futures)
 
     def close(self) -> WriteStats:
         self._pool.shutdown(wait=True)

@@ -38,7 +38,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from adapters.dynamodb import AMBIGUOUS_CODES, RetryPolicy, WriteStats, _PacedWriter
+from adapters.dynamodb import AMBIGUOUS_CODES, RetryPolicy, WriteStats, _PacedWriter, _unfinished
 from logic.batching import BATCH_ITEMS
 from logic.writemodes import (
     DELETE,
@@ -148,7 +148,7 @@ class KeyedBatchWriter(_PacedWriter):
         future.add_done_callback(lambda _f: self._answered_batch(batch))
         self._futures.append(future)
         if len(self._futures) > 256:  # keep the list short on long shards
-            self._futures = [f for f in self._futures if not f.done()]
+            self._futures = _unfinished(self._futures)
 
     def _answered_batch(self, batch: Batch) -> None:
         with self._freed:

@@ -112,3 +112,28 @@ def test_given_a_validation_error_when_writing_then_it_is_not_retried() -> None:
     with pytest.raises(ShardWriteError, match="ValidationException"):
         _write(db, _items(25))
     assert db.calls == 1
+
+
+class FailsOnce(FakeDynamoDB):
+    """A batch whose sending raises an error that is no answer of DynamoDB's (a bug's error)."""
+
+    def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        with self._lock:
+            first = self.calls == 0
+        if first:
+            with self._lock:
+                self.calls += 1
+            raise KeyError("a bug in the request path")
+        return super().batch_write_item(RequestItems)
+
+
+def test_a_batch_that_raised_fails_the_writer_even_after_its_future_was_pruned() -> None:
+    """More than 256 batches: the list of futures is pruned of done ones as the shard goes on; the
+    batch that raised must still fail close() (its items were not written)."""
+    db = FailsOnce()
+    writer = BatchWriter(db, TABLE, in_flight=2)
+    items = _items(25 * 300)
+    with pytest.raises(KeyError):
+        for start in range(0, len(items), 25):
+            writer.submit(items[start : start + 25])
+        writer.close()
