@@ -3,6 +3,7 @@ ledger against a real (moto) S3/DynamoDB server: one CreateMultipartUpload, exac
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -415,3 +416,25 @@ def test_a_count_whose_answer_was_lost_still_completes_the_object(
     assert result.completed and result.missing == ""
     assert _object("lost-bkt", "d") == b"".join(blobs)
     assert _ledger_items() == []
+
+
+def test_each_part_is_hashed_once_and_checked_by_its_signed_checksum(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """S3 checks each part's bytes against its x-amz-checksum-sha256, a signed header, so the SDK
+    need not hash the part a second time to sign the payload (its default over https; over http,
+    which local servers speak, it read and hashed every part again)."""
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(3 * MIN_PART + 7))
+
+    result, _, _ = upload.upload(source, "s3://sum-bkt/f", env="local", part_size=MIN_PART, quiet=True)
+
+    assert result.completed and _object("sum-bkt", "f") == source.read_bytes()
+    parts = server.requests("PUT", r"/sum-bkt/f\?.*partNumber=")
+    assert len(parts) == 4
+    for request in parts:
+        headers = {name.lower(): value for name, value in request["headers"].items()}
+        body = base64.b64decode(request["body"]) if request["body_encoded"] else request["body"].encode()
+        assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
+        assert headers["x-amz-checksum-sha256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()
+        assert "x-amz-checksum-sha256" in headers["authorization"].split("SignedHeaders=")[1].split(",")[0]
