@@ -4,11 +4,12 @@ so that many processes on many hosts build one object (docs/CONTRACTS.md "Ledger
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,9 @@ DAY = 86_400
 HASH_CHUNK = 1024 * 1024
 # How long a process waits for the elected creator to record the UploadId before taking over.
 CLAIM_TIMEOUT_SECONDS = 60.0
+# Parts counted in one UpdateItem on the upload record: a count is one request per batch, not per
+# part; each part adds "NOT contains(doneParts, :nN)" (~35 bytes) to a 4 KB condition expression.
+COUNT_BATCH = 25
 
 Progress = Callable[[int], None]
 
@@ -305,19 +309,31 @@ class UploadLedger:
         applied was its own, so the process whose count reached the total still completes the
         object: without it nobody would, and the object would never appear.
         """
-        token = f"{counter}#{number}"
+        return self.count_parts(upload_id, [number], counter)
+
+    def count_parts(self, upload_id: str, numbers: Sequence[int], counter: str) -> int | None:
+        """Count up to COUNT_BATCH parts in one UpdateItem, all or none (as count_part, whose token
+        `<counter>#<n>,<n>...` names them). If one of them was counted already (a resumed run, or
+        another process holding the same part), each is counted alone: the highest new count, or
+        None when another count had every one of them."""
+        if len(numbers) > COUNT_BATCH:
+            raise ValueError(f"at most {COUNT_BATCH} parts a count, got {len(numbers)}")
+        token = f"{counter}#{','.join(map(str, numbers))}"
+        names = {f":n{i}": {"N": str(n)} for i, n in enumerate(numbers)}
         try:
             response = self._db.update_item(
                 TableName=self._table,
                 Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
-                UpdateExpression="ADD partsDone :one, doneParts :set SET lastCount = :token",
-                ConditionExpression="uploadId = :id AND NOT contains(doneParts, :n)",
+                UpdateExpression="ADD partsDone :k, doneParts :set SET lastCount = :token",
+                ConditionExpression=" AND ".join(
+                    ["uploadId = :id", *(f"NOT contains(doneParts, {name})" for name in names)]
+                ),
                 ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":set": {"NS": [str(number)]},
-                    ":n": {"N": str(number)},
+                    ":k": {"N": str(len(numbers))},
+                    ":set": {"NS": [str(n) for n in numbers]},
                     ":id": {"S": upload_id},
                     ":token": {"S": token},
+                    **names,
                 },
                 ReturnValues="UPDATED_NEW",
             )
@@ -332,7 +348,10 @@ class UploadLedger:
                 ) from error
             if current.get("lastCount") == token:
                 return int(current["partsDone"])  # our own count, applied; its answer was lost
-            return None
+            if len(numbers) == 1:
+                return None
+            counts = [self.count_part(upload_id, n, counter) for n in numbers]
+            return max((c for c in counts if c is not None), default=None)
         return int(response["Attributes"]["partsDone"]["N"])
 
     def clear(self) -> int:
@@ -451,6 +470,19 @@ class CoordinatedUpload:
         lock = threading.Lock()
         stats = {"uploaded": 0, "skipped": 0, "bytes": 0}
         completer: list[str] = []
+        uncounted: list[int] = []  # recorded and in S3, not counted yet
+
+        def count(number: int | None) -> None:
+            """Queue part `number` for counting; count a full batch, or (None) what is queued."""
+            with lock:
+                if number is not None:
+                    uncounted.append(number)
+                if not uncounted or (number is not None and len(uncounted) < COUNT_BATCH):
+                    return
+                batch = uncounted[:COUNT_BATCH]
+                del uncounted[:COUNT_BATCH]
+            if self.ledger.count_parts(upload_id, batch, self.owner) == plan.total:
+                completer.append(upload_id)
 
         def one(part: Part) -> None:
             sha = file_part_sha256(part)
@@ -463,9 +495,7 @@ class CoordinatedUpload:
                     stats["skipped"] += 1
                 if progress:
                     progress(part.size)
-                done = self.ledger.count_part(
-                    upload_id, part.number, self.owner
-                )  # a crash may have left it uncounted
+                count(part.number)  # a crash may have left it uncounted
             else:
                 with ReadFileChunk.from_filename(
                     part.path, part.offset, part.size, callbacks=[_HighWater(progress)] if progress else None
@@ -475,14 +505,20 @@ class CoordinatedUpload:
                 with lock:
                     stats["uploaded"] += 1
                     stats["bytes"] += part.size
-                done = self.ledger.count_part(upload_id, part.number, self.owner)
-            if done == plan.total:
-                completer.append(upload_id)
+                count(part.number)
 
-        # Parts already recorded first: a part set that differs from the records fails before
-        # it has sent a single new part.
-        _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight)
-        _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight)
+        try:
+            # Parts already recorded first: a part set that differs from the records fails before
+            # it has sent a single new part.
+            _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight)
+            _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the parts recorded so far count all the same
+                while uncounted:
+                    count(None)
+            raise
+        while uncounted:
+            count(None)
         record = self.ledger.get()
         etag = ""
         completed = False

@@ -403,13 +403,15 @@ def test_a_count_whose_answer_was_lost_still_completes_the_object(
     from adapters.multipart import UploadLedger
 
     blobs = _write_parts(tmp_path / "p", "d", [MIN_PART, MIN_PART, 10])
-    count = UploadLedger.count_part
+    count = UploadLedger.count_parts
 
-    def applied_then_retried(self: UploadLedger, upload_id: str, number: int, counter: str) -> int | None:
-        count(self, upload_id, number, counter)  # applied; its answer never arrives
-        return count(self, upload_id, number, counter)  # the retry of the same request
+    def applied_then_retried(
+        self: UploadLedger, upload_id: str, numbers: list[int], counter: str
+    ) -> int | None:
+        count(self, upload_id, numbers, counter)  # applied; its answer never arrives
+        return count(self, upload_id, numbers, counter)  # the retry of the same request
 
-    monkeypatch.setattr(UploadLedger, "count_part", applied_then_retried)
+    monkeypatch.setattr(UploadLedger, "count_parts", applied_then_retried)
 
     result, _, _ = upload.upload(tmp_path / "p", "s3://lost-bkt/d", env="local", in_flight=1, quiet=True)
 
@@ -438,3 +440,46 @@ def test_each_part_is_hashed_once_and_checked_by_its_signed_checksum(
         assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
         assert headers["x-amz-checksum-sha256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()
         assert "x-amz-checksum-sha256" in headers["authorization"].split("SignedHeaders=")[1].split(",")[0]
+
+
+def _updates(server: MotoServer) -> int:
+    """UpdateItem requests recorded (the ledger's counts, and setting the UploadId)."""
+    return sum(
+        request["headers"].get("X-Amz-Target") == "DynamoDB_20120810.UpdateItem"
+        for request in server.requests("POST", r"")
+    )
+
+
+def test_parts_are_counted_in_batches_not_one_request_each(server: MotoServer, tmp_path: Path) -> None:
+    """Each part is recorded alone (its conditional put is the integrity check), but counted with up
+    to COUNT_BATCH others in one UpdateItem: 30 parts, two counts (and the UploadId's update)."""
+    from adapters.multipart import COUNT_BATCH
+
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(30 * MIN_PART))
+
+    result, _, _ = upload.upload(source, "s3://batch-bkt/f", env="local", part_size=MIN_PART, quiet=True)
+
+    assert result.completed and result.uploaded == 30 and _object("batch-bkt", "f") == source.read_bytes()
+    assert COUNT_BATCH == 25 and _updates(server) == 1 + 2
+
+
+def test_a_batch_holding_a_part_counted_before_counts_each_part_alone(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """A host uploads parts 1-2 of 3 (recorded and counted); the whole set then runs: its batch of
+    1, 2 (already there) and 3 fails its condition, each part is counted alone, the last completes."""
+    blobs = _write_parts(tmp_path / "all", "d", [MIN_PART, MIN_PART, 10])
+    (tmp_path / "some").mkdir()
+    for i in (1, 2):
+        (tmp_path / "some" / f"d_{i}_3").write_bytes(blobs[i - 1])
+    first, _, _ = upload.upload(tmp_path / "some", "s3://again-bkt/d", env="local", partial=True, quiet=True)
+    assert (first.uploaded, first.recorded, first.missing, first.completed) == (2, 2, "3", False)
+    server.start_recording()
+
+    second, _, _ = upload.upload(tmp_path / "all", "s3://again-bkt/d", env="local", in_flight=1, quiet=True)
+
+    assert (second.uploaded, second.skipped, second.completed) == (1, 2, True)
+    assert _updates(server) == 1 + 3  # the batch, then parts 1, 2 and 3 alone
+    assert _object("again-bkt", "d") == b"".join(blobs)
+    assert _ledger_items() == []
