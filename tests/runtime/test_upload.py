@@ -483,3 +483,24 @@ def test_a_batch_holding_a_part_counted_before_counts_each_part_alone(
     assert _updates(server) == 1 + 3  # the batch, then parts 1, 2 and 3 alone
     assert _object("again-bkt", "d") == b"".join(blobs)
     assert _ledger_items() == []
+
+
+def test_an_upload_makes_each_client_once(
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client costs ~50 ms of start-up (its service model): one S3 and one DynamoDB client serve
+    the bucket and ledger checks and the whole upload."""
+    made: list[str] = []
+    client = boto3.Session.client
+
+    def counted(self: boto3.Session, service: str, *args: object, **kwargs: object) -> object:
+        made.append(service)
+        return client(self, service, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(boto3.Session, "client", counted)
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+
+    result, _, _ = upload.upload(tmp_path / "p", "s3://once-bkt/d", env="local", quiet=True)
+
+    assert result.completed
+    assert sorted(made) == ["dynamodb", "s3"]
