@@ -14,11 +14,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from mapload import sample
 from mapload.arguments import add_job_arguments, add_region_argument, environment_or_local
 from mapload.region import explain, region_line
-from mapload.reports import failure_line
 
 
 def _run_local(args: argparse.Namespace) -> int:
     from mapload.emulator import LocalRunError, run_local
+    from mapload.reports import failure_line
 
     try:
         spec = json.loads(Path(args.spec).read_text())

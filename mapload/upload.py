@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from adapters.multipart import CoordinatedUpload, S3Multipart, UploadLedger, UploadResult
 from logic import parts as partlib
-from logic.spec import parse_s3_uri
+from logic.s3uri import s3_parts
 from mapload import region as regions
 from mapload.tables import create_pk_sk_table
 
@@ -101,9 +101,9 @@ def target(
     uri: str, env: str, ledger_table: str | None = None, region: str | None = None, in_flight: int = 4
 ) -> Target:
     try:
-        bucket, key = parse_s3_uri(uri, field="destination")
-    except Exception as error:
-        raise UploadError(str(error)) from error
+        bucket, key = s3_parts(uri)
+    except ValueError as error:
+        raise UploadError(f"destination: {error}") from error
     if not key or key.endswith("/"):
         raise UploadError(f"{uri}: name the object, s3://BUCKET/KEY (not a prefix)")
     session = _session(env, region)
