@@ -193,6 +193,10 @@ def main() -> int:
         import endpoints  # bench/endpoints.py: the edge endpoint check rows (no moto)
 
         print("\n" + endpoints.table(options.graph_vertices))
+    if not options.only or "upload" in options.only.split(","):
+        import upload  # bench/upload.py: `mapload upload` vs boto3's upload_file (UPLOAD_MIB=512)
+
+        print("\n" + upload.table())
     return 0
 
 
