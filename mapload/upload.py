@@ -75,6 +75,12 @@ def _create_local(s3: Any, db: Any, region: str, bucket: str, table: str) -> Non
     """Create the bucket and ledger table if missing; safe when several processes race to do it."""
     regions.create_bucket(s3, bucket, region)
     try:
+        if db.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE":
+            return  # one round trip when the table is there (CreateTable, then a waiter: two)
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ResourceNotFoundException":
+            raise
+    try:
         create_pk_sk_table(db, table)
     except ClientError as error:
         if error.response["Error"]["Code"] != "ResourceInUseException":

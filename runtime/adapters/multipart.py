@@ -354,9 +354,11 @@ class UploadLedger:
             return max((c for c in counts if c is not None), default=None)
         return int(response["Attributes"]["partsDone"]["N"])
 
-    def clear(self) -> int:
-        """Delete every part record, then the upload record; returns how many items went."""
-        keys = [{"pk": self._pk, "sk": {"S": f"PART#{n:05d}"}} for n in sorted(self.parts())]
+    def clear(self, parts: Iterable[int] | None = None) -> int:
+        """Delete every part record (`parts`: their numbers, when the caller has just read them),
+        then the upload record; returns how many items went."""
+        numbers = sorted(self.parts() if parts is None else parts)
+        keys = [{"pk": self._pk, "sk": {"S": f"PART#{n:05d}"}} for n in numbers]
         keys.append({"pk": self._pk, "sk": {"S": "UPLOAD"}})
         for start in range(0, len(keys), 25):
             requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
@@ -415,6 +417,7 @@ class CoordinatedUpload:
         self.poll_seconds = poll_seconds
         self.content_type = content_type
         self.owner = f"{uuid.uuid4().hex}"
+        self.created = ""  # the UploadId this process created, if it did
 
     def upload_id(self, plan: PartPlan) -> str:
         """Join the upload in progress, or be elected to create it (exactly one process does)."""
@@ -447,6 +450,7 @@ class CoordinatedUpload:
             if not record.get("uploadId"):
                 raise UploadConflictError(f"{self.s3.uri}: lost the upload's record while creating it")
             return str(record["uploadId"])
+        self.created = upload_id
         return upload_id
 
     def run(self, plan: PartPlan, progress: Progress | None = None) -> UploadResult:
@@ -454,13 +458,15 @@ class CoordinatedUpload:
         last part. Kept whole: the per-part closure shares the counters, the lock and what the
         ledger and S3 listed with the worker threads; split, each would be one more argument."""
         upload_id = self.upload_id(plan)
-        start = self.ledger.get() or {}
+        # Created just now: nothing can be counted, and what other processes record from here on
+        # is checked when this one records the same part (three round trips fewer before it starts).
+        start = {} if upload_id == self.created else self.ledger.get() or {}
         # Every part already counted at the start: the process that counted the last one died
         # before completing (or is completing now; a second complete is harmless).
         stuck = start.get("uploadId") == upload_id and int(start.get("partsDone", 0)) == plan.total
-        recorded = self.ledger.parts()
+        recorded = {} if upload_id == self.created else self.ledger.parts()
         try:
-            listed = self.s3.list_parts(upload_id)
+            listed = {} if upload_id == self.created else self.s3.list_parts(upload_id)
         except UploadGoneError:
             if stuck and self.s3.completed_with(plan.total):
                 # A completer died after CompleteMultipartUpload, before removing the records.
@@ -564,7 +570,7 @@ class CoordinatedUpload:
             if _code(error) == "NoSuchUpload" and self.ledger.get() is None:
                 return ""  # another process completed it and removed the records meanwhile
             raise
-        self.ledger.clear()
+        self.ledger.clear(parts)
         return etag
 
     def abort(self) -> tuple[list[str], int]:

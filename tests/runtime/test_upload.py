@@ -467,7 +467,7 @@ def _updates(server: MotoServer) -> int:
     """UpdateItem requests recorded (the ledger's counts, and setting the UploadId)."""
     return sum(
         request["headers"].get("X-Amz-Target") == "DynamoDB_20120810.UpdateItem"
-        for request in server.requests("POST", r"")
+        for request in server.recorded()
     )
 
 
@@ -525,3 +525,38 @@ def test_an_upload_makes_each_client_once(
 
     assert result.completed
     assert sorted(made) == ["dynamodb", "s3"]
+
+
+def _calls(server: MotoServer) -> list[str]:
+    """The recorded requests in order: DynamoDB's by action, S3's by method and query."""
+    named = []
+    for request in server.recorded():
+        target = request["headers"].get("X-Amz-Target", "")
+        query = request["url"].partition("?")[2]
+        keys = "&".join(sorted(pair.split("=")[0] for pair in query.split("&") if pair))
+        named.append(target.rpartition(".")[2] if target else f"{request['method']} ?{keys}")
+    return named
+
+
+def test_a_new_upload_starts_its_first_part_after_six_requests(server: MotoServer, tmp_path: Path) -> None:
+    """The process that creates the upload knows nothing is recorded, counted or in S3 yet (no
+    GetItem, Query or ListParts before its parts), finds the table with one DescribeTable, and
+    removes the part records it has just read when completing (one Query in all)."""
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+    upload.upload(tmp_path / "p", "s3://six-bkt/d", env="local", quiet=True)  # the table exists now
+    server.start_recording()
+
+    result, _, _ = upload.upload(tmp_path / "p", "s3://six-bkt/e", env="local", quiet=True)
+
+    assert result.completed and _object("six-bkt", "e") == _object("six-bkt", "d")
+    calls = _calls(server)
+    first_part = calls.index("PUT ?partNumber&uploadId")
+    assert calls[:first_part] == [
+        "PUT ?",
+        "DescribeTable",
+        "GetItem",
+        "PutItem",
+        "POST ?uploads",
+        "UpdateItem",
+    ]
+    assert calls.count("Query") == 1
