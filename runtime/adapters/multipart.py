@@ -525,7 +525,7 @@ class CoordinatedUpload:
             raise
         while uncounted:
             count(None)
-        record = self.ledger.get()
+        record = None if completer else self.ledger.get()
         etag = ""
         completed = False
         if completer or (stuck and record is not None and record.get("uploadId") == upload_id):
