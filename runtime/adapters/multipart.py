@@ -477,6 +477,10 @@ class CoordinatedUpload:
         stats = {"uploaded": 0, "skipped": 0, "bytes": 0}
         completer: list[str] = []
         uncounted: list[int] = []  # recorded and in S3, not counted yet
+        # One part hashed at a time (SHA-256 runs at ~1 GB/s a core, far ahead of the uploads): the
+        # threads hashing their first parts all at once held back the first byte sent until all
+        # of them had finished; one at a time, the first part goes out right after its own hash.
+        hashing = threading.Lock()
 
         def count(number: int | None) -> None:
             """Queue part `number` for counting; count a full batch, or (None) what is queued."""
@@ -491,7 +495,8 @@ class CoordinatedUpload:
                 completer.append(upload_id)
 
         def one(part: Part) -> None:
-            sha = file_part_sha256(part)
+            with hashing:
+                sha = file_part_sha256(part)
             mine = UploadedPart(part.number, "", part.size, sha)
             before = recorded.get(part.number)
             if before is not None and (before.sha256 != sha or before.size != part.size):

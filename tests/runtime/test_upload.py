@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -175,6 +176,7 @@ def _ledger_items() -> list[dict[str, object]]:
 # stdin (the test's start barrier); it says "recorded N" on stderr each time it records part N.
 _CHILD = """
 import sys
+import time
 from mapload.cli import main  # first: it puts the Lambda code root (runtime/) on sys.path
 from adapters.multipart import UploadLedger
 
@@ -560,3 +562,35 @@ def test_a_new_upload_starts_its_first_part_after_six_requests(server: MotoServe
         "UpdateItem",
     ]
     assert calls.count("Query") == 1 and calls.count("GetItem") == 1  # the completer reads no state after
+
+
+def test_parts_are_hashed_one_at_a_time(
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads hashing their first parts all at once held back the first part until every hash was
+    done; one hash at a time, the first part leaves after its own (hashing outruns any upload)."""
+    from adapters import multipart
+
+    hash_part = multipart.file_part_sha256
+    running: list[int] = []
+    most = [0]
+
+    def slow_hash(part: partlib.Part) -> str:
+        running.append(part.number)
+        most[0] = max(most[0], len(running))
+        try:
+            time.sleep(0.05)  # long enough for threads hashing at once to overlap
+            return hash_part(part)
+        finally:
+            running.remove(part.number)
+
+    monkeypatch.setattr(multipart, "file_part_sha256", slow_hash)
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(8 * MIN_PART))
+
+    result, _, _ = upload.upload(
+        source, "s3://hash-bkt/f", env="local", part_size=MIN_PART, in_flight=4, quiet=True
+    )
+
+    assert result.completed and _object("hash-bkt", "f") == source.read_bytes()
+    assert most[0] == 1
