@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mapload.emulator import moto_patches
+from mapload.emulator.s3_checksums import PART_CHECKSUMS
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 5005
@@ -25,6 +26,8 @@ ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
 # The DynamoDB/S3-side patches the embedded run installs (its `__enter__`): the others act on
 # Step Functions and Lambda, which the server does not serve.
 PATCHES = (moto_patches.TRANSACTIONS, moto_patches.DYNAMODB_EXPRESSIONS, moto_patches.ITEM_SIZE)
+# S3 as well: parts checked against their checksums on arrival (see s3_checksums).
+SERVE_PATCHES = (*PATCHES, PART_CHECKSUMS)
 
 
 @contextmanager
@@ -45,7 +48,7 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
     server = make_server(
         HOST, port, app, threaded=True, request_handler=MotoRequestHandler, fd=listener.fileno()
     )
-    moto_patches.install(*PATCHES)
+    moto_patches.install(*SERVE_PATCHES)
     thread = threading.Thread(target=server.serve_forever, name="mapload-serve", daemon=True)
     thread.start()
     try:
@@ -55,7 +58,7 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
         thread.join()
         server.server_close()
         listener.close()
-        moto_patches.uninstall(*PATCHES)
+        moto_patches.uninstall(*SERVE_PATCHES)
 
 
 def exports(endpoint: str) -> list[str]:
