@@ -29,7 +29,7 @@ demo: setup
 	@echo "--- demo-out/report.json"; cat demo-out/report.json
 
 # mapload upload (1, 4, 8 parts in flight) vs boto3 upload_file, and Prepare's decompression
-# speed, on one local moto server; SIZE_MIB=1024 for a bigger file.
+# speed, on one local `mapload serve`; SIZE_MIB=1024 for a bigger file.
 bench-upload: setup
 	$(BIN)/python bench/upload.py $(if $(SIZE_MIB),--size-mib $(SIZE_MIB))
 

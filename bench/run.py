@@ -239,6 +239,10 @@ def main() -> int:
         import parquet  # bench/parquet.py: the same rows as Parquet and CSV, Plan's footer reads
 
         print("\n" + parquet.section(options.rows))
+    if not options.only or "upload" in options.only.split(","):
+        import upload  # bench/upload.py: `mapload upload` vs boto3's upload_file (UPLOAD_MIB=512)
+
+        print("\n" + upload.table())
     return 0
 
 

@@ -14,11 +14,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from mapload import sample
 from mapload.arguments import add_job_arguments, add_region_argument, environment_or_local
 from mapload.region import explain, region_line
-from mapload.reports import failure_line
 
 
 def _run_local(args: argparse.Namespace) -> int:
     from mapload.emulator import LocalRunError, run_local
+    from mapload.reports import failure_line
 
     try:
         spec = json.loads(Path(args.spec).read_text())
@@ -320,13 +320,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (--help: usage)\n")
 
 
-def parser() -> argparse.ArgumentParser:
-    """The command line: run-local, upload, sample, estimate, start and status."""
-    from mapload import ops  # start / status on a deployed environment
-
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line: run-local, upload, sample, estimate, start and status. `only="upload"`:
+    that subcommand alone, the same arguments and help, without importing what the others need
+    (the emulator, moto, the estimate model): `mapload upload` starts its first part sooner."""
     command = _Parser(prog="mapload", description="Load huge files from S3 into DynamoDB.")
     command.add_argument("--version", action="version", version=f"mapload {_version()}")
     sub = command.add_subparsers(dest="command", required=True)
+    if only == "upload":
+        _add_upload(sub)
+        return command
+    from mapload import ops  # start / status on a deployed environment
+
     _add_run_local(sub)
     _add_serve(sub)
     _add_upload(sub)
@@ -345,7 +350,8 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser(argv[0] if argv[:1] == ["upload"] else None).parse_args(argv)
     try:
         return int(args.func(args))
     except (ClientError, BotoCoreError, Boto3Error) as error:

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from adapters.multipart import CoordinatedUpload, S3Multipart, UploadLedger, UploadResult
 from logic import parts as partlib
-from logic.spec import parse_s3_uri
+from logic.s3uri import s3_parts
 from mapload import region as regions
 from mapload.tables import create_pk_sk_table
 
@@ -39,6 +39,8 @@ class Target:
     ledger_table: str
     session: Any
     min_part: int
+    s3: Any  # the clients of the whole upload, each made once (one costs ~50 ms of start-up)
+    db: Any
 
 
 def _session(env: str, region: str | None = None) -> Any:
@@ -52,10 +54,32 @@ def _session(env: str, region: str | None = None) -> Any:
     return session
 
 
-def _create_local(session: Any, bucket: str, table: str) -> None:
+def _clients(session: Any, in_flight: int) -> tuple[Any, Any]:
+    s3 = session.client(
+        "s3",
+        config=Config(
+            retries={"mode": "standard", "max_attempts": 5},
+            max_pool_connections=in_flight + 4,
+            tcp_keepalive=True,
+            # Each part carries its SHA-256 (x-amz-checksum-sha256, a signed header) and S3 checks
+            # the bytes against it, so the SDK need not hash the part again to sign the payload:
+            # its default over https, and over http (local servers) it would read every part twice.
+            s3={"payload_signing_enabled": False},
+        ),
+    )
+    db = session.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))
+    return s3, db
+
+
+def _create_local(s3: Any, db: Any, region: str, bucket: str, table: str) -> None:
     """Create the bucket and ledger table if missing; safe when several processes race to do it."""
-    regions.create_bucket(session.client("s3"), bucket, session.region_name)
-    db = session.client("dynamodb")
+    regions.create_bucket(s3, bucket, region)
+    try:
+        if db.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE":
+            return  # one round trip when the table is there (CreateTable, then a waiter: two)
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ResourceNotFoundException":
+            raise
     try:
         create_pk_sk_table(db, table)
     except ClientError as error:
@@ -79,22 +103,25 @@ def _stack_output(session: Any, env: str, name: str) -> str:
     raise UploadError(f"stack {stack} has no output {name}")
 
 
-def target(uri: str, env: str, ledger_table: str | None = None, region: str | None = None) -> Target:
+def target(
+    uri: str, env: str, ledger_table: str | None = None, region: str | None = None, in_flight: int = 4
+) -> Target:
     try:
-        bucket, key = parse_s3_uri(uri, field="destination")
-    except Exception as error:
-        raise UploadError(str(error)) from error
+        bucket, key = s3_parts(uri)
+    except ValueError as error:
+        raise UploadError(f"destination: {error}") from error
     if not key or key.endswith("/"):
         raise UploadError(f"{uri}: name the object, s3://BUCKET/KEY (not a prefix)")
     session = _session(env, region)
+    s3, db = _clients(session, in_flight)
     if env == "local":
         table = ledger_table or LOCAL_LEDGER_TABLE
-        _create_local(session, bucket, table)
+        _create_local(s3, db, session.region_name, bucket, table)
         min_part = int(os.environ.get(MIN_PART_ENV) or partlib.MIN_PART_BYTES)
     else:
         table = ledger_table or _stack_output(session, env, "LedgerTableName")
         min_part = partlib.MIN_PART_BYTES
-    return Target(bucket, key, table, session, min_part)
+    return Target(bucket, key, table, session, min_part, s3, db)
 
 
 def plan_source(source: Path, *, part_size: int, partial: bool, min_part: int) -> partlib.PartPlan:
@@ -161,20 +188,11 @@ def upload(
     region: str | None = None,
 ) -> tuple[UploadResult, float, int]:
     """Upload this process's parts; returns the result, seconds taken and bytes of its part set."""
-    place = target(uri, env, ledger_table, region)
+    place = target(uri, env, ledger_table, region, in_flight)
     plan = plan_source(source, part_size=part_size, partial=partial, min_part=place.min_part)
-    s3 = place.session.client(
-        "s3",
-        config=Config(
-            retries={"mode": "standard", "max_attempts": 5},
-            max_pool_connections=in_flight + 4,
-            tcp_keepalive=True,
-        ),
-    )
-    db = place.session.client("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 8}))
     coordinated = CoordinatedUpload(
-        S3Multipart(s3, place.bucket, place.key),
-        UploadLedger(db, place.ledger_table, place.bucket, place.key, DEFAULT_TTL_DAYS),
+        S3Multipart(place.s3, place.bucket, place.key),
+        UploadLedger(place.db, place.ledger_table, place.bucket, place.key, DEFAULT_TTL_DAYS),
         in_flight=in_flight,
     )
     bar = ProgressBar(plan.size, len(plan.parts), quiet)
@@ -191,8 +209,8 @@ def abort(
 ) -> tuple[list[str], int]:
     place = target(uri, env, ledger_table, region)
     coordinated = CoordinatedUpload(
-        S3Multipart(place.session.client("s3"), place.bucket, place.key),
-        UploadLedger(place.session.client("dynamodb"), place.ledger_table, place.bucket, place.key),
+        S3Multipart(place.s3, place.bucket, place.key),
+        UploadLedger(place.db, place.ledger_table, place.bucket, place.key),
     )
     return coordinated.abort()
 

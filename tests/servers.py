@@ -62,10 +62,13 @@ class MotoServer:
         self._api("reset-recording", "POST")
         self._api("start-recording", "POST")
 
+    def recorded(self) -> list[dict[str, Any]]:
+        """Every request recorded since start_recording, in the order the server took them."""
+        return [json.loads(line) for line in self._api("download-recording").splitlines() if line]
+
     def requests(self, method: str, url: str) -> list[dict[str, Any]]:
         """Recorded requests (since start_recording) with this method whose URL matches `url`."""
-        entries = [json.loads(line) for line in self._api("download-recording").splitlines() if line]
-        return [e for e in entries if e["method"] == method and re.search(url, e["url"])]
+        return [e for e in self.recorded() if e["method"] == method and re.search(url, e["url"])]
 
 
 def _drain(

@@ -5,7 +5,9 @@ numeric ADD's transactions (the item's update together with its ledger marker) c
 cancelled although they were applied: a run reports them skipped. This server is moto's, in this
 process, with the emulator's DynamoDB patches installed (PATCHES: the write lock, the expression
 limits and the item size the in-process run enforces), so every write mode mapload uses behaves
-as DynamoDB's does and what DynamoDB refuses is refused here too. It listens on 127.0.0.1 only.
+as DynamoDB's does and what DynamoDB refuses is refused here too. Its S3 checks each part
+against its checksum on arrival, as S3 does (SERVE_PATCHES: s3_checksums). It listens on
+127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mapload.emulator import moto_patches
+from mapload.emulator.s3_checksums import PART_CHECKSUMS
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 5005
@@ -31,6 +34,8 @@ PATCHES = (
     moto_patches.PARTIQL_INSERT,
     moto_patches.BATCH_WRITE_UNITS,
 )
+# S3 as well: parts checked against their checksums on arrival (see s3_checksums).
+SERVE_PATCHES = (*PATCHES, PART_CHECKSUMS)
 
 
 @contextmanager
@@ -51,7 +56,7 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
     server = make_server(
         HOST, port, app, threaded=True, request_handler=MotoRequestHandler, fd=listener.fileno()
     )
-    moto_patches.install(*PATCHES)
+    moto_patches.install(*SERVE_PATCHES)
     thread = threading.Thread(target=server.serve_forever, name="mapload-serve", daemon=True)
     thread.start()
     try:
@@ -61,7 +66,7 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
         thread.join()
         server.server_close()
         listener.close()
-        moto_patches.uninstall(*PATCHES)
+        moto_patches.uninstall(*SERVE_PATCHES)
 
 
 def exports(endpoint: str) -> list[str]:

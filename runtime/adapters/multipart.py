@@ -4,11 +4,12 @@ so that many processes on many hosts build one object (docs/CONTRACTS.md "Ledger
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,9 @@ DAY = 86_400
 HASH_CHUNK = 1024 * 1024
 # How long a process waits for the elected creator to record the UploadId before taking over.
 CLAIM_TIMEOUT_SECONDS = 60.0
+# Parts counted in one UpdateItem on the upload record: a count is one request per batch, not per
+# part; each part adds "NOT contains(doneParts, :nN)" (~35 bytes) to a 4 KB condition expression.
+COUNT_BATCH = 25
 
 Progress = Callable[[int], None]
 
@@ -305,19 +309,31 @@ class UploadLedger:
         applied was its own, so the process whose count reached the total still completes the
         object: without it nobody would, and the object would never appear.
         """
-        token = f"{counter}#{number}"
+        return self.count_parts(upload_id, [number], counter)
+
+    def count_parts(self, upload_id: str, numbers: Sequence[int], counter: str) -> int | None:
+        """Count up to COUNT_BATCH parts in one UpdateItem, all or none (as count_part, whose token
+        `<counter>#<n>,<n>...` names them). If one of them was counted already (a resumed run, or
+        another process holding the same part), each is counted alone: the highest new count, or
+        None when another count had every one of them."""
+        if len(numbers) > COUNT_BATCH:
+            raise ValueError(f"at most {COUNT_BATCH} parts a count, got {len(numbers)}")
+        token = f"{counter}#{','.join(map(str, numbers))}"
+        names = {f":n{i}": {"N": str(n)} for i, n in enumerate(numbers)}
         try:
             response = self._db.update_item(
                 TableName=self._table,
                 Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
-                UpdateExpression="ADD partsDone :one, doneParts :set SET lastCount = :token",
-                ConditionExpression="uploadId = :id AND NOT contains(doneParts, :n)",
+                UpdateExpression="ADD partsDone :k, doneParts :set SET lastCount = :token",
+                ConditionExpression=" AND ".join(
+                    ["uploadId = :id", *(f"NOT contains(doneParts, {name})" for name in names)]
+                ),
                 ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":set": {"NS": [str(number)]},
-                    ":n": {"N": str(number)},
+                    ":k": {"N": str(len(numbers))},
+                    ":set": {"NS": [str(n) for n in numbers]},
                     ":id": {"S": upload_id},
                     ":token": {"S": token},
+                    **names,
                 },
                 ReturnValues="UPDATED_NEW",
             )
@@ -332,12 +348,17 @@ class UploadLedger:
                 ) from error
             if current.get("lastCount") == token:
                 return int(current["partsDone"])  # our own count, applied; its answer was lost
-            return None
+            if len(numbers) == 1:
+                return None
+            counts = [self.count_part(upload_id, n, counter) for n in numbers]
+            return max((c for c in counts if c is not None), default=None)
         return int(response["Attributes"]["partsDone"]["N"])
 
-    def clear(self) -> int:
-        """Delete every part record, then the upload record; returns how many items went."""
-        keys = [{"pk": self._pk, "sk": {"S": f"PART#{n:05d}"}} for n in sorted(self.parts())]
+    def clear(self, parts: Iterable[int] | None = None) -> int:
+        """Delete every part record (`parts`: their numbers, when the caller has just read them),
+        then the upload record; returns how many items went."""
+        numbers = sorted(self.parts() if parts is None else parts)
+        keys = [{"pk": self._pk, "sk": {"S": f"PART#{n:05d}"}} for n in numbers]
         keys.append({"pk": self._pk, "sk": {"S": "UPLOAD"}})
         for start in range(0, len(keys), 25):
             requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
@@ -396,6 +417,7 @@ class CoordinatedUpload:
         self.poll_seconds = poll_seconds
         self.content_type = content_type
         self.owner = f"{uuid.uuid4().hex}"
+        self.created = ""  # the UploadId this process created, if it did
 
     def upload_id(self, plan: PartPlan) -> str:
         """Join the upload in progress, or be elected to create it (exactly one process does)."""
@@ -428,6 +450,7 @@ class CoordinatedUpload:
             if not record.get("uploadId"):
                 raise UploadConflictError(f"{self.s3.uri}: lost the upload's record while creating it")
             return str(record["uploadId"])
+        self.created = upload_id
         return upload_id
 
     def run(self, plan: PartPlan, progress: Progress | None = None) -> UploadResult:
@@ -435,13 +458,15 @@ class CoordinatedUpload:
         last part. Kept whole: the per-part closure shares the counters, the lock and what the
         ledger and S3 listed with the worker threads; split, each would be one more argument."""
         upload_id = self.upload_id(plan)
-        start = self.ledger.get() or {}
+        # Created just now: nothing can be counted, and what other processes record from here on
+        # is checked when this one records the same part (three round trips fewer before it starts).
+        start = {} if upload_id == self.created else self.ledger.get() or {}
         # Every part already counted at the start: the process that counted the last one died
         # before completing (or is completing now; a second complete is harmless).
         stuck = start.get("uploadId") == upload_id and int(start.get("partsDone", 0)) == plan.total
-        recorded = self.ledger.parts()
+        recorded = {} if upload_id == self.created else self.ledger.parts()
         try:
-            listed = self.s3.list_parts(upload_id)
+            listed = {} if upload_id == self.created else self.s3.list_parts(upload_id)
         except UploadGoneError:
             if stuck and self.s3.completed_with(plan.total):
                 # A completer died after CompleteMultipartUpload, before removing the records.
@@ -451,9 +476,27 @@ class CoordinatedUpload:
         lock = threading.Lock()
         stats = {"uploaded": 0, "skipped": 0, "bytes": 0}
         completer: list[str] = []
+        uncounted: list[int] = []  # recorded and in S3, not counted yet
+        # One part hashed at a time (SHA-256 runs at ~1 GB/s a core, far ahead of the uploads): the
+        # threads hashing their first parts all at once held back the first byte sent until all
+        # of them had finished; one at a time, the first part goes out right after its own hash.
+        hashing = threading.Lock()
+
+        def count(number: int | None) -> None:
+            """Queue part `number` for counting; count a full batch, or (None) what is queued."""
+            with lock:
+                if number is not None:
+                    uncounted.append(number)
+                if not uncounted or (number is not None and len(uncounted) < COUNT_BATCH):
+                    return
+                batch = uncounted[:COUNT_BATCH]
+                del uncounted[:COUNT_BATCH]
+            if self.ledger.count_parts(upload_id, batch, self.owner) == plan.total:
+                completer.append(upload_id)
 
         def one(part: Part) -> None:
-            sha = file_part_sha256(part)
+            with hashing:
+                sha = file_part_sha256(part)
             mine = UploadedPart(part.number, "", part.size, sha)
             before = recorded.get(part.number)
             if before is not None and (before.sha256 != sha or before.size != part.size):
@@ -463,9 +506,7 @@ class CoordinatedUpload:
                     stats["skipped"] += 1
                 if progress:
                     progress(part.size)
-                done = self.ledger.count_part(
-                    upload_id, part.number, self.owner
-                )  # a crash may have left it uncounted
+                count(part.number)  # a crash may have left it uncounted
             else:
                 with ReadFileChunk.from_filename(
                     part.path, part.offset, part.size, callbacks=[_HighWater(progress)] if progress else None
@@ -475,15 +516,21 @@ class CoordinatedUpload:
                 with lock:
                     stats["uploaded"] += 1
                     stats["bytes"] += part.size
-                done = self.ledger.count_part(upload_id, part.number, self.owner)
-            if done == plan.total:
-                completer.append(upload_id)
+                count(part.number)
 
-        # Parts already recorded first: a part set that differs from the records fails before
-        # it has sent a single new part.
-        _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight)
-        _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight)
-        record = self.ledger.get()
+        try:
+            # Parts already recorded first: a part set that differs from the records fails before
+            # it has sent a single new part.
+            _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight)
+            _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the parts recorded so far count all the same
+                while uncounted:
+                    count(None)
+            raise
+        while uncounted:
+            count(None)
+        record = None if completer else self.ledger.get()
         etag = ""
         completed = False
         if completer or (stuck and record is not None and record.get("uploadId") == upload_id):
@@ -528,7 +575,7 @@ class CoordinatedUpload:
             if _code(error) == "NoSuchUpload" and self.ledger.get() is None:
                 return ""  # another process completed it and removed the records meanwhile
             raise
-        self.ledger.clear()
+        self.ledger.clear(parts)
         return etag
 
     def abort(self) -> tuple[list[str], int]:

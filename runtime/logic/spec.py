@@ -22,6 +22,7 @@ from pydantic_core import ErrorDetails
 from logic import endpoints, opencypher
 from logic import spec_model as model
 from logic.errors import InputValidationError, SourceNotAllowedError
+from logic.s3uri import s3_parts
 from logic.spec_model import (
     ATTRIBUTE_TYPES,
     COPY_ALL,
@@ -76,7 +77,7 @@ _JOB_ID = re.compile(model.JOB_ID_PATTERN)
 def parse_s3_uri(uri: object, field: str = "source") -> tuple[str, str]:
     """`s3://bucket/key` -> (bucket, key); the key is a prefix when it is empty or ends with "/"."""
     try:
-        return model.s3_parts(uri)
+        return s3_parts(uri)
     except ValueError as error:
         raise InputValidationError(field, str(error)) from None
 

@@ -38,6 +38,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from logic import polling
+from logic.s3uri import S3_URI_PATTERN, s3_parts
 
 VERSION = 1
 FORMATS = ("csv", "jsonl", "nquads", "ntriples", "opencypher", "dynamodb-json", "parquet")
@@ -83,9 +84,6 @@ MAX_TIMEOUT_MINUTES = 525_600  # a year
 # The end of the string in both ECMA-262 and Python `re` (no multiline flag in either).
 END = r"(?![\s\S])"
 JOB_ID_PATTERN = r"^[A-Za-z0-9._-]{1,80}" + END
-# Bucket naming rules (3-63 characters of lowercase letters, digits, dots and hyphens, starting
-# and ending with a letter or digit); the key is anything, including nothing (a prefix).
-S3_URI_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/([\s\S]*))?" + END
 _FIELD = r"\{[^{}]+\}"
 TEMPLATE_PATTERN = r"^(?:[^{}]|\{\{|\}\}|" + _FIELD + ")*" + END
 # An absolute IRI: a scheme first; literal parts hold no character an IRI cannot (nor braces).
@@ -1249,18 +1247,6 @@ class RdfGraph(GraphOptions):
 # The graph section in each form, as the runtime reads it: `model` ("rdf" or "property"),
 # `statements`, `vertices` and `edges` (empty where the form has none), and the loader options.
 Graph = RecordGraph | PropertyGraph | RdfGraph | OpencypherGraph
-
-
-def s3_parts(uri: object) -> tuple[str, str]:
-    """`s3://bucket/key` -> (bucket, key); raises ValueError. The key is a prefix when it is empty or
-    ends with "/"."""
-    match = _S3_URI.search(uri) if isinstance(uri, str) else None
-    if match is None:
-        raise ValueError(s3_uri_message(uri))
-    return match.group(1), match.group(2) or ""
-
-
-_S3_URI = re.compile(S3_URI_PATTERN)
 
 
 class Common(Model):

@@ -3,12 +3,14 @@ ledger against a real (moto) S3/DynamoDB server: one CreateMultipartUpload, exac
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +93,45 @@ def test_a_large_file_gets_larger_parts_to_stay_within_10000() -> None:
     assert partlib.plan_file("/f", 0).total == 1
 
 
+def test_the_upload_command_parses_without_the_other_commands_imports() -> None:
+    """`mapload upload` builds only its own arguments: the other commands' (the emulator and moto,
+    the deployed-job commands) took a third of a second before the first part; its help is unchanged."""
+    code = (
+        "import sys\n"
+        "from mapload import cli\n"
+        "whole = cli.parser()._subparsers._group_actions[0].choices['upload'].format_help()\n"
+        "for name in [m for m in sys.modules if m.startswith(('moto', 'mapload.emulator', 'mapload.ops'))]:\n"
+        "    del sys.modules[name]\n"
+        "alone = cli.parser('upload')._subparsers._group_actions[0].choices['upload'].format_help()\n"
+        "args = cli.parser('upload').parse_args(['upload', 'f', 's3://b/k', '--env', 'local'])\n"
+        "print(whole == alone, args.in_flight, sorted(m for m in sys.modules if m.startswith('moto'))[:3])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "8", "[]"], done.stdout
+
+
+def test_the_upload_command_imports_neither_the_spec_models_nor_pydantic(server: MotoServer) -> None:
+    """Building the input spec's models took a fifth of a second of `mapload upload`'s start-up; the
+    destination is checked against the same S3 URI pattern (logic.s3uri), with the same words."""
+    code = (
+        "import sys\n"
+        "from mapload import cli, upload\n"
+        "cli.parser('upload')\n"
+        "upload.target('s3://bkt/k', 'local')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'logic.spec'))))\n"
+        "try:\n"
+        "    upload.target('s3://Bad_Bucket/k', 'local')\n"
+        "except upload.UploadError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules, error = done.stdout.strip().splitlines()
+    assert error.startswith("destination: 'Bad_Bucket' is not a valid bucket name"), error
+    assert modules == "[]"
+
+
 # -- against a server ----------------------------------------------------------------------
 
 
@@ -135,6 +176,7 @@ def _ledger_items() -> list[dict[str, object]]:
 # stdin (the test's start barrier); it says "recorded N" on stderr each time it records part N.
 _CHILD = """
 import sys
+import time
 from mapload.cli import main  # first: it puts the Lambda code root (runtime/) on sys.path
 from adapters.multipart import UploadLedger
 
@@ -384,16 +426,171 @@ def test_a_count_whose_answer_was_lost_still_completes_the_object(
     from adapters.multipart import UploadLedger
 
     blobs = _write_parts(tmp_path / "p", "d", [MIN_PART, MIN_PART, 10])
-    count = UploadLedger.count_part
+    count = UploadLedger.count_parts
 
-    def applied_then_retried(self: UploadLedger, upload_id: str, number: int, counter: str) -> int | None:
-        count(self, upload_id, number, counter)  # applied; its answer never arrives
-        return count(self, upload_id, number, counter)  # the retry of the same request
+    def applied_then_retried(
+        self: UploadLedger, upload_id: str, numbers: list[int], counter: str
+    ) -> int | None:
+        count(self, upload_id, numbers, counter)  # applied; its answer never arrives
+        return count(self, upload_id, numbers, counter)  # the retry of the same request
 
-    monkeypatch.setattr(UploadLedger, "count_part", applied_then_retried)
+    monkeypatch.setattr(UploadLedger, "count_parts", applied_then_retried)
 
     result, _, _ = upload.upload(tmp_path / "p", "s3://lost-bkt/d", env="local", in_flight=1, quiet=True)
 
     assert result.completed and result.missing == ""
     assert _object("lost-bkt", "d") == b"".join(blobs)
     assert _ledger_items() == []
+
+
+def test_each_part_is_hashed_once_and_checked_by_its_signed_checksum(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """S3 checks each part's bytes against its x-amz-checksum-sha256, a signed header, so the SDK
+    need not hash the part a second time to sign the payload (its default over https; over http,
+    which local servers speak, it read and hashed every part again)."""
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(3 * MIN_PART + 7))
+
+    result, _, _ = upload.upload(source, "s3://sum-bkt/f", env="local", part_size=MIN_PART, quiet=True)
+
+    assert result.completed and _object("sum-bkt", "f") == source.read_bytes()
+    parts = server.requests("PUT", r"/sum-bkt/f\?.*partNumber=")
+    assert len(parts) == 4
+    for request in parts:
+        headers = {name.lower(): value for name, value in request["headers"].items()}
+        body = base64.b64decode(request["body"]) if request["body_encoded"] else request["body"].encode()
+        assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
+        assert headers["x-amz-checksum-sha256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()
+        assert "x-amz-checksum-sha256" in headers["authorization"].split("SignedHeaders=")[1].split(",")[0]
+
+
+def _updates(server: MotoServer) -> int:
+    """UpdateItem requests recorded (the ledger's counts, and setting the UploadId)."""
+    return sum(
+        request["headers"].get("X-Amz-Target") == "DynamoDB_20120810.UpdateItem"
+        for request in server.recorded()
+    )
+
+
+def test_parts_are_counted_in_batches_not_one_request_each(server: MotoServer, tmp_path: Path) -> None:
+    """Each part is recorded alone (its conditional put is the integrity check), but counted with up
+    to COUNT_BATCH others in one UpdateItem: 30 parts, two counts (and the UploadId's update)."""
+    from adapters.multipart import COUNT_BATCH
+
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(30 * MIN_PART))
+
+    result, _, _ = upload.upload(source, "s3://batch-bkt/f", env="local", part_size=MIN_PART, quiet=True)
+
+    assert result.completed and result.uploaded == 30 and _object("batch-bkt", "f") == source.read_bytes()
+    assert COUNT_BATCH == 25 and _updates(server) == 1 + 2
+
+
+def test_a_batch_holding_a_part_counted_before_counts_each_part_alone(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """A host uploads parts 1-2 of 3 (recorded and counted); the whole set then runs: its batch of
+    1, 2 (already there) and 3 fails its condition, each part is counted alone, the last completes."""
+    blobs = _write_parts(tmp_path / "all", "d", [MIN_PART, MIN_PART, 10])
+    (tmp_path / "some").mkdir()
+    for i in (1, 2):
+        (tmp_path / "some" / f"d_{i}_3").write_bytes(blobs[i - 1])
+    first, _, _ = upload.upload(tmp_path / "some", "s3://again-bkt/d", env="local", partial=True, quiet=True)
+    assert (first.uploaded, first.recorded, first.missing, first.completed) == (2, 2, "3", False)
+    server.start_recording()
+
+    second, _, _ = upload.upload(tmp_path / "all", "s3://again-bkt/d", env="local", in_flight=1, quiet=True)
+
+    assert (second.uploaded, second.skipped, second.completed) == (1, 2, True)
+    assert _updates(server) == 1 + 3  # the batch, then parts 1, 2 and 3 alone
+    assert _object("again-bkt", "d") == b"".join(blobs)
+    assert _ledger_items() == []
+
+
+def test_an_upload_makes_each_client_once(
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client costs ~50 ms of start-up (its service model): one S3 and one DynamoDB client serve
+    the bucket and ledger checks and the whole upload."""
+    made: list[str] = []
+    client = boto3.Session.client
+
+    def counted(self: boto3.Session, service: str, *args: object, **kwargs: object) -> object:
+        made.append(service)
+        return client(self, service, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(boto3.Session, "client", counted)
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+
+    result, _, _ = upload.upload(tmp_path / "p", "s3://once-bkt/d", env="local", quiet=True)
+
+    assert result.completed
+    assert sorted(made) == ["dynamodb", "s3"]
+
+
+def _calls(server: MotoServer) -> list[str]:
+    """The recorded requests in order: DynamoDB's by action, S3's by method and query."""
+    named = []
+    for request in server.recorded():
+        target = request["headers"].get("X-Amz-Target", "")
+        query = request["url"].partition("?")[2]
+        keys = "&".join(sorted(pair.split("=")[0] for pair in query.split("&") if pair))
+        named.append(target.rpartition(".")[2] if target else f"{request['method']} ?{keys}")
+    return named
+
+
+def test_a_new_upload_starts_its_first_part_after_six_requests(server: MotoServer, tmp_path: Path) -> None:
+    """The process that creates the upload knows nothing is recorded, counted or in S3 yet (no
+    GetItem, Query or ListParts before its parts), finds the table with one DescribeTable, and
+    removes the part records it has just read when completing (one Query in all)."""
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+    upload.upload(tmp_path / "p", "s3://six-bkt/d", env="local", quiet=True)  # the table exists now
+    server.start_recording()
+
+    result, _, _ = upload.upload(tmp_path / "p", "s3://six-bkt/e", env="local", quiet=True)
+
+    assert result.completed and _object("six-bkt", "e") == _object("six-bkt", "d")
+    calls = _calls(server)
+    first_part = calls.index("PUT ?partNumber&uploadId")
+    assert calls[:first_part] == [
+        "PUT ?",
+        "DescribeTable",
+        "GetItem",
+        "PutItem",
+        "POST ?uploads",
+        "UpdateItem",
+    ]
+    assert calls.count("Query") == 1 and calls.count("GetItem") == 1  # the completer reads no state after
+
+
+def test_parts_are_hashed_one_at_a_time(
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads hashing their first parts all at once held back the first part until every hash was
+    done; one hash at a time, the first part leaves after its own (hashing outruns any upload)."""
+    from adapters import multipart
+
+    hash_part = multipart.file_part_sha256
+    running: list[int] = []
+    most = [0]
+
+    def slow_hash(part: partlib.Part) -> str:
+        running.append(part.number)
+        most[0] = max(most[0], len(running))
+        try:
+            time.sleep(0.05)  # long enough for threads hashing at once to overlap
+            return hash_part(part)
+        finally:
+            running.remove(part.number)
+
+    monkeypatch.setattr(multipart, "file_part_sha256", slow_hash)
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(8 * MIN_PART))
+
+    result, _, _ = upload.upload(
+        source, "s3://hash-bkt/f", env="local", part_size=MIN_PART, in_flight=4, quiet=True
+    )
+
+    assert result.completed and _object("hash-bkt", "f") == source.read_bytes()
+    assert most[0] == 1
