@@ -76,6 +76,7 @@ REPLACES: dict[str, dict[str, str]] = {
     },
     "partiql-insert": {f"{_DYNAMO}.batch_execute_statement": "0a66ed1efd93ad41"},
     "batch-write-units": {f"{_DYNAMO}.batch_write_item": "39626abe4b473902"},
+    "server-modules": {"moto.backends:list_of_moto_modules": "4f741a10b06500e8"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -99,6 +100,10 @@ RELIES_ON: dict[str, dict[str, str]] = {
         "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
         "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
+    },
+    # moto's server reads the names through the module (`backends.list_of_moto_modules()`).
+    "server-modules": {
+        "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_backend_for_host": "105a0141fcfd0a6d"
     },
     "batch-write-units": {
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
@@ -480,3 +485,33 @@ def test_a_batch_write_reports_the_units_of_each_item_written_or_deleted() -> No
     assert own[0] == [{"TableName": "t", "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}]
     assert patched[0] == [{"TableName": "t", "CapacityUnits": 9.0, "Table": {"CapacityUnits": 9.0}}]
     assert patched[1:] == own[1:]  # not asked: moto's own answer; the same items written
+
+
+def test_the_server_s_service_names_are_moto_s_own_listed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """server-modules: moto's server lists its package directory (a listdir and an isdir per
+    service, under its dispatcher's one lock) on every request; the patch answers the same names,
+    in the same order, from one listing."""
+    import os
+
+    from moto import backends
+
+    own = list(backends.list_of_moto_modules())
+    moto_patches.SERVER_MODULES.install()
+    try:
+        listed: list[str] = []
+        real = os.listdir
+        monkeypatch.setattr(os, "listdir", lambda path: listed.append(path) or real(path))
+        answers = [list(backends.list_of_moto_modules()) for _ in range(3)]
+        assert "dynamodb" in answers[0]
+        assert "dynamodb" in backends.list_of_moto_modules()  # a membership test, as the server's
+    finally:
+        moto_patches.SERVER_MODULES.uninstall()
+    assert answers == [own] * 3
+    assert listed == []  # listed once, when installed
+    assert list(backends.list_of_moto_modules()) == own
+
+
+def test_mapload_serve_installs_the_server_s_speed_patch() -> None:
+    from mapload.emulator import serve
+
+    assert moto_patches.SERVER_MODULES in serve.PATCHES
