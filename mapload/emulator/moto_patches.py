@@ -619,10 +619,26 @@ class BatchWriteUnits(Patch):
                 key = put if put is not None else request["DeleteRequest"]["Key"]
                 stored = table.get_item(*(DynamoType(key[a]) for a in key_names))
                 old = _units(stored.attrs) if stored is not None else 1
-                new = _units({n: DynamoType(v) for n, v in put.items()}) if put is not None else 1
+                new = BatchWriteUnits.item_units(put) if put is not None else 1
                 total += max(old, new) if put is not None else old
             units[name] = total
         return units
+
+    @staticmethod
+    def item_units(item: Mapping[str, Any]) -> int:
+        """`_units` of a request's item, read from its own values: moto's objects (DynamoType)
+        are built only for a list or map, whose elements `value_bytes` reads as moto holds them."""
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        size = 0
+        for name, value in item.items():
+            kind = next(iter(value))
+            if kind in ("L", "M"):
+                held = DynamoType(value)
+                size += len(name.encode()) + value_bytes(held.type, held.value)
+            else:
+                size += len(name.encode()) + value_bytes(kind, value[kind])
+        return max(1, -(-size // 1024))
 
 
 # -- the patches -----------------------------------------------------------------------------

@@ -515,3 +515,44 @@ def test_mapload_serve_installs_the_server_s_speed_patch() -> None:
     from mapload.emulator import serve
 
     assert moto_patches.SERVER_MODULES in serve.PATCHES
+
+
+def test_a_batch_write_s_units_are_counted_without_moto_s_objects_for_plain_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """batch-write-units counts a put's size from the request's own values (as many units as
+    moto's objects would give, nested lists and maps included), building moto's objects only for
+    the keys it looks up and for lists and maps: its count was ~10 % of moto's CPU a BatchWriteItem."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    from mapload.emulator.moto_patches import BatchWriteUnits, _units
+
+    items = [
+        {"pk": {"S": "k"}, "sk": {"S": "s"}, "n": {"N": "-1.5e10"}, "b": {"B": "aGVsbG8="}},
+        {"pk": {"S": "é" * 700}, "sk": {"S": "s"}, "t": {"BOOL": True}, "z": {"NULL": True}},
+        {"pk": {"S": "k2"}, "sk": {"S": "s"}, "ss": {"SS": ["a", "bb"]}, "ns": {"NS": ["1", "22"]}},
+        {"pk": {"S": "k3"}, "sk": {"S": "s"}, "bs": {"BS": ["aGk="]}, "x": {"S": "y" * 2000}},
+        {"pk": {"S": "k4"}, "sk": {"S": "s"}, "l": {"L": [{"S": "a"}, {"M": {"q": {"N": "1"}}}]}},
+    ]
+    for item in items:
+        assert BatchWriteUnits.item_units(item) == _units({n: DynamoType(v) for n, v in item.items()})
+
+    with mock_aws():
+        db = _insert_table()
+        from moto.dynamodb.models import dynamodb_backends
+
+        backend = dynamodb_backends["123456789012"]["us-east-1"]
+        made: list[Any] = []
+        own_init = DynamoType.__init__
+
+        def counted(self: Any, type_as_dict: Any) -> None:
+            made.append(type_as_dict)
+            own_init(self, type_as_dict)
+
+        expected = sum(BatchWriteUnits.item_units(i) for i in items)
+        monkeypatch.setattr(DynamoType, "__init__", counted)
+        units = BatchWriteUnits._consumed(backend, {"t": [{"PutRequest": {"Item": i}} for i in items]})
+        del db
+    assert units == {"t": expected}
+    # The keys of each lookup (2 an item), and the list, its two elements and its map's value.
+    assert len(made) == 2 * len(items) + 4
