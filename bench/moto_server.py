@@ -1,7 +1,8 @@
 """moto's server for `make bench`, answering putIfAbsent's BatchExecuteStatement INSERTs as the
 embedded run and `mapload serve` do (mapload/emulator/moto_patches.py PARTIQL_INSERT: moto's own
 PartiQL cannot read their parameters), and reporting a delete's units as DynamoDB does
-(BATCH_WRITE_UNITS). Arguments as `python -m moto.server`'s."""
+(BATCH_WRITE_UNITS), its routing made as cheap as `mapload serve`'s (SERVER_MODULES). Arguments as
+`python -m moto.server`'s."""
 
 from __future__ import annotations
 
@@ -15,5 +16,7 @@ from moto import server
 from mapload.emulator import moto_patches
 
 if __name__ == "__main__":
-    moto_patches.install(moto_patches.PARTIQL_INSERT, moto_patches.BATCH_WRITE_UNITS)
+    moto_patches.install(
+        moto_patches.PARTIQL_INSERT, moto_patches.BATCH_WRITE_UNITS, moto_patches.SERVER_MODULES
+    )
     server.main(sys.argv[1:])

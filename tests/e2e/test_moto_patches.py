@@ -76,6 +76,7 @@ REPLACES: dict[str, dict[str, str]] = {
     },
     "partiql-insert": {f"{_DYNAMO}.batch_execute_statement": "0a66ed1efd93ad41"},
     "batch-write-units": {f"{_DYNAMO}.batch_write_item": "39626abe4b473902"},
+    "server-modules": {"moto.backends:list_of_moto_modules": "4f741a10b06500e8"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -99,6 +100,10 @@ RELIES_ON: dict[str, dict[str, str]] = {
         "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
         "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
+    },
+    # moto's server reads the names through the module (`backends.list_of_moto_modules()`).
+    "server-modules": {
+        "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_backend_for_host": "105a0141fcfd0a6d"
     },
     "batch-write-units": {
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
@@ -480,3 +485,74 @@ def test_a_batch_write_reports_the_units_of_each_item_written_or_deleted() -> No
     assert own[0] == [{"TableName": "t", "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}]
     assert patched[0] == [{"TableName": "t", "CapacityUnits": 9.0, "Table": {"CapacityUnits": 9.0}}]
     assert patched[1:] == own[1:]  # not asked: moto's own answer; the same items written
+
+
+def test_the_server_s_service_names_are_moto_s_own_listed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """server-modules: moto's server lists its package directory (a listdir and an isdir per
+    service, under its dispatcher's one lock) on every request; the patch answers the same names,
+    in the same order, from one listing."""
+    import os
+
+    from moto import backends
+
+    own = list(backends.list_of_moto_modules())
+    moto_patches.SERVER_MODULES.install()
+    try:
+        listed: list[str] = []
+        real = os.listdir
+        monkeypatch.setattr(os, "listdir", lambda path: listed.append(path) or real(path))
+        answers = [list(backends.list_of_moto_modules()) for _ in range(3)]
+        assert "dynamodb" in answers[0]
+        assert "dynamodb" in backends.list_of_moto_modules()  # a membership test, as the server's
+    finally:
+        moto_patches.SERVER_MODULES.uninstall()
+    assert answers == [own] * 3
+    assert listed == []  # listed once, when installed
+    assert list(backends.list_of_moto_modules()) == own
+
+
+def test_mapload_serve_installs_the_server_s_speed_patch() -> None:
+    from mapload.emulator import serve
+
+    assert moto_patches.SERVER_MODULES in serve.PATCHES
+
+
+def test_a_batch_write_s_units_are_counted_without_moto_s_objects_for_plain_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """batch-write-units counts a put's size from the request's own values (as many units as
+    moto's objects would give, nested lists and maps included), building moto's objects only for
+    the keys it looks up and for lists and maps: its count was ~10 % of moto's CPU a BatchWriteItem."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    from mapload.emulator.moto_patches import BatchWriteUnits, _units
+
+    items = [
+        {"pk": {"S": "k"}, "sk": {"S": "s"}, "n": {"N": "-1.5e10"}, "b": {"B": "aGVsbG8="}},
+        {"pk": {"S": "é" * 700}, "sk": {"S": "s"}, "t": {"BOOL": True}, "z": {"NULL": True}},
+        {"pk": {"S": "k2"}, "sk": {"S": "s"}, "ss": {"SS": ["a", "bb"]}, "ns": {"NS": ["1", "22"]}},
+        {"pk": {"S": "k3"}, "sk": {"S": "s"}, "bs": {"BS": ["aGk="]}, "x": {"S": "y" * 2000}},
+        {"pk": {"S": "k4"}, "sk": {"S": "s"}, "l": {"L": [{"S": "a"}, {"M": {"q": {"N": "1"}}}]}},
+    ]
+    for item in items:
+        assert BatchWriteUnits.item_units(item) == _units({n: DynamoType(v) for n, v in item.items()})
+
+    with mock_aws():
+        db = _insert_table()
+        from moto.dynamodb.models import dynamodb_backends
+
+        backend = dynamodb_backends["123456789012"]["us-east-1"]
+        made: list[Any] = []
+        own_init = DynamoType.__init__
+
+        def counted(self: Any, type_as_dict: Any) -> None:
+            made.append(type_as_dict)
+            own_init(self, type_as_dict)
+
+        expected = sum(BatchWriteUnits.item_units(i) for i in items)
+        monkeypatch.setattr(DynamoType, "__init__", counted)
+        units = BatchWriteUnits._consumed(backend, {"t": [{"PutRequest": {"Item": i}} for i in items]})
+        del db
+    assert units == {"t": expected}
+    # The keys of each lookup (2 an item), and the list, its two elements and its map's value.
+    assert len(made) == 2 * len(items) + 4
