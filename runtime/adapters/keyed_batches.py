@@ -205,6 +205,9 @@ class KeyedBatchWriter(_PacedWriter):
     # -- putIfAbsent -------------------------------------------------------------------------
 
     def _insert(self, batch: Batch) -> None:
+        """Send the batch's INSERTs until each has its answer. Kept whole: one attempt's closure
+        reads and narrows `pending`, `ambiguous` and `settle`, which the settling after the retries
+        reads; split, they would travel as shared state between methods."""
         statements = {key: insert_statement(self._table, item) for key, (item, _) in batch.items()}
         oversized = [key for key, s in statements.items() if len(s["Statement"]) > MAX_STATEMENT_CHARS]
         pending: Batch = {key: entry for key, entry in batch.items() if key not in oversized}

@@ -175,6 +175,36 @@ def _counted_plan(spec: JobSpec, ledger: Ledger, plan_id: str) -> str | None:
     return plan_id
 
 
+def _shards(
+    store: S3Store,
+    settings: PlanSettings,
+    bucket: str,
+    key: str,
+    prepared: Mapping[str, Any],
+    spec: JobSpec,
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The source's objects and the shards cut from them: whole row groups from Parquet footers,
+    byte ranges from the other formats' objects."""
+    if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
+        objects = _parquet_objects(store, bucket, key)
+        footers = _read_footers(store, objects, spec, settings.worker_memory_mib)
+        graph_held = _graph_held_bytes(spec, settings.worker_memory_mib)
+        shards = parquet.cut_row_groups(
+            footers,
+            spec.shard_size_bytes,
+            max_shards=planning.DEFAULT_MAX_SHARDS,
+            # A property graph shard's size bounds its ids in the Worker's memory: count them as text.
+            uncompressed=graph_held is not None,
+            held_bytes=graph_held,
+        )
+    else:
+        objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)
+        planned, line_bases = _read_headers(store, objects, spec, origin)
+        shards = planning.cut_shards(planned, spec.shard_size_bytes)
+        _number_and_attribute(shards, line_bases, origin)
+    return objects, shards
+
+
 def plan(
     event: Mapping[str, Any],
     settings: PlanSettings,
@@ -197,23 +227,7 @@ def plan(
         check_update_limits(spec.dynamodb)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
-    if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
-        objects = _parquet_objects(store, bucket, key)
-        footers = _read_footers(store, objects, spec, settings.worker_memory_mib)
-        graph_held = _graph_held_bytes(spec, settings.worker_memory_mib)
-        shards = parquet.cut_row_groups(
-            footers,
-            spec.shard_size_bytes,
-            max_shards=planning.DEFAULT_MAX_SHARDS,
-            # A property graph shard's size bounds its ids in the Worker's memory: count them as text.
-            uncompressed=graph_held is not None,
-            held_bytes=graph_held,
-        )
-    else:
-        objects, origin = _objects(store, settings, bucket, key, prepared, spec.format)
-        planned, line_bases = _read_headers(store, objects, spec, origin)
-        shards = planning.cut_shards(planned, spec.shard_size_bytes)
-        _number_and_attribute(shards, line_bases, origin)
+    objects, shards = _shards(store, settings, bucket, key, prepared, spec)
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same

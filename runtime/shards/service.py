@@ -75,24 +75,30 @@ def process_shard(
             stats = writer.close() if writer is not None else None
         ids_keys = layout.graph_ids_keys(job_id, plan_id, index)
         staging.finish_graph(graph, store, settings.staging_bucket, ids_keys)
+    result = _result(counts, stats, writer, spec, end - start, store.retries)
+    result.update(rejected=rejects.count, rejectedLines=rejects.lines)
+    result.update(staging.outputs(rejects, rejects_key, graph, graph_keys))
+    ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
+    return {"index": index, **{name: result[name] for name in METRIC_FIELDS}}
+
+
+def _result(
+    counts: Mapping[str, Any], stats: Any, writer: Any, spec: Any, shard_bytes: int, s3_retries: int
+) -> dict[str, Any]:
+    """The shard's counts as recorded: the reader's, less the records whose condition was not met
+    (read and accepted, but not written), and the writer's requests."""
     skipped = stats.skipped if stats else 0
-    result = {
+    return {
         **counts,
-        "rejected": rejects.count,
-        "rejectedLines": rejects.lines,
-        # A record whose condition was not met was read and accepted, but not written.
         "written": counts["written"] - skipped,
         "skipped": skipped,
         "skippedSample": writing.skipped_keys(writer, spec),
-        "bytes": end - start,
+        "bytes": shard_bytes,
         "requests": stats.requests if stats else 0,
         "retries": stats.retries if stats else 0,
         "throttles": stats.throttles if stats else 0,
-        "s3Retries": store.retries,
-        **staging.outputs(rejects, rejects_key, graph, graph_keys),
+        "s3Retries": s3_retries,
     }
-    ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
-    return {"index": index, **{name: result[name] for name in METRIC_FIELDS}}
 
 
 def _check_source(shard: Mapping[str, Any], settings: ShardSettings, index: int) -> None:

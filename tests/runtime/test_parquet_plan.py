@@ -391,12 +391,17 @@ def test_a_property_graph_weighs_row_groups_uncompressed_and_refuses_one_it_cann
 
 
 def test_no_function_imports_pyarrow_until_a_parquet_job_needs_it() -> None:
+    import os
     import subprocess
     import sys
+    from pathlib import Path
 
     code = (
         "import handlers.plan, handlers.worker, handlers.prepare, handlers.finalize, sys; "
         "print('pyarrow' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    # pytest puts runtime/ on its own path (pyproject's pythonpath): a child needs it said.
+    runtime = Path(__file__).resolve().parents[2] / "runtime"
+    env = {**os.environ, "PYTHONPATH": str(runtime)}
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "False"  # the other formats' cold start does not pay for it
