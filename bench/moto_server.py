@@ -1,7 +1,8 @@
-"""moto's server for `make bench`, answering putIfAbsent's BatchExecuteStatement INSERTs as the
-embedded run and `mapload serve` do (mapload/emulator/moto_patches.py PARTIQL_INSERT: moto's own
-PartiQL cannot read their parameters), and reporting a delete's units as DynamoDB does
-(BATCH_WRITE_UNITS), its routing made as cheap as `mapload serve`'s (SERVER_MODULES). Arguments as
+"""moto's server for `make bench`, with `mapload serve`'s DynamoDB patches (serve.PATCHES, from
+mapload/emulator/moto_patches.py): putIfAbsent's BatchExecuteStatement INSERTs answered as the
+embedded run answers them (moto's own PartiQL cannot read their parameters), a delete's units
+reported as DynamoDB counts them, AWS's item and expression limits, and moto's hot paths made
+cheap (its routing, and a quarter of its CPU per BatchWriteItem). Arguments as
 `python -m moto.server`'s."""
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from moto import server
 
-from mapload.emulator import moto_patches
+from mapload.emulator import moto_patches, serve
 
 if __name__ == "__main__":
-    moto_patches.install(
-        moto_patches.PARTIQL_INSERT, moto_patches.BATCH_WRITE_UNITS, moto_patches.SERVER_MODULES
-    )
+    moto_patches.install(*serve.PATCHES)
     server.main(sys.argv[1:])

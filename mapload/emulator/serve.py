@@ -26,7 +26,8 @@ DEFAULT_PORT = 5005
 # What `run-local`, `upload --env local` and the user's own tools read to reach the server.
 ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
 # The DynamoDB/S3-side patches the embedded run installs (its `__enter__`): the others act on
-# Step Functions and Lambda, which the server does not serve; and moto's server's own hot path.
+# Step Functions and Lambda, which the server does not serve; and moto's hot paths, the server's
+# own and DynamoDB's.
 PATCHES = (
     moto_patches.TRANSACTIONS,
     moto_patches.DYNAMODB_EXPRESSIONS,
@@ -34,6 +35,7 @@ PATCHES = (
     moto_patches.PARTIQL_INSERT,
     moto_patches.BATCH_WRITE_UNITS,
     moto_patches.SERVER_MODULES,
+    *moto_patches.DYNAMODB_SPEED,
 )
 # S3 as well: parts checked against their checksums on arrival (see s3_checksums).
 SERVE_PATCHES = (*PATCHES, PART_CHECKSUMS)

@@ -1,10 +1,16 @@
-"""One place that builds boto3 clients for the handlers, cached per process."""
+"""One place that builds boto3 clients for the handlers, cached per process, all from one
+botocore session: its loader reads botocore's endpoint rules and service models once for every
+client (each new session reads them again: about 50 ms of a cold start here). A lock makes the first
+call build the client and the others wait for it (the embedded run starts several Workers in one
+process at once; without it each built its own)."""
 
 from __future__ import annotations
 
 import functools
 import os
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import boto3
 import botocore.session
@@ -14,23 +20,49 @@ from botocore.config import Config
 # AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_DYNAMODB settings itself, so the same code runs
 # on AWS, in the embedded emulator and against any S3/DynamoDB-compatible server.
 
+_BUILDING = threading.RLock()  # re-entrant: batch_writes builds dynamodb, which builds _core
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-@functools.cache
+
+def _once(factory: _F) -> _F:
+    """`functools.cache`, the first build of each client under `_BUILDING`."""
+    cached = functools.cache(factory)
+
+    @functools.wraps(factory)
+    def build(*args: Any) -> Any:
+        with _BUILDING:
+            return cached(*args)
+
+    build.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    return build  # type: ignore[return-value]
+
+
+def _client(service: str, config: Config) -> Any:
+    return _session().client(service, config=config)
+
+
+@_once
+def _session() -> boto3.session.Session:
+    """One boto3 session around `_core()`: each boto3 session registers its handlers on the
+    botocore session it wraps, and a second would register them twice (S3's client class then
+    refuses to be built: "Cannot inject class attribute")."""
+    return boto3.session.Session(botocore_session=_core())
+
+
+@_once
 def s3() -> Any:
     # One client serves every thread of a process (upload_fileobj's too): room for all of them.
-    return boto3.client(
-        "s3", config=Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=50)
-    )
+    return _client("s3", Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=50))
 
 
-@functools.cache
+@_once
 def _core() -> botocore.session.Session:
-    """The botocore session of the DynamoDB clients: its credentials also sign the Worker's
+    """The botocore session of every client: its credentials also sign the Worker's
     BatchWriteItem requests (adapters/dynamodb_wire.py)."""
     return botocore.session.get_session()
 
 
-@functools.cache
+@_once
 def dynamodb(pool: int = 10) -> Any:
     # The batch writer retries throttling and UnprocessedItems itself (and counts them), so
     # botocore makes one attempt per call; the pool holds one connection per request in flight
@@ -38,9 +70,9 @@ def dynamodb(pool: int = 10) -> Any:
     # BatchWriteItem requests and the single-item writes of a write mode (logic/writemodes.py),
     # whose items the mapper built in low-level form (logic/mapping.py), so botocore's walk over
     # every attribute value of every request would only cost CPU.
-    return boto3.session.Session(botocore_session=_core()).client(
+    return _client(
         "dynamodb",
-        config=Config(
+        Config(
             retries={"mode": "standard", "total_max_attempts": 1},
             max_pool_connections=pool,
             tcp_keepalive=True,
@@ -49,7 +81,7 @@ def dynamodb(pool: int = 10) -> Any:
     )
 
 
-@functools.cache
+@_once
 def batch_writes(pool: int = 10) -> Any:
     """What the Worker writes items with: BatchWriteItem to `dynamodb(pool)`'s endpoint, with its
     configuration and the session's credentials, without its per-call pipeline
@@ -63,26 +95,26 @@ def batch_writes(pool: int = 10) -> Any:
     return BatchWriteClient(dynamodb(pool), core.get_credentials(), verify=verify)
 
 
-@functools.cache
+@_once
 def ledger_dynamodb() -> Any:
     # Finalize reads the ledger's blocks on READ_THREADS threads at once, the Worker's budget
     # thread beside its main one: a pool smaller than that makes threads wait for (or discard)
     # connections ("Connection pool is full").
     from adapters.ledger import READ_THREADS
 
-    return boto3.client(
+    return _client(
         "dynamodb",
-        config=Config(retries={"mode": "standard", "max_attempts": 8}, max_pool_connections=READ_THREADS + 2),
+        Config(retries={"mode": "standard", "max_attempts": 8}, max_pool_connections=READ_THREADS + 2),
     )
 
 
-@functools.cache
+@_once
 def stepfunctions() -> Any:
     """Plan asks whether the execution holding a jobId still runs (adapters/executions.py)."""
-    return boto3.client("stepfunctions", config=Config(retries={"mode": "standard", "max_attempts": 5}))
+    return _client("stepfunctions", Config(retries={"mode": "standard", "max_attempts": 5}))
 
 
 def reset() -> None:
     """Forget every cached client (a new endpoint or emulator needs new ones)."""
-    for factory in (s3, _core, dynamodb, batch_writes, ledger_dynamodb, stepfunctions):
-        factory.cache_clear()
+    for factory in (s3, _core, _session, dynamodb, batch_writes, ledger_dynamodb, stepfunctions):
+        factory.cache_clear()  # type: ignore[attr-defined]  # _once's

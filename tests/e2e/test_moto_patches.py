@@ -69,7 +69,10 @@ REPLACES: dict[str, dict[str, str]] = {
         f"{_DYNAMO}.transact_write_items": "b9f060594221b40c",
         f"{_DYNAMO}.transact_get_items": "3107f9f91a3a52b7",
     },
-    "item-size": {"moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__": "7894fedd60a6272d"},
+    "item-size": {
+        "moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__": "7894fedd60a6272d",
+        "moto.dynamodb.models.dynamo_type:Item.__init__": "bebd778553426982",
+    },
     "query-partition": {
         "moto.dynamodb.models.table:Table.query": "c08e16587862d4ca",
         "moto.dynamodb.models.table:Table.all_items": "2091a7dc1699504c",
@@ -77,6 +80,9 @@ REPLACES: dict[str, dict[str, str]] = {
     "partiql-insert": {f"{_DYNAMO}.batch_execute_statement": "0a66ed1efd93ad41"},
     "batch-write-units": {f"{_DYNAMO}.batch_write_item": "39626abe4b473902"},
     "server-modules": {"moto.backends:list_of_moto_modules": "4f741a10b06500e8"},
+    "dynamo-types": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
+    "method-names": {"moto.core.responses:method_names_from_class": "9dbac89d082b655f"},
+    "batch-write-parse": {"moto.core.responses:BaseResponse.parse_parameters": "812610851e45cef1"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -93,8 +99,15 @@ RELIES_ON: dict[str, dict[str, str]] = {
     "backend-lookup": {
         "moto.core.base_backend:BackendDict._create_account_specific_backend": "1eb9c6b3c9aa0867"
     },
-    # How moto holds a value: a list's and map's elements as DynamoType, read by value_bytes.
-    "item-size": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
+    # How moto holds a value: a list's and map's elements as DynamoType, read by value_bytes; a
+    # new item's attributes added by LimitedSizeDict's __init__ without __setitem__.
+    "item-size": {
+        "moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395",
+        "moto.dynamodb.models.dynamo_type:LimitedSizeDict.__init__": "5fa07e23c564cc50",
+    },
+    # The blobs decoded as moto's parser decodes them; the names read by call_action alone.
+    "batch-write-parse": {"moto.core.parse:default_blob_parser": "b4e8503d3331b904"},
+    "method-names": {"moto.core.responses:BaseResponse.call_action": "34a17a4a36ddf8af"},
     # An INSERT's table found by get_table, its key looked up by Table.get_item, then put_item.
     "partiql-insert": {
         "moto.dynamodb.models:DynamoDBBackend.put_item": "b043f1999f49f820",
