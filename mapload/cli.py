@@ -144,6 +144,7 @@ def _estimate(args: argparse.Namespace) -> int:
             memory_mib=args.memory_mib,
             architecture=args.architecture,
             write_mode=_first(args.write_mode, from_spec.get("write_mode"), "put"),
+            numeric_add=args.numeric_add or bool(from_spec.get("numeric_add")),
         )
     except (ValueError, measure.MeasureError) as error:
         print(f"mapload estimate: {error}", file=sys.stderr)
@@ -309,6 +310,12 @@ def _add_sample_and_estimate(sub: Any) -> None:
         "--write-mode",
         choices=WRITE_MODES,
         help="dynamodb.writeMode (default: the spec's, else put): put writes batches of 25, others 1 item",
+    )
+    est.add_argument(
+        "--numeric-add",
+        action="store_true",
+        help="with --write-mode update: it adds numbers (a transaction with a ledger marker a record; "
+        "implied by a spec whose update adds to an N attribute)",
     )
     est.set_defaults(func=_estimate)
 
