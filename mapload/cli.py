@@ -255,10 +255,7 @@ def _add_upload(sub: Any) -> None:
     up.set_defaults(func=_upload)
 
 
-def _add_sample_and_estimate(sub: Any) -> None:
-    from logic.spec_model import WRITE_MODES
-    from mapload import estimate
-
+def _add_sample(sub: Any) -> None:
     gen = sub.add_parser(
         "sample",
         help="write a deterministic UK-postcode-like CSV",
@@ -271,6 +268,12 @@ def _add_sample_and_estimate(sub: Any) -> None:
     )
     gen.set_defaults(func=_sample)
 
+
+def _add_sample_and_estimate(sub: Any) -> None:
+    from logic.spec_model import WRITE_MODES
+    from mapload import estimate
+
+    _add_sample(sub)
     est = sub.add_parser(
         "estimate",
         help="time and cost of a load on AWS (documented limits, list prices, benchmarked worker rate)",

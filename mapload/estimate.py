@@ -54,9 +54,10 @@ BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM = 58.0
 BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND = 1500.0
 # An update with a numeric add (`"update": "add"` on an N attribute): each record one
 # TransactWriteItems (its UpdateItem and a marker Put in the ledger) through the botocore client,
-# at most MARKED_IN_FLIGHT (runtime/adapters/ledger.py) in flight. 1 s over the CPU an item make
-# bench's numeric-add row measured (2026-12-02: ~NNNN µs, the embedded emulator included).
-BENCH_ADD_WORKER_ITEMS_PER_SECOND = 500.0
+# at most MARKED_IN_FLIGHT (runtime/adapters/ledger.py) in flight. 1 s over the CPU a record make
+# bench's numeric-add row measured (2026-12-02: 3,600 µs, the embedded emulator's included, so
+# the loop alone is faster): it binds before 16 in flight's round trips (800/s) would.
+BENCH_ADD_WORKER_ITEMS_PER_SECOND = 280.0
 MARKED_IN_FLIGHT = 128
 # The conditions of those measurements (bench/run.py's defaults are these).
 BENCH_WRITE_CONCURRENCY = 16
@@ -193,6 +194,11 @@ def _lambda_usd(running: int, seconds: float, shards: int, memory_mib: int, arch
     )
 
 
+def _provisioned_usd(wcu: int | None, seconds: float) -> float | None:
+    """Provisioned capacity's cost (billed by the whole hour); None without `wcu`."""
+    return None if wcu is None else wcu * math.ceil(seconds / 3600) * PROVISIONED_USD_PER_WCU_HOUR
+
+
 def estimate(
     rows: int,
     item_bytes: int,
@@ -213,9 +219,8 @@ def estimate(
     `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
     the lower of that and what `concurrency` workers write; each shard is one worker.
     A `write_mode` other than put writes single items: the same write units, 25 times the
-    requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second` replaces).
-    `numeric_add` (update only): each record a transaction with its ledger marker (`units_per_record`).
-    """
+    requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second`
+    replaces); `numeric_add` (update only), a transaction a record (`units_per_record`)."""
     _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add)
     units_per_item = units_per_record(item_bytes, numeric_add)
     write_units = rows * units_per_item
@@ -231,10 +236,6 @@ def estimate(
     bound = "table" if table_items < workers else "workers"
     items_per_second = min(table_items, workers)
     seconds = rows / items_per_second
-    on_demand = write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS
-    provisioned = None
-    if wcu is not None:
-        provisioned = wcu * math.ceil(seconds / 3600) * PROVISIONED_USD_PER_WCU_HOUR  # billed by the hour
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
     return Estimate(
         rows=rows,
@@ -252,8 +253,8 @@ def estimate(
         bound=bound,
         items_per_second=items_per_second,
         seconds=seconds,
-        dynamodb_on_demand_usd=on_demand,
-        dynamodb_provisioned_usd=provisioned,
+        dynamodb_on_demand_usd=write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS,
+        dynamodb_provisioned_usd=_provisioned_usd(wcu, seconds),
         lambda_usd=_lambda_usd(running, seconds, shards, memory_mib, architecture),
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
         workers_needed=math.ceil(table_items / per_worker),
@@ -300,6 +301,11 @@ def render(e: Estimate) -> str:
         ("total" + (" (provisioned)" if e.dynamodb_provisioned_usd is not None else ""), usd(e.total_usd)),
     ]
     width = max(len(name) for name, _ in rows)
+    return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *_notes(e)])
+
+
+def _notes(e: Estimate) -> list[str]:
+    """What the estimate assumes, and what this load's write mode and size imply."""
     notes = [
         f"Assumes {BENCH_WORKER_ITEMS_PER_SECOND:,.0f} items/s per worker for batches (measured by "
         f"`make bench` at {BENCH_ROUND_TRIP_MS:g} ms round trip), us-east-1 list prices, and a table "
@@ -334,4 +340,4 @@ def render(e: Estimate) -> str:
         notes.append(
             f"More workers than the default {ACCOUNT_LAMBDA_CONCURRENCY:,} concurrent Lambda executions."
         )
-    return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *notes])
+    return notes

@@ -19,7 +19,8 @@ entry and uninstalls it on exit.
   The numbers themselves are in limits.py.
 - BACKEND_LOOKUP, CLIENT_REUSE: two hot paths made cheap for a Map with thousands of children;
   behaviour unchanged (py-spy on a 2,000-shard run, docs/ARCHITECTURE.md "The embedded emulator").
-- TRANSACTIONS: TransactWriteItems isolated from other threads' writes, as DynamoDB's are.
+- TRANSACTIONS: TransactWriteItems isolated from other threads' writes, as DynamoDB's are, and
+  rolled back item by item (moto deep-copies every table a transaction names, each time).
 - DYNAMODB_EXPRESSIONS: DynamoDB's expression limits (4 KB a string, 300 operators or functions
   an UpdateExpression), which moto does not check; and moto's expression parser kept from
   overflowing Python's recursion limit on an expression AWS accepts.
@@ -496,12 +497,13 @@ class Transactions(Patch):
     TransactWriteItems run one at a time under one lock; reads are unaffected.
 
     Cost: the copy made each transaction cost the size of its tables (a numeric ADD's transaction
-    names the table and the ledger: ~25 ms at 10,000 items), so a large update+add file ran in
-    quadratic time. The rollback now keeps only what the transaction may write: each op's item as
-    it was (or its absence) and the tables' stream records, restored on the same failures as
-    moto's (a cancellation, a validation error in its loop); the tables are not copied (moto's
-    module reads a `copy` whose deepcopy returns a Table as is inside a transaction). The same
-    answers and the same tables after, success or failure (tests/e2e/test_moto_transactions.py)."""
+    names the table and the ledger: 85 ms of CPU at 2,000 items in each, 420 ms at 10,000, against
+    2.4 ms with this patch whatever their size), so a large update+add file ran in quadratic time.
+    The rollback now keeps only what the transaction may write: each op's item as it was (or its
+    absence) and the tables' stream records, restored on the same failures as moto's (a
+    cancellation, a validation error in its loop); the tables are not copied (moto's module reads
+    a `copy` whose deepcopy returns a Table as is inside a transaction). The same answers and the
+    same tables after, success or failure (tests/e2e/test_moto_transactions.py)."""
 
     def __init__(self) -> None:
         super().__init__(
