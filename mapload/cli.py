@@ -134,6 +134,7 @@ def _estimate(args: argparse.Namespace) -> int:
             from_spec = measure.job_settings(measured)
         if rows is None or item_bytes is None:
             raise ValueError("give --rows and --item-bytes, or --file and --spec to measure them")
+        write_mode = _first(args.write_mode, from_spec.get("write_mode"), "put")
         result = estimate.estimate(
             rows,
             item_bytes,
@@ -143,8 +144,9 @@ def _estimate(args: argparse.Namespace) -> int:
             shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), estimate.DEFAULT_SHARD_MIB),
             memory_mib=args.memory_mib,
             architecture=args.architecture,
-            write_mode=_first(args.write_mode, from_spec.get("write_mode"), "put"),
-            numeric_add=args.numeric_add or bool(from_spec.get("numeric_add")),
+            write_mode=write_mode,
+            numeric_add=args.numeric_add
+            or (write_mode == from_spec.get("write_mode") and from_spec["numeric_add"]),
         )
     except (ValueError, measure.MeasureError) as error:
         print(f"mapload estimate: {error}", file=sys.stderr)

@@ -212,6 +212,14 @@ def test_the_command_estimates_from_a_file_with_the_specs_write_mode(
     spec["dynamodb"]["attributes"] = {**PRODUCT_SPEC["dynamodb"]["attributes"], "stock": adds}
     assert main(["estimate", "--file", str(source), "--spec", str(_spec_file(tmp_path, spec))]) == 0
     assert "TransactWriteItems" in capsys.readouterr().out
+    # ...unless another write mode is asked for: its own writes, no marker.
+    assert (
+        main(
+            ["estimate", "--file", str(source), "--spec", str(tmp_path / "spec.json"), "--write-mode", "put"]
+        )
+        == 0
+    )
+    assert "TransactWriteItems" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
