@@ -1,8 +1,9 @@
 """`make bench`: load one generated postcode CSV five ways against one latency-adding endpoint and
 print one table (items/s, CPU µs per item, peak memory, items lost, ratio to boto3's batch_writer);
 then each write mode through the Worker's loop and the embedded pipeline at the same round trip
-and a write limit moto serves single-item writes at (`--mode-limit`), beside the rate
-`mapload estimate` models for it; then batch_writer and the embedded pipeline at a long round
+and a write limit moto serves single-item writes at (`--mode-limit`), and an update with a numeric
+add through the pipeline (`--add-slice`: a TransactWriteItems a record), beside the rate
+`mapload estimate` models for each; then batch_writer and the embedded pipeline at a long round
 trip (`--long-latency-ms`); then, in this process and without moto, the CSV parsers
 (bench/parsers.py) and the edge endpoint check (bench/endpoints.py).
 
@@ -40,7 +41,12 @@ from proxy import Proxy  # noqa: E402
 
 from logic.spec_model import WRITE_MODES  # noqa: E402
 from mapload import sample  # noqa: E402
-from mapload.estimate import BENCH_ROUND_TRIP_MS, BENCH_WRITE_CONCURRENCY, worker_rate  # noqa: E402
+from mapload.estimate import (  # noqa: E402
+    BENCH_ROUND_TRIP_MS,
+    BENCH_WRITE_CONCURRENCY,
+    units_per_record,
+    worker_rate,
+)
 from mapload.tables import create_pk_sk_table  # noqa: E402
 
 PYTHON = sys.executable
@@ -167,9 +173,9 @@ def main() -> int:
     parser.add_argument(
         "--add-slice",
         type=int,
-        default=0,
-        help="records of the numeric-add row (default 0: skipped; moto deep-copies every table for "
-        "each TransactWriteItems, so run it alone on a fresh server: --only add_pipeline)",
+        default=2000,
+        help="records of the numeric-add row (0: skip it): a TransactWriteItems a record, 4 write units "
+        "(item and marker, twice), so 2,000 take ~27 s at the write-mode limit",
     )
     parser.add_argument(
         "--long-latency-ms", type=float, default=50.0, help="round trip of the long-round-trip rows"
@@ -410,7 +416,7 @@ def _measure(
                     limit=mode_limit,
                     note="1 shard" + ("; deletes the put row's items" if mode == "delete" else ""),
                 )
-        if options.add_slice > 0:  # opt-in: moto copies every table for each transaction
+        if options.add_slice > 0:
             n = min(options.add_slice, rows)
             head = _head(csv_path, n)
             mode_limit = options.mode_limit or None
@@ -430,7 +436,8 @@ def _measure(
                 n,
                 into=modes,
                 limit=mode_limit,
-                note="1 shard; a TransactWriteItems with a ledger marker a record: 2 write units",
+                note="1 shard; a TransactWriteItems a record (its UpdateItem and a ledger marker's Put, "
+                f"exactly once): {units_per_record(1, numeric_add=True)} write units, botocore's client",
             )
         if options.long_rows > 0:
             n = min(options.long_rows, rows)
@@ -482,10 +489,13 @@ def _render_modes(options: argparse.Namespace, modes: list[Result]) -> str:
     ]
     for r in modes:
         mode = r.name.split()[0].rstrip(",")
-        units = 2 if "numeric add" in r.name else 1  # the item's unit and its marker's
-        model = worker_rate(mode, in_flight=options.concurrency, round_trip_ms=options.latency_ms)
+        numeric_add = "numeric add" in r.name
+        units = units_per_record(1, numeric_add)  # the benchmark's items are under 1 KB
+        model = worker_rate(
+            mode, in_flight=options.concurrency, round_trip_ms=options.latency_ms, numeric_add=numeric_add
+        )
         if limit:
-            model = min(model, limit / units)  # the benchmark's items are one write unit each
+            model = min(model, limit / units)
         share = f"{r.rate * units / limit:.0%}" if limit else "—"
         base = put.get(r.name.endswith("(pipeline)"))
         ratio = f"{r.cpu_us / base:.1f}" if base else "—"

@@ -134,6 +134,7 @@ def _estimate(args: argparse.Namespace) -> int:
             from_spec = measure.job_settings(measured)
         if rows is None or item_bytes is None:
             raise ValueError("give --rows and --item-bytes, or --file and --spec to measure them")
+        write_mode = _first(args.write_mode, from_spec.get("write_mode"), "put")
         result = estimate.estimate(
             rows,
             item_bytes,
@@ -143,7 +144,9 @@ def _estimate(args: argparse.Namespace) -> int:
             shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), estimate.DEFAULT_SHARD_MIB),
             memory_mib=args.memory_mib,
             architecture=args.architecture,
-            write_mode=_first(args.write_mode, from_spec.get("write_mode"), "put"),
+            write_mode=write_mode,
+            numeric_add=args.numeric_add
+            or (write_mode == from_spec.get("write_mode") and from_spec["numeric_add"]),
         )
     except (ValueError, measure.MeasureError) as error:
         print(f"mapload estimate: {error}", file=sys.stderr)
@@ -254,10 +257,7 @@ def _add_upload(sub: Any) -> None:
     up.set_defaults(func=_upload)
 
 
-def _add_sample_and_estimate(sub: Any) -> None:
-    from logic.spec_model import WRITE_MODES
-    from mapload import estimate
-
+def _add_sample(sub: Any) -> None:
     gen = sub.add_parser(
         "sample",
         help="write a deterministic UK-postcode-like CSV",
@@ -270,6 +270,12 @@ def _add_sample_and_estimate(sub: Any) -> None:
     )
     gen.set_defaults(func=_sample)
 
+
+def _add_sample_and_estimate(sub: Any) -> None:
+    from logic.spec_model import WRITE_MODES
+    from mapload import estimate
+
+    _add_sample(sub)
     est = sub.add_parser(
         "estimate",
         help="time and cost of a load on AWS (documented limits, list prices, benchmarked worker rate)",
@@ -309,6 +315,12 @@ def _add_sample_and_estimate(sub: Any) -> None:
         "--write-mode",
         choices=WRITE_MODES,
         help="dynamodb.writeMode (default: the spec's, else put): put writes batches of 25, others 1 item",
+    )
+    est.add_argument(
+        "--numeric-add",
+        action="store_true",
+        help="with --write-mode update: it adds numbers (a transaction with a ledger marker a record; "
+        "implied by a spec whose update adds to an N attribute)",
     )
     est.set_defaults(func=_estimate)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from logic.mapping import MAX_ITEM_BYTES
 from logic.spec_model import WRITE_MODES, Common
-from logic.writemodes import BATCHED, DELETE, PUT, PUT_IF_ABSENT, items_per_request
+from logic.writemodes import BATCHED, DELETE, MARKER_UNITS, PUT, PUT_IF_ABSENT, UPDATE, items_per_request
 
 # The defaults of what is estimated: the input's (maxConcurrency, shardSizeMiB), read from its
 # models; the environment's (worker_memory_mib, lambda_architecture) from stacks/config.py, which
@@ -52,6 +52,13 @@ BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM = 58.0
 # process, so one core's worth of loop writes about 1,500 items/s (the local table, not the loop,
 # bound the measured rates; 190 before the low-level path and the lanes by key).
 BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND = 1500.0
+# An update with a numeric add (`"update": "add"` on an N attribute): each record one
+# TransactWriteItems (its UpdateItem and a marker Put in the ledger) through the botocore client,
+# at most MARKED_IN_FLIGHT (runtime/adapters/ledger.py) in flight. 1 s over the CPU a record make
+# bench's numeric-add row measured (2026-12-02: 3,600 µs, the embedded emulator's included, so
+# the loop alone is faster): it binds before 16 in flight's round trips (800/s) would.
+BENCH_ADD_WORKER_ITEMS_PER_SECOND = 280.0
+MARKED_IN_FLIGHT = 128
 # The conditions of those measurements (bench/run.py's defaults are these).
 BENCH_WRITE_CONCURRENCY = 16
 BENCH_ROUND_TRIP_MS = 20.0
@@ -80,16 +87,24 @@ def worker_rate(
     round_trip_ms: float = BENCH_ROUND_TRIP_MS,
     loop_items_per_second: float | None = None,
     max_in_flight: int = DEFAULT_MAX_WRITE_CONCURRENCY,
+    numeric_add: bool = False,
 ) -> float:
     """Items/s one worker writes in `write_mode`: at most its window's requests per round trip
     (`requests_in_flight`: `in_flight` per 20 ms, up to `max_in_flight`), each carrying
     `items_per_request(write_mode)` items (25 for put, delete and putIfAbsent, 1 for single-item
     writes), and no more than its loop's rate (default: the one make bench measured for batches,
     or for single items). At 16 in flight and 20 ms, round trips allow 20,000 items/s in batches
-    and 800 in single items; at 50 ms the window widens to 40 requests and allows the same."""
+    and 800 in single items; at 50 ms the window widens to 40 requests and allows the same.
+    `numeric_add` (an update that adds numbers): one record a transaction, the same window up to
+    MARKED_IN_FLIGHT, and the transactions' loop rate."""
+    if numeric_add:
+        max_in_flight = min(max_in_flight, MARKED_IN_FLIGHT)
+        in_flight = min(in_flight, MARKED_IN_FLIGHT)
     if loop_items_per_second is None:
         loop_items_per_second = (
-            BENCH_WORKER_ITEMS_PER_SECOND
+            BENCH_ADD_WORKER_ITEMS_PER_SECOND
+            if numeric_add
+            else BENCH_WORKER_ITEMS_PER_SECOND
             if write_mode in BATCHED
             else BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
         )
@@ -99,11 +114,20 @@ def worker_rate(
     return min(loop_items_per_second, per_round_trip / (round_trip_ms / 1000))
 
 
+def units_per_record(item_bytes: int, numeric_add: bool = False) -> int:
+    """Write units one record consumes: its item's (one per started KB); with a numeric add, a
+    transaction's, twice those of its two items, the item and its ledger marker (DynamoDB's
+    transactional writes cost 2 units a KB; logic/writemodes.py WritePlan.units)."""
+    units = math.ceil(item_bytes / WRITE_UNIT_BYTES)
+    return 2 * (units + MARKER_UNITS) if numeric_add else units
+
+
 @dataclass(frozen=True)
 class Estimate:
     rows: int
     item_bytes: int
     write_mode: str
+    numeric_add: bool
     write_units_per_item: int
     write_units: int
     requests: int  # write requests sent (without retries)
@@ -133,7 +157,13 @@ class Estimate:
 
 
 def _check_arguments(
-    rows: int, item_bytes: int, wcu: int | None, concurrency: int, architecture: str, write_mode: str
+    rows: int,
+    item_bytes: int,
+    wcu: int | None,
+    concurrency: int,
+    architecture: str,
+    write_mode: str,
+    numeric_add: bool = False,
 ) -> None:
     """ValueError naming the option, for an argument no load can have."""
     if rows < 1:
@@ -150,6 +180,8 @@ def _check_arguments(
         raise ValueError(f"architecture must be one of {', '.join(LAMBDA_USD_PER_GB_SECOND)}")
     if write_mode not in WRITE_MODES:
         raise ValueError(f"--write-mode must be one of {', '.join(WRITE_MODES)}, got {write_mode!r}")
+    if numeric_add and write_mode != UPDATE:
+        raise ValueError(f"--numeric-add goes with --write-mode update, got {write_mode!r}")
 
 
 def _lambda_usd(running: int, seconds: float, shards: int, memory_mib: int, architecture: str) -> float:
@@ -160,6 +192,11 @@ def _lambda_usd(running: int, seconds: float, shards: int, memory_mib: int, arch
         gb_seconds * LAMBDA_USD_PER_GB_SECOND[architecture]
         + (shards + 2) / 1e6 * LAMBDA_USD_PER_MILLION_REQUESTS
     )
+
+
+def _provisioned_usd(wcu: int | None, seconds: float) -> float | None:
+    """Provisioned capacity's cost (billed by the whole hour); None without `wcu`."""
+    return None if wcu is None else wcu * math.ceil(seconds / 3600) * PROVISIONED_USD_PER_WCU_HOUR
 
 
 def estimate(
@@ -174,6 +211,7 @@ def estimate(
     memory_mib: int = DEFAULT_MEMORY_MIB,
     architecture: str = DEFAULT_ARCHITECTURE,
     write_mode: str = PUT,
+    numeric_add: bool = False,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 
@@ -181,30 +219,29 @@ def estimate(
     `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
     the lower of that and what `concurrency` workers write; each shard is one worker.
     A `write_mode` other than put writes single items: the same write units, 25 times the
-    requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second` replaces).
-    """
-    _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode)
-    units_per_item = math.ceil(item_bytes / WRITE_UNIT_BYTES)
+    requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second`
+    replaces); `numeric_add` (update only), a transaction a record (`units_per_record`)."""
+    _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add)
+    units_per_item = units_per_record(item_bytes, numeric_add)
     write_units = rows * units_per_item
     source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)
     shards = max(1, math.ceil(source_bytes / (shard_mib * 2**20)))
     running = min(concurrency, shards)
-    per_worker = worker_rate(write_mode, loop_items_per_second=worker_items_per_second)
+    per_worker = worker_rate(
+        write_mode, loop_items_per_second=worker_items_per_second, numeric_add=numeric_add
+    )
     workers = running * per_worker
     table = float(wcu if wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
     table_items = table / units_per_item
     bound = "table" if table_items < workers else "workers"
     items_per_second = min(table_items, workers)
     seconds = rows / items_per_second
-    on_demand = write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS
-    provisioned = None
-    if wcu is not None:
-        provisioned = wcu * math.ceil(seconds / 3600) * PROVISIONED_USD_PER_WCU_HOUR  # billed by the hour
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
     return Estimate(
         rows=rows,
         item_bytes=item_bytes,
         write_mode=write_mode,
+        numeric_add=numeric_add,
         write_units_per_item=units_per_item,
         write_units=write_units,
         requests=math.ceil(rows / items_per_request(write_mode)),
@@ -216,16 +253,18 @@ def estimate(
         bound=bound,
         items_per_second=items_per_second,
         seconds=seconds,
-        dynamodb_on_demand_usd=on_demand,
-        dynamodb_provisioned_usd=provisioned,
+        dynamodb_on_demand_usd=write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS,
+        dynamodb_provisioned_usd=_provisioned_usd(wcu, seconds),
         lambda_usd=_lambda_usd(running, seconds, shards, memory_mib, architecture),
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
         workers_needed=math.ceil(table_items / per_worker),
     )
 
 
-def _writes(write_mode: str) -> str:
+def _writes(write_mode: str, numeric_add: bool = False) -> str:
     per_request = items_per_request(write_mode)
+    if numeric_add:
+        return "TransactWriteItems (UpdateItem and a ledger marker's Put), 1 record per request"
     if write_mode == PUT:
         return f"BatchWriteItem, {per_request} items per request"
     if write_mode == DELETE:
@@ -243,7 +282,7 @@ def render(e: Estimate) -> str:
     rows = [
         ("items", f"{e.rows:,} of {e.item_bytes:,} bytes = {e.write_units_per_item} write unit(s) each"),
         ("write units", f"{e.write_units:,}"),
-        ("writes (writeMode)", f"{_writes(e.write_mode)} ({e.write_mode})"),
+        ("writes (writeMode)", f"{_writes(e.write_mode, e.numeric_add)} ({e.write_mode})"),
         ("write requests", f"{e.requests:,}"),
         ("shards / workers in flight", f"{e.shards:,} / {e.concurrency:,}"),
         ("one worker writes", f"{e.worker_items_per_second:,.0f} items/s"),
@@ -262,6 +301,11 @@ def render(e: Estimate) -> str:
         ("total" + (" (provisioned)" if e.dynamodb_provisioned_usd is not None else ""), usd(e.total_usd)),
     ]
     width = max(len(name) for name, _ in rows)
+    return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *_notes(e)])
+
+
+def _notes(e: Estimate) -> list[str]:
+    """What the estimate assumes, and what this load's write mode and size imply."""
     notes = [
         f"Assumes {BENCH_WORKER_ITEMS_PER_SECOND:,.0f} items/s per worker for batches (measured by "
         f"`make bench` at {BENCH_ROUND_TRIP_MS:g} ms round trip), us-east-1 list prices, and a table "
@@ -272,7 +316,14 @@ def render(e: Estimate) -> str:
             "writeMode delete: a delete consumes the write units of the item it deletes (1 when none "
             "is stored), so give --item-bytes as the stored items' size."
         )
-    if e.write_mode not in BATCHED:
+    if e.numeric_add:
+        notes.append(
+            "A numeric add writes each record exactly once through a TransactWriteItems with a marker "
+            f"in the ledger: {e.write_units_per_item} write units a record (twice the item's and the "
+            f"marker's), and a worker writes {e.worker_items_per_second:,.0f} records/s (the "
+            "transactions' loop make bench measured; the window is the single-item modes')."
+        )
+    elif e.write_mode not in BATCHED:
         notes.append(
             f"writeMode {e.write_mode} writes one item per request: the same write units as put, "
             f"{items_per_request(PUT)}x the requests, and more worker time: a worker writes "
@@ -289,4 +340,4 @@ def render(e: Estimate) -> str:
         notes.append(
             f"More workers than the default {ACCOUNT_LAMBDA_CONCURRENCY:,} concurrent Lambda executions."
         )
-    return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *notes])
+    return notes

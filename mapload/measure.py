@@ -291,10 +291,15 @@ def _records(spec: Any, body: bytes, start: int) -> Iterable[Any]:
 
 
 def job_settings(measured: Measured) -> dict[str, Any]:
-    """What the spec says about the load's shape: its write mode, shard size and concurrency."""
+    """What the spec says about the load's shape: its write mode (and whether an update adds
+    numbers: a transaction a record), shard size and concurrency."""
+    from logic.writemodes import write_plan
+
     spec = measured.spec
+    plan = write_plan(spec.dynamodb) if spec.dynamodb is not None else None
     return {
         "write_mode": spec.dynamodb.write_mode if spec.dynamodb is not None else None,
+        "numeric_add": bool(plan is not None and plan.counters),
         "shard_mib": spec.shard_size_mib,
         "concurrency": spec.max_concurrency,
     }

@@ -3,9 +3,10 @@
 A plain `moto_server` applies TransactWriteItems non-atomically across its request threads, so a
 numeric ADD's transactions (the item's update together with its ledger marker) come back
 cancelled although they were applied: a run reports them skipped. This server is moto's, in this
-process, with the emulator's DynamoDB patches installed (PATCHES: the write lock, the expression
-limits and the item size the in-process run enforces), so every write mode mapload uses behaves
-as DynamoDB's does and what DynamoDB refuses is refused here too. Its S3 checks each part
+process, with the emulator's DynamoDB patches installed (PATCHES: the write lock and item-by-item
+rollback of transactions, the expression limits and the item size the in-process run enforces),
+so every write mode mapload uses behaves as DynamoDB's does and what DynamoDB refuses is refused
+here too. Its S3 checks each part
 against its checksum on arrival, as S3 does (SERVE_PATCHES: s3_checksums). It listens on
 127.0.0.1 only.
 """

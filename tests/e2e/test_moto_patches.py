@@ -58,6 +58,7 @@ REPLACES: dict[str, dict[str, str]] = {
         "moto.dynamodb.models:DynamoDBBackend.update_item": "f1d5d4acae8ed91c",
         "moto.dynamodb.models:DynamoDBBackend.delete_item": "a03a3f819a3f4344",
         "moto.dynamodb.models:DynamoDBBackend.transact_write_items": "0b5c3b73cdccf326",
+        "moto.dynamodb.models:copy": "copy",  # a module moto imports by that name (fingerprint)
     },
     "dynamodb-expressions": {
         f"{_DYNAMO}.put_item": "56935bb97fd7ec61",
@@ -114,6 +115,15 @@ RELIES_ON: dict[str, dict[str, str]] = {
         "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
     },
+    # Each op's item found where Table's writes keep it (items[hash] or items[hash][range]), its key
+    # derived as the writes derive it, its table by get_table, the stream's records as add appends.
+    "transactions": {
+        "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
+        "moto.dynamodb.models:DynamoDBBackend.get_keys_value": "581f281276a14122",
+        "moto.dynamodb.models.table:Table.put_item": "48ae94c63fda4002",
+        "moto.dynamodb.models.table:Table.delete_item": "697be260776b20ea",
+        "moto.dynamodb.models.table:StreamShard.add": "6619a16a15952c64",
+    },
     # moto's server reads the names through the module (`backends.list_of_moto_modules()`).
     "server-modules": {
         "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_backend_for_host": "105a0141fcfd0a6d"
@@ -126,8 +136,13 @@ RELIES_ON: dict[str, dict[str, str]] = {
 
 
 def fingerprint(target: str) -> str:
+    """A function's or class's source digest; a module's name (a patch that shadows a module
+    moto imports checks that moto still imports it, not the standard library's source)."""
     owner, attribute = resolve(target)
-    source = textwrap.dedent(inspect.getsource(getattr(owner, attribute)))
+    value = getattr(owner, attribute)
+    if inspect.ismodule(value):
+        return value.__name__
+    source = textwrap.dedent(inspect.getsource(value))
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 

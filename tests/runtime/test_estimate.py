@@ -61,6 +61,7 @@ def test_x86_costs_more_per_gb_second() -> None:
         ({"rows": 1, "item_bytes": 10, "wcu": 0}, "--wcu"),
         ({"rows": 1, "item_bytes": 10, "concurrency": 0}, "--concurrency"),
         ({"rows": 1, "item_bytes": 10, "write_mode": "upsert"}, "--write-mode"),
+        ({"rows": 1, "item_bytes": 10, "write_mode": "put", "numeric_add": True}, "--numeric-add"),
     ],
 )
 def test_bad_arguments_say_which(kwargs: dict[str, Any], words: str) -> None:
@@ -106,6 +107,28 @@ def test_single_item_writes_cost_the_same_units_in_25_times_the_requests_and_mor
     assert update.lambda_usd > put.lambda_usd
 
 
+def test_a_numeric_add_costs_a_transaction_a_record_item_and_marker_twice() -> None:
+    from adapters.ledger import MARKED_IN_FLIGHT
+    from logic.writemodes import MARKER_UNITS, WritePlan
+
+    assert est.MARKED_IN_FLIGHT == MARKED_IN_FLIGHT and MARKER_UNITS == 1
+    plan = WritePlan(mode="update", key=("pk",), version=None, actions={"n": "add"}, counters=("n",))
+    for size in (100, 1024, 1025, 5000):  # as the Worker books them
+        assert est.units_per_record(size, numeric_add=True) == plan.units(size)
+    assert est.units_per_record(100, numeric_add=True) == 4 and est.units_per_record(100) == 1
+    add = est.estimate(
+        1_000_000, 100, wcu=4000, concurrency=2, shard_mib=1, write_mode="update", numeric_add=True
+    )
+    assert add.write_units_per_item == 4 and add.write_units == 4_000_000
+    assert add.requests == 1_000_000
+    # Round trips allow 800 records/s a worker; the transactions' loop binds below that.
+    per_worker = min(est.BENCH_ADD_WORKER_ITEMS_PER_SECOND, 800)
+    assert add.worker_items_per_second == per_worker
+    assert add.items_per_second == min(4000 / 4, 2 * per_worker)
+    # A window past the marker keys (MARKED_IN_FLIGHT) is cut to them, as the ItemWriter cuts it.
+    assert est.worker_rate("update", numeric_add=True, in_flight=200, loop_items_per_second=1e9) == 128 * 50
+
+
 def test_the_command_says_when_a_write_mode_writes_single_items(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", "--rows", "1000", "--item-bytes", "100", "--write-mode", "newerWins"]) == 0
     out = capsys.readouterr().out
@@ -119,6 +142,12 @@ def test_the_command_says_when_a_write_mode_writes_single_items(capsys: pytest.C
     assert main(["estimate", "--rows", "1000", "--item-bytes", "100"]) == 0
     out = capsys.readouterr().out
     assert "BatchWriteItem, 25 items per request (put)" in out and "writes one item" not in out
+    assert (
+        main(["estimate", "--rows", "1000", "--item-bytes", "100", "--write-mode", "update", "--numeric-add"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "TransactWriteItems" in out and "4 write units a record" in out and "4,000" in out
 
 
 # -- from a file and its spec ------------------------------------------------------------------
@@ -176,7 +205,21 @@ def test_the_command_estimates_from_a_file_with_the_specs_write_mode(
 
     out = capsys.readouterr().out
     assert f"{source}: 10 rows (sampled 10 records, 0 rejected)" in out
-    assert "(putIfAbsent)" in out
+    assert "(putIfAbsent)" in out and "TransactWriteItems" not in out
+    # An update that adds to a number: a transaction a record, read from the spec.
+    adds = {"field": "stock", "type": "N", "update": "add"}
+    spec = {**PRODUCT_SPEC, "dynamodb": {**PRODUCT_SPEC["dynamodb"], "writeMode": "update"}}
+    spec["dynamodb"]["attributes"] = {**PRODUCT_SPEC["dynamodb"]["attributes"], "stock": adds}
+    assert main(["estimate", "--file", str(source), "--spec", str(_spec_file(tmp_path, spec))]) == 0
+    assert "TransactWriteItems" in capsys.readouterr().out
+    # ...unless another write mode is asked for: its own writes, no marker.
+    assert (
+        main(
+            ["estimate", "--file", str(source), "--spec", str(tmp_path / "spec.json"), "--write-mode", "put"]
+        )
+        == 0
+    )
+    assert "TransactWriteItems" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
