@@ -559,9 +559,12 @@ def observing() -> Iterator[Invocations]:
 
 
 def _clear_runtime_clients() -> None:
-    """The handlers cache boto3 clients; a new emulator (or endpoint) needs new ones."""
+    """The handlers cache boto3 clients; a new emulator (or endpoint) needs new ones. Their new
+    session is made now, as boto3's default: the emulator's own clients (`Emulator.client`) then
+    read botocore's data through it, once for both."""
     try:
         from adapters import clients
     except ImportError:
         return
     clients.reset()
+    clients.session()

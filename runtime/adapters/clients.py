@@ -1,5 +1,5 @@
 """One place that builds boto3 clients for the handlers, cached per process, all from one
-botocore session: its loader reads botocore's endpoint rules and service models once for every
+session (boto3's default): its loader reads botocore's endpoint rules and service models once for every
 client (each new session reads them again: about 50 ms of a cold start here). A lock makes the first
 call build the client and the others wait for it (the embedded run starts several Workers in one
 process at once; without it each built its own)."""
@@ -38,28 +38,35 @@ def _once(factory: _F) -> _F:
 
 
 def _client(service: str, config: Config) -> Any:
-    return _session().client(service, config=config)
+    return session().client(service, config=config)
 
 
 @_once
-def _session() -> boto3.session.Session:
-    """One boto3 session around `_core()`: each boto3 session registers its handlers on the
-    botocore session it wraps, and a second would register them twice (S3's client class then
-    refuses to be built: "Cannot inject class attribute")."""
-    return boto3.session.Session(botocore_session=_core())
+def _core() -> botocore.session.Session:
+    """The botocore session of every client, made boto3's default session too (so that
+    `boto3.client` elsewhere in the process, e.g. the embedded emulator's, reads botocore's data
+    through the same loader): its credentials also sign the Worker's BatchWriteItem requests
+    (adapters/dynamodb_wire.py)."""
+    core = botocore.session.get_session()
+    boto3.setup_default_session(botocore_session=core)
+    return core
+
+
+@_once
+def session() -> boto3.session.Session:
+    """The one boto3 session around `_core()` (boto3's default). One for every client: each boto3
+    session registers its handlers on the botocore session it wraps, and a second around the
+    same one would register them twice (S3's client class then refuses to be built: "Cannot
+    inject class attribute")."""
+    _core()
+    made: boto3.session.Session = boto3.DEFAULT_SESSION
+    return made
 
 
 @_once
 def s3() -> Any:
     # One client serves every thread of a process (upload_fileobj's too): room for all of them.
     return _client("s3", Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=50))
-
-
-@_once
-def _core() -> botocore.session.Session:
-    """The botocore session of every client: its credentials also sign the Worker's
-    BatchWriteItem requests (adapters/dynamodb_wire.py)."""
-    return botocore.session.get_session()
 
 
 @_once
@@ -115,6 +122,7 @@ def stepfunctions() -> Any:
 
 
 def reset() -> None:
-    """Forget every cached client (a new endpoint or emulator needs new ones)."""
-    for factory in (s3, _core, _session, dynamodb, batch_writes, ledger_dynamodb, stepfunctions):
+    """Forget every cached client and the session (a new endpoint, emulator or set of
+    credentials needs new ones); the next client makes a new default session."""
+    for factory in (s3, session, _core, dynamodb, batch_writes, ledger_dynamodb, stepfunctions):
         factory.cache_clear()  # type: ignore[attr-defined]  # _once's

@@ -1,10 +1,11 @@
-"""runtime/adapters/clients.py: every client from one botocore session, each built once."""
+"""runtime/adapters/clients.py: every client from one session (boto3's default), each built once."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+import boto3
 import pytest
 
 from adapters import clients
@@ -33,6 +34,9 @@ def test_every_client_reads_botocore_s_data_through_one_loader(fresh: Any) -> No
         "stepfunctions",
     ]
     assert fresh.batch_writes(4) is fresh.batch_writes(4)
+    # boto3's default session: another boto3.client in the process reads through the same loader.
+    assert boto3.DEFAULT_SESSION is fresh.session()
+    assert boto3.client("dynamodb")._loader is loader
 
 
 def test_workers_starting_together_share_one_client(fresh: Any) -> None:
