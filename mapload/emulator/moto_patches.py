@@ -59,6 +59,7 @@ from mapload.emulator.limits import (
     HISTORY_LIMIT_ERROR,
     ITEM_BYTES,
     UNCATCHABLE_ERRORS,
+    item_bytes,
     request_expression_error,
     value_bytes,
 )
@@ -605,12 +606,7 @@ def _set_within_item_size(self: Any, key: str, value: Any) -> None:
     """`LimitedSizeDict.__setitem__` (an item's attributes): refused past AWS's 400 KB."""
     from moto.dynamodb.exceptions import ItemSizeTooLarge
 
-    size = sum(
-        len(name.encode())
-        + (value_bytes(typed.type, typed.value) if hasattr(typed, "type") else len(str(typed).encode()))
-        for name, typed in {**self, key: value}.items()
-    )
-    if size > ITEM_BYTES:
+    if item_bytes({**self, key: value}) > ITEM_BYTES:
         raise ItemSizeTooLarge
     dict.__setitem__(self, key, value)
 
@@ -626,7 +622,7 @@ def _new_item_within_size(self: Any, hash_key: Any, range_key: Any, attrs: Mappi
     self.hash_key = hash_key
     self.range_key = range_key
     typed = {key: DynamoType(value) for key, value in attrs.items()}
-    if sum(len(key.encode()) + value_bytes(t.type, t.value) for key, t in typed.items()) > ITEM_BYTES:
+    if item_bytes(typed) > ITEM_BYTES:
         raise ItemSizeTooLarge
     self.attrs = LimitedSizeDict(typed)  # its __init__ adds them without __setitem__'s measure
 
@@ -750,8 +746,7 @@ class PartiqlInsert(Patch):
 
 def _units(attributes: Mapping[str, Any]) -> int:
     """Write units of an item (moto's DynamoType values): 1 per started KB of its size, at least 1."""
-    size = sum(len(name.encode()) + value_bytes(t.type, t.value) for name, t in attributes.items())
-    return max(1, -(-size // 1024))
+    return max(1, -(-item_bytes(attributes) // 1024))
 
 
 class BatchWriteUnits(Patch):
