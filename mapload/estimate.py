@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from adapters.ledger import MARKED_IN_FLIGHT
 from logic.mapping import MAX_ITEM_BYTES
 from logic.spec_model import WRITE_MODES, Common
 from logic.writemodes import BATCHED, DELETE, MARKER_UNITS, PUT, PUT_IF_ABSENT, UPDATE, items_per_request
@@ -58,7 +59,6 @@ BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND = 1500.0
 # bench's numeric-add row measured (2026-12-02: 3,600 µs, the embedded emulator's included, so
 # the loop alone is faster): it binds before 16 in flight's round trips (800/s) would.
 BENCH_ADD_WORKER_ITEMS_PER_SECOND = 280.0
-MARKED_IN_FLIGHT = 128
 # The conditions of those measurements (bench/run.py's defaults are these).
 BENCH_WRITE_CONCURRENCY = 16
 BENCH_ROUND_TRIP_MS = 20.0
