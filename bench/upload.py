@@ -58,6 +58,13 @@ PREPARE = (
 SERVED = "export AWS_ENDPOINT_URL_S3="
 
 
+def _default_mib() -> int:
+    """`mapload upload`'s default part size, MiB (importing mapload put runtime/ on sys.path)."""
+    from logic.parts import DEFAULT_PART_BYTES, MIB
+
+    return DEFAULT_PART_BYTES // MIB
+
+
 @contextlib.contextmanager
 def serving() -> Iterator[tuple[dict[str, str], Any]]:
     """`mapload serve --port 0` in its own process: the environment that points a child command
@@ -156,8 +163,8 @@ def table(size_mib: int = int(os.environ.get("UPLOAD_MIB", "512")), runs: int = 
             "",
             "| uploader | seconds | MiB/s | × upload_file |",
             "|---|---:|---:|---:|",
-            f"| `mapload upload --env local` (8 in flight, 16 MiB parts, ledger) | {mapload:.2f} "
-            f"| {size_mib / mapload:,.0f} | {boto3 / mapload:.2f} |",
+            f"| `mapload upload --env local` (8 in flight, {_default_mib()} MiB parts, ledger) "
+            f"| {mapload:.2f} | {size_mib / mapload:,.0f} | {boto3 / mapload:.2f} |",
             f"| boto3 `upload_file` (s3transfer defaults) | {boto3:.2f} | {size_mib / boto3:,.0f} | 1.00 |",
         ]
     )
@@ -179,7 +186,7 @@ def _run(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size-mib", type=int, default=int(os.environ.get("SIZE_MIB", "256")))
-    parser.add_argument("--part-size-mib", type=int, default=16)
+    parser.add_argument("--part-size-mib", type=int, default=_default_mib())
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="mapload-bench-"))

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from boto3.exceptions import Boto3Error
 from botocore.exceptions import BotoCoreError, ClientError
 
+from logic import parts
 from mapload import sample
 from mapload.arguments import add_job_arguments, add_region_argument, environment_or_local
 from mapload.region import explain, region_line
@@ -242,7 +243,13 @@ def _add_upload(sub: Any) -> None:
         help="local, or a deployed environment (dev, staging, prod)",
     )
     up.add_argument("--in-flight", type=int, default=8, help="parts uploaded at once (default: 8)")
-    up.add_argument("--part-size-mib", type=float, default=16, help="part size for a file (default: 16)")
+    default_mib = parts.DEFAULT_PART_BYTES // parts.MIB
+    up.add_argument(
+        "--part-size-mib",
+        type=float,
+        default=default_mib,
+        help=f"part size for a file (default: {default_mib}, grown to stay within S3's 10,000 parts)",
+    )
     up.add_argument(
         "--partial",
         action="store_true",

@@ -431,7 +431,8 @@ class CoordinatedUpload:
             if int(record["total"]) != plan.total:
                 raise UploadConflictError(
                     f"{self.s3.uri}: the upload in progress has {record['total']} parts "
-                    f"(N={record['total']}), this part set has N={plan.total}; finish that upload or "
+                    f"(N={record['total']}), this part set has N={plan.total}; finish that upload (for "
+                    "one file, N follows --part-size-mib: give the part size it was started with) or "
                     "run `mapload upload --abort` first"
                 )
             if record.get("uploadId"):
@@ -555,14 +556,17 @@ class CoordinatedUpload:
         )
 
     def complete(self, upload_id: str, total: int) -> str:
-        """Complete with every recorded part in order, after checking S3 holds exactly those."""
-        parts = self.ledger.parts()
-        missing = [n for n in range(1, total + 1) if n not in parts]
-        if missing:
-            raise UploadConflictError(
-                f"{self.s3.uri}: cannot complete, parts {missing[:20]} are not recorded"
-            )
-        listed = self.s3.list_parts(upload_id)
+        """Complete with every recorded part in order, after checking S3 holds exactly those. The
+        records and S3's list are read at once: both round trips are on the path to the object."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-parts") as pool:
+            listing = pool.submit(self.s3.list_parts, upload_id)
+            parts = self.ledger.parts()
+            missing = [n for n in range(1, total + 1) if n not in parts]
+            if missing:
+                raise UploadConflictError(
+                    f"{self.s3.uri}: cannot complete, parts {missing[:20]} are not recorded"
+                )
+            listed = listing.result()
         wrong = [n for n, p in parts.items() if listed.get(n, ("", -1))[0] != p.etag]
         if wrong:
             raise PartMismatchError(

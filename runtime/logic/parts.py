@@ -13,7 +13,9 @@ MIB = 1024 * 1024
 MIN_PART_BYTES = 5 * MIB  # every part but the last
 MAX_PART_BYTES = 5 * 1024 * MIB
 MAX_PARTS = 10_000
-DEFAULT_PART_BYTES = 16 * MIB
+# s3transfer's and the AWS CLI's default too; 8 in flight hold 64 MiB. A big file's parts grow
+# (plan_file) to stay within MAX_PARTS: 8 MiB parts cover 78 GiB.
+DEFAULT_PART_BYTES = 8 * MIB
 
 # `<name>_<i>_<N>`, matched from the right so that <name> may itself hold underscores.
 _PART_NAME = re.compile(r"^(?P<name>.+)_(?P<i>[0-9]+)_(?P<n>[0-9]+)$")

@@ -93,6 +93,17 @@ def test_a_large_file_gets_larger_parts_to_stay_within_10000() -> None:
     assert partlib.plan_file("/f", 0).total == 1
 
 
+def test_the_part_size_default_is_the_one_constant() -> None:
+    """`--part-size-mib` defaults to DEFAULT_PART_BYTES (8 MiB, s3transfer's too), and a file's plan
+    without a part size uses the same: one default, not a CLI number beside a library one."""
+    from mapload import cli
+
+    args = cli.parser("upload").parse_args(["upload", "f", "s3://b/k", "--env", "local"])
+    assert args.part_size_mib * 2**20 == partlib.DEFAULT_PART_BYTES == 8 * partlib.MIB
+    assert partlib.plan_file("/f", 100 * partlib.MIB).total == 13
+    assert "default: 8," in cli.parser("upload")._subparsers._group_actions[0].choices["upload"].format_help()
+
+
 def test_the_upload_command_parses_without_the_other_commands_imports() -> None:
     """`mapload upload` builds only its own arguments: the other commands' (the emulator and moto,
     the deployed-job commands) took a third of a second before the first part; its help is unchanged."""
@@ -292,7 +303,7 @@ def test_records_of_another_part_set_are_never_completed(server: MotoServer, tmp
     with pytest.raises(PartMismatchError, match=r"part ([12]) differs from the part \1 already recorded"):
         upload.upload(tmp_path / "b", "s3://mix-bkt/d", env="local", quiet=True)
     _write_parts(tmp_path / "c", "d", [MIN_PART] * 3 + [10], seed=1)
-    with pytest.raises(UploadConflictError, match=r"has 3 parts .*this part set has N=4"):
+    with pytest.raises(UploadConflictError, match=r"has 3 parts .*this part set has N=4.*--part-size-mib"):
         upload.upload(tmp_path / "c", "s3://mix-bkt/d", env="local", quiet=True)
 
     aborted, cleared = upload.abort("s3://mix-bkt/d", env="local")
