@@ -84,6 +84,8 @@ REPLACES: dict[str, dict[str, str]] = {
     "dynamo-types": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
     "method-names": {"moto.core.responses:method_names_from_class": "9dbac89d082b655f"},
     "batch-write-parse": {"moto.core.responses:BaseResponse.parse_parameters": "812610851e45cef1"},
+    "ast-traverse": {"moto.dynamodb.parsing.ast_nodes:DepthFirstTraverser.traverse": "f037e7b6fa96e0e2"},
+    "update-parse": {"moto.dynamodb.parsing.expressions:UpdateExpressionParser.make": "7bda627b702e588f"},
 }
 
 # Per patch: what its replacement reads of moto besides the original it calls.
@@ -127,6 +129,18 @@ RELIES_ON: dict[str, dict[str, str]] = {
     # moto's server reads the names through the module (`backends.list_of_moto_modules()`).
     "server-modules": {
         "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_backend_for_host": "105a0141fcfd0a6d"
+    },
+    # The walk `_traverse` repeats (children first, the first matching class's processor, the
+    # parent's child replaced), and the picks it assumes when a processor overrides none of them.
+    "ast-traverse": {
+        "moto.dynamodb.parsing.ast_nodes:DepthFirstTraverser.traverse_node_recursively": "a2419ef6f92ab4fe",
+        "moto.dynamodb.parsing.ast_nodes:DepthFirstTraverser.process": "f690f826cd910cc5",
+        "moto.dynamodb.parsing.ast_nodes:DepthFirstTraverser.nodes_to_be_processed": "492c7300031d4012",
+    },
+    # A shared parse is safe while moto validates a deep copy of it and only reads it otherwise.
+    "update-parse": {
+        "moto.dynamodb.parsing.validators:Validator.__init__": "68516c2da4600116",
+        "moto.dynamodb.parsing.ast_nodes:Node.find_clauses": "9c930f4b97182b12",
     },
     "batch-write-units": {
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",

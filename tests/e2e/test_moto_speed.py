@@ -276,3 +276,180 @@ def test_batch_writes_answer_and_store_as_moto_s_own_with_the_speed_patches() ->
     assert patched[1] == own[1] and len(patched[1]) == 23  # moto puts before it deletes: k3 and k5 gone
     assert [a.get("Code") for a in patched[0]] == [a.get("Code") for a in own[0]]
     assert patched[1][0]["bs"] == {"BS": [b"a", b"b"]}
+
+
+# UpdateItems whose expressions take every processor of moto's validation, its executor and its
+# refusals: (key number, arguments); each request goes twice (a new item, then the same again).
+_UPDATES: list[tuple[int, dict[str, Any]]] = [
+    (
+        1,
+        {
+            "UpdateExpression": "SET #a0 = :a0, #a1 = :a1",
+            "ExpressionAttributeNames": {"#a0": "lat", "#a1": "lon"},
+            "ExpressionAttributeValues": {":a0": {"N": "51.5"}, ":a1": {"N": "-0.12"}},
+        },
+    ),
+    (
+        1,
+        {
+            "UpdateExpression": (
+                "SET n = if_not_exists(n, :z) + :one, l = list_append(if_not_exists(l, :e), :l)"
+            ),
+            "ExpressionAttributeValues": {
+                ":z": {"N": "0"},
+                ":one": {"N": "1"},
+                ":e": {"L": []},
+                ":l": {"L": [{"S": "x"}, {"M": {"q": {"N": "2"}}}]},
+            },
+        },
+    ),
+    (
+        1,
+        {
+            "UpdateExpression": "ADD c :one, s :set DELETE t :gone",
+            "ExpressionAttributeValues": {
+                ":one": {"N": "1"},
+                ":set": {"SS": ["a", "b"]},
+                ":gone": {"SS": ["z"]},
+            },
+        },
+    ),
+    (1, {"UpdateExpression": "SET m = :m", "ExpressionAttributeValues": {":m": {"M": {"x": {"N": "1"}}}}}),
+    (
+        1,
+        {
+            "UpdateExpression": "SET m.x = m.x + :one, m.y = :s REMOVE l[0]",
+            "ExpressionAttributeValues": {":one": {"N": "1"}, ":s": {"S": "why"}},
+        },
+    ),
+    (
+        1,
+        {
+            "UpdateExpression": "SET lat = :v",
+            "ConditionExpression": "attribute_exists(lon)",
+            "ExpressionAttributeValues": {":v": {"N": "3"}},
+            "ReturnValues": "UPDATED_OLD",
+        },
+    ),
+    (
+        2,
+        {
+            "UpdateExpression": "SET a = :v",
+            "ConditionExpression": "attribute_exists(lon)",
+            "ExpressionAttributeValues": {":v": {"N": "3"}},
+        },
+    ),  # refused: no such item
+    (1, {"UpdateExpression": "SET a = :v REMOVE a", "ExpressionAttributeValues": {":v": {"N": "1"}}}),
+    (1, {"UpdateExpression": "SET pk = :v", "ExpressionAttributeValues": {":v": {"S": "other"}}}),
+    (1, {"UpdateExpression": "SET a = :missing", "ExpressionAttributeValues": {":v": {"N": "1"}}}),
+    (
+        1,
+        {
+            "UpdateExpression": "SET a = :s + :one",
+            "ExpressionAttributeValues": {":s": {"S": "x"}, ":one": {"N": "1"}},
+        },
+    ),
+    (1, {"UpdateExpression": "SET nope.deeper = :v", "ExpressionAttributeValues": {":v": {"N": "1"}}}),
+    (1, {"UpdateExpression": "SET a = :v SET b = :v", "ExpressionAttributeValues": {":v": {"N": "1"}}}),
+    (
+        3,
+        {
+            "UpdateExpression": "SET #n = :v",
+            "ExpressionAttributeNames": {"#n": "name", "#x": "unused"},
+            "ExpressionAttributeValues": {":v": {"N": "1"}},
+        },
+    ),
+    (
+        4,
+        {
+            "UpdateExpression": "REMOVE a, b[1] SET c = :v ADD d :one",
+            "ExpressionAttributeValues": {":v": {"BOOL": True}, ":one": {"N": "5"}},
+            "ReturnValues": "ALL_NEW",
+        },
+    ),
+]
+
+
+def test_update_items_answer_and_store_as_moto_s_own_with_the_expression_patches() -> None:
+    """ast-traverse and update-parse (UpdateItem's validation walked with its map read once, its
+    expression parsed once and shared): every answer, refusal and stored item as moto's own, a
+    transaction's Update included, each request twice so the second reads the cached parse."""
+    import boto3
+
+    from mapload.tables import create_pk_sk_table
+
+    def key(n: int) -> dict[str, Any]:
+        return {"pk": {"S": f"k{n}"}, "sk": {"S": "s"}}
+
+    def run() -> tuple[list[Any], list[Any]]:
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        create_pk_sk_table(db, "t")
+        answers: list[Any] = []
+        for n, arguments in [*_UPDATES, *_UPDATES]:
+            try:
+                answer = db.update_item(TableName="t", Key=key(n), **arguments)
+                answers.append({k: v for k, v in answer.items() if k != "ResponseMetadata"})
+            except db.exceptions.ClientError as error:
+                answers.append(error.response["Error"])
+        update = {"TableName": "t", "Key": key(9), **_UPDATES[1][1]}
+        for _ in range(2):
+            db.transact_write_items(TransactItems=[{"Update": update}])
+        stored = sorted(db.scan(TableName="t")["Items"], key=lambda i: i["pk"]["S"])
+        return answers, stored
+
+    patches = (moto_patches.AST_TRAVERSE, moto_patches.UPDATE_PARSE)
+    with mock_aws():
+        own = run()
+    with mock_aws():
+        moto_patches.install(*patches)
+        try:
+            patched = run()
+        finally:
+            moto_patches.uninstall(*patches)
+    assert patched == own
+    codes = [a.get("Code") for a in own[0]]
+    assert (
+        codes.count(None) >= 12
+        and "ConditionalCheckFailedException" in codes
+        and "ValidationException" in codes
+    )
+    assert {i["pk"]["S"] for i in own[1]} == {"k1", "k9"}  # k3 refused (an unused name), k4 (b[1])
+    assert own[1][0]["c"] == {"N": "2"} and own[1][-1]["n"] == {"N": "2"}
+
+
+def test_a_processor_that_walks_its_own_way_is_walked_by_moto() -> None:
+    """ast-traverse takes moto's walk for a processor that overrides how nodes are picked, and
+    gives the same tree as moto's walk for one that does not."""
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    class Counting(DepthFirstTraverser):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def _processing_map(self) -> dict[type, Any]:
+            return {Node: self.note}
+
+        def note(self, node: Any) -> Any:
+            self.seen.append(type(node).__name__)
+            return node
+
+    class OwnPick(Counting):
+        def process(self, node: Any) -> Any:
+            self.seen.append("own")
+            return node
+
+    tree = UpdateExpressionParser.make("SET a = :v, b.c[1] = if_not_exists(b, :w) REMOVE d ADD e :one")
+    walks = []
+    for patched in (False, True):
+        if patched:
+            moto_patches.AST_TRAVERSE.install()
+        try:
+            plain, own_pick = Counting(), OwnPick()
+            plain.traverse(tree)
+            own_pick.traverse(tree)
+            walks.append((plain.seen, own_pick.seen))
+        finally:
+            moto_patches.AST_TRAVERSE.uninstall()
+    assert walks[0] == walks[1]
+    assert len(walks[0][0]) > 15 and set(walks[0][1]) == {"own"}
