@@ -1110,8 +1110,10 @@ def _update_expression(cls: Any, expression: str) -> Any:
     """`UpdateExpressionParser.make`: an UpdateExpression parsed once (moto parses it twice a request,
     a sixth of an UpdateItem's CPU), its tree shared: moto only reads it (find_clauses) or validates
     a deep copy of it (Validator.__init__), never changes it. A refused expression raises each time."""
-    if cls is not resolve(UPDATE_PARSE.targets[0])[0]:
-        return UPDATE_PARSE.original()(expression)
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    if cls is not UpdateExpressionParser:  # a subclass parses as moto would, uncached
+        return UPDATE_PARSE.original().__func__(cls, expression)
     return _parsed_update(expression)
 
 
