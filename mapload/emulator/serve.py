@@ -7,8 +7,8 @@ process, with the emulator's DynamoDB patches installed (PATCHES: the write lock
 rollback of transactions, the expression limits and the item size the in-process run enforces),
 so every write mode mapload uses behaves as DynamoDB's does and what DynamoDB refuses is refused
 here too. Its S3 checks each part
-against its checksum on arrival, as S3 does (SERVE_PATCHES: s3_checksums). It listens on
-127.0.0.1 only.
+against its checksum on arrival, as S3 does (SERVE_PATCHES: s3_checksums). The stored items
+stay out of the garbage collector's full passes (heap.py). It listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from mapload.emulator import moto_patches
+from mapload.emulator import heap, moto_patches
 from mapload.emulator.s3_checksums import PART_CHECKSUMS
 
 HOST = "127.0.0.1"
@@ -64,7 +64,8 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, name="mapload-serve", daemon=True)
     thread.start()
     try:
-        yield f"http://{HOST}:{listener.getsockname()[1]}"
+        with heap.long_lived():  # the stored items stay out of the collector's full passes
+            yield f"http://{HOST}:{listener.getsockname()[1]}"
     finally:
         server.shutdown()
         thread.join()
