@@ -36,7 +36,7 @@ entry and uninstalls it on exit.
 - DYNAMO_TYPES, METHOD_NAMES, BATCH_WRITE_PARSE (and ITEM_SIZE's measure of a new item once):
   the CPU moto spends on each BatchWriteItem, a quarter less, behaviour unchanged (each shown
   equal to moto's own in tests/e2e/test_moto_speed.py); installed with the others in the embedded
-  run, `mapload serve` and the bench's server (DYNAMODB_SPEED).
+  run and `mapload serve` (the bench's server too) (DYNAMODB_SPEED).
 - AST_TRAVERSE, UPDATE_PARSE: the CPU of an UpdateItem's validation (its expression parsed once
   and shared, each of the ten validating walks reading its map once), a quarter less in moto's
   backend, answers and stored items unchanged (tests/e2e/test_moto_speed.py); in DYNAMODB_SPEED.
@@ -963,7 +963,7 @@ def _method_names(clazz: type) -> list[str]:
     return names
 
 
-class _NotPlain(Exception):
+class NotPlain(Exception):
     """A request the fast reading does not take as it is: moto's parser reads it."""
 
 
@@ -975,10 +975,10 @@ _WRITE_REQUESTS = {"PutRequest": "Item", "DeleteRequest": "Key"}
 
 
 def _plain_value(value: Any, blob: Callable[[str], bytes]) -> dict[str, Any]:
-    """An AttributeValue as moto's parser reads it (a blob base64-decoded by `blob`); _NotPlain
+    """An AttributeValue as moto's parser reads it (a blob base64-decoded by `blob`); NotPlain
     for anything its shape does not hold exactly once (more than one type, a null, a number)."""
     if type(value) is not dict or len(value) != 1:
-        raise _NotPlain
+        raise NotPlain
     ((kind, held),) = value.items()
     if (kind in _AV_STRINGS and type(held) is str) or (kind in _AV_FLAGS and type(held) is bool):
         return value
@@ -993,34 +993,34 @@ def _plain_value(value: Any, blob: Callable[[str], bytes]) -> dict[str, Any]:
         return {kind: blob(held)}
     if kind == "M" and type(held) is dict:
         return {kind: {name: _plain_value(e, blob) for name, e in held.items()}}
-    raise _NotPlain
+    raise NotPlain
 
 
-def _plain_batch_write(body: bytes | str) -> dict[str, Any]:
+def plain_batch_write(body: bytes | str) -> dict[str, Any]:
     """A BatchWriteItem request's parameters as moto's model-driven parser reads them (members in
-    the shape's order; blobs decoded), from one `json.loads`; _NotPlain for a request that has
+    the shape's order; blobs decoded), from one `json.loads`; NotPlain for a request that has
     anything else (a member the shape lacks, a null, a request of two kinds) or is not JSON."""
     from moto.core.parse import default_blob_parser
 
     try:
         document = json.loads(body)
     except ValueError:
-        raise _NotPlain from None
+        raise NotPlain from None
     if type(document) is not dict or not set(document) <= {"RequestItems", *_BWI_OPTIONS}:
-        raise _NotPlain
+        raise NotPlain
     requests = document.get("RequestItems")
     if type(requests) is not dict:
-        raise _NotPlain
+        raise NotPlain
     tables: dict[str, list[dict[str, Any]]] = {}
     for table, writes in requests.items():
         if type(writes) is not list:
-            raise _NotPlain
+            raise NotPlain
         tables[table] = [_plain_write(write, default_blob_parser) for write in writes]
     parameters: dict[str, Any] = {"RequestItems": tables}
     for option in _BWI_OPTIONS:
         if option in document:
             if type(document[option]) is not str:
-                raise _NotPlain
+                raise NotPlain
             parameters[option] = document[option]
     return parameters
 
@@ -1028,27 +1028,27 @@ def _plain_batch_write(body: bytes | str) -> dict[str, Any]:
 def _plain_write(write: Any, blob: Callable[[str], bytes]) -> dict[str, Any]:
     """One WriteRequest: a PutRequest's Item or a DeleteRequest's Key, and nothing else."""
     if type(write) is not dict or len(write) != 1:
-        raise _NotPlain
+        raise NotPlain
     ((kind, request),) = write.items()
     member = _WRITE_REQUESTS.get(kind)
     if member is None or type(request) is not dict or set(request) != {member}:
-        raise _NotPlain
+        raise NotPlain
     attributes = request[member]
     if type(attributes) is not dict:
-        raise _NotPlain
+        raise NotPlain
     return {kind: {member: {name: _plain_value(v, blob) for name, v in attributes.items()}}}
 
 
 def _parse_parameters(self: Any, request: Any) -> None:
     """`BaseResponse.parse_parameters` (the request's body walked along botocore's model, value by
     value: a tenth of moto's CPU per BatchWriteItem): a DynamoDB BatchWriteItem whose body holds
-    only what its shape does is read with `_plain_batch_write`, with the same result; every
+    only what its shape does is read with `plain_batch_write`, with the same result; every
     other request is moto's."""
     if self.boto3_service_name == "dynamodb" and self._get_action() == "BatchWriteItem":
         try:
-            self.params = _plain_batch_write(request.data)
+            self.params = plain_batch_write(request.data)
             return
-        except _NotPlain:
+        except NotPlain:
             pass
     BATCH_WRITE_PARSE.original()(self, request)
 
@@ -1152,7 +1152,7 @@ LIMITS: Final = (
     PARTIQL_INSERT,
     BATCH_WRITE_UNITS,
 )
-# moto's DynamoDB hot paths: the embedded run's, `mapload serve`'s and the bench's server's.
+# moto's DynamoDB hot paths: the embedded run's and `mapload serve`'s (the bench's server).
 DYNAMODB_SPEED: Final = (
     BACKEND_LOOKUP,
     QUERY_PARTITION,

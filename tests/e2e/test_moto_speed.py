@@ -128,10 +128,10 @@ def test_a_batch_write_is_read_as_moto_s_parser_reads_it(
         _ODDITIES[oddity](document)
     body = json.dumps(document).encode()
     if oddity is None:
-        assert repr(moto_patches._plain_batch_write(body)) == repr(_moto_s_reading(body))
+        assert repr(moto_patches.plain_batch_write(body)) == repr(_moto_s_reading(body))
     else:
-        with pytest.raises(moto_patches._NotPlain):
-            moto_patches._plain_batch_write(body)
+        with pytest.raises(moto_patches.NotPlain):
+            moto_patches.plain_batch_write(body)
 
 
 @settings(max_examples=100, deadline=None)
