@@ -7,10 +7,10 @@ add through the pipeline (`--add-slice`: a TransactWriteItems a record), beside 
 trip (`--long-latency-ms`); then, in this process and without moto, the CSV parsers
 (bench/parsers.py) and the edge endpoint check (bench/endpoints.py).
 
-A moto server (subprocess) holds the data; bench/proxy.py in this process adds the round trip
-and, for the limited rows, a write-unit budget. Each row runs in its own subprocess
-(bench/rows.py): its CPU time is measured inside it around the load (imports excluded), its peak
-RSS comes from wait4. Items lost = items the row sent minus items counted in its table after.
+`mapload serve` (a subprocess: moto with the emulator's patches) holds the data; bench/proxy.py
+in this process adds the round trip and, for the limited rows, a write-unit budget. Each row runs
+in its own subprocess (bench/rows.py): its CPU time is measured inside it around the load (imports
+excluded), its peak RSS comes from wait4. Items lost = items the row sent minus items counted in its table after.
 """
 
 from __future__ import annotations
@@ -214,10 +214,16 @@ def main() -> int:
         size = csv_path.stat().st_size
         port = bench.moto_url.rsplit(":", 1)[1]
         moto = subprocess.Popen(
-            [PYTHON, str(ROOT / "bench" / "moto_server.py"), "-p", port],
+            [PYTHON, "-m", "mapload.cli", "serve", "--port", port],  # `mapload serve`, as users run it
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"},
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'runtime'}",
+                "AWS_ACCESS_KEY_ID": "bench",
+                "AWS_SECRET_ACCESS_KEY": "bench",
+            },
         )
         bench.moto_pid = moto.pid
         try:

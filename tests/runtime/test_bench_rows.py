@@ -55,7 +55,7 @@ def test_the_write_mode_rows_write_each_mode_and_delete_what_put_wrote(tmp_path:
     # Then each mode writes the slice, and delete removes the items the put row wrote.
     source = write_csv(tmp_path / "rows.csv", 60, seed=3)
     # The server answers putIfAbsent's BatchExecuteStatement INSERTs as make bench's does
-    # (bench/moto_server.py: moto_patches.PARTIQL_INSERT).
+    # (`mapload serve`, the bench's server: moto_patches.PARTIQL_INSERT).
     with mapload_serve(tmp_path / "server.log") as endpoint:
         db = boto3.client(
             "dynamodb",
