@@ -1,23 +1,27 @@
-"""`mapload serve`'s lane for BatchWriteItem: moto's own handler, without the web framework around it.
+"""`mapload serve`'s lane for DynamoDB: moto's own handler, without the web framework around it.
 
-A BatchWriteItem of 25 items cost `mapload serve` ~3.5 ms of CPU on the 2-core machine of
+A BatchWriteItem of 25 items cost `mapload serve` ~3.4 ms of CPU on the 2-core machine of
 docs/PERFORMANCE.md, and two fifths of it were not DynamoDB's work: Flask's routing (moto infers
 the service of every request under one lock), moto's request set-up (its headers, URL and body read
 again) and its model-driven serializer writing an answer that is always the same three members.
 One interpreter serves every request thread, so that overhead capped how many items a second a
-long-round-trip run could write.
+long-round-trip run could write, and how many single-item writes a second a write mode could.
 
-`BatchWriteLane` wraps moto's WSGI application. A request it takes is a DynamoDB BatchWriteItem
-whose body `moto_patches.plain_batch_write` reads exactly as moto's parser does; it is answered by
-moto's `DynamoHandler.batch_write_item` itself (with every patch the server installs: the units a
-write consumes, the item-size limit, the write lock), for the region and account moto would pick
-(moto's own `get_region_from_url` and `get_current_account`), and the answer is written as moto's
-serializer writes it: the same members in the same order, the same headers, the same checksum.
-moto's answer to a refused request (a missing table, a key of the wrong type, an item too large)
-is serialized by moto. Everything else, and any BatchWriteItem with something the lane does not
-model (another body, a compressed one, IAM authorization switched on, moto's request recorder, a
-browser's Origin), goes to moto's application unchanged. tests/e2e/test_lane.py compares every
-answer, header and stored item with moto's own.
+`DynamoDbLane` wraps moto's WSGI application and takes two kinds of request:
+- a BatchWriteItem whose body `moto_patches.plain_batch_write` reads exactly as moto's parser
+  does: answered by moto's `DynamoHandler.batch_write_item` itself (with every patch the server
+  installs: the units a write consumes, the item-size limit, the write lock), the answer written
+  as moto's serializer writes it (the same members in the same order, the same headers, the same
+  checksum); a refusal (a missing table, a key of the wrong type, an item too large) serialized by
+  moto;
+- the single-item requests mapload sends (SINGLE_TARGETS): read by moto's own parser and answered
+  by moto's own `call_action` (its dispatch, serializer and checksum).
+Both run for the region and account moto would pick (its own `get_region_from_url` and
+`get_current_account`). Everything else, and any request with something the lane does not model
+(another BatchWriteItem body, a compressed one, IAM authorization switched on, moto's request
+recorder, a browser's Origin), goes to moto's application unchanged. tests/e2e/test_lane.py sends
+a spectrum of each to a server with the lane and one without and compares status, body, headers
+and stored items.
 """
 
 from __future__ import annotations
@@ -28,9 +32,25 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from werkzeug.http import HTTP_STATUS_CODES
+
 from mapload.emulator import moto_patches
 
 TARGET = "DynamoDB_20120810.BatchWriteItem"
+# The single-item requests mapload's writers and ledger send: read by moto's own parser and
+# answered by moto's own `call_action` (its dispatch, serializer and checksum), Flask left out.
+SINGLE_TARGETS = frozenset(
+    f"DynamoDB_20120810.{action}"
+    for action in (
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "GetItem",
+        "Query",
+        "TransactWriteItems",
+        "BatchExecuteStatement",
+    )
+)
 # An answer whose members are exactly these (moto's, with the units patch's ConsumedCapacity) is
 # written here, in the order of the output shape, as moto's serializer writes it.
 _ANSWER_ORDER = ("UnprocessedItems", "ItemCollectionMetrics", "ConsumedCapacity")
@@ -39,7 +59,7 @@ _CONSUMED_MEMBERS = frozenset({"TableName", "CapacityUnits", "Table"})
 StartResponse = Callable[..., Any]
 
 
-class BatchWriteLane:
+class DynamoDbLane:
     """WSGI middleware around moto's `DomainDispatcherApplication` (see the module's text)."""
 
     def __init__(self, app: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]) -> None:
@@ -47,24 +67,25 @@ class BatchWriteLane:
         self.taken = 0  # requests the lane answered (tests read it)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        if environ.get("HTTP_X_AMZ_TARGET") != TARGET or not _plain_request(environ):
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        if (target != TARGET and target not in SINGLE_TARGETS) or not _plain_request(environ):
             return self.app(environ, start_response)
         body = environ["wsgi.input"].read(int(environ["CONTENT_LENGTH"]))
-        try:
-            parameters = moto_patches.plain_batch_write(body)
-        except moto_patches.NotPlain:
-            environ["wsgi.input"] = io.BytesIO(body)  # moto reads it as sent
-            return self.app(environ, start_response)
+        if target == TARGET:
+            try:
+                parameters = moto_patches.plain_batch_write(body)
+            except moto_patches.NotPlain:
+                environ["wsgi.input"] = io.BytesIO(body)  # moto reads it as sent
+                return self.app(environ, start_response)
+            status, headers, answer = _answer(_handler(environ, body, parameters))
+        else:
+            status, headers, answer = _called(_handler(environ, body, None))
         self.taken += 1
-        status, headers, answer = _answer(_handler(environ, parameters, body))
         start_response(
-            f"{status} {_REASONS.get(status, '')}".rstrip(),
+            f"{status} {HTTP_STATUS_CODES.get(status, 'unknown').upper()}",
             [*headers.items(), ("Content-Length", str(len(answer)))],
         )
         return [answer]
-
-
-_REASONS = {200: "OK", 400: "BAD REQUEST", 500: "INTERNAL SERVER ERROR"}
 
 
 def _plain_request(environ: Mapping[str, Any]) -> bool:
@@ -83,9 +104,10 @@ def _plain_request(environ: Mapping[str, Any]) -> bool:
     )
 
 
-def _handler(environ: dict[str, Any], parameters: dict[str, Any], body: bytes) -> Any:
-    """moto's DynamoHandler as its request set-up leaves it for this request: the parsed
-    parameters, the headers, and the region and account moto's own methods pick from them."""
+def _handler(environ: dict[str, Any], body: bytes, parameters: dict[str, Any] | None) -> Any:
+    """moto's DynamoHandler as its request set-up leaves it for this request: the parameters
+    (`parameters`, else read by moto's own parser), the headers, and the region and account moto's
+    own methods pick from them."""
     from moto.dynamodb.responses import DynamoHandler
     from moto.iam.models import mark_account_as_visited
     from werkzeug.datastructures import EnvironHeaders
@@ -94,12 +116,18 @@ def _handler(environ: dict[str, Any], parameters: dict[str, Any], body: bytes) -
     handler = DynamoHandler()
     handler.headers = EnvironHeaders(environ)
     handler.querystring = {}
+    handler.uri_match = {}
     handler.raw_body = body
     handler.method = environ["REQUEST_METHOD"]
     handler.uri = get_current_url(environ)
-    handler.params = handler.body = parameters
+    handler.path = handler.raw_path = environ.get("PATH_INFO") or "/"
     handler.response_headers = {"server": "amazon.com"}
-    handler.region = handler.get_region_from_url(_Request(handler.headers), handler.uri)
+    request = _Request(handler.headers, handler.method, handler.path, body)
+    handler.region = handler.get_region_from_url(request, handler.uri)
+    if parameters is None:
+        handler.parse_parameters(request)  # type: ignore[arg-type]  # what it reads of one
+    else:
+        handler.params = handler.body = parameters
     handler.access_key = handler.get_access_key()
     handler.current_account = handler.get_current_account()
     mark_account_as_visited(
@@ -112,10 +140,21 @@ def _handler(environ: dict[str, Any], parameters: dict[str, Any], body: bytes) -
 
 
 class _Request:
-    """What moto's `get_region_from_url` reads of a request: its headers."""
+    """What moto's `get_region_from_url` and `parse_parameters` read of a request."""
 
-    def __init__(self, headers: Any) -> None:
+    def __init__(self, headers: Any, method: str, path: str, data: bytes) -> None:
         self.headers = headers
+        self.method = method
+        self.path = path
+        self.data = data
+        self.values: dict[str, Any] = {}  # a JSON request's body is not a form
+        self.content_type = headers.get("Content-Type")
+
+
+def _called(handler: Any) -> tuple[int, dict[str, str], bytes]:
+    """moto's `call_action` for a single-item request, as Flask would send it on."""
+    status, headers, text = handler.call_action()
+    return _sent(int(status), headers, text)
 
 
 def _answer(handler: Any) -> tuple[int, dict[str, str], bytes]:
@@ -145,8 +184,17 @@ def _answer(handler: Any) -> tuple[int, dict[str, str], bytes]:
         status, headers, text = handler._transform_response(handler.response_headers, response)
     headers, text = handler._enrich_response(headers, text)
     gen_amz_crc32(text, headers)
-    headers.update(_cors())
-    return int(status), {name: str(value) for name, value in headers.items()}, text.encode()
+    return _sent(int(status), headers, text)
+
+
+def _sent(status: int, headers: Mapping[str, Any], text: str | bytes) -> tuple[int, dict[str, str], bytes]:
+    """What moto's Flask view makes of moto's answer (a Response of it: text/html when moto names
+    no type) and Flask-CORS adds to it."""
+    sent = {name: str(value) for name, value in headers.items()}
+    if not any(name.lower() == "content-type" for name in sent):
+        sent["Content-Type"] = "text/html; charset=utf-8"
+    sent.update(_cors())
+    return status, sent, text if isinstance(text, bytes) else text.encode()
 
 
 def _written(result: Any) -> str | None:

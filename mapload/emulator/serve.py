@@ -6,10 +6,10 @@ cancelled although they were applied: a run reports them skipped. This server is
 process, with the emulator's DynamoDB patches installed (PATCHES: the write lock and item-by-item
 rollback of transactions, the expression limits and the item size the in-process run enforces),
 so every write mode mapload uses behaves as DynamoDB's does and what DynamoDB refuses is refused
-here too. Its S3 checks each part
-against its checksum on arrival, as S3 does (SERVE_PATCHES: s3_checksums). A BatchWriteItem is
-answered by moto's own handler without the web framework around it (lane.py), and the stored
-items stay out of the garbage collector's full passes (heap.py). It listens on 127.0.0.1 only.
+here too. Its S3 checks each part against its checksum on arrival, as S3 does (SERVE_PATCHES:
+s3_checksums). The DynamoDB requests mapload sends are answered by moto's own handler without the
+web framework around it (lane.py), and the stored items stay out of the garbage collector's full
+passes (heap.py). It listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mapload.emulator import heap, moto_patches
-from mapload.emulator.lane import BatchWriteLane
+from mapload.emulator.lane import DynamoDbLane
 from mapload.emulator.s3_checksums import PART_CHECKSUMS
 
 HOST = "127.0.0.1"
@@ -56,7 +56,7 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-    app = BatchWriteLane(DomainDispatcherApplication(create_backend_app))
+    app = DynamoDbLane(DomainDispatcherApplication(create_backend_app))
     # Bound here, so a taken port is an OSError the caller sees (werkzeug's own bind exits).
     listener = socket.create_server((HOST, port))
     server = make_server(
