@@ -10,7 +10,8 @@ trip (`--long-latency-ms`); then, in this process and without moto, the CSV pars
 `mapload serve` (a subprocess: moto with the emulator's patches) holds the data; bench/proxy.py
 in this process adds the round trip and, for the limited rows, a write-unit budget. Each row runs
 in its own subprocess (bench/rows.py): its CPU time is measured inside it around the load (imports
-excluded), its peak RSS comes from wait4. Items lost = items the row sent minus items counted in its table after.
+excluded), its peak RSS comes from wait4. Items lost = items the row sent minus items counted in
+its table after.
 """
 
 from __future__ import annotations
