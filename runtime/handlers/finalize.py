@@ -6,6 +6,7 @@ import json
 import os
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -124,10 +125,14 @@ def finalize(
     rejects_location: str | None = None
     sample: list[dict[str, Any]] = []
     if plan is not None:
-        error = _taken_over(ledger, job_id, run_id) or error
-        manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
-        count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
-        shards = ledger.shards(job_id, str(job.get("planId") or run_id), count)
+        # Whether the jobId is still this run's and what the shards recorded do not depend on each
+        # other: the job's record is read while the manifest and the shards' records are.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            taken_over = pool.submit(_taken_over, ledger, job_id, run_id)
+            manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
+            count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
+            shards = ledger.shards(job_id, str(job.get("planId") or run_id), count)
+            error = taken_over.result() or error
         rejects_location, sample = _merge_rejects(
             store, settings.staging_bucket, job_id, run_id, manifest or [], shards
         )
