@@ -1,11 +1,13 @@
 """A CSV shard's start state through the ledger (logic/csvrecords.py `StartChain`).
 
-Every CSV shard publishes one small ledger item before it reads its records: START (its start
+Every CSV shard publishes one small ledger item as it starts on its records: START (its start
 state, when its look-back window made it certain or it resolved it) or SUMMARY (its transfer
-summary, when it could not tell; an empty shard's is the identity). An uncertain shard then walks
-back over the items of the shards before it to the nearest START, reads that shard's lines from
-its known state (unless that START, a resolved shard's, holds its `exit` state too), applies the
-summaries in between, and so knows its own start state exactly. A
+summary, when it could not tell; an empty shard's is the identity). A certain shard's START goes
+out beside its first writes (a round trip less before them) and is answered before the shard is
+recorded done (`published`): a shard recorded done is never redone, so its START must be there.
+An uncertain shard then walks back over the items of the shards before it to the nearest START,
+reads that shard's lines from its known state (unless that START, a resolved shard's, holds its
+`exit` state too), applies the summaries in between, and so knows its own start state exactly. A
 predecessor that has not published yet is waited for, with backoff, until `deadline`; then
 `CsvStartPendingError` (retried by the state machine). Nothing is ever guessed.
 """
@@ -13,6 +15,7 @@ predecessor that has not published yet is waited for, with backoff, until `deadl
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from adapters.ledger import Ledger
@@ -50,11 +53,24 @@ class LedgerChain:
         self._max, self._comment, self._delimiter = max_record, comment, delimiter
         self._deadline, self._now, self._sleep = deadline, now, sleep
 
+        self._pending: Future[None] | None = None
+        self._sender: ThreadPoolExecutor | None = None
+
     def _put(self, kind: str, body: dict[str, Any]) -> None:
         self._ledger.put_csv_state(self._job, self._plan, self._index, kind, body)
 
     def known(self, first: int, end: int, state: State) -> None:
-        self._put("START", {"first": first, "end": end, "state": state})
+        """The START goes out on a thread of its own; `published` waits for its answer."""
+        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="csv-start")
+        self._pending = self._sender.submit(self._put, "START", {"first": first, "end": end, "state": state})
+
+    def published(self) -> None:
+        """Wait until a START sent by `known` is stored (its error, if it failed)."""
+        pending, sender, self._pending, self._sender = self._pending, self._sender, None, None
+        if sender is not None:
+            sender.shutdown(wait=True)
+        if pending is not None:
+            pending.result()
 
     def empty(self, start: int, end: int) -> None:
         self._put("SUMMARY", ShardSummary(start, end, None, 0, False, None)._asdict())

@@ -73,6 +73,8 @@ def process_shard(
                     counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
         finally:
             stats = writer.close() if writer is not None else None
+        if chain is not None:
+            chain.published()  # the shard's CSV start state is stored before it is recorded done
         ids_keys = layout.graph_ids_keys(job_id, plan_id, index)
         staging.finish_graph(graph, store, settings.staging_bucket, ids_keys)
     result = _result(counts, stats, writer, spec, end - start, store.retries)

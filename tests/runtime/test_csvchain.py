@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -151,6 +152,7 @@ def run_shards(
             chain=chain,
             delimiter=delimiter,
         )
+        chain.published()  # as the Worker does before it records the shard done
 
     while pending:
         run(pending.pop())
@@ -298,3 +300,45 @@ def test_the_ledger_lists_csv_items_nearest_first_summary_before_start(aws: Any)
     ledger.put_csv_state("job", "plan", 2, "START", {"i": 2})  # a retry: the same item again
     got = [(index, kind) for index, kind, _ in ledger.csv_states_before("job", "plan", 5)]
     assert got == [(2, "SUMMARY"), (2, "START"), (1, "SUMMARY"), (0, "START")]
+
+
+def test_a_start_goes_out_beside_the_records_and_the_shard_waits_for_its_answer() -> None:
+    """`known` returns before the ledger answers (the records are read meanwhile); `published`
+    waits for the put, and fails when it failed."""
+    answer = threading.Event()
+    puts: list[tuple[int, str]] = []
+
+    class SlowLedger(FakeLedger):
+        def put_csv_state(self, job: str, plan: str, index: int, kind: str, body: dict[str, Any]) -> None:
+            assert answer.wait(10), "the START was waited for before the records were read"
+            if index == 2:
+                raise RuntimeError("ProvisionedThroughputExceededException")
+            puts.append((index, kind))
+            super().put_csv_state(job, plan, index, kind, body)
+
+    ledger = SlowLedger()
+
+    def chain(index: int) -> LedgerChain:
+        return LedgerChain(
+            ledger,  # type: ignore[arg-type]
+            "job",
+            "plan",
+            index,
+            lambda first, stop: iter(()),
+            max_record=4,
+            comment=None,
+            deadline=0.0,
+            now=lambda: 0.0,
+            sleep=lambda _: None,
+        )
+
+    first, failing = chain(1), chain(2)
+    first.known(8, 16, None)
+    failing.known(16, 24, None)
+    assert puts == []  # both returned while their puts wait
+    answer.set()
+    first.published()
+    assert puts == [(1, "START")] and ledger.items[(1, "START")]["first"] == 8
+    with pytest.raises(RuntimeError, match="ProvisionedThroughput"):
+        failing.published()
+    first.published()  # nothing left to wait for
