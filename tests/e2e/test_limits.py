@@ -7,11 +7,14 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mapload.emulator import limits
 from mapload.emulator.embedded import ACCOUNT, Deployment, Emulator, EmulatorTimeoutError, FunctionDef
@@ -321,3 +324,22 @@ def test_an_item_over_400_kb_is_refused_like_dynamodb(table: Any) -> None:
     table.put_item(TableName="t", Item={**key, "v": {"S": "x" * 409_000}})
     assert limits.value_bytes("N", "-0012.3400") == 3 and limits.value_bytes("N", "0") == 2
     assert limits.value_bytes("M", {}) == 3
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.from_regex(r"[+-]?[0-9]{0,40}(\.[0-9]{0,40})?([eE][+-]?[0-9]{1,2})?", fullmatch=True),
+        st.decimals(allow_nan=False, allow_infinity=False).map(str),
+        st.sampled_from(["0", "-0", "0.000", "100", "1.", ".5", "+7", "9" * 29, "1" + "0" * 40, " 1"]),
+    )
+)
+def test_a_numbers_size_counts_the_digits_decimal_keeps(text: str) -> None:
+    """The size of a number read from its text is the one Decimal's normalize() gives, for every
+    text Decimal reads (the server counts a plain one from its digits)."""
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        return
+    digits = len(number.normalize().as_tuple().digits)
+    assert limits.value_bytes("N", text) == (digits + 1) // 2 + 1
