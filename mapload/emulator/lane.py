@@ -77,7 +77,8 @@ class DynamoDbLane:
             except moto_patches.NotPlain:
                 environ["wsgi.input"] = io.BytesIO(body)  # moto reads it as sent
                 return self.app(environ, start_response)
-            status, headers, answer = _answer(_handler(environ, body, parameters))
+            with moto_patches.batch_request(len(body)):
+                status, headers, answer = _answer(_handler(environ, body, parameters))
         else:
             status, headers, answer = _called(_handler(environ, body, None))
         self.taken += 1

@@ -44,6 +44,7 @@ entry and uninstalls it on exit.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib
@@ -52,7 +53,7 @@ import re
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from mapload.emulator.clock import Clock
@@ -614,18 +615,37 @@ def _set_within_item_size(self: Any, key: str, value: Any) -> None:
     dict.__setitem__(self, key, value)
 
 
+_REQUEST = threading.local()  # .size: the body of the BatchWriteItem this thread answers
+
+
+@contextlib.contextmanager
+def batch_request(size: int) -> Iterator[None]:
+    """While this thread answers a BatchWriteItem whose body is `size` bytes: the items it builds
+    from the request's puts are not measured when `size` is at most ITEM_BYTES. No item is larger
+    than the request that holds it: each name and value counts no more than its JSON text (a
+    string its UTF-8 bytes, a number about half its digits, a binary 3/4 of its base64, a list or
+    map 3 bytes and 1 an element against its brackets, type key and commas; tests/e2e/test_limits.py)."""
+    _REQUEST.size = size
+    try:
+        yield
+    finally:
+        _REQUEST.size = None
+
+
 def _new_item_within_size(self: Any, hash_key: Any, range_key: Any, attrs: Mapping[str, Any]) -> None:
     """`Item.__init__`: the new item measured once, as a whole (moto's sets each attribute in turn
     and `_set_within_item_size` measures every attribute so far at each set: a quadratic cost),
     refused when `_set_within_item_size` would refuse one of its sets: sizes are never negative,
-    so some running total is over ITEM_BYTES exactly when the whole is."""
+    so some running total is over ITEM_BYTES exactly when the whole is. Not measured at all inside
+    a `batch_request` too small to hold an item over ITEM_BYTES."""
     from moto.dynamodb.exceptions import ItemSizeTooLarge
     from moto.dynamodb.models.dynamo_type import DynamoType, LimitedSizeDict
 
     self.hash_key = hash_key
     self.range_key = range_key
     typed = {key: DynamoType(value) for key, value in attrs.items()}
-    if item_bytes(typed) > ITEM_BYTES:
+    request = getattr(_REQUEST, "size", None)
+    if (request is None or request > ITEM_BYTES) and item_bytes(typed) > ITEM_BYTES:
         raise ItemSizeTooLarge
     self.attrs = LimitedSizeDict(typed)  # its __init__ adds them without __setitem__'s measure
 

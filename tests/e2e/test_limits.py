@@ -3,6 +3,7 @@ each test shows one limit trip the way AWS reports it, on a small state machine 
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -11,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
 from hypothesis import given, settings
@@ -343,3 +345,70 @@ def test_a_numbers_size_counts_the_digits_decimal_keeps(text: str) -> None:
         return
     digits = len(number.normalize().as_tuple().digits)
     assert limits.value_bytes("N", text) == (digits + 1) // 2 + 1
+
+
+def _attribute_values() -> st.SearchStrategy[dict[str, Any]]:
+    """Any DynamoDB attribute value, as a request holds it (a binary as base64 text)."""
+    text = st.text(max_size=12)
+    number = st.one_of(
+        st.decimals(allow_nan=False, allow_infinity=False).map(str),
+        st.from_regex(r"-?[0-9]{1,30}(\.[0-9]{0,12})?", fullmatch=True),
+    )
+    binary = st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())
+    scalars = st.one_of(
+        text.map(lambda v: {"S": v}),
+        number.map(lambda v: {"N": v}),
+        binary.map(lambda v: {"B": v}),
+        st.booleans().map(lambda v: {"BOOL": v}),
+        st.just({"NULL": True}),
+        st.lists(text, min_size=1, max_size=4, unique=True).map(lambda v: {"SS": v}),
+        st.lists(number, min_size=1, max_size=4, unique=True).map(lambda v: {"NS": v}),
+        st.lists(binary, min_size=1, max_size=4, unique=True).map(lambda v: {"BS": v}),
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4).map(lambda v: {"L": v}),
+            st.dictionaries(text, inner, max_size=4).map(lambda v: {"M": v}),
+        ),
+        max_leaves=12,
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(item=st.dictionaries(st.text(min_size=1, max_size=12), _attribute_values(), min_size=1, max_size=6))
+def test_no_item_counts_more_than_the_batch_request_that_holds_it(item: dict[str, Any]) -> None:
+    """What lets `mapload serve` leave the items of a BatchWriteItem of at most 400 KB unmeasured
+    (moto_patches.batch_request): an item's size as DynamoDB counts it is never more than the
+    bytes of the tightest JSON request holding it (UTF-8 text unescaped, no spaces)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    request = {"RequestItems": {"t": [{"PutRequest": {"Item": item}}]}}
+    body = json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode()
+    typed = {name: DynamoType(value) for name, value in item.items()}
+    assert limits.item_bytes(typed) <= len(body)
+
+
+def test_a_batch_request_over_400_kb_still_has_its_items_measured(served: str) -> None:
+    """Through the lane: a batch of one item of 399 KB is stored; one whose item is 401 KB (its
+    request past 400 KB) is refused as DynamoDB refuses it."""
+    db = boto3.client(
+        "dynamodb",
+        endpoint_url=served,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    db.create_table(
+        TableName="sized",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    fits = {"pk": {"S": "a"}, "v": {"S": "x" * (399 * 1024)}}
+    db.batch_write_item(RequestItems={"sized": [{"PutRequest": {"Item": fits}}]})
+    over = {"pk": {"S": "b"}, "v": {"S": "x" * (401 * 1024)}}
+    with pytest.raises(ClientError, match="Item size has exceeded"):
+        db.batch_write_item(RequestItems={"sized": [{"PutRequest": {"Item": over}}]})
+    assert db.get_item(TableName="sized", Key={"pk": {"S": "a"}})["Item"]["v"]["S"] == "x" * (399 * 1024)
+    assert "Item" not in db.get_item(TableName="sized", Key={"pk": {"S": "b"}})
