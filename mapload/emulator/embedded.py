@@ -530,12 +530,18 @@ class Emulator:
         interval: float = 0.25,
         deadline_seconds: float = WAIT_DEADLINE_SECONDS,
     ) -> dict[str, Any]:
-        """The execution's description once it has ended; EmulatorTimeoutError past the deadline."""
+        """The execution's description once it has ended; EmulatorTimeoutError past the deadline.
+        While it runs, its status is read from moto's backend in this process: through the SDK, a
+        DescribeExecution every `interval` cost the run's process as much of its interpreter lock
+        as a twentieth of its writes."""
+        from moto.stepfunctions.responses import get_backend
+
         sfn = self.client("stepfunctions")
+        backend = get_backend(ACCOUNT, self.region)
         started = time.monotonic()
         while True:
-            described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
-            if described["status"] != "RUNNING":
+            if backend.describe_execution(execution_arn).status != "RUNNING":
+                described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
                 return described
             waited = time.monotonic() - started
             if waited > deadline_seconds:
