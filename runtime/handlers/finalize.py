@@ -109,6 +109,28 @@ def _taken_over(ledger: Ledger, job_id: str, run_id: str) -> dict[str, str] | No
     }
 
 
+def _recorded(
+    settings: FinalizeSettings,
+    store: S3Store,
+    ledger: Ledger,
+    plan: Mapping[str, Any],
+    job_id: str,
+    run_id: str,
+    plan_id: str,
+) -> tuple[list[dict[str, Any]] | None, dict[int, dict[str, Any]], dict[str, Any] | None]:
+    """The plan's manifest, what its shards recorded, and the error if the jobId was taken over.
+
+    Whether the jobId is still this run's and what the shards recorded do not depend on each
+    other: the job's record is read while the manifest and the shards' records are.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        taken_over = pool.submit(_taken_over, ledger, job_id, run_id)
+        manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
+        count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
+        shards = ledger.shards(job_id, plan_id, count)
+        return manifest, shards, taken_over.result()
+
+
 def finalize(
     event: Mapping[str, Any], settings: FinalizeSettings, store: S3Store, ledger: Ledger
 ) -> dict[str, Any]:
@@ -125,14 +147,10 @@ def finalize(
     rejects_location: str | None = None
     sample: list[dict[str, Any]] = []
     if plan is not None:
-        # Whether the jobId is still this run's and what the shards recorded do not depend on each
-        # other: the job's record is read while the manifest and the shards' records are.
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            taken_over = pool.submit(_taken_over, ledger, job_id, run_id)
-            manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
-            count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
-            shards = ledger.shards(job_id, str(job.get("planId") or run_id), count)
-            error = taken_over.result() or error
+        manifest, shards, taken_over = _recorded(
+            settings, store, ledger, plan, job_id, run_id, str(job.get("planId") or run_id)
+        )
+        error = taken_over or error
         rejects_location, sample = _merge_rejects(
             store, settings.staging_bucket, job_id, run_id, manifest or [], shards
         )
