@@ -97,6 +97,7 @@ def synthesize(context: dict[str, Any]) -> list[StackTemplate]:
 def _synth_failure(stdout: str, stderr: str) -> str:
     """One line: the error the app raised (its traceback's last line), the whole output in a log."""
     log = CACHE_DIR / "synth-failed.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"{stdout}\n{stderr}", encoding="utf-8")
     last = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "no output")
     return f"cdk synth failed: {last} (whole output: {log})"
