@@ -7,8 +7,12 @@ synthesized state machine, follow its Map run and read its report.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -258,20 +262,45 @@ def test_the_loader_stack_says_whether_its_environment_has_a_graph(stacks: list[
     assert loader.template["Outputs"]["GraphEnabled"]["Value"] == "true"
 
 
+@contextlib.contextmanager
+def _workers_held() -> Iterator[threading.Event]:
+    """Every Worker invocation waits until the event is set (at most 60 s), so a stop sent meanwhile
+    lands inside the Map whatever the machine's load: unheld, a run of 1,200 rows could finish,
+    Finalize included, between Plan's claim and the stop (it did once, on a busy machine)."""
+    from handlers import worker
+
+    release = threading.Event()
+    original = worker.handle
+
+    @functools.wraps(original)  # the emulator reads its signature (whether it takes `now`)
+    def held(*args: Any, **kwargs: Any) -> Any:
+        release.wait(60)
+        return original(*args, **kwargs)
+
+    worker.handle = held  # type: ignore[assignment]
+    try:
+        yield release
+    finally:
+        release.set()
+        worker.handle = original  # type: ignore[assignment]
+
+
 def _stopped_mid_way(emu: Emulator, deployment: Deployment, source: str, name: str) -> str:
-    """Start a run of jobId `held`, stop it once Plan has claimed the jobId (StopExecution: no
-    Finalize runs), and return its ARN."""
+    """Start a run of jobId `held`, stop it once Plan has claimed the jobId and while its first
+    Worker is held (StopExecution: no Finalize runs), and return its ARN."""
     db, sfn = emu.client("dynamodb"), emu.client("stepfunctions")
     ledger = deployment.output("LedgerTableName")
     payload = {**SPEC, "source": source, "jobId": "held", "maxConcurrency": 1}
-    arn = emu.start(deployment.output("StateMachineArn"), name, payload)
     key = {"pk": {"S": "JOB#held"}, "sk": {"S": "JOB"}}
-    for _ in range(400):
-        item = db.get_item(TableName=ledger, Key=key).get("Item")
-        if item and item["runId"]["S"] == name:
-            break
-        time.sleep(0.05)
-    sfn.stop_execution(executionArn=arn, error="Operator", cause="stopped mid-way")
+    with _workers_held() as release:
+        arn = emu.start(deployment.output("StateMachineArn"), name, payload)
+        for _ in range(400):
+            item = db.get_item(TableName=ledger, Key=key).get("Item")
+            if item and item["runId"]["S"] == name:
+                break
+            time.sleep(0.05)
+        sfn.stop_execution(executionArn=arn, error="Operator", cause="stopped mid-way")
+        release.set()
     ended = emu.wait(arn)
     # moto's interpreter, stopped inside the Map, sometimes ends the execution with States.Runtime
     # instead of ABORTED: the same class here (uncatchable, Finalize never runs).
