@@ -263,8 +263,8 @@ def test_the_loader_stack_says_whether_its_environment_has_a_graph(stacks: list[
 
 
 @contextlib.contextmanager
-def _workers_held() -> Iterator[threading.Event]:
-    """Every Worker invocation waits until the event is set (at most 60 s), so a stop sent meanwhile
+def _workers_held() -> Iterator[None]:
+    """Inside the block every Worker invocation waits (at most 60 s) until the block ends, so a stop sent
     lands inside the Map whatever the machine's load: unheld, a run of 1,200 rows could finish,
     Finalize included, between Plan's claim and the stop (it did once, on a busy machine)."""
     from handlers import worker
@@ -279,7 +279,7 @@ def _workers_held() -> Iterator[threading.Event]:
 
     worker.handle = held  # type: ignore[assignment]
     try:
-        yield release
+        yield
     finally:
         release.set()
         worker.handle = original  # type: ignore[assignment]
@@ -292,7 +292,7 @@ def _stopped_mid_way(emu: Emulator, deployment: Deployment, source: str, name: s
     ledger = deployment.output("LedgerTableName")
     payload = {**SPEC, "source": source, "jobId": "held", "maxConcurrency": 1}
     key = {"pk": {"S": "JOB#held"}, "sk": {"S": "JOB"}}
-    with _workers_held() as release:
+    with _workers_held():
         arn = emu.start(deployment.output("StateMachineArn"), name, payload)
         for _ in range(400):
             item = db.get_item(TableName=ledger, Key=key).get("Item")
@@ -300,7 +300,6 @@ def _stopped_mid_way(emu: Emulator, deployment: Deployment, source: str, name: s
                 break
             time.sleep(0.05)
         sfn.stop_execution(executionArn=arn, error="Operator", cause="stopped mid-way")
-        release.set()
     ended = emu.wait(arn)
     # moto's interpreter, stopped inside the Map, sometimes ends the execution with States.Runtime
     # instead of ABORTED: the same class here (uncatchable, Finalize never runs).
