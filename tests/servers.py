@@ -1,6 +1,6 @@
 """A moto server in its own process for tests: it picks its own port, is ready before use, applies
 DynamoDB requests one at a time, and counts requests through its own recorder API (never by
-parsing its log)."""
+parsing its log), which records one request at a time."""
 
 from __future__ import annotations
 
@@ -38,6 +38,19 @@ def one_dynamodb_request_at_a_time(self, environ, start_response):
     return dispatch(self, environ, start_response)
 
 DomainDispatcherApplication.__call__ = one_dynamodb_request_at_a_time
+
+# moto's recorder appends each request's JSON line in two writes from the request's thread: two
+# requests at once (a 24 KB TransactWriteItems beside a part) interleaved into one unreadable line.
+from moto.moto_api._internal.recorder.models import Recorder
+
+record_lock = threading.Lock()
+record = Recorder._record_request
+
+def one_record_at_a_time(self, request, body=None):
+    with record_lock:
+        return record(self, request, body)
+
+Recorder._record_request = one_record_at_a_time
 server.main(sys.argv[1:])
 """
 _LISTENING = re.compile(r"Running on (http://127\.0\.0\.1:\d+)")
