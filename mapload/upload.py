@@ -61,7 +61,7 @@ def _clients(session: Any, in_flight: int) -> tuple[Any, Any]:
             retries={"mode": "standard", "max_attempts": 5},
             max_pool_connections=in_flight + 4,
             tcp_keepalive=True,
-            # Each part carries its SHA-256 (x-amz-checksum-sha256, a signed header) and S3 checks
+            # Each part carries its CRC32 (x-amz-checksum-crc32, a signed header) and S3 checks
             # the bytes against it, so the SDK need not hash the part again to sign the payload:
             # its default over https, and over http (local servers) it would read every part twice.
             s3={"payload_signing_enabled": False},

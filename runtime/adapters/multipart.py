@@ -9,6 +9,7 @@ import hashlib
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -22,11 +23,19 @@ from logic.parts import Part, PartPlan, describe_missing
 
 DAY = 86_400
 HASH_CHUNK = 1024 * 1024
+# The checksum each part carries to S3 (x-amz-checksum-crc32), which S3 checks on arrival and
+# composes into the object's: CRC32 is what the AWS SDKs send by default, and it costs a third of
+# SHA-256's CPU on both sides. The ledger identifies a part by its SHA-256 (UploadLedger).
+WIRE_CHECKSUM = "CRC32"
 # How long a process waits for the elected creator to record the UploadId before taking over.
 CLAIM_TIMEOUT_SECONDS = 60.0
-# Parts counted in one UpdateItem on the upload record: a count is one request per batch, not per
-# part; each part adds "NOT contains(doneParts, :nN)" (~35 bytes) to a 4 KB condition expression.
+# Parts recorded in one TransactWriteItems and counted in one UpdateItem on the upload record: two
+# requests a batch, not two a part; each part adds "NOT contains(doneParts, :nN)" (~35 bytes) to
+# the count's 4 KB condition expression (a transaction takes up to 100 items).
 COUNT_BATCH = 25
+# A batch not yet full is recorded all the same once its first part has waited this long: what a
+# killed process had sent but not recorded is sent again on resume, so that much stays small.
+RECORD_SECONDS = 5.0
 
 Progress = Callable[[int], None]
 
@@ -51,11 +60,14 @@ class UploadedPart:
     number: int
     etag: str
     size: int
-    sha256: str  # base64 of the part's SHA-256, as S3's ChecksumSHA256
+    sha256: str  # base64 of the part's SHA-256: its identity in the ledger
+    crc32: str  # base64 of the part's CRC32, as S3's ChecksumCRC32: its check in transit
 
 
-def file_part_sha256(part: Part) -> str:
+def file_part_checksums(part: Part) -> tuple[str, str]:
+    """The part's SHA-256 and CRC32 (base64), from one read of its bytes."""
     digest = hashlib.sha256()
+    crc = 0
     with open(part.path, "rb") as f:
         f.seek(part.offset)
         left = part.size
@@ -64,16 +76,21 @@ def file_part_sha256(part: Part) -> str:
             if not chunk:
                 raise PartMismatchError(f"{part.path} is shorter than planned (part {part.number})")
             digest.update(chunk)
+            crc = zlib.crc32(chunk, crc)
             left -= len(chunk)
-    return base64.b64encode(digest.digest()).decode()
+    return base64.b64encode(digest.digest()).decode(), _crc32_base64(crc)
 
 
-def bytes_sha256(data: bytes) -> str:
-    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+def bytes_crc32(data: bytes) -> str:
+    return _crc32_base64(zlib.crc32(data))
+
+
+def _crc32_base64(crc: int) -> str:
+    return base64.b64encode(crc.to_bytes(4, "big")).decode()
 
 
 class S3Multipart:
-    """The S3 calls of one multipart upload of `s3://bucket/key`, parts checked by SHA-256."""
+    """The S3 calls of one multipart upload of `s3://bucket/key`, parts checked by CRC32."""
 
     def __init__(self, client: Any, bucket: str, key: str) -> None:
         self._s3 = client
@@ -87,11 +104,11 @@ class S3Multipart:
     def create(self, content_type: str | None = None) -> str:
         extra = {"ContentType": content_type} if content_type else {}
         response = self._s3.create_multipart_upload(
-            Bucket=self.bucket, Key=self.key, ChecksumAlgorithm="SHA256", **extra
+            Bucket=self.bucket, Key=self.key, ChecksumAlgorithm=WIRE_CHECKSUM, **extra
         )
         return str(response["UploadId"])
 
-    def upload_part(self, upload_id: str, number: int, body: Any, sha256: str) -> str:
+    def upload_part(self, upload_id: str, number: int, body: Any, crc32: str) -> str:
         try:
             response = self._s3.upload_part(
                 Bucket=self.bucket,
@@ -99,7 +116,7 @@ class S3Multipart:
                 UploadId=upload_id,
                 PartNumber=number,
                 Body=body,
-                ChecksumSHA256=sha256,  # S3 refuses the part if the bytes it got differ
+                ChecksumCRC32=crc32,  # S3 refuses the part if the bytes it got differ
             )
         except ClientError as error:
             if _code(error) == "NoSuchUpload":
@@ -129,9 +146,7 @@ class S3Multipart:
             Key=self.key,
             UploadId=upload_id,
             MultipartUpload={
-                "Parts": [
-                    {"PartNumber": p.number, "ETag": p.etag, "ChecksumSHA256": p.sha256} for p in ordered
-                ]
+                "Parts": [{"PartNumber": p.number, "ETag": p.etag, "ChecksumCRC32": p.crc32} for p in ordered]
             },
         )
         return str(response.get("ETag", ""))
@@ -167,7 +182,7 @@ class S3Multipart:
     def put(self, data: bytes, content_type: str | None = None) -> str:
         extra = {"ContentType": content_type} if content_type else {}
         response = self._s3.put_object(
-            Bucket=self.bucket, Key=self.key, Body=data, ChecksumSHA256=bytes_sha256(data), **extra
+            Bucket=self.bucket, Key=self.key, Body=data, ChecksumCRC32=bytes_crc32(data), **extra
         )
         return str(response.get("ETag", ""))
 
@@ -182,9 +197,10 @@ class S3Multipart:
 class UploadLedger:
     """The coordination records of one target object in the ledger table (generic pk/sk, TTL).
 
-    upload: pk=UPLOAD#s3://bucket/key, sk=UPLOAD — owner, total, name, uploadId, partsDone,
-            doneParts (NS), createdAt, expiresAt
-    part:   pk=UPLOAD#s3://bucket/key, sk=PART#<number:05d> — number, etag, size, sha256, uploadId
+    upload: pk=UPLOAD#s3://bucket/key, sk=UPLOAD — owner, total, name, checksum, uploadId,
+            partsDone, doneParts (NS), createdAt, expiresAt
+    part:   pk=UPLOAD#s3://bucket/key, sk=PART#<number:05d> — number, etag, size, sha256, crc32,
+            uploadId
     """
 
     def __init__(self, client: Any, table: str, bucket: str, key: str, ttl_days: int = 7) -> None:
@@ -220,6 +236,7 @@ class UploadLedger:
                     "owner": {"S": owner},
                     "total": {"N": str(total)},
                     "name": {"S": name},
+                    "checksum": {"S": WIRE_CHECKSUM},
                     "partsDone": {"N": "0"},
                     "createdAt": {"N": str(int(time.time()))},
                     "expiresAt": self._expires(),
@@ -268,32 +285,57 @@ class UploadLedger:
             for item in page.get("Items", []):
                 number = int(item["number"]["N"])
                 found[number] = UploadedPart(
-                    number, item["etag"]["S"], int(item["size"]["N"]), item["sha256"]["S"]
+                    number,
+                    item["etag"]["S"],
+                    int(item["size"]["N"]),
+                    item["sha256"]["S"],
+                    item["crc32"]["S"],
                 )
         return found
+
+    def _put_part(self, upload_id: str, part: UploadedPart) -> dict[str, Any]:
+        """The conditional put that records a part: the integrity check of recorded parts."""
+        return {
+            "TableName": self._table,
+            "Item": {
+                "pk": self._pk,
+                "sk": {"S": f"PART#{part.number:05d}"},
+                "number": {"N": str(part.number)},
+                "etag": {"S": part.etag},
+                "size": {"N": str(part.size)},
+                "sha256": {"S": part.sha256},
+                "crc32": {"S": part.crc32},
+                "uploadId": {"S": upload_id},
+                "expiresAt": self._expires(),
+            },
+            "ConditionExpression": "attribute_not_exists(sk) OR (sha256 = :sha AND #s = :size)",
+            "ExpressionAttributeNames": {"#s": "size"},
+            "ExpressionAttributeValues": {":sha": {"S": part.sha256}, ":size": {"N": str(part.size)}},
+        }
+
+    def record_parts(self, upload_id: str, parts: Sequence[UploadedPart]) -> None:
+        """Record up to COUNT_BATCH parts in one TransactWriteItems, each under record_part's
+        condition, all or none. The same parts again are fine (a retry whose answer was lost). A
+        cancelled transaction (a part recorded with other bytes, another process writing the same
+        part at once, a throttled item) records each part alone, which names a part that differs."""
+        if len(parts) > COUNT_BATCH:
+            raise ValueError(f"at most {COUNT_BATCH} parts a record, got {len(parts)}")
+        if not parts:
+            return
+        try:
+            self._db.transact_write_items(
+                TransactItems=[{"Put": self._put_part(upload_id, part)} for part in parts]
+            )
+        except ClientError as error:
+            if _code(error) != "TransactionCanceledException":
+                raise
+            for part in parts:
+                self.record_part(upload_id, part)
 
     def record_part(self, upload_id: str, part: UploadedPart) -> None:
         """Record a part once; the same part again is fine, a different one for the same i is not."""
         try:
-            self._db.put_item(
-                TableName=self._table,
-                Item={
-                    "pk": self._pk,
-                    "sk": {"S": f"PART#{part.number:05d}"},
-                    "number": {"N": str(part.number)},
-                    "etag": {"S": part.etag},
-                    "size": {"N": str(part.size)},
-                    "sha256": {"S": part.sha256},
-                    "uploadId": {"S": upload_id},
-                    "expiresAt": self._expires(),
-                },
-                ConditionExpression="attribute_not_exists(sk) OR (sha256 = :sha AND #s = :size)",
-                ExpressionAttributeNames={"#s": "size"},
-                ExpressionAttributeValues={
-                    ":sha": {"S": part.sha256},
-                    ":size": {"N": str(part.size)},
-                },
-            )
+            self._db.put_item(**self._put_part(upload_id, part))
         except ClientError as error:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
@@ -435,6 +477,12 @@ class CoordinatedUpload:
                     "one file, N follows --part-size-mib: give the part size it was started with) or "
                     "run `mapload upload --abort` first"
                 )
+            if record.get("checksum") != WIRE_CHECKSUM:
+                raise UploadConflictError(
+                    f"{self.s3.uri}: the upload in progress was started by an older mapload, whose "
+                    f"parts carry SHA-256 checksums to S3 (this one sends {WIRE_CHECKSUM}); finish it "
+                    "with that version or run `mapload upload --abort` first"
+                )
             if record.get("uploadId"):
                 return str(record["uploadId"])
             if time.monotonic() - waited_since > self.claim_timeout and self.ledger.take_over(
@@ -477,28 +525,37 @@ class CoordinatedUpload:
         lock = threading.Lock()
         stats = {"uploaded": 0, "skipped": 0, "bytes": 0}
         completer: list[str] = []
-        uncounted: list[int] = []  # recorded and in S3, not counted yet
+        # In S3, not counted yet: with the part's record when it is not recorded yet either.
+        queued: list[tuple[int, UploadedPart | None]] = []
+        oldest = [0.0]  # when the first part of the queue was queued
         # One part hashed at a time (SHA-256 runs at ~1 GB/s a core, far ahead of the uploads): the
         # threads hashing their first parts all at once held back the first byte sent until all
         # of them had finished; one at a time, the first part goes out right after its own hash.
         hashing = threading.Lock()
 
-        def count(number: int | None) -> None:
-            """Queue part `number` for counting; count a full batch, or (None) what is queued."""
+        def settle(number: int | None, record: UploadedPart | None = None) -> None:
+            """Queue part `number` (and its `record`, when new); record and count a full batch, one
+            that waited RECORD_SECONDS, or (None) what is queued."""
             with lock:
                 if number is not None:
-                    uncounted.append(number)
-                if not uncounted or (number is not None and len(uncounted) < COUNT_BATCH):
+                    if not queued:
+                        oldest[0] = time.monotonic()
+                    queued.append((number, record))
+                    if len(queued) < COUNT_BATCH and time.monotonic() - oldest[0] < RECORD_SECONDS:
+                        return
+                if not queued:
                     return
-                batch = uncounted[:COUNT_BATCH]
-                del uncounted[:COUNT_BATCH]
-            if self.ledger.count_parts(upload_id, batch, self.owner) == plan.total:
+                batch = queued[:COUNT_BATCH]
+                del queued[:COUNT_BATCH]
+                oldest[0] = time.monotonic()
+            self.ledger.record_parts(upload_id, [r for _, r in batch if r is not None])
+            if self.ledger.count_parts(upload_id, [n for n, _ in batch], self.owner) == plan.total:
                 completer.append(upload_id)
 
         def one(part: Part) -> None:
             with hashing:
-                sha = file_part_sha256(part)
-            mine = UploadedPart(part.number, "", part.size, sha)
+                sha, crc = file_part_checksums(part)
+            mine = UploadedPart(part.number, "", part.size, sha, crc)
             before = recorded.get(part.number)
             if before is not None and (before.sha256 != sha or before.size != part.size):
                 raise PartMismatchError(_mismatch(self.s3.uri, mine, before))
@@ -507,17 +564,16 @@ class CoordinatedUpload:
                     stats["skipped"] += 1
                 if progress:
                     progress(part.size)
-                count(part.number)  # a crash may have left it uncounted
+                settle(part.number)  # a crash may have left it uncounted
             else:
                 with ReadFileChunk.from_filename(
                     part.path, part.offset, part.size, callbacks=[_HighWater(progress)] if progress else None
                 ) as body:
-                    etag = self.s3.upload_part(upload_id, part.number, body, sha)
-                self.ledger.record_part(upload_id, UploadedPart(part.number, etag, part.size, sha))
+                    etag = self.s3.upload_part(upload_id, part.number, body, crc)
                 with lock:
                     stats["uploaded"] += 1
                     stats["bytes"] += part.size
-                count(part.number)
+                settle(part.number, UploadedPart(part.number, etag, part.size, sha, crc))
 
         try:
             # Parts already recorded first: a part set that differs from the records fails before
@@ -525,12 +581,12 @@ class CoordinatedUpload:
             _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight)
             _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight)
         except BaseException:
-            with contextlib.suppress(Exception):  # the parts recorded so far count all the same
-                while uncounted:
-                    count(None)
+            with contextlib.suppress(Exception):  # the parts sent so far are recorded all the same
+                while queued:
+                    settle(None)
             raise
-        while uncounted:
-            count(None)
+        while queued:
+            settle(None)
         record = None if completer else self.ledger.get()
         etag = ""
         completed = False
@@ -663,8 +719,8 @@ class StreamUpload:
             while running and (block or len(running) >= self.in_flight):
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for future in finished:
-                    n, size, sha = running.pop(future)
-                    done.append(UploadedPart(n, future.result(), size, sha))
+                    n, size, crc = running.pop(future)
+                    done.append(UploadedPart(n, future.result(), size, "", crc))
                 if not block:
                     break
 
@@ -674,8 +730,8 @@ class StreamUpload:
                 upload_id = self.s3.create(self.content_type)
             number += 1
             collect(block=False)
-            sha = bytes_sha256(data)
-            running[pool.submit(self.s3.upload_part, upload_id, number, data, sha)] = (number, len(data), sha)
+            crc = bytes_crc32(data)
+            running[pool.submit(self.s3.upload_part, upload_id, number, data, crc)] = (number, len(data), crc)
 
         try:
             for chunk in chunks:

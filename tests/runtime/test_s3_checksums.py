@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,36 +34,56 @@ def s3() -> Iterator[Any]:
         yield client
 
 
-def _sha256(data: bytes) -> str:
-    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+def _digest(data: bytes, algorithm: str) -> bytes:
+    return hashlib.sha256(data).digest() if algorithm == "SHA256" else zlib.crc32(data).to_bytes(4, "big")
 
 
-def test_a_part_whose_bytes_differ_from_its_checksum_is_refused(s3: Any) -> None:
-    upload = s3.create_multipart_upload(Bucket="sums", Key="k", ChecksumAlgorithm="SHA256")["UploadId"]
+def _sum(data: bytes, algorithm: str) -> str:
+    return base64.b64encode(_digest(data, algorithm)).decode()
+
+
+ALGORITHMS = pytest.mark.parametrize("algorithm", ["SHA256", "CRC32"])  # CRC32: what mapload sends
+
+
+@ALGORITHMS
+def test_a_part_whose_bytes_differ_from_its_checksum_is_refused(s3: Any, algorithm: str) -> None:
+    upload = s3.create_multipart_upload(Bucket="sums", Key="k", ChecksumAlgorithm=algorithm)["UploadId"]
 
     with pytest.raises(ClientError) as refused:
         s3.upload_part(
-            Bucket="sums", Key="k", UploadId=upload, PartNumber=1, Body=b"abc", ChecksumSHA256=_sha256(b"abd")
+            Bucket="sums",
+            Key="k",
+            UploadId=upload,
+            PartNumber=1,
+            Body=b"abc",
+            **{f"Checksum{algorithm}": _sum(b"abd", algorithm)},
         )
 
     assert refused.value.response["Error"]["Code"] == "BadDigest"
     assert s3.list_parts(Bucket="sums", Key="k", UploadId=upload).get("Parts", []) == []
 
 
+@ALGORITHMS
 def test_the_object_checksum_is_composed_from_the_checked_parts_without_hashing_them_again(
-    s3: Any, monkeypatch: pytest.MonkeyPatch
+    s3: Any, monkeypatch: pytest.MonkeyPatch, algorithm: str
 ) -> None:
     import moto.s3.models
 
     parts = [bytes([i]) * PART for i in (1, 2)] + [b"end"]
-    upload = s3.create_multipart_upload(Bucket="sums", Key="k", ChecksumAlgorithm="SHA256")["UploadId"]
+    upload = s3.create_multipart_upload(Bucket="sums", Key="k", ChecksumAlgorithm=algorithm)["UploadId"]
+    field = f"Checksum{algorithm}"
     done = [
         {
             "PartNumber": n,
             "ETag": s3.upload_part(
-                Bucket="sums", Key="k", UploadId=upload, PartNumber=n, Body=data, ChecksumSHA256=_sha256(data)
+                Bucket="sums",
+                Key="k",
+                UploadId=upload,
+                PartNumber=n,
+                Body=data,
+                **{field: _sum(data, algorithm)},
             )["ETag"],
-            "ChecksumSHA256": _sha256(data),
+            field: _sum(data, algorithm),
         }
         for n, data in enumerate(parts, 1)
     ]
@@ -77,8 +98,9 @@ def test_the_object_checksum_is_composed_from_the_checked_parts_without_hashing_
 
     s3.complete_multipart_upload(Bucket="sums", Key="k", UploadId=upload, MultipartUpload={"Parts": done})
 
-    composite = _sha256(b"".join(hashlib.sha256(data).digest() for data in parts))
+    digests = [_digest(data, algorithm) for data in parts]
+    composite = _sum(b"".join(digests), algorithm)
     head = s3.head_object(Bucket="sums", Key="k", ChecksumMode="ENABLED")
-    assert head["ChecksumSHA256"].partition("-")[0] == composite  # S3 adds "-3"; moto, not always
-    assert hashed == [32 * 3]  # the digests only, not the parts' bytes
+    assert head[field].partition("-")[0] == composite  # S3 adds "-3"; moto, not always
+    assert hashed == [len(b"".join(digests))]  # the digests only, not the parts' bytes
     assert s3.get_object(Bucket="sums", Key="k")["Body"].read() == b"".join(parts)

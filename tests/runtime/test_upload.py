@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -184,20 +185,22 @@ def _ledger_items() -> list[dict[str, object]]:
 
 
 # A `mapload` process for the tests: it imports, says "ready" on stderr and waits for a line on
-# stdin (the test's start barrier); it says "recorded N" on stderr each time it records part N.
+# stdin (the test's start barrier); it says "recorded N" on stderr for each part N it has recorded.
 _CHILD = """
 import sys
 import time
+import zlib
 from mapload.cli import main  # first: it puts the Lambda code root (runtime/) on sys.path
 from adapters.multipart import UploadLedger
 
-record = UploadLedger.record_part
+record = UploadLedger.record_parts
 
-def announce(self, upload_id, part):
-    record(self, upload_id, part)
-    print("recorded", part.number, file=sys.stderr, flush=True)
+def announce(self, upload_id, parts):
+    record(self, upload_id, parts)
+    for part in parts:
+        print("recorded", part.number, file=sys.stderr, flush=True)
 
-UploadLedger.record_part = announce
+UploadLedger.record_parts = announce
 print("ready", file=sys.stderr, flush=True)
 sys.stdin.readline()
 sys.exit(main(sys.argv[1:]))
@@ -265,7 +268,7 @@ def test_a_killed_upload_resumes_with_only_the_missing_parts(server: MotoServer,
     assert first.stderr is not None
     _go(first)
     recorded = 0
-    for line in first.stderr:  # killed on the event itself: its 20th recorded part
+    for line in first.stderr:  # killed on the event itself: within its first batch of records
         recorded += line.startswith("recorded ")
         if recorded == 20:
             break
@@ -416,6 +419,7 @@ def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_ne
             "owner": {"S": "gone"},
             "total": {"N": "2"},
             "name": {"S": "d"},
+            "checksum": {"S": "CRC32"},
             "uploadId": {"S": done.upload_id},
             "partsDone": {"N": "2"},
             "doneParts": {"NS": ["1", "2"]},
@@ -427,6 +431,40 @@ def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_ne
     assert (again.uploaded, again.missing, again.completed) == (0, "", False)
     assert "the object is complete" in upload.final_line(again, 1.0, 10)
     assert _ledger_items() == []
+
+
+def test_an_upload_started_by_an_older_mapload_is_refused_naming_abort(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """An upload record without `checksum` was made by a mapload whose parts carried SHA-256 to S3;
+    a CRC32 part would not fit that upload, so the command stops before sending anything and says
+    how to go on; `--abort` clears it and the upload goes through."""
+    blobs = _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+    s3, db = boto3.client("s3"), boto3.client("dynamodb")
+    upload._create_local(s3, db, "us-east-1", "old-bkt", upload.LOCAL_LEDGER_TABLE)
+    old = s3.create_multipart_upload(Bucket="old-bkt", Key="d", ChecksumAlgorithm="SHA256")["UploadId"]
+    db.put_item(
+        TableName=upload.LOCAL_LEDGER_TABLE,
+        Item={
+            "pk": {"S": "UPLOAD#s3://old-bkt/d"},
+            "sk": {"S": "UPLOAD"},
+            "owner": {"S": "older"},
+            "total": {"N": "2"},
+            "name": {"S": "d"},
+            "uploadId": {"S": old},
+            "partsDone": {"N": "0"},
+        },
+    )
+    server.start_recording()
+
+    with pytest.raises(UploadConflictError, match=r"started by an older mapload.*SHA-256.*upload --abort"):
+        upload.upload(tmp_path / "p", "s3://old-bkt/d", env="local", quiet=True)
+
+    assert server.requests("PUT", r"partNumber=") == []
+    aborted, _ = upload.abort("s3://old-bkt/d", env="local")
+    assert aborted == [old]
+    result, _, _ = upload.upload(tmp_path / "p", "s3://old-bkt/d", env="local", quiet=True)
+    assert result.completed and _object("old-bkt", "d") == b"".join(blobs)
 
 
 def test_a_count_whose_answer_was_lost_still_completes_the_object(
@@ -457,9 +495,10 @@ def test_a_count_whose_answer_was_lost_still_completes_the_object(
 def test_each_part_is_hashed_once_and_checked_by_its_signed_checksum(
     server: MotoServer, tmp_path: Path
 ) -> None:
-    """S3 checks each part's bytes against its x-amz-checksum-sha256, a signed header, so the SDK
+    """S3 checks each part's bytes against its x-amz-checksum-crc32, a signed header, so the SDK
     need not hash the part a second time to sign the payload (its default over https; over http,
-    which local servers speak, it read and hashed every part again)."""
+    which local servers speak, it read and hashed every part again). The upload is created with
+    that algorithm, so S3 composes the object's checksum from the parts' own."""
     source = tmp_path / "f.bin"
     source.write_bytes(os.urandom(3 * MIN_PART + 7))
 
@@ -472,8 +511,15 @@ def test_each_part_is_hashed_once_and_checked_by_its_signed_checksum(
         headers = {name.lower(): value for name, value in request["headers"].items()}
         body = base64.b64decode(request["body"]) if request["body_encoded"] else request["body"].encode()
         assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
-        assert headers["x-amz-checksum-sha256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()
-        assert "x-amz-checksum-sha256" in headers["authorization"].split("SignedHeaders=")[1].split(",")[0]
+        assert (
+            headers["x-amz-checksum-crc32"] == base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+        )
+        assert "x-amz-checksum-crc32" in headers["authorization"].split("SignedHeaders=")[1].split(",")[0]
+        assert not any(
+            name.startswith("x-amz-checksum-") and name != "x-amz-checksum-crc32" for name in headers
+        )
+    (create,) = server.requests("POST", r"/sum-bkt/f\?uploads")
+    assert {k.lower(): v for k, v in create["headers"].items()}["x-amz-checksum-algorithm"] == "CRC32"
 
 
 def _updates(server: MotoServer) -> int:
@@ -484,9 +530,12 @@ def _updates(server: MotoServer) -> int:
     )
 
 
-def test_parts_are_counted_in_batches_not_one_request_each(server: MotoServer, tmp_path: Path) -> None:
-    """Each part is recorded alone (its conditional put is the integrity check), but counted with up
-    to COUNT_BATCH others in one UpdateItem: 30 parts, two counts (and the UploadId's update)."""
+def test_parts_are_recorded_and_counted_in_batches_not_two_requests_each(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """Up to COUNT_BATCH parts are recorded in one TransactWriteItems (each part's conditional put,
+    the integrity check, inside it) and counted in one UpdateItem: 30 parts, two transactions and
+    two counts (and the claim's PutItem and the UploadId's update)."""
     from adapters.multipart import COUNT_BATCH
 
     source = tmp_path / "f.bin"
@@ -495,7 +544,32 @@ def test_parts_are_counted_in_batches_not_one_request_each(server: MotoServer, t
     result, _, _ = upload.upload(source, "s3://batch-bkt/f", env="local", part_size=MIN_PART, quiet=True)
 
     assert result.completed and result.uploaded == 30 and _object("batch-bkt", "f") == source.read_bytes()
+    calls = _calls(server)
     assert COUNT_BATCH == 25 and _updates(server) == 1 + 2
+    assert calls.count("TransactWriteItems") == 2 and calls.count("PutItem") == 1
+
+
+def test_a_batch_holding_a_part_recorded_with_other_bytes_names_that_part(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """Another process recorded part 2 with other bytes after this one read the records: the batch's
+    transaction is cancelled, each part is recorded alone, and the error names part 2; part 1 is
+    recorded all the same. The same batch again (a retry whose answer was lost) is no error."""
+    from adapters.multipart import UploadedPart, UploadLedger
+
+    db = boto3.client("dynamodb")
+    upload._create_local(boto3.client("s3"), db, "us-east-1", "rec-bkt", upload.LOCAL_LEDGER_TABLE)
+    ledger = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "rec-bkt", "d")
+    one, two = (UploadedPart(n, f'"etag{n}"', MIN_PART, f"sha{n}", f"crc{n}") for n in (1, 2))
+    ledger.record_parts("u1", [UploadedPart(2, '"x"', MIN_PART, "other", "c")])  # the other process
+
+    with pytest.raises(PartMismatchError, match=r"part 2 differs from the part 2 already recorded"):
+        ledger.record_parts("u1", [one, two])
+
+    assert sorted(ledger.parts()) == [1, 2] and ledger.parts()[2].sha256 == "other"
+    ledger.record_parts("u1", [one])
+    ledger.record_parts("u1", [one])
+    assert ledger.parts()[1] == one
 
 
 def test_a_batch_holding_a_part_counted_before_counts_each_part_alone(
@@ -582,11 +656,11 @@ def test_parts_are_hashed_one_at_a_time(
     done; one hash at a time, the first part leaves after its own (hashing outruns any upload)."""
     from adapters import multipart
 
-    hash_part = multipart.file_part_sha256
+    hash_part = multipart.file_part_checksums
     running: list[int] = []
     most = [0]
 
-    def slow_hash(part: partlib.Part) -> str:
+    def slow_hash(part: partlib.Part) -> tuple[str, str]:
         running.append(part.number)
         most[0] = max(most[0], len(running))
         try:
@@ -595,7 +669,7 @@ def test_parts_are_hashed_one_at_a_time(
         finally:
             running.remove(part.number)
 
-    monkeypatch.setattr(multipart, "file_part_sha256", slow_hash)
+    monkeypatch.setattr(multipart, "file_part_checksums", slow_hash)
     source = tmp_path / "f.bin"
     source.write_bytes(os.urandom(8 * MIN_PART))
 
