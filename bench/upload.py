@@ -151,21 +151,27 @@ def compare(size_mib: int = 512, runs: int = 5) -> dict[str, Any]:
     }
 
 
-def table(size_mib: int = int(os.environ.get("UPLOAD_MIB", "512")), runs: int = 5) -> str:
-    """`make bench`'s upload row: MiB/s of each command (median of `runs`) and their ratio."""
+def table(size_mib: int = int(os.environ.get("UPLOAD_MIB", "512")), runs: int = 9) -> str:
+    """`make bench`'s upload row: MiB/s of each command (median of `runs`; single runs on this
+    2-core machine vary by ±30 %, so the spread is printed beside it) and their ratio."""
     result = compare(size_mib, runs)
     mapload, boto3 = result["seconds"]["mapload"], result["seconds"]["boto3"]
+
+    def spread(name: str) -> str:
+        return f"{min(result['all'][name]):.2f}–{max(result['all'][name]):.2f}"
+
     return "\n".join(
         [
             f"Upload of one {size_mib:,} MiB file to `mapload serve` on 127.0.0.1, each as a command, "
             f"median of {runs} alternating runs (load average {result['load'][0]:.1f} before, "
             f"{result['load'][1]:.1f} after):",
             "",
-            "| uploader | seconds | MiB/s | × upload_file |",
-            "|---|---:|---:|---:|",
+            "| uploader | seconds | single runs, s | MiB/s | × upload_file |",
+            "|---|---:|---:|---:|---:|",
             f"| `mapload upload --env local` (8 in flight, {_default_mib()} MiB parts, ledger) "
-            f"| {mapload:.2f} | {size_mib / mapload:,.0f} | {boto3 / mapload:.2f} |",
-            f"| boto3 `upload_file` (s3transfer defaults) | {boto3:.2f} | {size_mib / boto3:,.0f} | 1.00 |",
+            f"| {mapload:.2f} | {spread('mapload')} | {size_mib / mapload:,.0f} | {boto3 / mapload:.2f} |",
+            f"| boto3 `upload_file` (s3transfer defaults) | {boto3:.2f} | {spread('boto3')} "
+            f"| {size_mib / boto3:,.0f} | 1.00 |",
         ]
     )
 
