@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import random
 import threading
 import time
 import uuid
@@ -36,6 +37,19 @@ COUNT_BATCH = 25
 # A batch not yet full is recorded all the same once its first part has waited this long: what a
 # killed process had sent but not recorded is sent again on resume, so that much stays small.
 RECORD_SECONDS = 5.0
+# A transaction of part records cancelled only for these reasons (another writer on one of its
+# items, throttling) is sent again, at most RECORD_ATTEMPTS times: its conditions accept the same
+# parts again, and botocore's retries do not cover a TransactionConflict.
+RETRIED_REASONS = frozenset(
+    {
+        "None",
+        "TransactionConflict",
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "RequestLimitExceeded",
+    }
+)
+RECORD_ATTEMPTS = 8
 
 Progress = Callable[[int], None]
 
@@ -236,7 +250,6 @@ class UploadLedger:
                     "owner": {"S": owner},
                     "total": {"N": str(total)},
                     "name": {"S": name},
-                    "checksum": {"S": WIRE_CHECKSUM},
                     "partsDone": {"N": "0"},
                     "createdAt": {"N": str(int(time.time()))},
                     "expiresAt": self._expires(),
@@ -263,14 +276,20 @@ class UploadLedger:
         )
 
     def set_upload_id(self, owner: str, upload_id: str) -> bool:
+        """Record the UploadId and, with it, the checksum its parts carry (an older mapload, which
+        created uploads of SHA-256 parts, records none: its uploads are refused, not joined)."""
         return _conditionally(
             lambda: self._db.update_item(
                 TableName=self._table,
                 Key={"pk": self._pk, "sk": {"S": "UPLOAD"}},
-                UpdateExpression="SET uploadId = :id",
+                UpdateExpression="SET uploadId = :id, checksum = :checksum",
                 ConditionExpression="#o = :me AND attribute_not_exists(uploadId)",
                 ExpressionAttributeNames={"#o": "owner"},
-                ExpressionAttributeValues={":id": {"S": upload_id}, ":me": {"S": owner}},
+                ExpressionAttributeValues={
+                    ":id": {"S": upload_id},
+                    ":me": {"S": owner},
+                    ":checksum": {"S": WIRE_CHECKSUM},
+                },
             )
         )
 
@@ -289,7 +308,7 @@ class UploadLedger:
                     item["etag"]["S"],
                     int(item["size"]["N"]),
                     item["sha256"]["S"],
-                    item["crc32"]["S"],
+                    item.get("crc32", {}).get("S", ""),  # none in an older mapload's records
                 )
         return found
 
@@ -315,32 +334,52 @@ class UploadLedger:
 
     def record_parts(self, upload_id: str, parts: Sequence[UploadedPart]) -> None:
         """Record up to COUNT_BATCH parts in one TransactWriteItems, each under record_part's
-        condition, all or none. The same parts again are fine (a retry whose answer was lost). A
-        cancelled transaction (a part recorded with other bytes, another process writing the same
-        part at once, a throttled item) records each part alone, which names a part that differs."""
+        condition, all or none (2 write units a part, as any transactional write: the batch saves
+        requests, not units). The same parts again are fine (a retry whose answer was lost). A
+        transaction cancelled by a conflict or throttling is sent again; one cancelled by a
+        condition (a part recorded with other bytes) records each part alone: every part that can
+        be is recorded, then the first that differs is raised, naming it."""
         if len(parts) > COUNT_BATCH:
             raise ValueError(f"at most {COUNT_BATCH} parts a record, got {len(parts)}")
         if not parts:
             return
-        try:
-            self._db.transact_write_items(
-                TransactItems=[{"Put": self._put_part(upload_id, part)} for part in parts]
-            )
-        except ClientError as error:
-            if _code(error) != "TransactionCanceledException":
-                raise
-            for part in parts:
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                self._db.transact_write_items(
+                    TransactItems=[{"Put": self._put_part(upload_id, part)} for part in parts]
+                )
+                return
+            except ClientError as error:
+                if _code(error) != "TransactionCanceledException":
+                    raise
+                reasons = {str(r.get("Code", "None")) for r in error.response.get("CancellationReasons", [])}
+                if not reasons or not reasons <= RETRIED_REASONS:
+                    break
+                _backoff(attempt)
+        mismatch: PartMismatchError | None = None
+        for part in parts:
+            try:
                 self.record_part(upload_id, part)
+            except PartMismatchError as error:
+                mismatch = mismatch or error
+        if mismatch is not None:
+            raise mismatch
 
     def record_part(self, upload_id: str, part: UploadedPart) -> None:
         """Record a part once; the same part again is fine, a different one for the same i is not."""
-        try:
-            self._db.put_item(**self._put_part(upload_id, part))
-        except ClientError as error:
-            if _code(error) != "ConditionalCheckFailedException":
-                raise
-            recorded = self.parts().get(part.number)
-            raise PartMismatchError(_mismatch(self.uri, part, recorded)) from error
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                self._db.put_item(**self._put_part(upload_id, part))
+                return
+            except ClientError as error:
+                code = _code(error)
+                if code == "TransactionConflictException" and attempt + 1 < RECORD_ATTEMPTS:
+                    _backoff(attempt)  # another process's transaction holds this part's item
+                    continue
+                if code != "ConditionalCheckFailedException":
+                    raise
+                recorded = self.parts().get(part.number)
+                raise PartMismatchError(_mismatch(self.uri, part, recorded)) from error
 
     def count_part(self, upload_id: str, number: int, counter: str) -> int | None:
         """Atomically count part `number` as done; the new count, or None if another count had it.
@@ -416,6 +455,10 @@ class UploadLedger:
         return len(keys)
 
 
+def _backoff(attempt: int) -> None:
+    time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
+
+
 def _mismatch(uri: str, part: UploadedPart, recorded: UploadedPart | None) -> str:
     was = f"sha256 {recorded.sha256}, {recorded.size:,} bytes" if recorded is not None else "another part"
     return (
@@ -477,13 +520,13 @@ class CoordinatedUpload:
                     "one file, N follows --part-size-mib: give the part size it was started with) or "
                     "run `mapload upload --abort` first"
                 )
-            if record.get("checksum") != WIRE_CHECKSUM:
-                raise UploadConflictError(
-                    f"{self.s3.uri}: the upload in progress was started by an older mapload, whose "
-                    f"parts carry SHA-256 checksums to S3 (this one sends {WIRE_CHECKSUM}); finish it "
-                    "with that version or run `mapload upload --abort` first"
-                )
             if record.get("uploadId"):
+                if record.get("checksum") != WIRE_CHECKSUM:
+                    raise UploadConflictError(
+                        f"{self.s3.uri}: the upload in progress was created by an older mapload, whose "
+                        f"parts carry SHA-256 checksums to S3 (this one sends {WIRE_CHECKSUM}); finish "
+                        "it with that version or run `mapload upload --abort` first"
+                    )
                 return str(record["uploadId"])
             if time.monotonic() - waited_since > self.claim_timeout and self.ledger.take_over(
                 str(record["owner"]), self.owner
@@ -533,23 +576,30 @@ class CoordinatedUpload:
         # of them had finished; one at a time, the first part goes out right after its own hash.
         hashing = threading.Lock()
 
-        def settle(number: int | None, record: UploadedPart | None = None) -> None:
-            """Queue part `number` (and its `record`, when new); record and count a full batch, one
-            that waited RECORD_SECONDS, or (None) what is queued."""
+        def settle(number: int | None, record: UploadedPart | None = None, *, due: bool = False) -> None:
+            """Queue part `number` (and its `record`, when new); record and count a full batch or
+            one that waited RECORD_SECONDS, or (None) what is queued (`due`: only if it waited). A
+            batch that fails goes back to the queue's head: the error path tries it once more."""
             with lock:
                 if number is not None:
                     if not queued:
                         oldest[0] = time.monotonic()
                     queued.append((number, record))
-                    if len(queued) < COUNT_BATCH and time.monotonic() - oldest[0] < RECORD_SECONDS:
-                        return
-                if not queued:
+                waited = time.monotonic() - oldest[0] >= RECORD_SECONDS
+                if not queued or ((number is not None or due) and len(queued) < COUNT_BATCH and not waited):
                     return
                 batch = queued[:COUNT_BATCH]
                 del queued[:COUNT_BATCH]
                 oldest[0] = time.monotonic()
-            self.ledger.record_parts(upload_id, [r for _, r in batch if r is not None])
-            if self.ledger.count_parts(upload_id, [n for n, _ in batch], self.owner) == plan.total:
+            try:
+                self.ledger.record_parts(upload_id, [r for _, r in batch if r is not None])
+                done = self.ledger.count_parts(upload_id, [n for n, _ in batch], self.owner)
+            except BaseException:
+                with lock:
+                    queued[:0] = batch
+                    oldest[0] = 0.0
+                raise
+            if done == plan.total:
                 completer.append(upload_id)
 
         def one(part: Part) -> None:
@@ -575,11 +625,15 @@ class CoordinatedUpload:
                     stats["bytes"] += part.size
                 settle(part.number, UploadedPart(part.number, etag, part.size, sha, crc))
 
+        def due() -> None:
+            """Between parts, so that a queued batch waits RECORD_SECONDS at most."""
+            settle(None, due=True)
+
         try:
             # Parts already recorded first: a part set that differs from the records fails before
             # it has sent a single new part.
-            _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight)
-            _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight)
+            _run_all(one, [p for p in plan.parts if p.number in recorded], self.in_flight, due)
+            _run_all(one, [p for p in plan.parts if p.number not in recorded], self.in_flight, due)
         except BaseException:
             with contextlib.suppress(Exception):  # the parts sent so far are recorded all the same
                 while queued:
@@ -668,19 +722,24 @@ class _HighWater:
             self._reported = self._position
 
 
-def _run_all(fn: Callable[[Part], None], parts: Iterable[Part], in_flight: int) -> None:
-    """fn over every part, `in_flight` at a time; the first error stops new parts and is raised."""
+def _run_all(
+    fn: Callable[[Part], None], parts: Iterable[Part], in_flight: int, tick: Callable[[], None] | None = None
+) -> None:
+    """fn over every part, `in_flight` at a time; the first error stops new parts and is raised.
+    `tick` runs at least once a second while parts are in flight (and after each one finishes)."""
     pending = iter(parts)
     with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="part") as pool:
         running: set[Future[None]] = set()
         for part in _take(pending, in_flight):
             running.add(pool.submit(fn, part))
         while running:
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            finished, running = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
                 future.result()  # raises the first error; the pool finishes what is in flight
                 for part in _take(pending, 1):
                     running.add(pool.submit(fn, part))
+            if tick is not None:
+                tick()
 
 
 def _take(parts: Iterator[Part], n: int) -> list[Part]:

@@ -436,9 +436,10 @@ def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_ne
 def test_an_upload_started_by_an_older_mapload_is_refused_naming_abort(
     server: MotoServer, tmp_path: Path
 ) -> None:
-    """An upload record without `checksum` was made by a mapload whose parts carried SHA-256 to S3;
-    a CRC32 part would not fit that upload, so the command stops before sending anything and says
-    how to go on; `--abort` clears it and the upload goes through."""
+    """An upload record whose UploadId came without `checksum` was made by a mapload whose parts
+    carried SHA-256 to S3; a CRC32 part would not fit that upload, so the command stops before
+    sending anything and says how to go on; `--abort` clears it (its part records, which have no
+    crc32, included) and the upload goes through."""
     blobs = _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
     s3, db = boto3.client("s3"), boto3.client("dynamodb")
     upload._create_local(s3, db, "us-east-1", "old-bkt", upload.LOCAL_LEDGER_TABLE)
@@ -455,14 +456,26 @@ def test_an_upload_started_by_an_older_mapload_is_refused_naming_abort(
             "partsDone": {"N": "0"},
         },
     )
+    db.put_item(  # a part recorded by that version: no crc32
+        TableName=upload.LOCAL_LEDGER_TABLE,
+        Item={
+            "pk": {"S": "UPLOAD#s3://old-bkt/d"},
+            "sk": {"S": "PART#00001"},
+            "number": {"N": "1"},
+            "etag": {"S": '"e"'},
+            "size": {"N": str(MIN_PART)},
+            "sha256": {"S": "old-sha"},
+            "uploadId": {"S": old},
+        },
+    )
     server.start_recording()
 
-    with pytest.raises(UploadConflictError, match=r"started by an older mapload.*SHA-256.*upload --abort"):
+    with pytest.raises(UploadConflictError, match=r"created by an older mapload.*SHA-256.*upload --abort"):
         upload.upload(tmp_path / "p", "s3://old-bkt/d", env="local", quiet=True)
 
     assert server.requests("PUT", r"partNumber=") == []
-    aborted, _ = upload.abort("s3://old-bkt/d", env="local")
-    assert aborted == [old]
+    aborted, cleared = upload.abort("s3://old-bkt/d", env="local")
+    assert aborted == [old] and cleared == 2 and _ledger_items() == []
     result, _, _ = upload.upload(tmp_path / "p", "s3://old-bkt/d", env="local", quiet=True)
     assert result.completed and _object("old-bkt", "d") == b"".join(blobs)
 
@@ -552,24 +565,152 @@ def test_parts_are_recorded_and_counted_in_batches_not_two_requests_each(
 def test_a_batch_holding_a_part_recorded_with_other_bytes_names_that_part(
     server: MotoServer, tmp_path: Path
 ) -> None:
-    """Another process recorded part 2 with other bytes after this one read the records: the batch's
-    transaction is cancelled, each part is recorded alone, and the error names part 2; part 1 is
-    recorded all the same. The same batch again (a retry whose answer was lost) is no error."""
+    """Another process recorded part 1 with other bytes after this one read the records: the batch's
+    transaction is cancelled, each part is recorded alone, and the error names part 1; part 2,
+    after it in the batch, is recorded all the same. The same batch again (a retry whose answer was
+    lost) is no error."""
     from adapters.multipart import UploadedPart, UploadLedger
 
     db = boto3.client("dynamodb")
     upload._create_local(boto3.client("s3"), db, "us-east-1", "rec-bkt", upload.LOCAL_LEDGER_TABLE)
     ledger = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "rec-bkt", "d")
     one, two = (UploadedPart(n, f'"etag{n}"', MIN_PART, f"sha{n}", f"crc{n}") for n in (1, 2))
-    ledger.record_parts("u1", [UploadedPart(2, '"x"', MIN_PART, "other", "c")])  # the other process
+    ledger.record_parts("u1", [UploadedPart(1, '"x"', MIN_PART, "other", "c")])  # the other process
 
-    with pytest.raises(PartMismatchError, match=r"part 2 differs from the part 2 already recorded"):
+    with pytest.raises(PartMismatchError, match=r"part 1 differs from the part 1 already recorded"):
         ledger.record_parts("u1", [one, two])
 
-    assert sorted(ledger.parts()) == [1, 2] and ledger.parts()[2].sha256 == "other"
-    ledger.record_parts("u1", [one])
-    ledger.record_parts("u1", [one])
-    assert ledger.parts()[1] == one
+    assert sorted(ledger.parts()) == [1, 2] and ledger.parts()[1].sha256 == "other"
+    assert ledger.parts()[2] == two
+    ledger.record_parts("u1", [two])
+    ledger.record_parts("u1", [two])
+    assert ledger.parts()[2] == two
+
+
+class _Conflicting:
+    """A DynamoDB client whose first TransactWriteItems is cancelled by a conflict (another
+    process's transaction on one of its items) and whose first PutItem meets one."""
+
+    def __init__(self, client: object) -> None:
+        self._client = client
+        self.calls: list[str] = []
+
+    def transact_write_items(self, **request: object) -> object:
+        self.calls.append("TransactWriteItems")
+        if self.calls.count("TransactWriteItems") == 1:
+            from botocore.exceptions import ClientError
+
+            raise ClientError(
+                {
+                    "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                    "CancellationReasons": [{"Code": "None"}, {"Code": "TransactionConflict"}],
+                },
+                "TransactWriteItems",
+            )
+        return self._client.transact_write_items(**request)  # type: ignore[attr-defined]
+
+    def put_item(self, **request: object) -> object:
+        self.calls.append("PutItem")
+        if self.calls.count("PutItem") == 1:
+            from botocore.exceptions import ClientError
+
+            raise ClientError(
+                {"Error": {"Code": "TransactionConflictException", "Message": "in a transaction"}}, "PutItem"
+            )
+        return self._client.put_item(**request)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._client, name)
+
+
+def test_a_batch_cancelled_by_a_conflict_is_sent_again_and_a_conflicting_put_retried(
+    server: MotoServer,
+) -> None:
+    """botocore does not retry a TransactionConflict: a transaction cancelled only by conflicts
+    (or throttling) is sent again whole, and a part's own PutItem that meets another process's
+    transaction on its item is retried, so neither fails the upload."""
+    from adapters.multipart import UploadedPart, UploadLedger
+
+    db = boto3.client("dynamodb")
+    upload._create_local(boto3.client("s3"), db, "us-east-1", "tx-bkt", upload.LOCAL_LEDGER_TABLE)
+    conflicting = _Conflicting(db)
+    ledger = UploadLedger(conflicting, upload.LOCAL_LEDGER_TABLE, "tx-bkt", "d")
+    one, two, three = (UploadedPart(n, f'"etag{n}"', MIN_PART, f"sha{n}", f"crc{n}") for n in (1, 2, 3))
+
+    ledger.record_parts("u1", [one, two])
+    ledger.record_part("u1", three)
+
+    assert conflicting.calls == ["TransactWriteItems", "TransactWriteItems", "PutItem", "PutItem"]
+    assert ledger.parts() == {1: one, 2: two, 3: three}
+
+
+def test_a_batch_that_fails_to_record_is_recorded_on_the_way_out_and_resumed(
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recording part 2 fails (throttled past the SDK's retries): the run fails, but the batch went
+    back to the queue and the error path records and counts it, so the next run sends only part 3."""
+    from botocore.exceptions import ClientError
+
+    from adapters import multipart
+
+    blobs = _write_parts(tmp_path / "p", "d", [MIN_PART, MIN_PART, 10])
+    monkeypatch.setattr(multipart, "RECORD_SECONDS", 0.0)  # each part is recorded as it lands
+    record = multipart.UploadLedger.record_parts
+    failed: list[int] = []
+
+    def throttled_once(
+        self: multipart.UploadLedger, upload_id: str, parts: list[multipart.UploadedPart]
+    ) -> None:
+        if [p.number for p in parts] == [2] and not failed:
+            failed.append(2)
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "TransactWriteItems"
+            )
+        record(self, upload_id, parts)
+
+    monkeypatch.setattr(multipart.UploadLedger, "record_parts", throttled_once)
+
+    with pytest.raises(ClientError, match="ThrottlingException"):
+        upload.upload(tmp_path / "p", "s3://requeue-bkt/d", env="local", in_flight=1, quiet=True)
+
+    assert failed == [2]
+    parts = {int(i["number"]["N"]) for i in _ledger_items() if str(i["sk"]["S"]).startswith("PART#")}  # type: ignore[index]
+    assert parts == {1, 2}
+    again, _, _ = upload.upload(tmp_path / "p", "s3://requeue-bkt/d", env="local", in_flight=1, quiet=True)
+    assert (again.uploaded, again.skipped, again.completed) == (1, 2, True)
+    assert _object("requeue-bkt", "d") == b"".join(blobs)
+
+
+def test_a_queued_part_is_recorded_while_a_slow_part_is_still_in_flight(
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch not yet full waits RECORD_SECONDS at most, even when no other part finishes meanwhile:
+    part 1 is recorded while part 2 is still being sent, not at the end with it."""
+    from adapters import multipart
+
+    _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
+    monkeypatch.setattr(multipart, "RECORD_SECONDS", 0.3)
+    send, record = multipart.S3Multipart.upload_part, multipart.UploadLedger.record_parts
+    events: list[tuple[float, str]] = []
+
+    def slow_part_2(self: multipart.S3Multipart, upload_id: str, number: int, body: object, crc: str) -> str:
+        if number == 2:
+            time.sleep(2.5)
+        etag = send(self, upload_id, number, body, crc)
+        events.append((time.monotonic(), f"sent {number}"))
+        return etag
+
+    def noted(self: multipart.UploadLedger, upload_id: str, parts: list[multipart.UploadedPart]) -> None:
+        record(self, upload_id, parts)
+        events.append((time.monotonic(), f"recorded {[p.number for p in parts]}"))
+
+    monkeypatch.setattr(multipart.S3Multipart, "upload_part", slow_part_2)
+    monkeypatch.setattr(multipart.UploadLedger, "record_parts", noted)
+
+    result, _, _ = upload.upload(tmp_path / "p", "s3://due-bkt/d", env="local", in_flight=2, quiet=True)
+
+    assert result.completed
+    assert [what for _, what in sorted(events)] == ["sent 1", "recorded [1]", "sent 2", "recorded [2]"]
 
 
 def test_a_batch_holding_a_part_counted_before_counts_each_part_alone(
