@@ -21,6 +21,7 @@ from s3transfer.utils import ReadFileChunk  # type: ignore[import-untyped]
 
 from logic.errors import PartMismatchError, UploadConflictError, UploadGoneError
 from logic.parts import Part, PartPlan, describe_missing
+from logic.retry import backoff_delays
 
 DAY = 86_400
 HASH_CHUNK = 1024 * 1024
@@ -50,6 +51,7 @@ RETRIED_REASONS = frozenset(
     }
 )
 RECORD_ATTEMPTS = 8
+_RNG = random.Random()
 
 Progress = Callable[[int], None]
 
@@ -343,7 +345,8 @@ class UploadLedger:
             raise ValueError(f"at most {COUNT_BATCH} parts a record, got {len(parts)}")
         if not parts:
             return
-        for attempt in range(RECORD_ATTEMPTS):
+        delays = _delays()
+        for _ in range(RECORD_ATTEMPTS):
             try:
                 self._db.transact_write_items(
                     TransactItems=[{"Put": self._put_part(upload_id, part)} for part in parts]
@@ -355,7 +358,7 @@ class UploadLedger:
                 reasons = {str(r.get("Code", "None")) for r in error.response.get("CancellationReasons", [])}
                 if not reasons or not reasons <= RETRIED_REASONS:
                     break
-                _backoff(attempt)
+                time.sleep(next(delays))
         mismatch: PartMismatchError | None = None
         for part in parts:
             try:
@@ -367,6 +370,7 @@ class UploadLedger:
 
     def record_part(self, upload_id: str, part: UploadedPart) -> None:
         """Record a part once; the same part again is fine, a different one for the same i is not."""
+        delays = _delays()
         for attempt in range(RECORD_ATTEMPTS):
             try:
                 self._db.put_item(**self._put_part(upload_id, part))
@@ -374,7 +378,7 @@ class UploadLedger:
             except ClientError as error:
                 code = _code(error)
                 if code == "TransactionConflictException" and attempt + 1 < RECORD_ATTEMPTS:
-                    _backoff(attempt)  # another process's transaction holds this part's item
+                    time.sleep(next(delays))  # another process's transaction holds this part's item
                     continue
                 if code != "ConditionalCheckFailedException":
                     raise
@@ -444,19 +448,21 @@ class UploadLedger:
         for start in range(0, len(keys), 25):
             requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
             pending: dict[str, Any] = {self._table: requests}
-            for attempt in range(10):
+            delays = _delays()
+            for _ in range(10):
                 left = self._db.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
                 if not left:
                     break
                 pending = left
-                time.sleep(min(2.0, 0.05 * 2**attempt))
+                time.sleep(next(delays))
             else:
                 raise RuntimeError(f"{self.uri}: could not delete the upload's coordination records")
         return len(keys)
 
 
-def _backoff(attempt: int) -> None:
-    time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))
+def _delays() -> Iterator[float]:
+    """The ledger's retry delays: 50 ms doubling to 2 s, full jitter."""
+    return backoff_delays(0.05, 2.0, _RNG)
 
 
 def _mismatch(uri: str, part: UploadedPart, recorded: UploadedPart | None) -> str:

@@ -403,28 +403,31 @@ def test_an_aws_error_ends_the_command_in_one_line_not_a_traceback(
     assert "ValidationException" in lines[0]
 
 
+def _upload_record(uri: str, upload_id: str, *, owner: str, done: list[int], checksum: str | None) -> None:
+    """An upload record of 2 parts written straight into the local ledger, as another (dead or
+    older) process left it; `checksum` None as a mapload before CRC32 parts wrote it."""
+    item = {
+        "pk": {"S": f"UPLOAD#{uri}"},
+        "sk": {"S": "UPLOAD"},
+        "owner": {"S": owner},
+        "total": {"N": "2"},
+        "name": {"S": "d"},
+        "uploadId": {"S": upload_id},
+        "partsDone": {"N": str(len(done))},
+        **({"doneParts": {"NS": [str(n) for n in done]}} if done else {}),
+        **({"checksum": {"S": checksum}} if checksum else {}),
+    }
+    boto3.client("dynamodb").put_item(TableName=upload.LOCAL_LEDGER_TABLE, Item=item)
+
+
 def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_next_run(
     server: MotoServer, tmp_path: Path
 ) -> None:
     _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
     done, _, _ = upload.upload(tmp_path / "p", "s3://done-bkt/d", env="local", quiet=True)
     assert done.completed
-    db = boto3.client("dynamodb")
     # The records as a completer leaves them if it dies right after CompleteMultipartUpload.
-    db.put_item(
-        TableName=upload.LOCAL_LEDGER_TABLE,
-        Item={
-            "pk": {"S": "UPLOAD#s3://done-bkt/d"},
-            "sk": {"S": "UPLOAD"},
-            "owner": {"S": "gone"},
-            "total": {"N": "2"},
-            "name": {"S": "d"},
-            "checksum": {"S": "CRC32"},
-            "uploadId": {"S": done.upload_id},
-            "partsDone": {"N": "2"},
-            "doneParts": {"NS": ["1", "2"]},
-        },
-    )
+    _upload_record("s3://done-bkt/d", done.upload_id, owner="gone", done=[1, 2], checksum="CRC32")
 
     again, _, _ = upload.upload(tmp_path / "p", "s3://done-bkt/d", env="local", quiet=True)
 
@@ -444,18 +447,7 @@ def test_an_upload_started_by_an_older_mapload_is_refused_naming_abort(
     s3, db = boto3.client("s3"), boto3.client("dynamodb")
     upload._create_local(s3, db, "us-east-1", "old-bkt", upload.LOCAL_LEDGER_TABLE)
     old = s3.create_multipart_upload(Bucket="old-bkt", Key="d", ChecksumAlgorithm="SHA256")["UploadId"]
-    db.put_item(
-        TableName=upload.LOCAL_LEDGER_TABLE,
-        Item={
-            "pk": {"S": "UPLOAD#s3://old-bkt/d"},
-            "sk": {"S": "UPLOAD"},
-            "owner": {"S": "older"},
-            "total": {"N": "2"},
-            "name": {"S": "d"},
-            "uploadId": {"S": old},
-            "partsDone": {"N": "0"},
-        },
-    )
+    _upload_record("s3://old-bkt/d", old, owner="older", done=[], checksum=None)
     db.put_item(  # a part recorded by that version: no crc32
         TableName=upload.LOCAL_LEDGER_TABLE,
         Item={
