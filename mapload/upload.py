@@ -15,7 +15,14 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from adapters.multipart import CoordinatedUpload, S3Multipart, UploadLedger, UploadResult
+from adapters.multipart import (
+    HASH_AHEAD_BYTES,
+    CoordinatedUpload,
+    PartHasher,
+    S3Multipart,
+    UploadLedger,
+    UploadResult,
+)
 from logic import parts as partlib
 from logic.s3uri import s3_parts
 from mapload import region as regions
@@ -38,7 +45,6 @@ class Target:
     key: str
     ledger_table: str
     session: Any
-    min_part: int
     s3: Any  # the clients of the whole upload, each made once (one costs ~50 ms of start-up)
     db: Any
 
@@ -103,25 +109,38 @@ def _stack_output(session: Any, env: str, name: str) -> str:
     raise UploadError(f"stack {stack} has no output {name}")
 
 
-def target(
-    uri: str, env: str, ledger_table: str | None = None, region: str | None = None, in_flight: int = 4
-) -> Target:
+def destination(uri: str) -> tuple[str, str]:
+    """The bucket and key of `s3://BUCKET/KEY`, or an UploadError naming what is wrong."""
     try:
         bucket, key = s3_parts(uri)
     except ValueError as error:
         raise UploadError(f"destination: {error}") from error
     if not key or key.endswith("/"):
         raise UploadError(f"{uri}: name the object, s3://BUCKET/KEY (not a prefix)")
+    return bucket, key
+
+
+def min_part_bytes(env: str) -> int:
+    """S3's minimum part size; --env local may lower it (MIN_PART_ENV)."""
+    return (
+        int(os.environ.get(MIN_PART_ENV) or partlib.MIN_PART_BYTES)
+        if env == "local"
+        else partlib.MIN_PART_BYTES
+    )
+
+
+def target(
+    uri: str, env: str, ledger_table: str | None = None, region: str | None = None, in_flight: int = 4
+) -> Target:
+    bucket, key = destination(uri)
     session = _session(env, region)
     s3, db = _clients(session, in_flight)
     if env == "local":
         table = ledger_table or LOCAL_LEDGER_TABLE
         _create_local(s3, db, session.region_name, bucket, table)
-        min_part = int(os.environ.get(MIN_PART_ENV) or partlib.MIN_PART_BYTES)
     else:
         table = ledger_table or _stack_output(session, env, "LedgerTableName")
-        min_part = partlib.MIN_PART_BYTES
-    return Target(bucket, key, table, session, min_part, s3, db)
+    return Target(bucket, key, table, session, s3, db)
 
 
 def plan_source(source: Path, *, part_size: int, partial: bool, min_part: int) -> partlib.PartPlan:
@@ -187,20 +206,24 @@ def upload(
     ledger_table: str | None = None,
     region: str | None = None,
 ) -> tuple[UploadResult, float, int]:
-    """Upload this process's parts; returns the result, seconds taken and bytes of its part set."""
-    place = target(uri, env, ledger_table, region, in_flight)
-    plan = plan_source(source, part_size=part_size, partial=partial, min_part=place.min_part)
-    coordinated = CoordinatedUpload(
-        S3Multipart(place.s3, place.bucket, place.key),
-        UploadLedger(place.db, place.ledger_table, place.bucket, place.key, DEFAULT_TTL_DAYS),
-        in_flight=in_flight,
-    )
-    bar = ProgressBar(plan.size, len(plan.parts), quiet)
-    started = time.monotonic()
-    try:
-        result = coordinated.run(plan, progress=bar)
-    finally:
-        bar.close()
+    """Upload this process's parts; returns the result, seconds taken and bytes of its part set.
+    The parts are hashed from the start, while the clients are made and the upload is found or
+    created (PartHasher)."""
+    destination(uri)
+    plan = plan_source(source, part_size=part_size, partial=partial, min_part=min_part_bytes(env))
+    with PartHasher(plan.parts, HASH_AHEAD_BYTES) as hasher:
+        place = target(uri, env, ledger_table, region, in_flight)
+        coordinated = CoordinatedUpload(
+            S3Multipart(place.s3, place.bucket, place.key),
+            UploadLedger(place.db, place.ledger_table, place.bucket, place.key, DEFAULT_TTL_DAYS),
+            in_flight=in_flight,
+        )
+        bar = ProgressBar(plan.size, len(plan.parts), quiet)
+        started = time.monotonic()
+        try:
+            result = coordinated.run(plan, progress=bar, hasher=hasher)
+        finally:
+            bar.close()
     return result, time.monotonic() - started, plan.size
 
 

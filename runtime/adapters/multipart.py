@@ -25,6 +25,8 @@ from logic.retry import backoff_delays
 
 DAY = 86_400
 HASH_CHUNK = 1024 * 1024
+# How far PartHasher may hash ahead of the parts sent: bytes the page cache holds a little longer.
+HASH_AHEAD_BYTES = 256 * 1024 * 1024
 # The checksum each part carries to S3 (x-amz-checksum-crc32), which S3 checks on arrival and
 # composes into the object's: CRC32 is what the AWS SDKs send by default, and it costs a third of
 # SHA-256's CPU on both sides. The ledger identifies a part by its SHA-256 (UploadLedger).
@@ -97,6 +99,87 @@ def file_part_checksums(part: Part) -> tuple[str, str]:
     return base64.b64encode(digest.digest()).decode(), _crc32_base64(crc)
 
 
+class PartHasher:
+    """Each part's checksums (file_part_checksums), computed by one thread in the order given, at
+    most `ahead` bytes beyond the parts taken: started before the clients and the election, it
+    hashes the first parts on a core that start-up leaves idle, and the part threads only send.
+
+    One part is hashed at a time (SHA-256 and CRC32 run at ~1.2 GB/s a core, ahead of any one
+    host's uploads): threads hashing their first parts at once held back the first byte sent until
+    all had finished. A part taken before the thread reached it (a resumed run checks its recorded
+    parts first, and a taker may overtake the thread) is hashed by the taker, still one at a time.
+    Only digests are kept: memory does not grow with `ahead`; the page cache holds the bytes
+    hashed ahead until they are sent."""
+
+    def __init__(self, parts: Sequence[Part], ahead: int) -> None:
+        self._parts = list(parts)
+        self._ahead = ahead
+        self._ready: dict[int, tuple[str, str] | BaseException] = {}
+        self._claimed: set[int] = set()
+        self._waiting = 0  # bytes hashed and not taken yet
+        self._closed = False
+        self._changed = threading.Condition()
+        self._hashing = threading.Lock()  # one part at a time, by the thread or a taker
+        self._thread = threading.Thread(target=self._run, name="part-hasher", daemon=True)
+        self._thread.start()
+
+    def take(self, part: Part) -> tuple[str, str]:
+        """The part's SHA-256 and CRC32 (base64); raises what hashing it raised."""
+        with self._changed:
+            mine = part.number not in self._claimed
+            if mine:
+                self._claimed.add(part.number)
+            else:
+                while part.number not in self._ready:
+                    self._changed.wait()
+                self._waiting -= part.size
+                self._changed.notify_all()
+        if mine:
+            with self._hashing:
+                outcome = _checksums(part)
+        else:
+            outcome = self._ready.pop(part.number)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        self._thread.join()
+
+    def __enter__(self) -> PartHasher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _run(self) -> None:
+        for part in self._parts:
+            with self._changed:
+                while self._waiting >= self._ahead and not self._closed:
+                    self._changed.wait()
+                if self._closed:
+                    return
+                if part.number in self._claimed:
+                    continue
+                self._claimed.add(part.number)
+            with self._hashing:
+                outcome = _checksums(part)
+            with self._changed:
+                self._ready[part.number] = outcome
+                self._waiting += part.size
+                self._changed.notify_all()
+
+
+def _checksums(part: Part) -> tuple[str, str] | BaseException:
+    try:
+        return file_part_checksums(part)
+    except Exception as error:  # raised in the thread that takes the part
+        return error
+
+
 def bytes_crc32(data: bytes) -> str:
     return _crc32_base64(zlib.crc32(data))
 
@@ -143,12 +226,15 @@ class S3Multipart:
     def list_parts(self, upload_id: str) -> dict[int, tuple[str, int]]:
         """Part number -> (ETag, size) of the parts S3 holds for this upload."""
         found: dict[int, tuple[str, int]] = {}
+        marker: dict[str, Any] = {}
         try:
-            for page in self._s3.get_paginator("list_parts").paginate(
-                Bucket=self.bucket, Key=self.key, UploadId=upload_id
-            ):
+            while True:  # pages by hand: a paginator loads a model of every service's (~10-40 ms)
+                page = self._s3.list_parts(Bucket=self.bucket, Key=self.key, UploadId=upload_id, **marker)
                 for part in page.get("Parts", []):
                     found[int(part["PartNumber"])] = (str(part["ETag"]), int(part["Size"]))
+                if not page.get("IsTruncated"):
+                    break
+                marker = {"PartNumberMarker": page["NextPartNumberMarker"]}
         except ClientError as error:
             if _code(error) == "NoSuchUpload":
                 raise UploadGoneError(self._gone(upload_id)) from error
@@ -233,18 +319,15 @@ class UploadLedger:
         item = self._db.get_item(
             TableName=self._table, Key={"pk": self._pk, "sk": {"S": "UPLOAD"}}, ConsistentRead=True
         ).get("Item")
-        if not item:
-            return None
-        out: dict[str, Any] = {}
-        for name, value in item.items():
-            kind, raw = next(iter(value.items()))
-            out[name] = int(raw) if kind == "N" else ({int(v) for v in raw} if kind == "NS" else raw)
-        return out
+        return _upload_record(item) if item else None
 
-    def claim(self, owner: str, total: int, name: str) -> bool:
-        """The election: the one process whose conditional put succeeds creates the upload."""
-        return _conditionally(
-            lambda: self._db.put_item(
+    def claim(self, owner: str, total: int, name: str) -> tuple[bool, dict[str, Any] | None]:
+        """The election: the one process whose conditional put succeeds creates the upload. One
+        request either way: (True, None) when this process won; (False, the upload record) when
+        one was there, as the failed condition returns it (ALL_OLD; a server that ignores that
+        parameter is asked with a GetItem; None when the record has gone since)."""
+        try:
+            self._db.put_item(
                 TableName=self._table,
                 Item={
                     "pk": self._pk,
@@ -257,8 +340,14 @@ class UploadLedger:
                     "expiresAt": self._expires(),
                 },
                 ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        )
+        except ClientError as error:
+            if _code(error) != "ConditionalCheckFailedException":
+                raise
+            item = error.response.get("Item")
+            return False, (_upload_record(item) if item else self.get())
+        return True, None
 
     def take_over(self, old_owner: str, owner: str) -> bool:
         """Replace a creator that claimed the upload but never recorded its UploadId."""
@@ -297,12 +386,15 @@ class UploadLedger:
 
     def parts(self) -> dict[int, UploadedPart]:
         found: dict[int, UploadedPart] = {}
-        for page in self._db.get_paginator("query").paginate(
-            TableName=self._table,
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :part)",
-            ExpressionAttributeValues={":pk": self._pk, ":part": {"S": "PART#"}},
-            ConsistentRead=True,
-        ):
+        start: dict[str, Any] = {}
+        while True:  # pages by hand, as S3Multipart.list_parts
+            page = self._db.query(
+                TableName=self._table,
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :part)",
+                ExpressionAttributeValues={":pk": self._pk, ":part": {"S": "PART#"}},
+                ConsistentRead=True,
+                **start,
+            )
             for item in page.get("Items", []):
                 number = int(item["number"]["N"])
                 found[number] = UploadedPart(
@@ -312,7 +404,9 @@ class UploadLedger:
                     item["sha256"]["S"],
                     item.get("crc32", {}).get("S", ""),  # none in an older mapload's records
                 )
-        return found
+            if "LastEvaluatedKey" not in page:
+                return found
+            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def _put_part(self, upload_id: str, part: UploadedPart) -> dict[str, Any]:
         """The conditional put that records a part: the integrity check of recorded parts."""
@@ -460,6 +554,15 @@ class UploadLedger:
         return len(keys)
 
 
+def _upload_record(item: dict[str, Any]) -> dict[str, Any]:
+    """The upload item as plain values: N as int, NS as a set of ints, S as str."""
+    out: dict[str, Any] = {}
+    for name, value in item.items():
+        kind, raw = next(iter(value.items()))
+        out[name] = int(raw) if kind == "N" else ({int(v) for v in raw} if kind == "NS" else raw)
+    return out
+
+
 def _delays() -> Iterator[float]:
     """The ledger's retry delays: 50 ms doubling to 2 s, full jitter."""
     return backoff_delays(0.05, 2.0, _RNG)
@@ -513,11 +616,12 @@ class CoordinatedUpload:
     def upload_id(self, plan: PartPlan) -> str:
         """Join the upload in progress, or be elected to create it (exactly one process does)."""
         waited_since = time.monotonic()
+        won, record = self.ledger.claim(self.owner, plan.total, plan.name)
         while True:
-            record = self.ledger.get()
-            if record is None:
-                if self.ledger.claim(self.owner, plan.total, plan.name):
-                    return self._create()
+            if won:
+                return self._create()
+            if record is None:  # gone since (completed or aborted): stand again
+                won, record = self.ledger.claim(self.owner, plan.total, plan.name)
                 continue
             if int(record["total"]) != plan.total:
                 raise UploadConflictError(
@@ -539,6 +643,7 @@ class CoordinatedUpload:
             ):
                 return self._create()
             time.sleep(self.poll_seconds)
+            record = self.ledger.get()
 
     def _create(self) -> str:
         upload_id = self.s3.create(self.content_type)
@@ -551,10 +656,18 @@ class CoordinatedUpload:
         self.created = upload_id
         return upload_id
 
-    def run(self, plan: PartPlan, progress: Progress | None = None) -> UploadResult:
+    def run(
+        self, plan: PartPlan, progress: Progress | None = None, hasher: PartHasher | None = None
+    ) -> UploadResult:
         """Send this process's parts (recorded ones first), complete the object if it counted the
-        last part. Kept whole: the per-part closure shares the counters, the lock and what the
-        ledger and S3 listed with the worker threads; split, each would be one more argument."""
+        last part; `hasher`: the plan's parts, hashed from before the run (one started here if
+        None, closed at the end either way). Kept whole: the per-part closure shares the counters,
+        the lock and what the ledger and S3 listed with the worker threads; split, each would be
+        one more argument."""
+        with hasher or PartHasher(plan.parts, HASH_AHEAD_BYTES) as hashes:
+            return self._run(plan, progress, hashes)
+
+    def _run(self, plan: PartPlan, progress: Progress | None, hashes: PartHasher) -> UploadResult:
         upload_id = self.upload_id(plan)
         # Created just now: nothing can be counted, and what other processes record from here on
         # is checked when this one records the same part (three round trips fewer before it starts).
@@ -574,13 +687,12 @@ class CoordinatedUpload:
         lock = threading.Lock()
         stats = {"uploaded": 0, "skipped": 0, "bytes": 0}
         completer: list[str] = []
+        # The records of this upload this process has read or written: when they hold every part,
+        # the completer need not read them back.
+        known: dict[int, UploadedPart] = dict(recorded)
         # In S3, not counted yet: with the part's record when it is not recorded yet either.
         queued: list[tuple[int, UploadedPart | None]] = []
         oldest = [0.0]  # when the first part of the queue was queued
-        # One part hashed at a time (SHA-256 runs at ~1 GB/s a core, far ahead of the uploads): the
-        # threads hashing their first parts all at once held back the first byte sent until all
-        # of them had finished; one at a time, the first part goes out right after its own hash.
-        hashing = threading.Lock()
 
         def settle(number: int | None, record: UploadedPart | None = None, *, due: bool = False) -> None:
             """Queue part `number` (and its `record`, when new); record and count a full batch or
@@ -598,7 +710,10 @@ class CoordinatedUpload:
                 del queued[:COUNT_BATCH]
                 oldest[0] = time.monotonic()
             try:
-                self.ledger.record_parts(upload_id, [r for _, r in batch if r is not None])
+                records = [r for _, r in batch if r is not None]
+                self.ledger.record_parts(upload_id, records)
+                with lock:
+                    known.update((r.number, r) for r in records)
                 done = self.ledger.count_parts(upload_id, [n for n, _ in batch], self.owner)
             except BaseException:
                 with lock:
@@ -609,8 +724,7 @@ class CoordinatedUpload:
                 completer.append(upload_id)
 
         def one(part: Part) -> None:
-            with hashing:
-                sha, crc = file_part_checksums(part)
+            sha, crc = hashes.take(part)
             mine = UploadedPart(part.number, "", part.size, sha, crc)
             before = recorded.get(part.number)
             if before is not None and (before.sha256 != sha or before.size != part.size):
@@ -652,7 +766,7 @@ class CoordinatedUpload:
         completed = False
         if completer or (stuck and record is not None and record.get("uploadId") == upload_id):
             # This process counted the last part: it alone completes the object.
-            etag = self.complete(upload_id, plan.total)
+            etag = self.complete(upload_id, plan.total, known if len(known) == plan.total else None)
             completed = True
             record = None
         done_parts: set[int] = (
@@ -671,12 +785,13 @@ class CoordinatedUpload:
             etag=etag,
         )
 
-    def complete(self, upload_id: str, total: int) -> str:
+    def complete(self, upload_id: str, total: int, known: dict[int, UploadedPart] | None = None) -> str:
         """Complete with every recorded part in order, after checking S3 holds exactly those. The
-        records and S3's list are read at once: both round trips are on the path to the object."""
+        records (unless `known`: every part's, as this process read or wrote them) and S3's list
+        are read at once: both round trips are on the path to the object."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-parts") as pool:
             listing = pool.submit(self.s3.list_parts, upload_id)
-            parts = self.ledger.parts()
+            parts = known if known is not None else self.ledger.parts()
             missing = [n for n in range(1, total + 1) if n not in parts]
             if missing:
                 raise UploadConflictError(

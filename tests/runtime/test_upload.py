@@ -758,10 +758,11 @@ def _calls(server: MotoServer) -> list[str]:
     return named
 
 
-def test_a_new_upload_starts_its_first_part_after_six_requests(server: MotoServer, tmp_path: Path) -> None:
+def test_a_new_upload_starts_its_first_part_after_five_requests(server: MotoServer, tmp_path: Path) -> None:
     """The process that creates the upload knows nothing is recorded, counted or in S3 yet (no
-    GetItem, Query or ListParts before its parts), finds the table with one DescribeTable, and
-    removes the part records it has just read when completing (one Query in all)."""
+    GetItem, Query or ListParts before its parts), finds the table with one DescribeTable, wins
+    the election with its one conditional put (no GetItem first), and completes with the records
+    it wrote itself: no Query, no GetItem at all; ListParts still checks S3 against them."""
     _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
     upload.upload(tmp_path / "p", "s3://six-bkt/d", env="local", quiet=True)  # the table exists now
     server.start_recording()
@@ -771,15 +772,10 @@ def test_a_new_upload_starts_its_first_part_after_six_requests(server: MotoServe
     assert result.completed and _object("six-bkt", "e") == _object("six-bkt", "d")
     calls = _calls(server)
     first_part = calls.index("PUT ?partNumber&uploadId")
-    assert calls[:first_part] == [
-        "PUT ?",
-        "DescribeTable",
-        "GetItem",
-        "PutItem",
-        "POST ?uploads",
-        "UpdateItem",
-    ]
-    assert calls.count("Query") == 1 and calls.count("GetItem") == 1  # the completer reads no state after
+    assert calls[:first_part] == ["PUT ?", "DescribeTable", "PutItem", "POST ?uploads", "UpdateItem"]
+    assert calls.count("Query") == 0 and calls.count("GetItem") == 0
+    assert calls.count("GET ?uploadId") == 1  # ListParts, before CompleteMultipartUpload
+    assert calls.index("GET ?uploadId") < calls.index("POST ?uploadId")
 
 
 def test_parts_are_hashed_one_at_a_time(
@@ -812,3 +808,162 @@ def test_parts_are_hashed_one_at_a_time(
 
     assert result.completed and _object("hash-bkt", "f") == source.read_bytes()
     assert most[0] == 1
+
+
+# -- start-up and completion paths: hashing ahead, the one-request election, pages by hand ----
+
+
+def _hashed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The part numbers file_part_checksums is called for, in order (any thread)."""
+    from adapters import multipart
+
+    calls: list[int] = []
+    real = multipart.file_part_checksums
+
+    def recorded(part: partlib.Part) -> tuple[str, str]:
+        calls.append(part.number)
+        return real(part)
+
+    monkeypatch.setattr(multipart, "file_part_checksums", recorded)
+    return calls
+
+
+def _until(condition: object, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_the_hasher_hashes_ahead_in_order_up_to_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started before the clients and the election, the hasher thread hashes the parts in order
+    while nothing takes them, but never more than `ahead` bytes beyond the parts taken; each part's
+    checksums are file_part_checksums', computed once."""
+    from adapters.multipart import PartHasher, file_part_checksums
+
+    calls = _hashed(monkeypatch)
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(6 * MIN_PART))
+    plan = partlib.plan_file(str(source), 6 * MIN_PART, part_size=MIN_PART, min_part=MIN_PART)
+
+    with PartHasher(plan.parts, ahead=2 * MIN_PART) as hasher:
+        _until(lambda: len(calls) == 2)
+        time.sleep(0.1)
+        assert calls == [1, 2]  # the bound holds while nothing is taken
+        taken = [hasher.take(part) for part in plan.parts]
+
+    assert sorted(calls) == [1, 2, 3, 4, 5, 6]  # each once, whoever hashed it
+    assert taken == [file_part_checksums(part) for part in plan.parts]
+
+
+def test_a_part_taken_before_the_hasher_reaches_it_is_hashed_by_the_taker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed run checks its recorded parts first, out of the hasher's order: the taker hashes
+    such a part itself, the hasher skips it, and an error hashing it (the file is shorter than
+    planned) is raised in the taker, naming the part."""
+    from adapters.multipart import PartHasher
+
+    calls = _hashed(monkeypatch)
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(4 * MIN_PART))
+    plan = partlib.plan_file(str(source), 4 * MIN_PART, part_size=MIN_PART, min_part=MIN_PART)
+
+    with PartHasher(plan.parts, ahead=MIN_PART) as hasher:  # the thread stops after part 1
+        _until(lambda: calls == [1])
+        hasher.take(plan.parts[3])
+        assert calls == [1, 4]
+        for part in plan.parts[:3]:
+            hasher.take(part)
+    assert sorted(calls) == [1, 2, 3, 4]
+
+    source.write_bytes(os.urandom(2 * MIN_PART))  # shrunk after planning
+    with PartHasher(plan.parts, ahead=8 * MIN_PART) as hasher:
+        hasher.take(plan.parts[0])
+        with pytest.raises(PartMismatchError, match=r"shorter than planned \(part 3\)"):
+            hasher.take(plan.parts[2])
+
+
+def test_the_election_is_one_request_for_the_winner_and_for_a_joiner(server: MotoServer) -> None:
+    """The conditional put of the upload item returns the item it found (ALL_OLD on the failed
+    condition): a joining process reads the upload from it, not from a GetItem after it. A server
+    that ignores that parameter is asked with a GetItem."""
+    from adapters.multipart import UploadLedger
+
+    db = boto3.client("dynamodb")
+    upload._create_local(boto3.client("s3"), db, "us-east-1", "vote-bkt", upload.LOCAL_LEDGER_TABLE)
+    first = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "vote-bkt", "d")
+    second = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "vote-bkt", "d")
+    server.start_recording()
+
+    assert first.claim("owner-1", 3, "d") == (True, None)
+    won, record = second.claim("owner-2", 3, "d")
+
+    assert not won and record is not None
+    assert (record["owner"], record["total"], record["partsDone"]) == ("owner-1", 3, 0)
+    assert _calls(server) == ["PutItem", "PutItem"]
+
+    class _Forgetful:
+        """A server that does not return the item a failed condition found."""
+
+        def put_item(self, **request: object) -> object:
+            from botocore.exceptions import ClientError
+
+            try:
+                return db.put_item(**request)
+            except ClientError as error:
+                error.response.pop("Item", None)
+                raise
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(db, name)
+
+    won, record = UploadLedger(_Forgetful(), upload.LOCAL_LEDGER_TABLE, "vote-bkt", "d").claim("o3", 3, "d")
+    assert not won and record is not None and record["owner"] == "owner-1"
+    assert _calls(server)[2:] == ["PutItem", "GetItem"]
+
+
+class _SmallPages:
+    """Clients whose Query and ListParts answer two items a page, so that every page is read."""
+
+    def __init__(self, client: object) -> None:
+        self._client = client
+        self.pages = 0
+
+    def query(self, **request: object) -> object:
+        self.pages += 1
+        return self._client.query(Limit=2, **request)  # type: ignore[attr-defined]
+
+    def list_parts(self, **request: object) -> object:
+        self.pages += 1
+        return self._client.list_parts(MaxParts=2, **request)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._client, name)
+
+
+def test_records_and_s3_parts_are_read_page_by_page(server: MotoServer) -> None:
+    """Both are paged by hand (a paginator loads a model of every service's, 10-40 ms on the way to
+    the object): every page of part records and of ListParts is read, following the server's
+    LastEvaluatedKey and NextPartNumberMarker."""
+    from adapters.multipart import S3Multipart, UploadedPart, UploadLedger
+
+    s3, db = boto3.client("s3"), boto3.client("dynamodb")
+    upload._create_local(s3, db, "us-east-1", "page-bkt", upload.LOCAL_LEDGER_TABLE)
+    paged_s3, paged_db = _SmallPages(s3), _SmallPages(db)
+    multipart = S3Multipart(paged_s3, "page-bkt", "d")
+    ledger = UploadLedger(paged_db, upload.LOCAL_LEDGER_TABLE, "page-bkt", "d")
+    upload_id = multipart.create()
+    parts = []
+    for number in range(1, 6):
+        data = os.urandom(MIN_PART)
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        etag = multipart.upload_part(upload_id, number, data, crc)
+        parts.append(UploadedPart(number, etag, MIN_PART, f"sha{number}", crc))
+    ledger.record_parts(upload_id, parts)
+
+    assert ledger.parts() == {p.number: p for p in parts}
+    assert multipart.list_parts(upload_id) == {p.number: (p.etag, MIN_PART) for p in parts}
+    assert paged_db.pages == 3 and paged_s3.pages == 3
