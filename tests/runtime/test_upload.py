@@ -17,6 +17,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+import xxhash
 from servers import MotoServer, moto_server
 
 from logic import parts as partlib
@@ -406,6 +407,7 @@ def test_an_aws_error_ends_the_command_in_one_line_not_a_traceback(
 def _upload_record(uri: str, upload_id: str, *, owner: str, done: list[int], checksum: str | None) -> None:
     """An upload record of 2 parts written straight into the local ledger, as another (dead or
     older) process left it; `checksum` None as a mapload before CRC32 parts wrote it."""
+
     item = {
         "pk": {"S": f"UPLOAD#{uri}"},
         "sk": {"S": "UPLOAD"},
@@ -423,11 +425,13 @@ def _upload_record(uri: str, upload_id: str, *, owner: str, done: list[int], che
 def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_next_run(
     server: MotoServer, tmp_path: Path
 ) -> None:
+    from adapters.multipart import LEDGER_FORMAT
+
     _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
     done, _, _ = upload.upload(tmp_path / "p", "s3://done-bkt/d", env="local", quiet=True)
     assert done.completed
     # The records as a completer leaves them if it dies right after CompleteMultipartUpload.
-    _upload_record("s3://done-bkt/d", done.upload_id, owner="gone", done=[1, 2], checksum="CRC32")
+    _upload_record("s3://done-bkt/d", done.upload_id, owner="gone", done=[1, 2], checksum=LEDGER_FORMAT)
 
     again, _, _ = upload.upload(tmp_path / "p", "s3://done-bkt/d", env="local", quiet=True)
 
@@ -436,19 +440,28 @@ def test_a_completer_that_died_before_removing_the_records_is_finished_by_the_ne
     assert _ledger_items() == []
 
 
+@pytest.mark.parametrize(
+    ("checksum", "carried"),
+    [(None, "SHA-256 to S3, SHA-256 in the ledger"), ("CRC32", "CRC32 to S3, SHA-256 in the ledger")],
+)
 def test_an_upload_started_by_an_older_mapload_is_refused_naming_abort(
-    server: MotoServer, tmp_path: Path
+    server: MotoServer, tmp_path: Path, checksum: str | None, carried: str
 ) -> None:
-    """An upload record whose UploadId came without `checksum` was made by a mapload whose parts
-    carried SHA-256 to S3; a CRC32 part would not fit that upload, so the command stops before
-    sending anything and says how to go on; `--abort` clears it (its part records, which have no
-    crc32, included) and the upload goes through."""
+    """An upload record whose `checksum` is not this version's LEDGER_FORMAT was made by a mapload
+    whose parts carried SHA-256 to S3 (no `checksum`) or were named by their SHA-256 in the ledger
+    ("CRC32"): this version's parts would not fit that upload or its records, so the command stops
+    before sending anything and says how to go on; `--abort` clears it (its part records, which
+    have no xxh128, included) and the upload goes through."""
+    from adapters.multipart import LEDGER_FORMAT
+
     blobs = _write_parts(tmp_path / "p", "d", [MIN_PART, 10])
     s3, db = boto3.client("s3"), boto3.client("dynamodb")
     upload._create_local(s3, db, "us-east-1", "old-bkt", upload.LOCAL_LEDGER_TABLE)
-    old = s3.create_multipart_upload(Bucket="old-bkt", Key="d", ChecksumAlgorithm="SHA256")["UploadId"]
-    _upload_record("s3://old-bkt/d", old, owner="older", done=[], checksum=None)
-    db.put_item(  # a part recorded by that version: no crc32
+    old = s3.create_multipart_upload(Bucket="old-bkt", Key="d", ChecksumAlgorithm=checksum or "SHA256")[
+        "UploadId"
+    ]
+    _upload_record("s3://old-bkt/d", old, owner="older", done=[], checksum=checksum)
+    db.put_item(  # a part recorded by that version: a sha256, no xxh128
         TableName=upload.LOCAL_LEDGER_TABLE,
         Item={
             "pk": {"S": "UPLOAD#s3://old-bkt/d"},
@@ -457,19 +470,24 @@ def test_an_upload_started_by_an_older_mapload_is_refused_naming_abort(
             "etag": {"S": '"e"'},
             "size": {"N": str(MIN_PART)},
             "sha256": {"S": "old-sha"},
+            **({"crc32": {"S": "old-crc"}} if checksum else {}),
             "uploadId": {"S": old},
         },
     )
     server.start_recording()
 
-    with pytest.raises(UploadConflictError, match=r"created by an older mapload.*SHA-256.*upload --abort"):
+    with pytest.raises(UploadConflictError) as refused:
         upload.upload(tmp_path / "p", "s3://old-bkt/d", env="local", quiet=True)
 
+    assert f"created by an older mapload, whose parts carry {carried}" in str(refused.value)
+    assert "CRC32 to S3, XXH3-128 in the ledger" in str(refused.value)
+    assert "run `mapload upload --abort` first" in str(refused.value)
     assert server.requests("PUT", r"partNumber=") == []
     aborted, cleared = upload.abort("s3://old-bkt/d", env="local")
     assert aborted == [old] and cleared == 2 and _ledger_items() == []
     result, _, _ = upload.upload(tmp_path / "p", "s3://old-bkt/d", env="local", quiet=True)
     assert result.completed and _object("old-bkt", "d") == b"".join(blobs)
+    assert LEDGER_FORMAT == "CRC32/XXH3-128"
 
 
 def test_a_count_whose_answer_was_lost_still_completes_the_object(
@@ -566,13 +584,13 @@ def test_a_batch_holding_a_part_recorded_with_other_bytes_names_that_part(
     db = boto3.client("dynamodb")
     upload._create_local(boto3.client("s3"), db, "us-east-1", "rec-bkt", upload.LOCAL_LEDGER_TABLE)
     ledger = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "rec-bkt", "d")
-    one, two = (UploadedPart(n, f'"etag{n}"', MIN_PART, f"sha{n}", f"crc{n}") for n in (1, 2))
+    one, two = (UploadedPart(n, f'"etag{n}"', MIN_PART, f"hash{n}", f"crc{n}") for n in (1, 2))
     ledger.record_parts("u1", [UploadedPart(1, '"x"', MIN_PART, "other", "c")])  # the other process
 
     with pytest.raises(PartMismatchError, match=r"part 1 differs from the part 1 already recorded"):
         ledger.record_parts("u1", [one, two])
 
-    assert sorted(ledger.parts()) == [1, 2] and ledger.parts()[1].sha256 == "other"
+    assert sorted(ledger.parts()) == [1, 2] and ledger.parts()[1].xxh128 == "other"
     assert ledger.parts()[2] == two
     ledger.record_parts("u1", [two])
     ledger.record_parts("u1", [two])
@@ -627,7 +645,7 @@ def test_a_batch_cancelled_by_a_conflict_is_sent_again_and_a_conflicting_put_ret
     upload._create_local(boto3.client("s3"), db, "us-east-1", "tx-bkt", upload.LOCAL_LEDGER_TABLE)
     conflicting = _Conflicting(db)
     ledger = UploadLedger(conflicting, upload.LOCAL_LEDGER_TABLE, "tx-bkt", "d")
-    one, two, three = (UploadedPart(n, f'"etag{n}"', MIN_PART, f"sha{n}", f"crc{n}") for n in (1, 2, 3))
+    one, two, three = (UploadedPart(n, f'"etag{n}"', MIN_PART, f"hash{n}", f"crc{n}") for n in (1, 2, 3))
 
     ledger.record_parts("u1", [one, two])
     ledger.record_part("u1", three)
@@ -840,8 +858,8 @@ def test_the_hasher_hashes_ahead_in_order_up_to_its_bound(
 ) -> None:
     """Started before the clients and the election, the hasher thread hashes the parts in order
     while nothing takes them, but never more than `ahead` bytes beyond the parts taken; each part's
-    checksums are file_part_checksums', computed once."""
-    from adapters.multipart import PartHasher, file_part_checksums
+    checksums (its XXH3-128, the ledger's identity, and its CRC32, S3's check) are computed once."""
+    from adapters.multipart import PartHasher
 
     calls = _hashed(monkeypatch)
     source = tmp_path / "f.bin"
@@ -855,7 +873,15 @@ def test_the_hasher_hashes_ahead_in_order_up_to_its_bound(
         taken = [hasher.take(part) for part in plan.parts]
 
     assert sorted(calls) == [1, 2, 3, 4, 5, 6]  # each once, whoever hashed it
-    assert taken == [file_part_checksums(part) for part in plan.parts]
+    blob = source.read_bytes()
+    chunks = [blob[part.offset : part.offset + part.size] for part in plan.parts]
+    assert taken == [
+        (
+            base64.b64encode(xxhash.xxh3_128(chunk).digest()).decode(),
+            base64.b64encode(zlib.crc32(chunk).to_bytes(4, "big")).decode(),
+        )
+        for chunk in chunks
+    ]
 
 
 def test_a_part_taken_before_the_hasher_reaches_it_is_hashed_by_the_taker(
@@ -961,7 +987,7 @@ def test_records_and_s3_parts_are_read_page_by_page(server: MotoServer) -> None:
         data = os.urandom(MIN_PART)
         crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
         etag = multipart.upload_part(upload_id, number, data, crc)
-        parts.append(UploadedPart(number, etag, MIN_PART, f"sha{number}", crc))
+        parts.append(UploadedPart(number, etag, MIN_PART, f"hash{number}", crc))
     ledger.record_parts(upload_id, parts)
 
     assert ledger.parts() == {p.number: p for p in parts}
