@@ -392,7 +392,9 @@ class UploadLedger:
             )
         )
 
-    def parts(self) -> dict[int, UploadedPart]:
+    def parts(self, upload_id: str | None = None) -> dict[int, UploadedPart]:
+        """The part records: those of `upload_id` when given (a record of an earlier upload of the
+        same key, recorded after it was completed or aborted, is not this upload's), else all."""
         found: dict[int, UploadedPart] = {}
         start: dict[str, Any] = {}
         while True:  # pages by hand, as S3Multipart.list_parts
@@ -404,6 +406,8 @@ class UploadLedger:
                 **start,
             )
             for item in page.get("Items", []):
+                if upload_id is not None and item.get("uploadId", {}).get("S") != upload_id:
+                    continue
                 number = int(item["number"]["N"])
                 found[number] = UploadedPart(
                     number,
@@ -432,9 +436,17 @@ class UploadLedger:
                 "uploadId": {"S": upload_id},
                 "expiresAt": self._expires(),
             },
-            "ConditionExpression": "attribute_not_exists(sk) OR (xxh128 = :hash AND #s = :size)",
+            # Another upload's record (left by a process that recorded after that upload was
+            # completed or aborted) is replaced; this upload's must name the same bytes.
+            "ConditionExpression": (
+                "attribute_not_exists(sk) OR uploadId <> :id OR (xxh128 = :hash AND #s = :size)"
+            ),
             "ExpressionAttributeNames": {"#s": "size"},
-            "ExpressionAttributeValues": {":hash": {"S": part.xxh128}, ":size": {"N": str(part.size)}},
+            "ExpressionAttributeValues": {
+                ":id": {"S": upload_id},
+                ":hash": {"S": part.xxh128},
+                ":size": {"N": str(part.size)},
+            },
         }
 
     def record_parts(self, upload_id: str, parts: Sequence[UploadedPart]) -> None:
@@ -485,7 +497,7 @@ class UploadLedger:
                     continue
                 if code != "ConditionalCheckFailedException":
                     raise
-                recorded = self.parts().get(part.number)
+                recorded = self.parts(upload_id).get(part.number)
                 raise PartMismatchError(_mismatch(self.uri, part, recorded)) from error
 
     def count_part(self, upload_id: str, number: int, counter: str) -> int | None:
@@ -694,7 +706,7 @@ class CoordinatedUpload:
         # Every part already counted at the start: the process that counted the last one died
         # before completing (or is completing now; a second complete is harmless).
         stuck = start.get("uploadId") == upload_id and int(start.get("partsDone", 0)) == plan.total
-        recorded = {} if upload_id == self.created else self.ledger.parts()
+        recorded = {} if upload_id == self.created else self.ledger.parts(upload_id)
         try:
             listed = {} if upload_id == self.created else self.s3.list_parts(upload_id)
         except UploadGoneError:
@@ -810,7 +822,7 @@ class CoordinatedUpload:
         are read at once: both round trips are on the path to the object."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-parts") as pool:
             listing = pool.submit(self.s3.list_parts, upload_id)
-            parts = known if known is not None else self.ledger.parts()
+            parts = known if known is not None else self.ledger.parts(upload_id)
             missing = [n for n in range(1, total + 1) if n not in parts]
             if missing:
                 raise UploadConflictError(

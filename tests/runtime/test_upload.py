@@ -993,3 +993,27 @@ def test_records_and_s3_parts_are_read_page_by_page(server: MotoServer) -> None:
     assert ledger.parts() == {p.number: p for p in parts}
     assert multipart.list_parts(upload_id) == {p.number: (p.etag, MIN_PART) for p in parts}
     assert paged_db.pages == 3 and paged_s3.pages == 3
+
+
+def test_a_part_record_left_by_an_earlier_upload_of_the_key_does_not_block_the_next(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """A process that records a part after another completed (or aborted) the upload leaves a
+    part record with no upload record. It names that earlier upload: a new upload of the key,
+    of other bytes, replaces it instead of failing as a part that differs, reads only its own
+    records, and removes them all when it completes."""
+    from adapters.multipart import UploadedPart, UploadLedger
+
+    first = _write_parts(tmp_path / "a", "d", [MIN_PART, 10], seed=1)
+    done, _, _ = upload.upload(tmp_path / "a", "s3://late-bkt/d", env="local", quiet=True)
+    assert done.completed and _ledger_items() == [] and _object("late-bkt", "d") == b"".join(first)
+    late = UploadLedger(boto3.client("dynamodb"), upload.LOCAL_LEDGER_TABLE, "late-bkt", "d")
+    late.record_parts(done.upload_id, [UploadedPart(1, '"late"', MIN_PART, "hash-of-the-first", "c")])
+    assert late.parts(done.upload_id) and late.parts("another") == {}
+
+    second = _write_parts(tmp_path / "b", "d", [MIN_PART, 10], seed=2)
+    again, _, _ = upload.upload(tmp_path / "b", "s3://late-bkt/d", env="local", quiet=True)
+
+    assert again.completed and again.upload_id != done.upload_id
+    assert _object("late-bkt", "d") == b"".join(second)
+    assert _ledger_items() == []
