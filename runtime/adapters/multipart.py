@@ -109,7 +109,8 @@ def file_part_checksums(part: Part) -> tuple[str, str]:
 
 class PartHasher:
     """Each part's checksums (file_part_checksums), computed by one thread in the order given, at
-    most `ahead` bytes beyond the parts taken: started before the clients and the election, it
+    most `ahead` bytes beyond the parts taken (and the part it is hashing: a close waits for that
+    one, milliseconds for an 8 MiB part): started before the clients and the election, it
     hashes the first parts on a core that start-up leaves idle, and the part threads only send.
 
     One part is hashed at a time (XXH3-128 and CRC32 together run at ~5 GB/s a core, ahead of any
@@ -309,8 +310,10 @@ class UploadLedger:
 
     upload: pk=UPLOAD#s3://bucket/key, sk=UPLOAD — owner, total, name, checksum, uploadId,
             partsDone, doneParts (NS), createdAt, expiresAt
-    part:   pk=UPLOAD#s3://bucket/key, sk=PART#<number:05d> — number, etag, size, xxh128, crc32,
-            uploadId
+    part:   pk=UPLOAD#s3://bucket/key, sk=PART#<uploadId>#<number:05d> — number, etag, size,
+            xxh128, crc32, uploadId (each upload's records are its own items: a process still
+            recording for an upload completed or aborted meanwhile writes beside the next
+            upload's records, never over them; such leftovers go by TTL or `--abort`)
     """
 
     def __init__(self, client: Any, table: str, bucket: str, key: str, ttl_days: int = 7) -> None:
@@ -354,7 +357,10 @@ class UploadLedger:
             if _code(error) != "ConditionalCheckFailedException":
                 raise
             item = error.response.get("Item")
-            return False, (_upload_record(item) if item else self.get())
+            record = _upload_record(item) if item else self.get()
+            if record is not None and record.get("owner") == owner and not record.get("uploadId"):
+                return True, None  # our own put, applied; its answer was lost and the SDK retried it
+            return False, record
         return True, None
 
     def take_over(self, old_owner: str, owner: str) -> bool:
@@ -393,32 +399,35 @@ class UploadLedger:
         )
 
     def parts(self, upload_id: str | None = None) -> dict[int, UploadedPart]:
-        """The part records: those of `upload_id` when given (a record of an earlier upload of the
-        same key, recorded after it was completed or aborted, is not this upload's), else all."""
+        """The part records of `upload_id`; of any upload when None (`--abort`: whether there are
+        any; an older mapload's records, `PART#<number>`, included)."""
         found: dict[int, UploadedPart] = {}
+        for item in self._part_items(upload_id):
+            number = int(item["number"]["N"])
+            found[number] = UploadedPart(
+                number,
+                item["etag"]["S"],
+                int(item["size"]["N"]),
+                # an older mapload's records name a sha256 (read only to be cleared)
+                item.get("xxh128", item.get("sha256", {})).get("S", ""),
+                item.get("crc32", {}).get("S", ""),  # none in an older mapload's records
+            )
+        return found
+
+    def _part_items(self, upload_id: str | None) -> Iterator[dict[str, Any]]:
+        prefix = "PART#" if upload_id is None else f"PART#{upload_id}#"
         start: dict[str, Any] = {}
         while True:  # pages by hand, as S3Multipart.list_parts
             page = self._db.query(
                 TableName=self._table,
                 KeyConditionExpression="pk = :pk AND begins_with(sk, :part)",
-                ExpressionAttributeValues={":pk": self._pk, ":part": {"S": "PART#"}},
+                ExpressionAttributeValues={":pk": self._pk, ":part": {"S": prefix}},
                 ConsistentRead=True,
                 **start,
             )
-            for item in page.get("Items", []):
-                if upload_id is not None and item.get("uploadId", {}).get("S") != upload_id:
-                    continue
-                number = int(item["number"]["N"])
-                found[number] = UploadedPart(
-                    number,
-                    item["etag"]["S"],
-                    int(item["size"]["N"]),
-                    # an older mapload's records name a sha256 (read only to be cleared)
-                    item.get("xxh128", item.get("sha256", {})).get("S", ""),
-                    item.get("crc32", {}).get("S", ""),  # none in an older mapload's records
-                )
+            yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
-                return found
+                return
             start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def _put_part(self, upload_id: str, part: UploadedPart) -> dict[str, Any]:
@@ -427,7 +436,7 @@ class UploadLedger:
             "TableName": self._table,
             "Item": {
                 "pk": self._pk,
-                "sk": {"S": f"PART#{part.number:05d}"},
+                "sk": {"S": f"PART#{upload_id}#{part.number:05d}"},
                 "number": {"N": str(part.number)},
                 "etag": {"S": part.etag},
                 "size": {"N": str(part.size)},
@@ -436,17 +445,9 @@ class UploadLedger:
                 "uploadId": {"S": upload_id},
                 "expiresAt": self._expires(),
             },
-            # Another upload's record (left by a process that recorded after that upload was
-            # completed or aborted) is replaced; this upload's must name the same bytes.
-            "ConditionExpression": (
-                "attribute_not_exists(sk) OR uploadId <> :id OR (xxh128 = :hash AND #s = :size)"
-            ),
+            "ConditionExpression": "attribute_not_exists(sk) OR (xxh128 = :hash AND #s = :size)",
             "ExpressionAttributeNames": {"#s": "size"},
-            "ExpressionAttributeValues": {
-                ":id": {"S": upload_id},
-                ":hash": {"S": part.xxh128},
-                ":size": {"N": str(part.size)},
-            },
+            "ExpressionAttributeValues": {":hash": {"S": part.xxh128}, ":size": {"N": str(part.size)}},
         }
 
     def record_parts(self, upload_id: str, parts: Sequence[UploadedPart]) -> None:
@@ -554,11 +555,14 @@ class UploadLedger:
             return max((c for c in counts if c is not None), default=None)
         return int(response["Attributes"]["partsDone"]["N"])
 
-    def clear(self, parts: Iterable[int] | None = None) -> int:
-        """Delete every part record (`parts`: their numbers, when the caller has just read them),
-        then the upload record; returns how many items went."""
-        numbers = sorted(self.parts() if parts is None else parts)
-        keys = [{"pk": self._pk, "sk": {"S": f"PART#{n:05d}"}} for n in numbers]
+    def clear(self, upload_id: str | None = None, parts: Iterable[int] | None = None) -> int:
+        """Delete the part records (`upload_id`'s numbered `parts`, when the caller has just read
+        them; else every upload's), then the upload record; returns how many items went."""
+        if upload_id is not None and parts is not None:
+            sort_keys = [f"PART#{upload_id}#{n:05d}" for n in sorted(parts)]
+        else:
+            sort_keys = [str(item["sk"]["S"]) for item in self._part_items(None)]
+        keys = [{"pk": self._pk, "sk": {"S": sk}} for sk in sort_keys]
         keys.append({"pk": self._pk, "sk": {"S": "UPLOAD"}})
         for start in range(0, len(keys), 25):
             requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
@@ -573,6 +577,9 @@ class UploadLedger:
             else:
                 raise RuntimeError(f"{self.uri}: could not delete the upload's coordination records")
         return len(keys)
+
+
+_NONE = UploadedPart(0, "", 0, "", "")  # no record: its ETag matches no part S3 lists
 
 
 def _format_of(record: dict[str, Any]) -> str:
@@ -830,6 +837,11 @@ class CoordinatedUpload:
                 )
             listed = listing.result()
         wrong = [n for n, p in parts.items() if listed.get(n, ("", -1))[0] != p.etag]
+        if wrong and known is not None:
+            # Another process may have sent and recorded one of these parts again since (the same
+            # bytes; under SSE-KMS or SSE-C, another ETag): the records decide, not this copy.
+            parts = self.ledger.parts(upload_id)
+            wrong = [n for n in range(1, total + 1) if listed.get(n, ("", -1))[0] != parts.get(n, _NONE).etag]
         if wrong:
             raise PartMismatchError(
                 f"{self.s3.uri}: S3 holds other bytes than recorded for parts {wrong[:20]} "
@@ -841,7 +853,7 @@ class CoordinatedUpload:
             if _code(error) == "NoSuchUpload" and self.ledger.get() is None:
                 return ""  # another process completed it and removed the records meanwhile
             raise
-        self.ledger.clear(parts)
+        self.ledger.clear(upload_id, parts)
         return etag
 
     def abort(self) -> tuple[list[str], int]:

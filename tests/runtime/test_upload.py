@@ -999,21 +999,81 @@ def test_a_part_record_left_by_an_earlier_upload_of_the_key_does_not_block_the_n
     server: MotoServer, tmp_path: Path
 ) -> None:
     """A process that records a part after another completed (or aborted) the upload leaves a
-    part record with no upload record. It names that earlier upload: a new upload of the key,
-    of other bytes, replaces it instead of failing as a part that differs, reads only its own
-    records, and removes them all when it completes."""
+    part record with no upload record. Each upload's records are its own items (`PART#<uploadId>#
+    <n>`): a new upload of the key, of other bytes, neither fails on that leftover nor has its own
+    record of the same part overwritten by such a late writer; the leftover goes by TTL or
+    `--abort`."""
     from adapters.multipart import UploadedPart, UploadLedger
 
     first = _write_parts(tmp_path / "a", "d", [MIN_PART, 10], seed=1)
     done, _, _ = upload.upload(tmp_path / "a", "s3://late-bkt/d", env="local", quiet=True)
     assert done.completed and _ledger_items() == [] and _object("late-bkt", "d") == b"".join(first)
-    late = UploadLedger(boto3.client("dynamodb"), upload.LOCAL_LEDGER_TABLE, "late-bkt", "d")
-    late.record_parts(done.upload_id, [UploadedPart(1, '"late"', MIN_PART, "hash-of-the-first", "c")])
-    assert late.parts(done.upload_id) and late.parts("another") == {}
+    ledger = UploadLedger(boto3.client("dynamodb"), upload.LOCAL_LEDGER_TABLE, "late-bkt", "d")
+    late = UploadedPart(1, '"late"', MIN_PART, "hash-of-the-first", "c")
+    ledger.record_parts(done.upload_id, [late])
+    assert ledger.parts(done.upload_id) == {1: late} and ledger.parts("another") == {}
 
     second = _write_parts(tmp_path / "b", "d", [MIN_PART, 10], seed=2)
     again, _, _ = upload.upload(tmp_path / "b", "s3://late-bkt/d", env="local", quiet=True)
 
     assert again.completed and again.upload_id != done.upload_id
     assert _object("late-bkt", "d") == b"".join(second)
+    assert [item["sk"]["S"] for item in _ledger_items()] == [f"PART#{done.upload_id}#00001"]
+    assert upload.abort("s3://late-bkt/d", env="local")[0] == [] and _ledger_items() == []
+
+    # A late writer of an earlier upload beside a running one: its record is its own item.
+    mine = UploadedPart(1, '"mine"', MIN_PART, "hash-of-mine", "c")
+    ledger.record_parts("U1", [mine])
+    ledger.record_parts("U0", [late])
+    assert ledger.parts("U1") == {1: mine} and ledger.parts("U0") == {1: late}
+
+
+def test_a_lost_answer_to_the_winning_claim_still_wins(server: MotoServer) -> None:
+    """The election's put applied but its answer was lost; the SDK's retry fails the condition and
+    returns the item: this process's own claim, without an UploadId. It won (it does not wait
+    60 s for a creator that is itself)."""
+    from adapters.multipart import UploadLedger
+
+    db = boto3.client("dynamodb")
+    upload._create_local(boto3.client("s3"), db, "us-east-1", "lost-claim-bkt", upload.LOCAL_LEDGER_TABLE)
+
+    class _Retried:
+        def put_item(self, **request: object) -> object:
+            db.put_item(**request)  # applied; its answer never arrives
+            return db.put_item(**request)  # the SDK's retry of the same request
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(db, name)
+
+    ledger = UploadLedger(_Retried(), upload.LOCAL_LEDGER_TABLE, "lost-claim-bkt", "d")
+    assert ledger.claim("me", 2, "d") == (True, None)
+    won, record = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "lost-claim-bkt", "d").claim("other", 2, "d")
+    assert not won and record is not None and record["owner"] == "me"
+
+
+def test_a_completer_whose_own_copy_of_a_record_is_stale_reads_the_records(
+    server: MotoServer, tmp_path: Path
+) -> None:
+    """The completer holds a record of every part, but another process sent part 1 again since and
+    recorded its ETag (the same bytes: under SSE-KMS or SSE-C, another ETag). The completer's copy
+    does not match S3; the records do: it completes, and does not report other bytes."""
+    from adapters.multipart import CoordinatedUpload, S3Multipart, UploadedPart, UploadLedger
+
+    s3, db = boto3.client("s3"), boto3.client("dynamodb")
+    upload._create_local(s3, db, "us-east-1", "stale-bkt", upload.LOCAL_LEDGER_TABLE)
+    multipart = S3Multipart(s3, "stale-bkt", "d")
+    ledger = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "stale-bkt", "d")
+    upload_id = multipart.create()
+    blobs = [os.urandom(MIN_PART), os.urandom(10)]
+    parts = {}
+    for number, data in enumerate(blobs, 1):
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        etag = multipart.upload_part(upload_id, number, data, crc)
+        parts[number] = UploadedPart(number, etag, len(data), f"hash{number}", crc)
+    ledger.record_parts(upload_id, list(parts.values()))
+    stale = {**parts, 1: UploadedPart(1, '"an-earlier-etag"', MIN_PART, "hash1", parts[1].crc32)}
+
+    CoordinatedUpload(multipart, ledger).complete(upload_id, 2, stale)
+
+    assert _object("stale-bkt", "d") == b"".join(blobs)
     assert _ledger_items() == []
