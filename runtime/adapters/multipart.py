@@ -699,13 +699,13 @@ class CoordinatedUpload:
     ) -> UploadResult:
         """Send this process's parts (recorded ones first), complete the object if it counted the
         last part; `hasher`: the plan's parts, hashed from before the run (one started here if
-        None, closed at the end either way). Kept whole: the per-part closure shares the counters,
-        the lock and what the ledger and S3 listed with the worker threads; split, each would be
-        one more argument."""
+        None, closed at the end either way)."""
         with hasher or PartHasher(plan.parts, HASH_AHEAD_BYTES) as hashes:
             return self._run(plan, progress, hashes)
 
     def _run(self, plan: PartPlan, progress: Progress | None, hashes: PartHasher) -> UploadResult:
+        """run's body. Kept whole: the per-part closure shares the counters, the lock and what the
+        ledger and S3 listed with the worker threads; split, each would be one more argument."""
         upload_id = self.upload_id(plan)
         # Created just now: nothing can be counted, and what other processes record from here on
         # is checked when this one records the same part (three round trips fewer before it starts).
