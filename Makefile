@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit scan synth deploy clean bench-upload bench bench-graph bench-coldstart schemas
+.PHONY: setup demo test lint typecheck unit all-tests scan synth deploy clean bench-upload bench bench-graph bench-coldstart schemas
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -66,7 +66,13 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards runtime/handlers
 
+# The runtime's unit tests (tests/runtime: logic and adapters, on moto, no synth, no embedded
+# run), without those marked slow: a few minutes. `make test` runs every test (all-tests).
 unit: setup
+	$(BIN)/pytest -n 2 tests/runtime -m "not slow"
+
+# Every test: infra (synth, cdk-nag), contract, runtime, e2e (the embedded run) and slow.
+all-tests: setup
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 $(VENV)-scan/.installed: requirements-scan.txt constraints-scan.txt
@@ -77,7 +83,7 @@ $(VENV)-scan/.installed: requirements-scan.txt constraints-scan.txt
 scan: setup $(VENV)-scan/.installed
 	scripts/scan.sh
 
-test: lint typecheck scan unit
+test: lint typecheck scan all-tests
 
 # Bundles the Lambda package (no Docker) and prints its unzipped size.
 synth: setup
