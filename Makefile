@@ -67,9 +67,10 @@ typecheck: setup
 	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards runtime/handlers
 
 # The runtime's unit tests (tests/runtime: logic and adapters, on moto, no synth, no embedded
-# run), without those marked slow: a few minutes. `make test` runs every test (all-tests).
+# run), without those marked slow. `make test` runs every test (all-tests). `python -m` puts the
+# checkout on sys.path (a few of these import stacks/, which only other directories' conftest add).
 unit: setup
-	$(BIN)/pytest -n 2 tests/runtime -m "not slow"
+	$(BIN)/python -m pytest -n 2 tests/runtime -m "not slow"
 
 # Every test: infra (synth, cdk-nag), contract, runtime, e2e (the embedded run) and slow.
 all-tests: setup
