@@ -42,10 +42,11 @@ bench-graph: setup
 bench-coldstart: setup
 	$(BIN)/python bench/coldstart.py $(if $(RUNS),--runs $(RUNS))
 
-# One table: PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline
-# through a proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB
-# and a 1 GiB shard, Plan on 100 GB, the CSV parsers and the edge endpoint check (1,000,000
-# vertices; --graph-vertices). BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
+# PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline through a
+# proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB and a 1 GiB
+# shard, Plan on 100 GB, each write mode, a 50 ms round trip, the CSV parsers, the edge endpoint
+# check (1,000,000 vertices; --graph-vertices), Parquet, and mapload upload against upload_file
+# (docs/PERFORMANCE.md). BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
