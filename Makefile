@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit scan synth deploy clean bench-upload bench bench-graph bench-coldstart schemas
+.PHONY: setup demo test lint typecheck unit all-tests scan synth deploy clean bench-upload bench bench-graph bench-coldstart schemas
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -42,10 +42,11 @@ bench-graph: setup
 bench-coldstart: setup
 	$(BIN)/python bench/coldstart.py $(if $(RUNS),--runs $(RUNS))
 
-# One table: PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline
-# through a proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB
-# and a 1 GiB shard, Plan on 100 GB, the CSV parsers and the edge endpoint check (1,000,000
-# vertices; --graph-vertices). BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
+# PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline through a
+# proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB and a 1 GiB
+# shard, Plan on 100 GB, each write mode, a 50 ms round trip, the CSV parsers, the edge endpoint
+# check (1,000,000 vertices; --graph-vertices), Parquet, and mapload upload against upload_file
+# (docs/PERFORMANCE.md). BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
@@ -66,7 +67,14 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards runtime/handlers
 
+# The runtime's unit tests (tests/runtime: logic and adapters, on moto, no synth, no embedded
+# run), without those marked slow. `make test` runs every test (all-tests). `python -m` puts the
+# checkout on sys.path (a few of these import stacks/, which only other directories' conftest add).
 unit: setup
+	$(BIN)/python -m pytest -n 2 tests/runtime -m "not slow"
+
+# Every test: infra (synth, cdk-nag), contract, runtime, e2e (the embedded run) and slow.
+all-tests: setup
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 $(VENV)-scan/.installed: requirements-scan.txt constraints-scan.txt
@@ -77,7 +85,7 @@ $(VENV)-scan/.installed: requirements-scan.txt constraints-scan.txt
 scan: setup $(VENV)-scan/.installed
 	scripts/scan.sh
 
-test: lint typecheck scan unit
+test: lint typecheck scan all-tests
 
 # Bundles the Lambda package (no Docker) and prints its unzipped size.
 synth: setup
