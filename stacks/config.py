@@ -16,12 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Final
 
-from pydantic import (
-    BaseModel,
-    Field,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from stacks.data_settings import DataConfig
 from stacks.graph_settings import GraphConfig

@@ -5,12 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Final, Literal, Self, get_args
 
-from pydantic import (
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    model_validator,
-)
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from stacks.settings import (

@@ -5,12 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Final, Self
 
-from pydantic import (
-    AfterValidator,
-    BeforeValidator,
-    Field,
-    model_validator,
-)
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from stacks.settings import FLAG, INTEGER, NUMBER, Says, Site, as_list, invalid, once, rule_error
 

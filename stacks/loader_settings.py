@@ -5,12 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal, Self, get_args
 
-from pydantic import (
-    AfterValidator,
-    BeforeValidator,
-    Field,
-    model_validator,
-)
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from stacks.settings import (
     INTEGER,

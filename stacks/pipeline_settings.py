@@ -5,14 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Self
 
-from pydantic import (
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    model_validator,
-)
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from stacks.settings import (
     INTEGER,

@@ -17,18 +17,14 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Final, get_args
 
 from annotated_types import Ge, Le
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
+# An environment's name: its key under `environments` in cdk.json.
 ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,15}$")
+# A KMS key's ARN (the data key, the source buckets' keys).
 KMS_KEY_ARN = r"arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+"
 
 
