@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,26 +11,18 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from stacks.bundling import RUNTIME_ROOT, UNZIPPED_LIMIT_BYTES, is_bundled, tree_size
-from stacks.config import (
-    EnvironmentConfig,
-    MaploadConfigError,
-    check_existing_table,
-    check_reservations,
-    environment_names,
-    load_environment,
-    load_pipeline,
-    overrides_from_context,
-)
+from stacks.assembly_checks import BUNDLING_STACKS, report_packages, report_validation
+from stacks.config import EnvironmentConfig, environment_names, load_environment, overrides_from_context
+from stacks.data_settings import check_existing_table
+from stacks.loader_settings import check_reservations
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
+from stacks.pipeline_settings import load_pipeline
+from stacks.settings import MaploadConfigError
 from stacks.stage import MaploadStage, stage_id
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_ENV = "dev"
-# Which stacks' assets CDK bundles: the CLI sets it from the command (deploy/synth/diff: the
-# stacks they select; list/destroy: none). Tests and the embedded run bundle nothing: an empty
-# pattern list, in post-CLI context (the CLI refuses user context keys starting with `aws:`).
-BUNDLING_STACKS = "aws:cdk:bundling-stacks"
+# Tests and the embedded run bundle nothing (stacks/assembly_checks.py BUNDLING_STACKS).
 SKIP_BUNDLING: dict[str, Any] = {BUNDLING_STACKS: []}
 
 
@@ -112,65 +103,6 @@ def _flag(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() in {"true", "1", "yes"})
 
 
-def validation_failures(assembly_directory: str) -> list[str]:
-    """Violations a failed validation plugin (cdk-nag) wrote to the cloud assembly's report."""
-    report_path = Path(assembly_directory) / "validation-report.json"
-    if not report_path.exists():
-        return []
-    report = json.loads(report_path.read_text(encoding="utf-8"))
-    return [
-        f"{plugin.get('pluginName')}: {violation.get('ruleName')} at "
-        + ", ".join(c.get("constructPath", "?") for c in violation.get("violatingConstructs", []))
-        for plugin in report.get("pluginReports", [])
-        if plugin.get("conclusion") == "failure"
-        for violation in plugin.get("violations", [])
-    ]
-
-
-def _matches(path: str, pattern: str) -> bool:
-    """CDK's stack pattern match (minimatch on the stack's path): `*` stays within one level."""
-    regex = "".join(
-        ".*" if part == "**" else "[^/]*" if part == "*" else re.escape(part)
-        for part in re.split(r"(\*\*|\*)", pattern)
-    )
-    return re.fullmatch(regex, path) is not None
-
-
-def lambda_packages(app: cdk.App, requested: list[str]) -> tuple[list[str], list[str]]:
-    """Each Lambda package the assembly holds: (size lines, refusals).
-
-    A stack the command bundles (its path matches `requested`, the CLI's bundling patterns) must
-    hold a built package; an unbundled one is runtime/ itself, which Lambda could not import.
-    """
-    sizes: list[str] = []
-    refusals: list[str] = []
-    for construct in app.node.find_all():
-        if not isinstance(construct, cdk.AssetStaging) or Path(construct.source_path) != RUNTIME_ROOT:
-            continue
-        stack = cdk.Stack.of(construct).node.path
-        if is_bundled(construct.absolute_staged_path):
-            size = tree_size(Path(construct.absolute_staged_path))
-            sizes.append(
-                f"mapload: {stack} Lambda package {Path(construct.absolute_staged_path).name}: "
-                f"{size / 2**20:.1f} MiB unzipped (Lambda allows {UNZIPPED_LIMIT_BYTES // 2**20} MiB)"
-            )
-            if size > UNZIPPED_LIMIT_BYTES:
-                refusals.append(
-                    f"mapload: {stack}'s Lambda package {Path(construct.absolute_staged_path).name} is "
-                    "over Lambda's unzipped limit"
-                )
-        elif any(_matches(stack, pattern) for pattern in requested) and not any(
-            refusal.startswith(f"mapload: refusing to synthesize {stack} ") for refusal in refusals
-        ):
-            # One line per stack, however many of its packages (stacks/bundling.py PACKAGES) are unbundled.
-            refusals.append(
-                f"mapload: refusing to synthesize {stack} for deployment with an unbundled Lambda "
-                "package (runtime/ without its dependencies): bundling was skipped for it; run "
-                f"`npx cdk deploy '{stack}'` from the CLI without overriding {BUNDLING_STACKS}"
-            )
-    return sizes, refusals
-
-
 def cli_context() -> dict[str, Any]:
     """The context as the CLI passed it to the app, nulls included: CDK_CONTEXT_JSON plus, when
     that is too big for the environment, the file CONTEXT_OVERFLOW_LOCATION_ENV names."""
@@ -189,14 +121,6 @@ def requested_bundling() -> list[str]:
     return ["**"] if requested is None else [str(pattern) for pattern in requested]
 
 
-def report_packages(app: cdk.App, requested: list[str]) -> bool:
-    """Print each package's size; print the refusals and return True if there are any."""
-    sizes, refusals = lambda_packages(app, requested)
-    for line in [*sizes, *refusals]:
-        print(line, file=sys.stderr)
-    return bool(refusals)
-
-
 def main() -> int:
     running_under_cli = "CDK_OUTDIR" in os.environ or "CDK_CONTEXT_JSON" in os.environ
     try:
@@ -211,10 +135,7 @@ def main() -> int:
         return 2
     # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
     # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.
-    failures = validation_failures(assembly.directory)
-    for failure in failures:
-        print(f"[validation] {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    return 1 if report_validation(assembly.directory) else 0
 
 
 if __name__ == "__main__":

@@ -62,7 +62,8 @@ SEED = 16
 MISSING = frozenset(f"gone-{k}" for k in range(5))
 DANGLING = 20
 EARLIER_SHARE = 0.001  # "one file": edge ends at a vertex an earlier job loaded
-LAMBDA_SECONDS, LAMBDA_MIB = 300, 512  # stacks/config.py control_timeout_seconds / control_memory_mib
+# stacks/loader_settings.py control_timeout_seconds, control_memory_mib
+LAMBDA_SECONDS, LAMBDA_MIB = 300, 512
 JOB, PLAN, BUCKET = "bench", "plan", "staging"
 # check_edges as StartGraphLoad runs it, with a tolerance that never stops it before its last pass
 # (at 100 StartGraphLoad itself would skip the check: the rows measure the check).

@@ -255,7 +255,7 @@ def plan_line(objects: int, latency_ms: float) -> str:
 
     from handlers.plan import FOOTER_READS_IN_FLIGHT
     from mapload.tables import create_pk_sk_table
-    from stacks.config import LoaderConfig
+    from stacks.loader_settings import LoaderConfig
 
     timeout = int(LoaderConfig.model_fields["control_timeout_seconds"].default)
     memory = int(LoaderConfig.model_fields["control_memory_mib"].default)

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +177,8 @@ def _pipeline_tables(bench: Bench) -> list[str]:
     return [n for n in names if n.startswith("mapload-dev-") and "Ledger" not in n]
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
+    """`make bench`'s options (BENCH_ARGS)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument(
@@ -224,6 +225,12 @@ def main() -> int:
         help="vertices of the edge endpoint check's jobs (bench/endpoints.py; 2 edges each)",
     )
     parser.add_argument("--only", default="", help="comma-separated row kinds to run (for profiling)")
+    return parser
+
+
+def _options() -> argparse.Namespace:
+    """The command line's options, refused with the parser's usage when out of range."""
+    parser = _parser()
     options = parser.parse_args()
     if options.limit < 0:
         parser.error(f"--limit must be 0 (no limited rows) or more, got {options.limit:g}")
@@ -231,6 +238,11 @@ def main() -> int:
         parser.error(f"--graph-vertices must be at least 64 (one a shard), got {options.graph_vertices}")
     if options.rows < 1:
         parser.error(f"--rows must be at least 1, got {options.rows}")
+    return options
+
+
+def main() -> int:
+    options = _options()
     # A stopped benchmark still stops its moto server and removes its temporary files.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     latency = options.latency_ms / 1000
@@ -255,6 +267,12 @@ def main() -> int:
         print(_render_modes(options, modes))
     if long:
         print(_render_long(options, long))
+    _print_sections(options)
+    return 0
+
+
+def _print_sections(options: argparse.Namespace) -> None:
+    """The tables measured in this process, without moto (each unless `--only` leaves it out)."""
     if not options.only or "parsers" in options.only.split(","):
         import parsers  # bench/parsers.py: the CSV parser rows (no moto)
 
@@ -271,7 +289,6 @@ def main() -> int:
         import upload  # bench/upload.py: `mapload upload` vs boto3's upload_file (UPLOAD_MIB=512)
 
         print("\n" + upload.table())
-    return 0
 
 
 def _head(csv_path: Path, rows: int) -> Path:
@@ -289,7 +306,6 @@ def _measure(
     from mapload.emulator import LOCAL_CONTEXT
     from mapload.synth import synthesize
 
-    rows = options.rows
     shard_mib = size / options.shards / 2**20 * 1.01
     context = {"mapload:write_concurrency": options.concurrency}
     synthesize({"env": "dev", **LOCAL_CONTEXT, **context})  # warm the cache: no synth inside a row
@@ -300,193 +316,229 @@ def _measure(
         "context": context,
         "report": str(bench.workdir / "report.json"),
     }
-    results: list[Result] = []
-    limited: list[Result] = []
-    modes: list[Result] = []
-    long: list[Result] = []
     with Proxy(bench.moto_url, latency=latency, limit=None) as proxy:
+        rows = _Rows(bench, options, proxy, common, pipeline_args)
+        rows.unlimited()
+        if options.limit > 0:  # 0: no limited rows
+            rows.limited_rows()
+        if options.mode_slice > 0:
+            rows.write_modes(csv_path)
+        if options.add_slice > 0:
+            rows.numeric_add(csv_path)
+        if options.long_rows > 0:
+            rows.long_round_trip(csv_path, latency)
+    return rows.results, rows.limited, rows.modes, rows.long
 
-        def run(
-            name: str,
-            row: str,
-            extra: dict[str, Any],
-            expected: int,
-            *,
-            into: list[Result],
-            limit: float | None = None,
-            note: str = "",
-        ) -> str:
-            """Run the row; the table it wrote (`extra["table"]` if given, else a new one)."""
-            if options.only and row not in options.only.split(","):
-                return ""
-            proxy.set_limit(limit)
-            if row in PIPELINE_ROWS:
-                if extra.get("mode") != "delete":  # delete deletes what the put row wrote
-                    for table in _pipeline_tables(bench):
-                        bench.db.delete_table(TableName=table)
-                args = {**common, **extra, "endpoint": proxy.url}
-            else:
-                args = {
-                    **common,
-                    **extra,
-                    "endpoint": proxy.url,
-                    "table": extra.get("table")
-                    or bench.table(f"bench-{len(results) + len(limited) + len(modes)}"),
-                }
-            throttled_before = proxy.throttled
-            server_before = bench.server_cpu()
-            outcome, rss, err = bench.run_row(row, args)
-            server_cpu = bench.server_cpu() - server_before
-            table = _pipeline_tables(bench)[0] if row in PIPELINE_ROWS else args["table"]
-            counted = bench.count(table)
-            if proxy.throttled > throttled_before:
-                note = (
-                    note + "; " if note else ""
-                ) + f"{proxy.throttled - throttled_before} requests throttled"
-            into.append(
-                Result(
-                    name,
-                    outcome["items"],
-                    outcome["seconds"],
-                    outcome["cpu"],
-                    rss,
-                    expected - counted,
-                    note,
-                    limit,
-                    _requests(err),
-                    server_cpu,
-                )
+
+@dataclass
+class _Rows:
+    """The write rows, each run through one proxy, each Result into its table's list."""
+
+    bench: Bench
+    options: argparse.Namespace
+    proxy: Proxy
+    common: dict[str, Any]
+    pipeline_args: dict[str, Any]
+    results: list[Result] = field(default_factory=list)
+    limited: list[Result] = field(default_factory=list)
+    modes: list[Result] = field(default_factory=list)
+    long: list[Result] = field(default_factory=list)
+
+    def _args(self, row: str, extra: dict[str, Any]) -> dict[str, Any]:
+        """The row's arguments; a pipeline row makes its own table, any other gets a new one."""
+        if row in PIPELINE_ROWS:
+            if extra.get("mode") != "delete":  # delete deletes what the put row wrote
+                for table in _pipeline_tables(self.bench):
+                    self.bench.db.delete_table(TableName=table)
+            return {**self.common, **extra, "endpoint": self.proxy.url}
+        return {
+            **self.common,
+            **extra,
+            "endpoint": self.proxy.url,
+            "table": extra.get("table")
+            or self.bench.table(f"bench-{len(self.results) + len(self.limited) + len(self.modes)}"),
+        }
+
+    def run(
+        self,
+        name: str,
+        row: str,
+        extra: dict[str, Any],
+        expected: int,
+        *,
+        into: list[Result],
+        limit: float | None = None,
+        note: str = "",
+    ) -> str:
+        """Run the row; the table it wrote (`extra["table"]` if given, else a new one)."""
+        if self.options.only and row not in self.options.only.split(","):
+            return ""
+        self.proxy.set_limit(limit)
+        args = self._args(row, extra)
+        throttled_before = self.proxy.throttled
+        server_before = self.bench.server_cpu()
+        outcome, rss, err = self.bench.run_row(row, args)
+        server_cpu = self.bench.server_cpu() - server_before
+        table = _pipeline_tables(self.bench)[0] if row in PIPELINE_ROWS else args["table"]
+        counted = self.bench.count(table)
+        if self.proxy.throttled > throttled_before:
+            note = (
+                note + "; " if note else ""
+            ) + f"{self.proxy.throttled - throttled_before} requests throttled"
+        into.append(
+            Result(
+                name,
+                outcome["items"],
+                outcome["seconds"],
+                outcome["cpu"],
+                rss,
+                expected - counted,
+                note,
+                limit,
+                _requests(err),
+                server_cpu,
             )
-            print(f"  {name}: {outcome['items']} items in {outcome['seconds']:.1f}s", file=sys.stderr)
-            return str(table)
+        )
+        print(f"  {name}: {outcome['items']} items in {outcome['seconds']:.1f}s", file=sys.stderr)
+        return str(table)
 
+    def unlimited(self) -> None:
+        """Rows 1 to 5 of the first table: the five ways, no write limit."""
+        options, rows, into = self.options, self.options.rows, self.results
         n = min(options.putitem_slice, rows)
-        run(
+        self.run(
             "1 PutItem per record",
             "putitem",
             {"slice": n},
             n,
-            into=results,
+            into=into,
             note=f"{n:,} of {rows:,} rows sent (all {rows:,}: ≈ {{full}} at this rate)",
         )
-        run("2 boto3 Table.batch_writer(), 1 thread", "batch_writer", {}, rows, into=results)
-        run(
+        self.run("2 boto3 Table.batch_writer(), 1 thread", "batch_writer", {}, rows, into=into)
+        self.run(
             "3 awswrangler wr.dynamodb.put_df",
             "wrangler",
             {},
             rows,
-            into=results,
+            into=into,
             note="includes pandas.read_csv and column shaping",
         )
-        run(f"4 mapload worker, 1 shard, {options.concurrency} in flight", "worker", {}, rows, into=results)
-        run(
+        self.run(f"4 mapload worker, 1 shard, {options.concurrency} in flight", "worker", {}, rows, into=into)
+        self.run(
             f"5 embedded pipeline, {options.shards} shards",
             "pipeline",
-            pipeline_args,
+            self.pipeline_args,
             rows,
-            into=results,
+            into=into,
             note="items/s over the execution (Plan to Finalize); CPU includes the in-process emulator",
         )
-        if options.limit > 0:  # 0: no limited rows
-            bench.start_server()  # each section on a server of its own (Bench.start_server)
-            limit = options.limit
-            run("2 batch_writer", "batch_writer", {}, rows, into=limited, limit=limit)
-            run("4 mapload worker, 1 shard", "worker", {}, rows, into=limited, limit=limit)
-            run(
-                f"5 embedded pipeline, {options.shards} shards",
-                "pipeline",
-                {**pipeline_args, "spec": {**pipeline_args["spec"], "writeUnitsPerSecond": limit}},
-                rows,
-                into=limited,
-                limit=limit,
-                note="writeUnitsPerSecond = limit",
+
+    def limited_rows(self) -> None:
+        """Rows 2, 4 and 5 under a write-unit limit (`--limit`)."""
+        self.bench.start_server()  # each section on a server of its own (Bench.start_server)
+        rows, limit, spec = self.options.rows, self.options.limit, self.pipeline_args["spec"]
+        self.run("2 batch_writer", "batch_writer", {}, rows, into=self.limited, limit=limit)
+        self.run("4 mapload worker, 1 shard", "worker", {}, rows, into=self.limited, limit=limit)
+        self.run(
+            f"5 embedded pipeline, {self.options.shards} shards",
+            "pipeline",
+            {**self.pipeline_args, "spec": {**spec, "writeUnitsPerSecond": limit}},
+            rows,
+            into=self.limited,
+            limit=limit,
+            note="writeUnitsPerSecond = limit",
+        )
+
+    def write_modes(self, csv_path: Path) -> None:
+        """Each write mode through the Worker's loop, then through the embedded pipeline."""
+        self.bench.start_server()
+        # Each mode on its own table, except delete: it deletes what the put row wrote.
+        n = min(self.options.mode_slice, self.options.rows)
+        mode_limit = self.options.mode_limit or None
+        head = _head(csv_path, n)
+        put_table = ""
+        for mode in WRITE_MODES:
+            on = {"table": put_table} if mode == "delete" and put_table else {}
+            table = self.run(
+                mode,
+                "modes",
+                {"slice": n, "mode": mode, **on},
+                0 if mode == "delete" and put_table else n,
+                into=self.modes,
+                limit=mode_limit,
+                note="deletes the put row's items" if on else "",
             )
-        if options.mode_slice > 0:
-            bench.start_server()
-            # Each mode on its own table, except delete: it deletes what the put row wrote.
-            n = min(options.mode_slice, rows)
-            mode_limit = options.mode_limit or None
-            head = _head(csv_path, n)
-            put_table = ""
-            for mode in WRITE_MODES:
-                on = {"table": put_table} if mode == "delete" and put_table else {}
-                table = run(
-                    mode,
-                    "modes",
-                    {"slice": n, "mode": mode, **on},
-                    0 if mode == "delete" and put_table else n,
-                    into=modes,
-                    limit=mode_limit,
-                    note="deletes the put row's items" if on else "",
-                )
-                put_table = table if mode == "put" else put_table
-            for mode in WRITE_MODES:
-                budget = {"writeUnitsPerSecond": mode_limit} if mode_limit else {}
-                run(
-                    f"{mode} (pipeline)",
-                    "modes_pipeline",
-                    {
-                        **pipeline_args,
-                        "file": str(head),
-                        "mode": mode,
-                        "spec": {
-                            "shardSizeMiB": head.stat().st_size / 2**20 * 1.01,
-                            "maxConcurrency": 1,
-                            **budget,
-                        },
-                    },
-                    0 if mode == "delete" else n,
-                    into=modes,
-                    limit=mode_limit,
-                    note="1 shard" + ("; deletes the put row's items" if mode == "delete" else ""),
-                )
-        if options.add_slice > 0:
-            bench.start_server()
-            n = min(options.add_slice, rows)
-            head = _head(csv_path, n)
-            mode_limit = options.mode_limit or None
-            run(
-                "update, numeric add (pipeline)",
-                "add_pipeline",
+            put_table = table if mode == "put" else put_table
+        for mode in WRITE_MODES:
+            budget = {"writeUnitsPerSecond": mode_limit} if mode_limit else {}
+            self.run(
+                f"{mode} (pipeline)",
+                "modes_pipeline",
                 {
-                    **pipeline_args,
+                    **self.pipeline_args,
                     "file": str(head),
-                    "mode": "update+add",
+                    "mode": mode,
                     "spec": {
                         "shardSizeMiB": head.stat().st_size / 2**20 * 1.01,
                         "maxConcurrency": 1,
-                        **({"writeUnitsPerSecond": mode_limit} if mode_limit else {}),
+                        **budget,
                     },
                 },
-                n,
-                into=modes,
+                0 if mode == "delete" else n,
+                into=self.modes,
                 limit=mode_limit,
-                note="1 shard; a TransactWriteItems a record (its UpdateItem and a ledger marker's Put, "
-                f"exactly once): {units_per_record(1, numeric_add=True)} write units, botocore's client",
+                note="1 shard" + ("; deletes the put row's items" if mode == "delete" else ""),
             )
-        if options.long_rows > 0:
-            bench.start_server()
-            n = min(options.long_rows, rows)
-            head = _head(csv_path, n)
-            proxy.latency = options.long_latency_ms / 1000
-            run("2 boto3 Table.batch_writer(), 1 thread", "long", {"file": str(head)}, n, into=long)
-            run(
-                f"5 embedded pipeline, {options.shards} shards",
-                "long_pipeline",
-                {
-                    **pipeline_args,
-                    "file": str(head),
-                    "spec": {
-                        "shardSizeMiB": head.stat().st_size / options.shards / 2**20 * 1.01,
-                        "maxConcurrency": options.shards,
-                    },
+
+    def numeric_add(self, csv_path: Path) -> None:
+        """An update with a numeric add through the pipeline (`--add-slice`)."""
+        self.bench.start_server()
+        n = min(self.options.add_slice, self.options.rows)
+        head = _head(csv_path, n)
+        mode_limit = self.options.mode_limit or None
+        self.run(
+            "update, numeric add (pipeline)",
+            "add_pipeline",
+            {
+                **self.pipeline_args,
+                "file": str(head),
+                "mode": "update+add",
+                "spec": {
+                    "shardSizeMiB": head.stat().st_size / 2**20 * 1.01,
+                    "maxConcurrency": 1,
+                    **({"writeUnitsPerSecond": mode_limit} if mode_limit else {}),
                 },
-                n,
-                into=long,
-                note="items/s over the execution (Plan to Finalize)",
-            )
-            proxy.latency = latency
-    return results, limited, modes, long
+            },
+            n,
+            into=self.modes,
+            limit=mode_limit,
+            note="1 shard; a TransactWriteItems a record (its UpdateItem and a ledger marker's Put, "
+            f"exactly once): {units_per_record(1, numeric_add=True)} write units, botocore's client",
+        )
+
+    def long_round_trip(self, csv_path: Path, latency: float) -> None:
+        """batch_writer and the embedded pipeline at `--long-latency-ms`; then back to `latency`."""
+        self.bench.start_server()
+        n = min(self.options.long_rows, self.options.rows)
+        head = _head(csv_path, n)
+        self.proxy.latency = self.options.long_latency_ms / 1000
+        self.run("2 boto3 Table.batch_writer(), 1 thread", "long", {"file": str(head)}, n, into=self.long)
+        self.run(
+            f"5 embedded pipeline, {self.options.shards} shards",
+            "long_pipeline",
+            {
+                **self.pipeline_args,
+                "file": str(head),
+                "spec": {
+                    "shardSizeMiB": head.stat().st_size / self.options.shards / 2**20 * 1.01,
+                    "maxConcurrency": self.options.shards,
+                },
+            },
+            n,
+            into=self.long,
+            note="items/s over the execution (Plan to Finalize)",
+        )
+        self.proxy.latency = latency
 
 
 def _requests(err: str) -> int:
@@ -642,34 +694,46 @@ def _render(
             f"| {r.name} | {r.rate:,.0f} | {r.cpu_us:,.0f} | {r.rss_mib:,.0f} | {r.lost:,} | "
             f"{r.rate / base.rate:.2f} | {r.cpu_us / base.cpu_us:.2f} | {r.note} |"
         )
-    if limited:
-        lines += [
-            "",
-            f"With a write-unit limit of {options.limit:,.0f}/s (token bucket in the proxy):",
-            "",
-            "| approach | items/s | achieved ÷ limit | CPU µs/item | items lost | note |",
-            "|---|---:|---:|---:|---:|---|",
-        ]
-        for r in limited:
-            assert r.limit
-            lines.append(
-                f"| {r.name} | {r.rate:,.0f} | {r.rate / r.limit:.0%} | {r.cpu_us:,.0f} "
-                f"| {r.lost:,} | {r.note} |"
-            )
-    if memory:
-        lines += [
-            "",
-            "| worker shard | peak RSS MiB | items/s (no network) | items |",
-            "|---:|---:|---:|---:|",
-        ]
-        for mib, rss, rate, items in memory:
-            lines.append(f"| {mib:,} MiB | {rss:,.0f} | {rate:,.0f} | {items:,} |")
+    lines += _limited_lines(options, limited) + _memory_lines(memory)
     lines += [
         "",
         f"Plan of one 100 GB object (sizes only, 64 MiB shards): {plan_shards:,} shards in "
         f"{plan_seconds * 1000:.1f} ms",
     ]
     return "\n".join(lines)
+
+
+def _limited_lines(options: argparse.Namespace, limited: list[Result]) -> list[str]:
+    """The limited rows' table (`--limit`), or nothing without them."""
+    if not limited:
+        return []
+    lines = [
+        "",
+        f"With a write-unit limit of {options.limit:,.0f}/s (token bucket in the proxy):",
+        "",
+        "| approach | items/s | achieved ÷ limit | CPU µs/item | items lost | note |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in limited:
+        assert r.limit
+        lines.append(
+            f"| {r.name} | {r.rate:,.0f} | {r.rate / r.limit:.0%} | {r.cpu_us:,.0f} | {r.lost:,} | {r.note} |"
+        )
+    return lines
+
+
+def _memory_lines(memory: list[tuple[int, float, float, int]]) -> list[str]:
+    """The worker's memory by shard size, or nothing without it."""
+    if not memory:
+        return []
+    lines = [
+        "",
+        "| worker shard | peak RSS MiB | items/s (no network) | items |",
+        "|---:|---:|---:|---:|",
+    ]
+    for mib, rss, rate, items in memory:
+        lines.append(f"| {mib:,} MiB | {rss:,.0f} | {rate:,.0f} | {items:,} |")
+    return lines
 
 
 if __name__ == "__main__":

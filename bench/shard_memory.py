@@ -263,7 +263,7 @@ def fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     return mean_y - slope * mean_x, slope
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--mib",
@@ -275,18 +275,58 @@ def main() -> int:
     parser.add_argument("--ids-only", action="store_true", help="ShardIds alone, not the Worker")
     parser.add_argument("--python", default=sys.executable, help="the interpreter of the children")
     parser.add_argument("--child", nargs=3, metavar=("MODE", "SHAPE", "PATH"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser
+
+
+def _shape_of(shape: str) -> Any:
+    """The ids' shape Plan reads from the spec."""
+    from logic.spec import id_shape, parse_spec
+
+    raw = {"source": "s3://src/shard.csv", "format": "csv", "graph": SHAPES[shape]["graph"]}
+    return id_shape(parse_spec(raw, table_key={"pk": "S", "sk": "S"}, execution_name="bench"))
+
+
+def _shape_rows(
+    args: argparse.Namespace,
+    mode: str,
+    shape: str,
+    sizes: list[float],
+    work_dir: Path,
+    lines: list[str],
+    above_model: list[str],
+) -> list[tuple[float, float]]:
+    """Measure one shape at each size: its table rows into `lines`; the fitted (MiB, RSS) points."""
+    from logic.endpoints import worker_peak_mib
+
+    points = []
+    # A 1 KiB shard first: the baseline (imports, clients), not fitted; below 8 MiB the
+    # staged files' 8 MiB upload parts are still filling, so the line starts there.
+    for mib in [BASELINE_MIB, *sizes]:
+        path = work_dir / f"{shape}-{mib:g}.csv"
+        rows = write_shard(path, shape, int(mib * 2**20), args.digits)
+        rss, out = measure(args.python, mode, shape, path)
+        path.unlink()
+        assert out["records"] == rows, (out["records"], rows)
+        model = worker_peak_mib(mib, _shape_of(shape))
+        if mib != BASELINE_MIB:
+            points.append((mib, rss))
+            if rss > model:
+                above_model.append(f"{SHAPES[shape]['name']} {mib:g} MiB")
+        size = "1 KiB" if mib == BASELINE_MIB else f"{mib:g}"
+        lines.append(
+            f"| {SHAPES[shape]['name']} | {size} | {rows:,} | {2 * rows:,} | {rss:,.0f} | "
+            f"{model:,.0f} | {out['seconds']:.1f} |"
+        )
+        print(lines[-1], file=sys.stderr, flush=True)
+    return points
+
+
+def main() -> int:
+    args = _parser().parse_args()
     if args.child:
         mode, shape, path = args.child
         print(json.dumps((child_ids if mode == "ids" else child_worker)(shape, path)))
         return 0
-    from logic.endpoints import worker_peak_mib
-    from logic.spec import id_shape, parse_spec
-
-    def shape_of(shape: str) -> Any:  # the ids' shape Plan reads from the spec
-        raw = {"source": "s3://src/shard.csv", "format": "csv", "graph": SHAPES[shape]["graph"]}
-        return id_shape(parse_spec(raw, table_key={"pk": "S", "sk": "S"}, execution_name="bench"))
-
     mode = "ids" if args.ids_only else "worker"
     sizes = [float(m) for m in args.mib.split(",")]
     version = subprocess.run(
@@ -303,30 +343,11 @@ def main() -> int:
         "| shape | shard MiB | records | distinct ids | peak RSS MiB | Plan's model MiB | seconds |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    above_model = []
+    above_model: list[str] = []
     fits = []
     with tempfile.TemporaryDirectory(prefix="shard-memory-") as work_dir:
         for shape in args.shapes.split(","):
-            points = []
-            # A 1 KiB shard first: the baseline (imports, clients), not fitted; below 8 MiB the
-            # staged files' 8 MiB upload parts are still filling, so the line starts there.
-            for mib in [BASELINE_MIB, *sizes]:
-                path = Path(work_dir) / f"{shape}-{mib:g}.csv"
-                rows = write_shard(path, shape, int(mib * 2**20), args.digits)
-                rss, out = measure(args.python, mode, shape, path)
-                path.unlink()
-                assert out["records"] == rows, (out["records"], rows)
-                model = worker_peak_mib(mib, shape_of(shape))
-                if mib != BASELINE_MIB:
-                    points.append((mib, rss))
-                    if rss > model:
-                        above_model.append(f"{SHAPES[shape]['name']} {mib:g} MiB")
-                size = "1 KiB" if mib == BASELINE_MIB else f"{mib:g}"
-                lines.append(
-                    f"| {SHAPES[shape]['name']} | {size} | {rows:,} | {2 * rows:,} | {rss:,.0f} | "
-                    f"{model:,.0f} | {out['seconds']:.1f} |"
-                )
-                print(lines[-1], file=sys.stderr, flush=True)
+            points = _shape_rows(args, mode, shape, sizes, Path(work_dir), lines, above_model)
             if len(points) < 2:
                 continue
             base, slope = fit(points)

@@ -208,8 +208,13 @@ def _tables(args: argparse.Namespace, work: Path, env: dict[str, str], s3: Any) 
         s3.create_bucket(Bucket=bucket)
     size = args.size_mib * 2**20
     source = _source(work / "source.csv", size)
-    mb = size / 1e6
+    _upload_table(args, env, s3, source, size)
+    _prepare_table(work, env, s3, source, size / 1e6)
 
+
+def _upload_table(args: argparse.Namespace, env: dict[str, str], s3: Any, source: Path, size: int) -> None:
+    """`mapload upload` at 1, 4 and 8 parts in flight beside boto3's upload_file."""
+    mb = size / 1e6
     rows: list[tuple[str, str, float, float, float]] = []
     baseline = _run([sys.executable, "-c", "import boto3"], env)[1]
     for in_flight in (1, 4, 8):
@@ -236,7 +241,9 @@ def _tables(args: argparse.Namespace, work: Path, env: dict[str, str], s3: Any) 
     for name, flight, secs, rate, peak_mib in rows:
         print(f"| {name:<40} | {flight:<17} | {secs:7.1f} | {rate:6.1f} | {peak_mib:12.0f} |")
 
-    # Prepare: decompress from the source bucket into a multipart object in staging.
+
+def _prepare_table(work: Path, env: dict[str, str], s3: Any, source: Path, mb: float) -> None:
+    """Prepare: decompress from the source bucket into a multipart object in staging."""
     gz = work / "source.csv.gz"
     with source.open("rb") as raw, gzip.open(gz, "wb", compresslevel=6) as packed:
         shutil.copyfileobj(raw, packed, 2**20)
@@ -246,7 +253,7 @@ def _tables(args: argparse.Namespace, work: Path, env: dict[str, str], s3: Any) 
     prepared: list[tuple[str, int, float, float, float]] = []
     for path in (gz, zipped):
         s3.upload_file(str(path), "bench-src", path.name)
-        seconds, peak, out = _run(
+        _, peak, out = _run(
             [sys.executable, "-c", PREPARE, f"s3://bench-src/{path.name}", f"bench-{path.suffix[1:]}"],
             env,
         )

@@ -1,5 +1,5 @@
-"""Write schemas/config.schema.json from the settings model (stacks/config.py), and docs/SETTINGS.md's
-tables from that schema.
+"""Write schemas/config.schema.json from the settings model (stacks/config.py, made of each unit's
+stacks/*_settings.py), and docs/SETTINGS.md's tables from that schema.
 
 `python scripts/config_schema.py` writes both; `--check` exits 1 when either checked-in file differs
 (tests/infra/test_config.py fails then too). Only the tables between the `generated` markers of

@@ -13,7 +13,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.config import DATA_KEY_CREATE, DataConfig
+from stacks.data_settings import DATA_KEY_CREATE, DataConfig
 from stacks.nag import acknowledge
 
 # The ledger's generic key and TTL attribute are part of docs/CONTRACTS.md "Ledger items".

@@ -15,8 +15,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from stacks.config import GRAPH_MIN_AZS, GraphConfig
 from stacks.data import KEY_READ, STAGING_JOBS_PREFIX, DataStack, key_use
+from stacks.graph_settings import GRAPH_MIN_AZS, GraphConfig
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
 NEPTUNE_PORT: Final[int] = 8182

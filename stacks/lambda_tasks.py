@@ -12,7 +12,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from stacks.config import LoaderConfig
+from stacks.loader_settings import LoaderConfig
 
 # Transient Lambda service errors every Task retries (docs/CONTRACTS.md "State machine"): AWS's
 # recommended retrier, plus ClientExecutionTimeoutException and Unknown (out of memory, some

@@ -13,7 +13,6 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from stacks.config import EXPRESS_MAX_SECONDS, WORKER_TASK_MARGIN_SECONDS, LoaderConfig, MaploadConfigError
 from stacks.data import STAGING_JOBS_PREFIX
 from stacks.graph_load import GraphLoadLoop
 from stacks.lambda_tasks import (
@@ -26,6 +25,8 @@ from stacks.lambda_tasks import (
     payload_fields,
 )
 from stacks.loader_functions import LoaderFunctions
+from stacks.loader_settings import EXPRESS_MAX_SECONDS, WORKER_TASK_MARGIN_SECONDS, LoaderConfig
+from stacks.settings import MaploadConfigError
 
 # Worker-only retries: the runtime's ShardWriteError, a function that hit its own timeout
 # (Lambda reports Sandbox.Timedout) and a Task that outlived its timeout.

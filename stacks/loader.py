@@ -15,11 +15,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from stacks.config import LoaderConfig
 from stacks.data import KEY_WRITE, DataStack, key_use
 from stacks.graph import GraphStack, GraphTarget
 from stacks.load_definition import LoadDefinition
 from stacks.loader_functions import HANDLER_INDEX, RETENTION_DAYS, LoaderData, LoaderFunctions, handler_path
+from stacks.loader_settings import LoaderConfig
 from stacks.nag import (
     acknowledge_wildcards,
     default_policy,

@@ -17,7 +17,6 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.bundling import CORE, PACKAGES, PARQUET, lambda_code
-from stacks.config import LoaderConfig
 from stacks.data import (
     KEY_READ,
     KEY_WRITE,
@@ -29,6 +28,7 @@ from stacks.data import (
     key_use,
 )
 from stacks.graph import GraphTarget
+from stacks.loader_settings import LoaderConfig
 from stacks.nag import acknowledge, acknowledge_wildcards, default_policy, resource_finding
 
 HANDLER_INDEX: Final[Mapping[str, str]] = {
@@ -299,7 +299,7 @@ class LoaderFunctions:
         )
         worker = self._function("Worker", **worker_sizing, environment=environments["Worker"])
         # Reserved concurrency: a full-width load cannot starve the account's other functions, and
-        # the Worker always has its executions (max_concurrency_cap <= this, stacks/config.py).
+        # the Worker always has its executions (max_concurrency_cap <= this, stacks/loader_settings.py).
         # Set on the L1 so that _function stays one shape for every function.
         worker_cfn = worker.node.default_child
         assert isinstance(worker_cfn, lambda_.CfnFunction)

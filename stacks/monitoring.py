@@ -17,7 +17,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from stacks.config import MonitoringConfig
+from stacks.monitoring_settings import MonitoringConfig
 
 # The EMF namespace the runtime's Powertools Metrics write to; the `service` dimension (from
 # POWERTOOLS_SERVICE_NAME) tells environments apart. Both names are in docs/CONTRACTS.md.

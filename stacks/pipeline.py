@@ -17,8 +17,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import pipelines
 from constructs import Construct
 
-from stacks.config import EnvironmentConfig, PipelineConfig, require_target
+from stacks.config import EnvironmentConfig
 from stacks.nag import acknowledge, acknowledge_wildcards, wildcard_findings
+from stacks.pipeline_settings import PipelineConfig, require_target
 from stacks.smoke_test import SMOKE_PREFIX, role_arn, smoke_build_role_name, smoke_role_name
 from stacks.stage import MaploadStage, stage_id
 

@@ -1,5 +1,5 @@
 """The input's bounds (schemas/input.schema.json, generated from runtime/logic/spec_model.py) and
-the AWS limits stacks/config.py checks the deployment against are the same numbers.
+the AWS limits stacks/*_settings.py check the deployment against are the same numbers.
 
 stacks/ may not import runtime code, so neither side imports the other: this test reads both.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stacks import config
+from stacks import data_settings, loader_settings
 
 pytestmark = pytest.mark.infra
 
@@ -27,32 +27,32 @@ def _properties(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("branch", ["CsvInput", "JsonlInput", "RdfInput"])
 def test_max_concurrency_is_the_distributed_maps_limit(branch: str) -> None:
     # A deployment's max_concurrency_cap and an input's maxConcurrency both stop at the Map's limit.
-    assert _properties(branch)["maxConcurrency"]["maximum"] == config.MAX_MAP_CONCURRENCY
+    assert _properties(branch)["maxConcurrency"]["maximum"] == loader_settings.MAX_MAP_CONCURRENCY
 
 
 @pytest.mark.parametrize("branch", ["CsvInput", "JsonlInput", "RdfInput"])
 def test_the_write_budget_stops_where_a_tables_capacity_does(branch: str) -> None:
     # A job-wide budget above what any table can be given only catches a misplaced digit.
     budget, null = _properties(branch)["writeUnitsPerSecond"]["anyOf"]
-    assert (budget["maximum"], null) == (config.MAX_TABLE_UNITS, {"type": "null"})
+    assert (budget["maximum"], null) == (data_settings.MAX_TABLE_UNITS, {"type": "null"})
 
 
 def test_the_table_key_types_a_deployment_may_declare_are_the_ones_plan_accepts() -> None:
-    # stacks/config.py checks cdk.json's partition_key/sort_key types; runtime/logic/spec.py checks
+    # stacks/data_settings.py checks cdk.json's partition_key/sort_key types; runtime/logic/spec.py checks
     # the TABLE_KEY the Loader passes to Plan (from those same settings) against its own list.
     import sys
 
     sys.path.insert(0, str(ROOT / "runtime"))
     from logic import spec
 
-    assert tuple(config.KEY_TYPES) == tuple(spec.KEY_TYPES)
+    assert tuple(data_settings.KEY_TYPES) == tuple(spec.KEY_TYPES)
 
 
 def test_mapload_estimates_with_the_environments_defaults() -> None:
     # The installed `mapload` command cannot import stacks/: its defaults are checked here.
     from mapload import estimate
 
-    loader = config.LoaderConfig.model_fields
+    loader = loader_settings.LoaderConfig.model_fields
     assert loader["worker_memory_mib"].default == estimate.DEFAULT_MEMORY_MIB
     assert loader["lambda_architecture"].default == estimate.DEFAULT_ARCHITECTURE
-    assert estimate.ARCHITECTURES == config.LAMBDA_ARCHITECTURES
+    assert estimate.ARCHITECTURES == loader_settings.LAMBDA_ARCHITECTURES

@@ -9,7 +9,8 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from stacks.config import MaploadConfigError
+from stacks import assembly_checks
+from stacks.settings import MaploadConfigError
 from tests.infra.support import ROOT, Synth, resources
 
 pytestmark = pytest.mark.infra
@@ -50,11 +51,9 @@ def test_tests_skip_bundling_and_stage_runtime_as_is(dev: Synth) -> None:
 
 
 def test_an_unbundled_package_in_a_stack_the_command_deploys_is_refused(dev: Synth) -> None:
-    import app
-
     # What the CLI asks for on `cdk deploy 'Mapload-dev/*'` (and synth, diff): bundle the selection.
     for requested in (["**"], ["Mapload-dev/*"], ["Mapload-dev/Loader"]):
-        sizes, refusals = app.lambda_packages(dev.app, requested)
+        sizes, refusals = assembly_checks.lambda_packages(dev.app, requested)
         assert not sizes
         assert len(refusals) == 1, refusals
         assert "\n" not in refusals[0]
@@ -62,19 +61,17 @@ def test_an_unbundled_package_in_a_stack_the_command_deploys_is_refused(dev: Syn
         assert "npx cdk deploy 'Mapload-dev/Loader'" in refusals[0]
     # `cdk list` / `cdk destroy` bundle nothing, and a command selecting other stacks deploys none of it.
     for requested in ([], ["Mapload-dev/Data"], ["Mapload-prod/*"], ["Mapload-dev"]):
-        assert app.lambda_packages(dev.app, requested) == ([], []), requested
+        assert assembly_checks.lambda_packages(dev.app, requested) == ([], []), requested
 
 
 def test_synth_fails_with_one_line_when_a_deployed_package_is_unbundled(
     dev: Synth, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import app
-
     # main() exits 2 when this is True; the one line names the stack and what to run.
-    assert app.report_packages(dev.app, ["**"]) is True
+    assert assembly_checks.report_packages(dev.app, ["**"]) is True
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("mapload: refusing to synthesize Mapload-dev/Loader")
-    assert app.report_packages(dev.app, []) is False
+    assert assembly_checks.report_packages(dev.app, []) is False
     assert capsys.readouterr().err == ""
 
 

@@ -111,3 +111,18 @@ def test_the_command_reaches_the_emulator_through_its_one_doorway() -> None:
         assert not inner, (
             f"{path.relative_to(ROOT)} imports {sorted(inner)}: use `from mapload.emulator import ...`"
         )
+
+
+def test_a_units_settings_import_only_the_settings_they_share() -> None:
+    """stacks/settings.py <- each unit's *_settings.py <- stacks/config.py (EnvironmentConfig):
+    a unit's settings read no other unit's, nor the environment that composes them."""
+    units = sorted((ROOT / "stacks").glob("*_settings.py"))
+    assert len(units) == 5
+    for path in units:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("stacks")
+        }
+        assert imported <= {"stacks.settings"}, f"{path.relative_to(ROOT)} imports {sorted(imported)}"

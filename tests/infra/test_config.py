@@ -15,13 +15,13 @@ from stacks.config import (
     ENVIRONMENT_DEFAULTS,
     SETTING_NAMES,
     EnvironmentConfig,
-    KeyAttribute,
-    MaploadConfigError,
-    PipelineConfig,
     load_environment,
     overrides_from_context,
     setting_defaults,
 )
+from stacks.data_settings import KeyAttribute
+from stacks.pipeline_settings import PipelineConfig
+from stacks.settings import MaploadConfigError
 
 pytestmark = pytest.mark.infra
 

@@ -13,9 +13,10 @@ import pytest
 from aws_cdk.assertions import Template
 
 import app as app_module
-from stacks.config import MaploadConfigError, load_environment
+from stacks.config import load_environment
 from stacks.loader import HANDLER_INDEX
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
+from stacks.settings import MaploadConfigError
 from tests.infra.support import (
     DATA_KEY_ARN,
     Synth,

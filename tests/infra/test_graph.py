@@ -98,7 +98,8 @@ def test_the_subnets_azs_are_a_setting_and_the_graph_functions_run_in_them(chose
 
 
 def test_the_azs_setting_is_refused_unless_two_or_more_distinct_zones_of_the_region() -> None:
-    from stacks.config import MaploadConfigError, load_environment
+    from stacks.config import load_environment
+    from stacks.settings import MaploadConfigError
 
     block = {"environments": {"dev": {"region": "eu-west-2"}}}
     assert load_environment(block, "dev").graph.availability_zones == ()  # type: ignore[union-attr]
@@ -416,7 +417,8 @@ def test_cfn_lint_passes_on_every_template(name: str, request: pytest.FixtureReq
 
 
 def test_graph_settings_are_validated_with_the_field_named() -> None:
-    from stacks.config import MaploadConfigError, load_environment
+    from stacks.config import load_environment
+    from stacks.settings import MaploadConfigError
 
     block = {"environments": {"dev": {}, "prod": {}}}
     dev = load_environment(block, "dev")

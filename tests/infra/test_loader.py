@@ -125,7 +125,7 @@ def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> N
     assert plan["TABLE_KEY"] == '{"pk": "S", "sk": "S"}'
     assert plan["MAX_CONCURRENCY_CAP"] == "100"
     assert plan["LEDGER_TTL_DAYS"] == "30"
-    # The Worker's own memory (stacks/config.py worker_memory_mib): Plan bounds a property graph shard by it.
+    # The Worker's own memory (stacks/loader_settings.py worker_memory_mib): Plan bounds a graph shard by it.
     assert plan["WORKER_MEMORY_MIB"] == str(function(dev, "Worker")[1]["Properties"]["MemorySize"]) == "1024"
     # ... and its timeout: a jobId is taken over only once a stopped run's Workers are over.
     assert plan["WORKER_TIMEOUT_SECONDS"] == str(function(dev, "Worker")[1]["Properties"]["Timeout"])

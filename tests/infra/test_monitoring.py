@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from stacks.config import MaploadConfigError, load_environment
+from stacks.config import load_environment
 from stacks.monitoring import METRIC_NAMESPACE, service_name
+from stacks.settings import MaploadConfigError
 from tests.infra.support import Synth, flat, only, resources
 
 pytestmark = pytest.mark.infra

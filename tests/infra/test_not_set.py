@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 import app as app_module
-from stacks.config import EnvironmentConfig, MaploadConfigError, check_reservations, load_environment
+from stacks.config import EnvironmentConfig, load_environment
+from stacks.loader_settings import check_reservations
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
+from stacks.settings import MaploadConfigError
 from stacks.stage import MaploadStage, stage_id
 from tests.infra.support import ROOT, output_target
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import app as app_module
-from stacks import bundling
+from stacks import assembly_checks, bundling
 from stacks.bundling import (
     CONSTRAINTS,
     CORE,
@@ -167,7 +167,7 @@ def bundled_host(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[st
         outdir=str(tmp_path_factory.mktemp("bundled")),
     )
     built.synth()
-    sizes, refusals = app_module.lambda_packages(built, ["**"])
+    sizes, refusals = assembly_checks.lambda_packages(built, ["**"])
     assert not refusals
     assert len(sizes) == len(PACKAGES), sizes  # each package shared by the functions using it
     return built, staged_packages(Path(built.outdir))
@@ -420,8 +420,8 @@ def test_a_package_over_lambdas_limit_is_refused_by_name(
 ) -> None:
     # As if the limit were 100 MiB: the package with pyarrow is over it, the core one is not.
     built, packages = bundled_host
-    monkeypatch.setattr(app_module, "UNZIPPED_LIMIT_BYTES", 100 * 2**20)
-    sizes, refusals = app_module.lambda_packages(built, ["**"])
+    monkeypatch.setattr(assembly_checks, "UNZIPPED_LIMIT_BYTES", 100 * 2**20)
+    sizes, refusals = assembly_checks.lambda_packages(built, ["**"])
     assert len(sizes) == len(PACKAGES)
     name = packages[PARQUET].name
     expected = f"mapload: Mapload-dev/Loader's Lambda package {name} is over Lambda's unzipped limit"

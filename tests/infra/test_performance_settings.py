@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from stacks.config import MaploadConfigError, load_environment
+from stacks.config import load_environment
+from stacks.settings import MaploadConfigError
 from tests.infra.support import Synth, flat, iter_functions, only, output_target, resources, synthesize
 
 pytestmark = pytest.mark.infra

@@ -18,8 +18,9 @@ import pytest
 from aws_cdk.assertions import Template
 
 import app as app_module
-from stacks.config import MaploadConfigError, load_pipeline
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
+from stacks.pipeline_settings import load_pipeline
+from stacks.settings import MaploadConfigError
 from tests.infra.support import ROOT, only, resources, stack_output
 
 # One worker synthesizes the pipeline once (a module fixture would run once per xdist worker).

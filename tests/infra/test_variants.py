@@ -133,7 +133,8 @@ def test_sources_encrypted_with_an_allowed_customer_key_can_be_decrypted_through
 
 
 def test_a_source_key_that_is_not_a_key_arn_is_refused() -> None:
-    from stacks.config import MaploadConfigError, load_environment
+    from stacks.config import load_environment
+    from stacks.settings import MaploadConfigError
 
     with pytest.raises(MaploadConfigError, match=r"source_kms_keys\[0\].*KMS key ARN"):
         load_environment({"environments": {"dev": {"source_kms_keys": ["alias/mine"]}}}, "dev")

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from handlers.settings import WorkerSettings
-from stacks.config import MaploadConfigError, load_environment
+from stacks.config import load_environment
+from stacks.settings import MaploadConfigError
 
 pytestmark = pytest.mark.infra
 
@@ -72,7 +73,7 @@ def test_the_workers_writers_and_http_pool_follow_the_ceiling(monkeypatch: pytes
 
 def test_the_estimate_models_the_window_following_the_round_trip() -> None:
     from mapload import estimate as est
-    from stacks.config import LoaderConfig
+    from stacks.loader_settings import LoaderConfig
 
     assert LoaderConfig.model_fields["max_write_concurrency"].default == est.DEFAULT_MAX_WRITE_CONCURRENCY
     assert est.requests_in_flight(16, 20) == est.requests_in_flight(16, 5) == 16

@@ -26,7 +26,7 @@ from logic.csvrecords import ShardSummary
 from logic.planning import DEFAULT_MAX_SHARDS
 from logic.report import SAMPLE_SIZE, SKIPPED_SAMPLE_SIZE, clip_sample
 from logic.writemodes import ADD, MARKER_UNITS, UPDATE, WritePlan
-from stacks.config import MAX_MAP_CONCURRENCY, LoaderConfig
+from stacks.loader_settings import MAX_MAP_CONCURRENCY, LoaderConfig
 
 pytestmark = pytest.mark.runtime
 
