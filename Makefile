@@ -64,7 +64,8 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 typecheck: setup
-	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards runtime/handlers
+	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards \
+		runtime/plans runtime/reports runtime/graph_loads runtime/handlers
 
 unit: setup
 	$(BIN)/pytest -n 2 --dist loadgroup

@@ -12,7 +12,17 @@ from tests.infra.support import ROOT
 
 pytestmark = pytest.mark.infra
 
-RUNTIME_PACKAGES = {"runtime", "handlers", "shards", "logic", "adapters", "mapload"}
+RUNTIME_PACKAGES = {
+    "runtime",
+    "handlers",
+    "shards",
+    "plans",
+    "reports",
+    "graph_loads",
+    "logic",
+    "adapters",
+    "mapload",
+}
 AWS_SDK = {"boto3", "botocore", "aioboto3", "s3transfer"}
 CDK = {"aws_cdk", "constructs", "cdk_nag", "stacks", "jsii"}
 
@@ -48,11 +58,13 @@ def test_runtime_does_not_import_the_cdk() -> None:
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
-# The runtime's layers import only downward: handlers → shards → adapters → logic.
+# The runtime's layers import only downward: handlers → services → adapters → logic. The services
+# (one per function: shards for the Worker, plans, reports, graph_loads) do not import each other.
+SERVICES = {"shards", "plans", "reports", "graph_loads"}
 RUNTIME_LAYERS = {
-    "logic": {"adapters", "shards", "handlers", "mapload", "os", *AWS_SDK},
-    "adapters": {"shards", "handlers", "mapload"},
-    "shards": {"handlers", "mapload", "os", *AWS_SDK},
+    "logic": {"adapters", *SERVICES, "handlers", "mapload", "os", *AWS_SDK},
+    "adapters": {*SERVICES, "handlers", "mapload"},
+    **{service: {*(SERVICES - {service}), "handlers", "mapload", "os", *AWS_SDK} for service in SERVICES},
     "handlers": {"mapload"},
 }
 
