@@ -11,7 +11,6 @@ from adapters.ledger import Ledger
 from adapters.s3 import S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
-from logic.job import ManifestEntry, PlannedJob
 from shards.service import process_shard
 
 SETTINGS_CLASS = WorkerSettings
@@ -23,8 +22,8 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     settings = WorkerSettings.from_env(env)
     pool = settings.write_ceiling + 2  # a connection for each request in flight, at most
     return process_shard(
-        ManifestEntry.parse(event["shard"]),
-        PlannedJob.parse(event["job"]),
+        event["shard"],
+        event["job"],
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),

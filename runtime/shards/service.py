@@ -36,7 +36,7 @@ def process_shard(
 ) -> dict[str, Any]:
     """Process one shard of the manifest (`shard`) of a planned `job`, once: a shard the ledger has
     done is skipped. `db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of
-    another write mode. The Worker handler passes them parsed; a caller may pass their JSON."""
+    another write mode. Both are parsed here, once (logic/job.py), and passed on as models."""
     shard, job = ManifestEntry.parse(shard), PlannedJob.parse(job)
     job_id, run_id, plan_id, index = job.job_id, job.run_id, job.plan, shard.index
     _check_source(shard, settings)
