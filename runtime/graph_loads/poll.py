@@ -26,7 +26,6 @@ TIMEOUT_HINTS = {"Sandbox.Timedout": _CHECK_HINT, "Runtime.OutOfMemory": _CHECK_
 
 def poll(
     event: Mapping[str, Any],
-    settings: object,  # PollGraphLoad's: its clients are built from them, nothing else reads them
     client: LoaderClient,
     store: S3Store,
     ledger: Ledger,

@@ -27,7 +27,6 @@ def handle(
     settings = PollGraphLoadSettings.from_env(env)
     return poll(
         event,
-        settings,
         LoaderClient(base_url(settings.neptune_endpoint, settings.neptune_port), settings.neptune_region),
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),

@@ -27,7 +27,7 @@ from adapters.ledger import Ledger
 from graph_loads import endpoint_check as edge_check
 from graph_loads import poll as graph_poll
 from graph_loads import start as graph_start
-from handlers.settings import FinalizeSettings, PollGraphLoadSettings, StartGraphLoadSettings
+from handlers.settings import FinalizeSettings, StartGraphLoadSettings
 from logic import endpoints, layout, planning
 from logic.spec import parse_spec, spec_to_json
 from mapload.emulator.limits import STATE_PAYLOAD_BYTES
@@ -430,12 +430,11 @@ def run_graph_loop(
         state,
         lambda event: graph_start.start(event, start_settings, loader, ledger, store, lambda: NOW),  # type: ignore[arg-type]
     )
-    poll_settings = PollGraphLoadSettings.from_env({k: v for k, v in ENV.items() if k != "LOADER_ROLE_ARN"})
     while True:  # in progress once, then failed with its errors (held back: at once)
         state = run.task(
             "PollGraphLoad",
             state,
-            lambda event: graph_poll.poll(event, poll_settings, loader, store, ledger, lambda: NOW),  # type: ignore[arg-type]
+            lambda event: graph_poll.poll(event, loader, store, ledger, lambda: NOW),  # type: ignore[arg-type]
         )
         if not state["result"]["pending"]:
             break
