@@ -65,7 +65,7 @@ lint: setup
 
 typecheck: setup
 	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards \
-		runtime/plans runtime/reports runtime/graph_loads runtime/handlers
+		runtime/archives runtime/plans runtime/reports runtime/graph_loads runtime/handlers
 
 unit: setup
 	$(BIN)/pytest -n 2 --dist loadgroup

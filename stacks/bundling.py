@@ -94,6 +94,7 @@ CACHE_DIR: Final[Path] = ROOT / ".cache" / "lambda-packages"
 # The runtime's code packages (the handlers import only these and the pinned distributions).
 CODE_PACKAGES: Final[tuple[str, ...]] = (
     "adapters",
+    "archives",
     "graph_loads",
     "handlers",
     "logic",
