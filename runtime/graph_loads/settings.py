@@ -1,4 +1,4 @@
-"""What the graph load needs of StartGraphLoad's and PollGraphLoad's settings (handlers/settings.py)."""
+"""What starting the graph load needs of StartGraphLoad's settings (handlers/settings.py)."""
 
 from __future__ import annotations
 
