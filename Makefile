@@ -65,7 +65,8 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 typecheck: setup
-	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards runtime/handlers
+	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards \
+		runtime/archives runtime/plans runtime/reports runtime/graph_loads runtime/handlers
 
 # The runtime's unit tests (tests/runtime: logic and adapters, on moto, no synth, no embedded
 # run), without those marked slow. `make test` runs every test (all-tests). `python -m` puts the

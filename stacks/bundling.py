@@ -92,7 +92,16 @@ TRIMMED: Final[tuple[str, ...]] = (
 CONSTRAINTS: Final[Path] = ROOT / "constraints.txt"
 CACHE_DIR: Final[Path] = ROOT / ".cache" / "lambda-packages"
 # The runtime's code packages (the handlers import only these and the pinned distributions).
-CODE_PACKAGES: Final[tuple[str, ...]] = ("adapters", "handlers", "logic", "shards")
+CODE_PACKAGES: Final[tuple[str, ...]] = (
+    "adapters",
+    "archives",
+    "graph_loads",
+    "handlers",
+    "logic",
+    "plans",
+    "reports",
+    "shards",
+)
 PYTHON_VERSION: Final[str] = "3.12"  # lambda_.Runtime.PYTHON_3_12
 # Lambda's python3.12 runs on Amazon Linux 2023 (glibc 2.34): manylinux2014 and manylinux_2_28
 # wheels both load there (pyoxigraph 0.5 ships only manylinux_2_28 ones).

@@ -1,1 +1,1 @@
-"""Lambda entry points: parse the event, call the logic once, return a small result."""
+"""Lambda entry points: parse the event, call the function's service once, return a small result."""

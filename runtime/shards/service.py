@@ -14,6 +14,7 @@ from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
 from logic import layout
 from logic.errors import SourceNotAllowedError
+from logic.job import ManifestEntry, PlannedJob
 from logic.spec import parse_spec
 from shards import sources, staging, writing
 from shards.records import process, process_parquet
@@ -25,8 +26,8 @@ METRIC_FIELDS = ("read", "written", "rejected", "retries", "throttles", "bytes")
 
 
 def process_shard(
-    shard: Mapping[str, Any],
-    job: Mapping[str, Any],
+    shard: ManifestEntry | Mapping[str, Any],
+    job: PlannedJob | Mapping[str, Any],
     settings: ShardSettings,
     store: S3Store,
     ledger: Ledger,
@@ -35,26 +36,23 @@ def process_shard(
 ) -> dict[str, Any]:
     """Process one shard of the manifest (`shard`) of a planned `job`, once: a shard the ledger has
     done is skipped. `db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of
-    another write mode."""
-    job_id, run_id, index = job["jobId"], job["runId"], int(shard["index"])
-    plan_id = str(job.get("planId") or run_id)
-    _check_source(shard, settings, index)
+    another write mode. Both are parsed here, once (logic/job.py), and passed on as models."""
+    shard, job = ManifestEntry.parse(shard), PlannedJob.parse(job)
+    job_id, run_id, plan_id, index = job.job_id, job.run_id, job.plan, shard.index
+    _check_source(shard, settings)
     if ledger.shard_done(job_id, plan_id, index):
         # A retry after the counts were recorded, or a re-run of the job whose earlier run
         # finished this shard: the items are written, count nothing twice.
         return {"index": index, "skipped": True}
-    spec = parse_spec(job["spec"], table_key=job["tableKey"])
-    obj = ObjectInfo(shard["bucket"], shard["key"], int(shard["objectSize"]), shard["etag"])
-    start, end = int(shard["start"]), int(shard["end"])
+    spec = parse_spec(job.spec, table_key=job.table_key or {})
+    obj = ObjectInfo(shard.bucket, shard.key, shard.object_size, shard.etag)
+    start, end = shard.start, shard.end
     parquet = spec.format == "parquet"
     chain = None if parquet else sources.csv_chain(store, obj, spec, ledger, job_id, plan_id, index)
-    lines = (
-        None
-        if parquet
-        else sources.shard_lines(store, obj, spec, start, end, int(shard.get("dataStart") or 0), chain)
-    )
-    source = shard.get("source") or f"s3://{obj.bucket}/{obj.key}"
-    origin = staging.origin(source, shard)  # the records' object and member, for property graph edge ids
+    lines = None if parquet else sources.shard_lines(store, obj, spec, start, end, shard.data_start, chain)
+    source = shard.source_uri
+    # The records' object and member, for property graph edge ids.
+    origin = staging.origin(source, shard.member)
     writer = writing.writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index))
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
@@ -64,13 +62,13 @@ def process_shard(
     with contextlib.ExitStack() as outputs:
         rejects, graph = staging.sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_keys)
         try:
-            workers = int(job.get("workers") or 1)  # Plan's min(maxConcurrency, shards)
+            workers = job.workers or 1  # Plan's min(maxConcurrency, shards)
             with writing.budget(writer, spec, ledger, settings, job_id, run_id, index, workers):
                 if lines is None:  # Parquet: the shard's row groups
                     rows = sources.parquet_rows(store, obj, spec, shard)
                     counts = process_parquet(rows, spec, writer, rejects, graph, source=origin)
                 else:
-                    counts = process(lines, spec, shard.get("header"), writer, rejects, graph, source=origin)
+                    counts = process(lines, spec, shard.header, writer, rejects, graph, source=origin)
         finally:
             stats = writer.close() if writer is not None else None
         if chain is not None:
@@ -103,8 +101,8 @@ def _result(
     }
 
 
-def _check_source(shard: Mapping[str, Any], settings: ShardSettings, index: int) -> None:
+def _check_source(shard: ManifestEntry, settings: ShardSettings) -> None:
     """A shard reads a source bucket, or Prepare's decompressed copy in staging: nothing else."""
-    prepared = shard["bucket"] == settings.staging_bucket and str(shard["key"]).startswith("prepared/")
-    if shard["bucket"] not in settings.source_buckets and not prepared:
-        raise SourceNotAllowedError(f"shard {index}: bucket {shard['bucket']!r} is not an allowed source")
+    prepared = shard.bucket == settings.staging_bucket and shard.key.startswith("prepared/")
+    if shard.bucket not in settings.source_buckets and not prepared:
+        raise SourceNotAllowedError(f"shard {shard.index}: bucket {shard.bucket!r} is not an allowed source")

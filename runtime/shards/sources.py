@@ -11,6 +11,7 @@ from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, RangedFile, S3Store
 from logic import parquet
 from logic.csvrecords import ShardRecords
+from logic.job import ManifestEntry
 from logic.records import Line, iter_shard_lines
 from logic.spec import JobSpec
 from logic.values import ParquetRow, Reject
@@ -83,7 +84,7 @@ PARQUET_BUFFER_BYTES = 1024 * 1024
 
 
 def parquet_rows(
-    store: S3Store, obj: ObjectInfo, spec: JobSpec, shard: Mapping[str, Any]
+    store: S3Store, obj: ObjectInfo, spec: JobSpec, shard: ManifestEntry | Mapping[str, Any]
 ) -> Iterator[ParquetRow]:
     """The rows of the shard's row groups (`rowGroups`: [first, stop)), only the columns the mapping
     reads, through ranged GETs pinned to the planned ETag. A row group whose pages cannot be decoded
@@ -96,8 +97,9 @@ def parquet_rows(
     ranged = RangedFile(store, obj)
     source = pq.ParquetFile(ranged, pre_buffer=False, buffer_size=PARQUET_BUFFER_BYTES)
     columns = parquet.columns_read(spec, source.schema_arrow.names)
-    first, stop = (int(i) for i in shard["rowGroups"])
-    row, number = int(shard.get("firstRow") or 0), 0
+    entry = ManifestEntry.parse(shard)
+    first, stop = entry.row_groups or (0, 0)
+    row, number = entry.first_row or 0, 0
     for group in range(first, stop):
         rows = source.metadata.row_group(group).num_rows
         done = 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from typing import Any
 
 from adapters.property_graph import PropertyGraphStager
@@ -11,6 +10,7 @@ from adapters.rdf import GraphStager
 from adapters.s3 import S3Store
 from logic import layout, opencypher
 from logic.endpoints import encode_ids, text_size
+from logic.job import ManifestEntry
 from logic.property_graph import headers
 from logic.spec import JobSpec
 from shards.rejects import RejectSink
@@ -24,7 +24,7 @@ def sinks(
     store: S3Store,
     settings: ShardSettings,
     spec: JobSpec,
-    shard: Mapping[str, Any],
+    shard: ManifestEntry,
     source: str,
     rejects_key: str,
     graph_keys: tuple[str, ...],
@@ -34,7 +34,7 @@ def sinks(
     # A shard of a decompressed copy (Prepare) names the original source and zip member.
     rejects = RejectSink(
         source,
-        shard.get("member"),
+        shard.member,
         out=outputs.enter_context(
             store.upload_if_written(settings.staging_bucket, rejects_key, "application/x-ndjson")
         ),
@@ -44,7 +44,7 @@ def sinks(
     if spec.graph.model == "property":
         vertices_key, edges_key = graph_keys
         # openCypher sources keep their own header (one per object, so one per shard).
-        own = opencypher.parse_header(shard["header"]) if spec.format == "opencypher" else None
+        own = opencypher.parse_header(shard.header or []) if spec.format == "opencypher" else None
         return rejects, PropertyGraphStager(
             (own, own) if own is not None else headers(spec),
             compress=spec.graph.gzip,
@@ -114,7 +114,6 @@ def graph_keys(spec: JobSpec, job_id: str, plan_id: str, index: int) -> tuple[st
     return (layout.graph_file_key(job_id, plan_id, index, compressed=compressed),)
 
 
-def origin(source: str, shard: Mapping[str, Any]) -> str:
+def origin(source: str, member: str | None) -> str:
     """The records' object and zip member: what a property graph's default edge ids derive from."""
-    member = shard.get("member")
     return f"{source}#{member}" if member else source

@@ -12,7 +12,18 @@ from tests.infra.support import ROOT
 
 pytestmark = pytest.mark.infra
 
-RUNTIME_PACKAGES = {"runtime", "handlers", "shards", "logic", "adapters", "mapload"}
+RUNTIME_PACKAGES = {
+    "runtime",
+    "handlers",
+    "shards",
+    "archives",
+    "plans",
+    "reports",
+    "graph_loads",
+    "logic",
+    "adapters",
+    "mapload",
+}
 AWS_SDK = {"boto3", "botocore", "aioboto3", "s3transfer"}
 CDK = {"aws_cdk", "constructs", "cdk_nag", "stacks", "jsii"}
 
@@ -48,11 +59,14 @@ def test_runtime_does_not_import_the_cdk() -> None:
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
-# The runtime's layers import only downward: handlers → shards → adapters → logic.
+# The runtime's layers import only downward: handlers → services → adapters → logic. The services
+# (one per function: archives for Prepare, plans, shards for the Worker, reports, graph_loads) do
+# not import each other.
+SERVICES = {"shards", "archives", "plans", "reports", "graph_loads"}
 RUNTIME_LAYERS = {
-    "logic": {"adapters", "shards", "handlers", "mapload", "os", *AWS_SDK},
-    "adapters": {"shards", "handlers", "mapload"},
-    "shards": {"handlers", "mapload", "os", *AWS_SDK},
+    "logic": {"adapters", *SERVICES, "handlers", "mapload", "os", *AWS_SDK},
+    "adapters": {*SERVICES, "handlers", "mapload"},
+    **{service: {*(SERVICES - {service}), "handlers", "mapload", "os", *AWS_SDK} for service in SERVICES},
     "handlers": {"mapload"},
 }
 
@@ -64,6 +78,27 @@ def test_runtime_layers_import_only_the_layers_below(layer: str) -> None:
     for path in files:
         bad = imported_roots(path) & RUNTIME_LAYERS[layer]
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_every_handler_is_thin_over_its_service() -> None:
+    """A function's handler module parses its settings and makes one service call (`handle`), under
+    `lambda_handler`: the work lives in the services, where the next function's handler cannot
+    copy it."""
+    handlers = [
+        p for p in python_files("runtime/handlers") if p.stem not in {"__init__", "settings", "observability"}
+    ]
+    assert {p.stem for p in handlers} == {
+        "prepare",
+        "plan",
+        "worker",
+        "finalize",
+        "start_graph_load",
+        "poll_graph_load",
+    }
+    for path in handlers:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        assert defined == {"handle", "lambda_handler"}, f"{path.relative_to(ROOT)} defines {sorted(defined)}"
 
 
 def test_the_scan_sees_imports(tmp_path: Path) -> None:

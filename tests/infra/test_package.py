@@ -397,7 +397,7 @@ def test_every_pinned_distribution_is_present_at_its_pinned_version(
     assert set(required) <= set(present)
     assert ("pyarrow" in present) == (package_name == PARQUET)
     assert {name: present[name] for name in present} == {name: pinned.get(name) for name in present}
-    for code in ("adapters", "handlers", "logic", "shards"):
+    for code in bundling.CODE_PACKAGES:
         assert (package / code / "__init__.py").is_file()
     stray = [p.name for p in package.rglob("*.pyc") if not p.name.endswith(".cpython-312.pyc")]
     assert not stray, "no .pyc of the build machine's Python"

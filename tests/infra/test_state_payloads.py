@@ -24,11 +24,14 @@ from typing import Any
 import pytest
 
 from adapters.ledger import Ledger
-from handlers import finalize, poll_graph_load, start_graph_load
-from handlers.settings import FinalizeSettings, PollGraphLoadSettings, StartGraphLoadSettings
+from graph_loads import endpoint_check as edge_check
+from graph_loads import poll as graph_poll
+from graph_loads import start as graph_start
+from handlers.settings import FinalizeSettings, StartGraphLoadSettings
 from logic import endpoints, layout, planning
 from logic.spec import parse_spec, spec_to_json
 from mapload.emulator.limits import STATE_PAYLOAD_BYTES
+from reports import service as reports_service
 from tests.infra.support import Synth
 from tests.infra.test_state_machine import definition
 
@@ -402,7 +405,11 @@ def finalized(states: Mapping[str, Any], char: str, *, max_percent: float, missi
     store = MemoryStore(objects)
     settings = FinalizeSettings.from_env(ENV)
     ledger = MemoryLedger(shards)
-    state = run.task("Finalize", state, lambda event: finalize.finalize(event, settings, store, ledger))  # type: ignore[arg-type]
+    state = run.task(
+        "Finalize",
+        state,
+        lambda event: reports_service.finalize(event, settings, store, ledger),  # type: ignore[arg-type]
+    )
     return run, state, store, plan_id
 
 
@@ -413,7 +420,7 @@ def run_graph_loop(
     run, state, store, plan_id = finalized(states, char, max_percent=max_percent)
     assert state["result"]["status"] == "SUCCEEDED" and state["result"]["graphLoad"] is True
     check = worst_check(char, max_percent)
-    monkeypatch.setattr(start_graph_load, "check_edges", lambda *args, **kwargs: check)
+    monkeypatch.setattr(edge_check, "check_edges", lambda *args, **kwargs: check)
     db = MemoryDynamoDB()
     ledger = Ledger(db, "ledger", 7)
     loader = Loader(worst_load_answers(char, plan_id))
@@ -421,14 +428,13 @@ def run_graph_loop(
     state = run.task(
         "StartGraphLoad",
         state,
-        lambda event: start_graph_load.start(event, start_settings, loader, ledger, store, lambda: NOW),  # type: ignore[arg-type]
+        lambda event: graph_start.start(event, start_settings, loader, ledger, store, lambda: NOW),  # type: ignore[arg-type]
     )
-    poll_settings = PollGraphLoadSettings.from_env({k: v for k, v in ENV.items() if k != "LOADER_ROLE_ARN"})
     while True:  # in progress once, then failed with its errors (held back: at once)
         state = run.task(
             "PollGraphLoad",
             state,
-            lambda event: poll_graph_load.poll(event, poll_settings, loader, store, ledger, lambda: NOW),  # type: ignore[arg-type]
+            lambda event: graph_poll.poll(event, loader, store, ledger, lambda: NOW),  # type: ignore[arg-type]
         )
         if not state["result"]["pending"]:
             break

@@ -1,4 +1,4 @@
-"""The edge endpoint check of a property graph job (logic/endpoints.py, StartGraphLoad.check_edges):
+"""The edge endpoint check of a property graph job (logic/endpoints.py, graph_loads/endpoint_check.py):
 merged per-shard id sets and a graph lookup find exactly the edges whose endpoint is neither a
 vertex of the job nor in the graph, however the records fall into shards. And what holding a
 shard's ids costs a Worker (`worker_peak_mib`, the model Plan bounds shardSizeMiB by)."""
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pipeline_support import REGION
 
 from adapters.s3 import S3Store
-from handlers.start_graph_load import check_edges, endpoint_check, pass_size
+from graph_loads.endpoint_check import check_edges, endpoint_check, pass_size
 from logic import endpoints, layout, opencypher
 from logic.errors import EndpointCheckLimitError, StagedFileGoneError
 from logic.spec_model import MAX_SHARD_SIZE_MIB, Common

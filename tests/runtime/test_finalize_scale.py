@@ -17,10 +17,11 @@ import pytest
 from pipeline_support import ENV, REGION
 
 from adapters.s3 import PART_BYTES, S3Store
-from handlers import finalize, plan
+from handlers import plan
 from handlers.settings import FinalizeSettings
 from logic import layout
 from logic.planning import DEFAULT_MAX_SHARDS
+from reports import service as reports_service
 
 pytestmark = [pytest.mark.runtime, pytest.mark.slow]
 
@@ -99,7 +100,7 @@ def test_finalize_reconciles_100000_shards_within_its_memory_and_payload_limits(
     started = time.monotonic()
     event = {"state": {"plan": planned}, "execution": {"name": "run-1"}}
     store = S3Store(boto3.client("s3", region_name=REGION))
-    result = finalize.finalize(event, FinalizeSettings.from_env(ENV), store, ledger)  # type: ignore[arg-type]
+    result = reports_service.finalize(event, FinalizeSettings.from_env(ENV), store, ledger)  # type: ignore[arg-type]
     seconds = time.monotonic() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -18,8 +18,9 @@ from scripted_neptune import ScriptedNeptuneLoader
 from adapters.ledger import Ledger
 from adapters.neptune import EXISTING_IDS_QUERY, LoaderClient, base_url
 from adapters.s3 import S3Store
-from handlers import poll_graph_load, start_graph_load
-from handlers.settings import PollGraphLoadSettings, StartGraphLoadSettings
+from graph_loads import poll as graph_poll
+from graph_loads import start as graph_start
+from handlers.settings import StartGraphLoadSettings
 from logic import graph_load
 from logic.errors import GraphLoaderAccessDeniedError, GraphLoaderBusyError, GraphLoaderError
 from mapload.emulator.neptune_local import LocalNeptuneLoader
@@ -440,7 +441,7 @@ def ledger() -> Ledger:
 
 def started(server: ScriptedNeptuneLoader) -> dict[str, Any]:
     settings = StartGraphLoadSettings.from_env(START_ENV)
-    return start_graph_load.start({"job": JOB}, settings, client(server), ledger(), staging())
+    return graph_start.start({"job": JOB}, settings, client(server), ledger(), staging())
 
 
 def staging() -> S3Store:
@@ -522,7 +523,7 @@ def test_a_property_graph_start_checks_once_and_a_retry_reuses_the_claims_check(
     settings = StartGraphLoadSettings.from_env(START_ENV)
 
     def start() -> dict[str, Any]:
-        return start_graph_load.start(event, settings, client(server, attempts=1), ledger(), staging())
+        return graph_start.start(event, settings, client(server, attempts=1), ledger(), staging())
 
     # The check's query (b is not in the graph), the claim, then the POST fails: the check the
     # claim recorded comes back on the retry.
@@ -559,16 +560,12 @@ def finalize_result(aws: Any, **graph: Any) -> dict[str, Any]:
     }
 
 
-POLL_SETTINGS = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
-
-
 def poll(
     server: ScriptedNeptuneLoader, aws: Any, load: dict[str, Any], now: float | None = None
 ) -> dict[str, Any]:
     """The first poll: StartGraphLoad's answer is in the result ($.result.load)."""
-    return poll_graph_load.poll(
+    return graph_poll.poll(
         {"result": {**finalize_result(aws), "load": load}},
-        POLL_SETTINGS,
         client(server),
         S3Store(aws),
         ledger(),
@@ -636,7 +633,7 @@ def test_the_first_poll_moves_the_edge_check_into_the_report_so_the_state_holds_
     assert pending["pending"] is True and pending["report"]["graph"]["danglingEdges"] == CHECK
     assert pending["load"] == {k: v for k, v in load.items() if k != "danglingEdges"}
     # The next round is given what this one returned (its ResultPath is $.result).
-    done = poll_graph_load.poll({"result": pending}, POLL_SETTINGS, client(server), S3Store(aws), ledger())
+    done = graph_poll.poll({"result": pending}, client(server), S3Store(aws), ledger())
     assert (done["pending"], done["status"], done["load"]) == (False, "SUCCEEDED", pending["load"])
     assert done["report"]["graph"]["danglingEdges"] == CHECK == stored_report(aws)["graph"]["danglingEdges"]
     assert json.dumps(done).count('"danglingEdges"') == 1
@@ -647,7 +644,7 @@ def test_a_held_back_load_fails_at_the_first_poll_with_the_check_in_the_report(a
     load = {"loadId": None, "source": "s3://stg/jobs/j/run-1/graph/", "waitSeconds": 1, "startedAt": 0}
     loader = LoaderClient("http://127.0.0.1:9", REGION, credentials=CREDENTIALS)  # never asked
     answers = [
-        poll_graph_load.poll(event, POLL_SETTINGS, loader, S3Store(aws), ledger())
+        graph_poll.poll(event, loader, S3Store(aws), ledger())
         for event in (
             {"result": {**finalize_result(aws), "load": {**load, "danglingEdges": check}}},
             # An execution started before the check rode in the result: the load beside it.
@@ -703,11 +700,9 @@ def test_past_the_deadline_the_load_is_cancelled_and_the_job_fails(
 
 
 def test_a_start_that_failed_for_good_still_finishes_the_report(aws: Any) -> None:
-    settings = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
     cause = json.dumps({"errorType": "GraphLoaderBusyError", "errorMessage": "at its concurrent load limit"})
-    result = poll_graph_load.poll(
+    result = graph_poll.poll(
         {"error": {"Error": "GraphLoaderBusyError", "Cause": cause}, "result": finalize_result(aws)},
-        settings,
         LoaderClient("http://127.0.0.1:9", REGION, credentials=CREDENTIALS),
         S3Store(aws),
         ledger(),
@@ -743,14 +738,12 @@ def test_plan_refuses_a_graph_input_where_the_environment_has_no_graph(aws: Any)
 def test_a_graph_load_function_that_ran_out_of_time_names_the_settings_to_raise(
     aws: Any, property_graph: bool
 ) -> None:
-    settings = PollGraphLoadSettings.from_env({k: v for k, v in START_ENV.items() if k != "LOADER_ROLE_ARN"})
     cause = json.dumps(
         {"errorType": "Sandbox.Timedout", "errorMessage": "Task timed out after 300.00 seconds"}
     )
     graph = {"vertices": 2, "edges": 2} if property_graph else {}
-    poll_graph_load.poll(
+    graph_poll.poll(
         {"error": {"Error": "Sandbox.Timedout", "Cause": cause}, "result": finalize_result(aws, **graph)},
-        settings,
         LoaderClient("http://127.0.0.1:9", REGION, credentials=CREDENTIALS),
         S3Store(aws),
         ledger(),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pipeline_support import ENV, rejects, scan
 
+from archives import service as archives_service
 from handlers import finalize, plan, prepare, worker
 from logic import compression
 from logic.errors import CorruptSourceError
@@ -166,7 +167,7 @@ def test_a_zip_with_several_members_becomes_one_object_per_member(aws: Any) -> N
 def test_a_large_gzip_is_written_as_several_parts_in_flight(
     aws: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(prepare, "PART_BYTES", 5 * 1024 * 1024)  # S3's (and moto's) minimum
+    monkeypatch.setattr(archives_service, "PART_BYTES", 5 * 1024 * 1024)  # S3's (and moto's) minimum
     plain = _csv(700_000)  # ~13 MB: three parts
     aws.put_object(Bucket="src", Key="big.csv.gz", Body=gzip.compress(plain, compresslevel=1))
 

@@ -1,0 +1,91 @@
+"""The planned job and its manifest entries: what Plan writes and the Map hands each Worker, as models.
+
+Plan builds them, `to_json()` gives the state machine and the manifest their JSON (the same keys,
+in the same order, as the dicts they replace: payload and e2e tests hold the shapes), and each
+function that receives one parses it once (`parse`) and passes the model on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Wire(BaseModel):
+    """A model of JSON the functions pass each other: camelCase keys, immutable, unknown keys kept
+    (an older or newer sender's field is carried, never refused)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", validate_by_name=True, validate_by_alias=True)
+
+    @classmethod
+    def parse(cls, value: Self | Mapping[str, Any]) -> Self:
+        """The model of `value`: itself when already parsed, else validated once."""
+        return value if isinstance(value, cls) else cls.model_validate(value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object as received or built: only the fields that were given, in field order."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
+
+
+class ManifestEntry(_Wire):
+    """One shard of the manifest (docs/CONTRACTS.md "Shard item"): a byte range of one object, or
+    a Parquet object's whole row groups (`rowGroups`, `firstRow`, `rows`)."""
+
+    index: int
+    bucket: str
+    key: str
+    etag: str
+    start: int
+    end: int
+    object_size: int = Field(alias="objectSize")
+    # Where the object's data starts (after a CSV header line): a CSV Worker near it reads from there.
+    data_start: int = Field(default=0, alias="dataStart")
+    header: list[str] | None = None
+    first_line_number: int | None = Field(default=None, alias="firstLineNumber")
+    # The lines before the data, on an object's first shard (Plan); null on the others.
+    line_base: int | None = Field(default=None, alias="lineBase")
+    row_groups: list[int] | None = Field(default=None, alias="rowGroups")  # [first, stop)
+    first_row: int | None = Field(default=None, alias="firstRow")
+    rows: int | None = None
+    # A shard of Prepare's decompressed copy: the original object, its zip member and its ETag.
+    source: str | None = None
+    member: str | None = None
+    source_etag: str | None = Field(default=None, alias="sourceEtag")
+
+    @property
+    def source_uri(self) -> str:
+        """The object its records came from: the original source of a prepared copy."""
+        return self.source or f"s3://{self.bucket}/{self.key}"
+
+
+class PlannedJob(_Wire):
+    """Plan's `job` ($.plan.job): the ids, the normalized input and what the Workers share."""
+
+    job_id: str = Field(alias="jobId")
+    run_id: str = Field(alias="runId")
+    # The plan's fingerprint (logic/planning.py plan_id); absent in executions before it existed.
+    plan_id: str | None = Field(default=None, alias="planId")
+    spec: dict[str, Any]  # the normalized input (logic/spec.py spec_to_json)
+    # The table's key schema, partition key first (what the Worker parses the spec against).
+    table_key: dict[str, str] | None = Field(default=None, alias="tableKey")
+    objects: int | None = None
+    source_bytes: int | None = Field(default=None, alias="bytes")
+    # The Workers that can run at once: min(maxConcurrency, shards).
+    workers: int | None = None
+
+    @property
+    def plan(self) -> str:
+        """The plan the shards are recorded under: its id, or the run's in an older execution."""
+        return str(self.plan_id or self.run_id)
+
+    @property
+    def source_format(self) -> str:
+        """The input's `format` (csv, parquet, nquads, opencypher, ...)."""
+        return str(self.spec.get("format") or "")
+
+    @property
+    def graph(self) -> dict[str, Any]:
+        """The input's `graph` section, normalized; empty for a job without one."""
+        return dict(self.spec.get("graph") or {})

@@ -1,0 +1,140 @@
+"""The planning service: a job's input to its manifest of shards and its planned `job` (Plan's job).
+
+Parse and check the input → the source's objects (`sources`) → shards → the plan's fingerprint,
+the jobId claimed in the ledger, the manifest written to staging.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from adapters.ledger import Ledger
+from adapters.s3 import S3Store
+from logic import layout, parquet, planning
+from logic.errors import InputValidationError
+from logic.job import PlannedJob
+from logic.payloads import check_input_size
+from logic.spec import (
+    JobSpec,
+    check_graph_database,
+    check_shard_memory,
+    check_source_bucket,
+    fit_shard_size,
+    parse_s3_uri,
+    parse_spec,
+    spec_to_json,
+)
+from logic.writemodes import check_update_limits, write_plan
+from plans import sources
+from plans.settings import PlanningSettings
+
+
+def plan(
+    event: Mapping[str, Any],
+    settings: PlanningSettings,
+    store: S3Store,
+    ledger: Ledger,
+    ended: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
+    """Plan the execution's input (`event`: `input`, `execution`): the manifest is written to
+    staging, the jobId claimed; the result is the planned `job` and what the Map reads.
+    `ended(execution id)`: whether the execution holding the jobId is over (then taken over)."""
+    execution = event.get("execution") or {}
+    run_id = str(execution.get("name") or "local")
+    raw_input = dict(event.get("input") or {})
+    # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
+    prepared = raw_input.pop("prepare", None) or {}
+    spec = _checked_spec(raw_input, settings, run_id)
+    bucket, key = parse_s3_uri(spec.source)
+    check_source_bucket(bucket, settings.source_buckets)
+    objects, shards = _shards(store, settings, bucket, key, prepared, spec)
+    job_id = spec.job_id
+    spec_json = spec_to_json(spec)
+    # Shards are recorded under the plan's fingerprint: a re-run of the job with the same
+    # objects and spec finds the shards an earlier run finished, and skips them.
+    plan_id = planning.plan_id(shards, spec_json)
+    counted = _counted_plan(spec, ledger, plan_id)
+    execution_id = str(execution.get("id") or run_id)
+    ledger.start_job(job_id, run_id, execution_id, len(shards), counted_plan=counted, ended=ended)
+    manifest = layout.manifest_key(job_id, run_id)
+    store.put_json(settings.staging_bucket, manifest, shards)
+    max_concurrency = min(spec.max_concurrency, settings.max_concurrency_cap)
+    job = PlannedJob(  # named as in the JSON; to_json() gives them in the model's field order
+        jobId=job_id,
+        runId=run_id,
+        planId=plan_id,
+        spec=spec_json,
+        tableKey=dict(settings.table_key),
+        objects=len(objects),
+        bytes=sum(o.size for o in objects),
+        # The Workers that can run at once: the write budget's share is never above budget / this.
+        workers=max(1, min(max_concurrency, len(shards))),
+    )
+    return {
+        "job": job.to_json(),
+        "manifestKey": manifest,
+        "mapResultsPrefix": layout.map_results_prefix(job_id, run_id),
+        "maxConcurrency": max_concurrency,
+        "shardCount": len(shards),
+    }
+
+
+def _checked_spec(raw_input: Mapping[str, Any], settings: PlanningSettings, run_id: str) -> JobSpec:
+    """The input parsed and checked against this environment, its shard size fitted to the Worker."""
+    spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
+    check_input_size(raw_input, spec_to_json(spec))
+    check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
+    spec = fit_shard_size(spec, worker_memory_mib=settings.worker_memory_mib)
+    check_shard_memory(spec, worker_memory_mib=settings.worker_memory_mib)
+    if spec.dynamodb is not None:
+        check_update_limits(spec.dynamodb)
+    return spec
+
+
+def _counted_plan(spec: JobSpec, ledger: Ledger, plan_id: str) -> str | None:
+    """The plan id when the job adds numbers (`"update": "add"`), else None; refuses a re-run of
+    such a job under another plan: its markers are keyed by plan and byte offset, so a changed
+    input or spec would add every record an earlier run already added once more."""
+    target = write_plan(spec.dynamodb) if spec.dynamodb is not None else None
+    if target is None or not target.counters:
+        return None
+    earlier = (ledger.get_job(spec.job_id) or {}).get("countedPlanId")
+    if earlier is not None and earlier != plan_id:
+        raise InputValidationError(
+            "jobId",
+            f"jobId {spec.job_id!r} already added numbers (update add) under another plan: its input "
+            "objects or spec have changed since, so a re-run cannot tell which records were added; "
+            "start the corrected load under a new jobId (the earlier additions stay)",
+        )
+    return plan_id
+
+
+def _shards(
+    store: S3Store,
+    settings: PlanningSettings,
+    bucket: str,
+    key: str,
+    prepared: Mapping[str, Any],
+    spec: JobSpec,
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The source's objects and the shards cut from them: whole row groups from Parquet footers,
+    byte ranges from the other formats' objects."""
+    if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
+        objects = sources.parquet_objects(store, bucket, key)
+        footers = sources.read_footers(store, objects, spec, settings.worker_memory_mib)
+        graph_held = sources.graph_held_bytes(spec, settings.worker_memory_mib)
+        shards = parquet.cut_row_groups(
+            footers,
+            spec.shard_size_bytes,
+            max_shards=planning.DEFAULT_MAX_SHARDS,
+            # A property graph shard's size bounds its ids in the Worker's memory: count them as text.
+            uncompressed=graph_held is not None,
+            held_bytes=graph_held,
+        )
+    else:
+        objects, origin = sources.objects(store, settings.staging_bucket, bucket, key, prepared, spec.format)
+        planned, line_bases = sources.read_headers(store, objects, spec, origin)
+        shards = planning.cut_shards(planned, spec.shard_size_bytes)
+        sources.number_and_attribute(shards, line_bases, origin)
+    return objects, shards

@@ -1,0 +1,174 @@
+"""The report service: a job's report from its manifest and what its shards recorded (Finalize's job).
+
+What the shards recorded (ledger) and the plan's manifest (staging) → the rejects merged
+(`rejects`) → the report written to staging, the jobId released unless a graph load follows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+from adapters.ledger import Ledger
+from adapters.s3 import S3Store
+from logic import layout, report
+from logic.errors import JobTakenOverError
+from logic.job import PlannedJob
+from reports.rejects import merge_rejects
+from reports.settings import ReportSettings
+
+
+def finalize(
+    event: Mapping[str, Any], settings: ReportSettings, store: S3Store, ledger: Ledger
+) -> dict[str, Any]:
+    """Report on the execution's job (`event`: `state`, the execution's state, and `execution`);
+    the result is what Finalize returns to the state machine (`_answer`)."""
+    state = event.get("state") or {}
+    execution = event.get("execution") or {}
+    run_id = str(execution.get("name") or "local")
+    plan = state.get("plan")
+    job = PlannedJob.parse(plan["job"]) if plan and plan.get("job") else None
+    spec: Mapping[str, Any] = job.spec if job else {}
+    job_id = job.job_id if job else str(state.get("jobId") or run_id)
+    plan_id = str(job.plan_id or run_id) if job else run_id
+    error = _caught_error(state, planned=plan is not None)
+    manifest: list[dict[str, Any]] | None = None
+    shards: dict[int, dict[str, Any]] = {}
+    rejects_location: str | None = None
+    sample: list[dict[str, Any]] = []
+    if plan is not None:
+        manifest, shards, taken_over = _recorded(settings, store, ledger, plan, job_id, run_id, plan_id)
+        error = taken_over or error
+        rejects_location, sample = merge_rejects(
+            store, settings.staging_bucket, job_id, run_id, manifest or [], shards
+        )
+    if not spec:  # Plan failed: say what was asked for as far as it can be read
+        spec = _asked_for(state)
+    result = report.build(
+        job_id=job_id,
+        run_id=run_id,
+        spec=spec,
+        manifest=manifest,
+        shards=shards,
+        error=error,
+        table=settings.table_name,
+        table_arn=settings.table_arn,
+        seconds=_seconds(execution.get("startTime")),
+        rejects_location=rejects_location,
+        sample=sample,
+    )
+    _add_skipped_and_graph(result, settings, spec, shards, (job_id, run_id, plan_id))
+    key = layout.report_key(job_id, run_id)
+    store.put_json(settings.staging_bucket, key, result)
+    answer = _answer(result, f"s3://{settings.staging_bucket}/{key}")
+    # The claim on the jobId lasts until the run's last state: PollGraphLoad's end when a graph
+    # load follows (a second run must not start meanwhile), else here.
+    if plan is not None and not answer["graphLoad"]:
+        ledger.finish_job(job_id, run_id, result["status"])
+    return answer
+
+
+def _add_skipped_and_graph(
+    result: dict[str, Any],
+    settings: ReportSettings,
+    spec: Mapping[str, Any],
+    shards: Mapping[int, Mapping[str, Any]],
+    ids: tuple[str, str, str],
+) -> None:
+    """The report's shards an earlier run finished, and its graph section (a graph job's);
+    `ids`: the job's, run's and plan's."""
+    job_id, run_id, plan_id = ids
+    # Shards an earlier run of this job finished (same plan): not redone, still counted.
+    result["shards"]["skipped"] = sum(1 for c in shards.values() if c.get("runId", run_id) != run_id)
+    graph = report.graph_section(
+        spec,
+        shards,
+        source=f"s3://{settings.staging_bucket}/{layout.graph_prefix(job_id, plan_id)}",
+        status=result["status"],
+    )
+    if graph is not None:
+        result["graph"] = graph
+
+
+def _seconds(started: str | None) -> float | None:
+    if not started:
+        return None
+    try:
+        return round(time.time() - datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp(), 3)
+    except ValueError:
+        return None
+
+
+def _caught_error(state: Mapping[str, Any], *, planned: bool) -> dict[str, str] | None:
+    """The error a Catch put in the state: a step's, else Prepare's (input, source, archive)."""
+    error = report.describe_error(state.get("error"), planned=planned)
+    if error is None and state.get("prepareError"):
+        error = report.describe_error(state["prepareError"], planned=False)
+        if error is not None:
+            error["where"] = "Prepare"
+    return error
+
+
+def _asked_for(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The source, format and reject limit of an input Plan could not parse, as far as they read."""
+    raw = {k: v for k, v in state.items() if k not in ("error", "plan")}
+    spec = {"source": raw.get("source"), "format": raw.get("format")}
+    if isinstance(raw.get("maxRejectedPercent"), (int, float)):
+        spec["maxRejectedPercent"] = raw["maxRejectedPercent"]
+    return spec
+
+
+def _taken_over(ledger: Ledger, job_id: str, run_id: str) -> dict[str, str] | None:
+    """The error when the jobId is held by another run: this execution was displaced (taken over
+    or released) and then redriven, so a second copy of the job ran beside the run holding it."""
+    holder = (ledger.get_job(job_id) or {}).get("runId")
+    if holder is None or holder == run_id:
+        return None
+    return {
+        "type": JobTakenOverError.__name__,
+        "where": "Finalize",
+        "message": f"jobId {job_id!r} taken over by run {holder}: this run was displaced (a redriven "
+        "execution?) and its writes may have mixed with that run's; never redrive an execution "
+        "whose jobId was taken over",
+    }
+
+
+def _recorded(
+    settings: ReportSettings,
+    store: S3Store,
+    ledger: Ledger,
+    plan: Mapping[str, Any],
+    job_id: str,
+    run_id: str,
+    plan_id: str,
+) -> tuple[list[dict[str, Any]] | None, dict[int, dict[str, Any]], dict[str, Any] | None]:
+    """The plan's manifest, what its shards recorded, and the error if the jobId was taken over.
+
+    Whether the jobId is still this run's and what the shards recorded do not depend on each
+    other: the job's record is read while the manifest and the shards' records are.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        taken_over = pool.submit(_taken_over, ledger, job_id, run_id)
+        manifest = store.get_json(settings.staging_bucket, plan["manifestKey"])
+        count = 1 + max((int(shard["index"]) for shard in manifest or []), default=-1)
+        shards = ledger.shards(job_id, plan_id, count)
+        return manifest, shards, taken_over.result()
+
+
+def _answer(result: dict[str, Any], report_uri: str) -> dict[str, Any]:
+    """What Finalize returns to the state machine: the status, the report and its location."""
+    err = result["error"]
+    graph = result.get("graph")
+    return {
+        "status": result["status"],
+        "jobId": result["jobId"],
+        "reportUri": report_uri,
+        "report": result,
+        "error": err["type"] if err else None,
+        "cause": f"{err['type']} in {err['where']}: {err['message']}" if err else "",
+        # The state machine starts the graph load only when this is true.
+        "graphLoad": graph is not None and graph["status"] == "PENDING",
+    }
