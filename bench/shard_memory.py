@@ -171,7 +171,7 @@ def child_worker(shape: str, path: str) -> dict[str, Any]:
     from adapters.ledger import Ledger
     from adapters.s3 import S3Store
     from handlers.settings import WorkerSettings
-    from logic.spec import parse_spec, spec_to_json
+    from logic.spec.parse import parse_spec, spec_to_json
     from shards.service import process_shard
 
     settings = WorkerSettings.from_env(
@@ -281,7 +281,8 @@ def main() -> int:
         print(json.dumps((child_ids if mode == "ids" else child_worker)(shape, path)))
         return 0
     from logic.endpoints import worker_peak_mib
-    from logic.spec import id_shape, parse_spec
+    from logic.spec.checks import id_shape
+    from logic.spec.parse import parse_spec
 
     def shape_of(shape: str) -> Any:  # the ids' shape Plan reads from the spec
         raw = {"source": "s3://src/shard.csv", "format": "csv", "graph": SHAPES[shape]["graph"]}

@@ -18,19 +18,16 @@ from logic import endpoints, layout, parquet, planning
 from logic.dynamodb_json import not_data
 from logic.errors import InputValidationError, SourceNotFoundError
 from logic.payloads import check_input_size
-from logic.spec import (
-    JobSpec,
+from logic.spec.checks import (
     check_fields,
     check_graph_database,
     check_shard_memory,
     check_source_bucket,
     fit_shard_size,
     id_shape,
-    parse_s3_uri,
-    parse_spec,
-    spec_to_json,
 )
-from logic.spec_model import MAX_SHARD_SIZE_MIB
+from logic.spec.inputs import MAX_SHARD_SIZE_MIB, JobSpec
+from logic.spec.parse import parse_s3_uri, parse_spec, spec_to_json
 from logic.writemodes import check_update_limits, write_plan
 
 SETTINGS_CLASS = PlanSettings

@@ -15,7 +15,8 @@ from handlers.observability import entry_point
 from handlers.settings import PrepareSettings
 from logic import compression
 from logic.dynamodb_json import not_data
-from logic.spec import check_source_bucket, parse_s3_uri, parse_spec
+from logic.spec.checks import check_source_bucket
+from logic.spec.parse import parse_s3_uri, parse_spec
 
 SETTINGS_CLASS = PrepareSettings
 # Memory ~ PART_BYTES x (IN_FLIGHT + 1) for the buffered parts, well inside the function's memory.

@@ -22,7 +22,7 @@ from handlers.observability import entry_point
 from handlers.settings import StartGraphLoadSettings
 from logic import endpoints, graph_load, layout, opencypher
 from logic.errors import EndpointCheckLimitError
-from logic.spec_model import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_MINUTES
+from logic.spec.graph import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_MINUTES
 
 SETTINGS_CLASS = StartGraphLoadSettings
 # The function's memory sizes the edge endpoint check's passes (logic/endpoints.py per_pass):

@@ -27,7 +27,7 @@ from adapters.ledger import Ledger
 from handlers import finalize, poll_graph_load, start_graph_load
 from handlers.settings import FinalizeSettings, PollGraphLoadSettings, StartGraphLoadSettings
 from logic import endpoints, layout, planning
-from logic.spec import parse_spec, spec_to_json
+from logic.spec.parse import parse_spec, spec_to_json
 from mapload.emulator.limits import STATE_PAYLOAD_BYTES
 from tests.infra.support import Synth
 from tests.infra.test_state_machine import definition
