@@ -88,9 +88,24 @@ def no_default(schema: dict[str, Any]) -> None:
 
 
 def absent(description: str | None = None, *, alias: str | None = None) -> Any:
-    """A field whose absence is None and whose null is refused (with NotNull). Kept as
-    json_schema_extra: the schema shows no default, since null is not a value the input may give."""
-    return Field(default=None, alias=alias, description=description, json_schema_extra=no_default)
+    """A field whose absence is None and whose null is refused (with NotNull); the normalized form
+    leaves it out when absent. Kept as json_schema_extra: the schema shows no default, since null is
+    not a value the input may give."""
+    return Field(
+        default=None, alias=alias, description=description, json_schema_extra=no_default, exclude_if=_is_none
+    )
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def omit_default(default: Any, **field: Any) -> Any:
+    """A field the normalized form (the models' dump: logic/spec/parse.py spec_to_json) leaves out
+    while it is at `default`. A field added to the input after its normalized form was recorded
+    must be one: an input that does not give it keeps its normalized form, and so its plan id
+    (tests/runtime/test_spec_golden.py); a graph element's `optional` is one such."""
+    return Field(default=default, exclude_if=lambda value: value == default, **field)
 
 
 ABSENT: Any = absent()

@@ -25,6 +25,7 @@ from logic.spec.fields import (
     WholeNumber,
     fail,
     matches,
+    omit_default,
     shape,
 )
 
@@ -97,7 +98,7 @@ NeverOptional = Annotated[Literal[False], BeforeValidator(_not_optional)]
 
 class IriNode(Model):
     iri: IriTemplateText
-    optional: NeverOptional = False
+    optional: NeverOptional = omit_default(False)
     kind: ClassVar[str] = "iri"
 
     @property
@@ -107,7 +108,7 @@ class IriNode(Model):
 
 class BlankNode(Model):
     blank: KeyTemplateText
-    optional: NeverOptional = False
+    optional: NeverOptional = omit_default(False)
     kind: ClassVar[str] = "blank"
 
     @property
@@ -118,18 +119,18 @@ class BlankNode(Model):
 class OptionalIri(IriNode):
     """An object's IRI; optional: the statement is left out when a field it names is empty."""
 
-    optional: bool = False  # type: ignore[assignment]
+    optional: bool = omit_default(False)  # type: ignore[assignment]
 
 
 class OptionalBlank(BlankNode):
-    optional: bool = False  # type: ignore[assignment]
+    optional: bool = omit_default(False)  # type: ignore[assignment]
 
 
 class _Literal(Model):
     """A literal; optional: left out when its fields are empty."""
 
     literal: TemplateText
-    optional: bool = False
+    optional: bool = omit_default(False)
     kind: ClassVar[str] = "literal"
 
     @property
@@ -147,8 +148,8 @@ class LiteralTerm(_Literal):
     """A literal, of `datatype` when given (a string otherwise); optional: left out when its
     fields are empty. A literal with a language is a LanguageLiteral (a literal has one or the other)."""
 
-    datatype: Datatype | None = None
-    language: None = None  # null: no language, as when absent
+    datatype: Datatype | None = omit_default(None)
+    language: None = omit_default(None)  # null: no language, as when absent
     model_config = ConfigDict(title="Literal")
 
 
@@ -157,7 +158,7 @@ class LanguageLiteral(_Literal):
     empty."""
 
     language: Language
-    datatype: Annotated[None, BeforeValidator(_no_datatype)] = None  # null: as when absent
+    datatype: Annotated[None, BeforeValidator(_no_datatype)] = omit_default(None)  # null: as when absent
 
 
 # A term of a statement: an IRI template string, or an object naming its kind.
@@ -208,7 +209,7 @@ class Statement(Model):
     subject: Subject
     predicate: Predicate
     object: Object
-    graph: Predicate | None = None  # null: no graph name, as when absent
+    graph: Predicate | None = omit_default(None)  # null: no graph name, as when absent
 
 
 class GraphOptions(Model):
@@ -245,8 +246,8 @@ class GraphOptions(Model):
 class RecordGraph(GraphOptions):
     """The graph target of CSV/JSON Lines records: statements made from each record."""
 
-    model: Literal["rdf"] = Field(
-        default="rdf", description='"rdf": statements staged as N-Quads; "property": vertices and edges.'
+    model: Literal["rdf"] = omit_default(
+        "rdf", description='"rdf": statements staged as N-Quads; "property": vertices and edges.'
     )
     statements: list[Statement] = Field(min_length=1)
     vertices: ClassVar[tuple[()]] = ()
@@ -311,7 +312,7 @@ class Vertex(Model):
     id: KeyTemplateText
     label: Labels
     properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
-    optional: bool = Field(default=False, description=_ELEMENT_OPTIONAL)
+    optional: bool = omit_default(False, description=_ELEMENT_OPTIONAL)
 
     @property
     def labels(self) -> tuple[Template, ...]:
@@ -328,7 +329,7 @@ class Edge(Model):
     label: KeyTemplateText
     id: Annotated[KeyTemplateText | None, NotNull] = ABSENT
     properties: Properties = Field(default_factory=dict, json_schema_extra={"additionalProperties": False})
-    optional: bool = Field(default=False, description=_ELEMENT_OPTIONAL)
+    optional: bool = omit_default(False, description=_ELEMENT_OPTIONAL)
 
 
 class EdgeCheck(Model):
@@ -423,7 +424,10 @@ class OpencypherGraph(GraphOptions, EdgeCheck):
 
 
 def _graph_model(value: Any) -> str | None:
-    """graph.model picks the form; absent is "rdf"; a non-object is left to the rdf form to refuse."""
+    """graph.model picks the form; absent is "rdf"; a non-object is left to the rdf form to refuse
+    (a validated graph, dumped, is its own form)."""
+    if isinstance(value, RecordGraph | PropertyGraph):
+        return f"~{value.model}"
     if not isinstance(value, Mapping):
         return "~rdf"
     chosen = value.get("model", "rdf")

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    model_serializer,
+    model_validator,
+)
 from pydantic.config import JsonDict
 from pydantic.json_schema import GenerateJsonSchema
 
@@ -135,6 +144,16 @@ class RecordInput(Common):
                 'required (unless "graph" is given): {"key": {...}, "attributes": {...} or "*"}', "dynamodb"
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _targets_last(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The dump (the normalized form) names the targets after the format's own fields, in the
+        order the normalized form has always had (Plan hands it to the Workers as it is)."""
+        dumped: dict[str, Any] = handler(self)
+        for name in ("dynamodb", "graph"):
+            if name in dumped:
+                dumped[name] = dumped.pop(name)
+        return dumped
 
 
 class CsvInput(RecordInput):

@@ -22,19 +22,9 @@ from logic.errors import InputValidationError
 from logic.s3uri import s3_parts
 from logic.spec.checks import check_fields, check_property_types
 from logic.spec.csv_options import COLUMNS_REQUIRED
-from logic.spec.dynamodb import WRITE_MODES, DynamoDbTarget
+from logic.spec.dynamodb import WRITE_MODES
 from logic.spec.fields import Template, shown_name, template_check
-from logic.spec.graph import (
-    STATEMENT_PARTS,
-    Edge,
-    Graph,
-    PropertyGraph,
-    RdfGraph,
-    RecordGraph,
-    Term,
-    Vertex,
-    term_template,
-)
+from logic.spec.graph import PropertyGraph
 from logic.spec.inputs import FORMATS, JOB_ID_PATTERN, Input, JobSpec
 
 KEY_TYPES = ("S", "N", "B")
@@ -87,54 +77,10 @@ def parse_spec(
 
 
 def spec_to_json(spec: JobSpec) -> dict[str, Any]:
-    """The normalized input, every default explicit; parse_spec of it gives back an equal JobSpec."""
-    out = spec.model_dump(by_alias=True, exclude={"dynamodb", "graph"})
-    if spec.dynamodb is not None:
-        out["dynamodb"] = _dynamodb_to_json(spec.dynamodb)
-    if spec.graph is not None:
-        out["graph"] = _graph_to_json(spec.graph)
-    return out
-
-
-def _dynamodb_to_json(target: DynamoDbTarget) -> dict[str, Any]:
-    """The item mapping as validated (a typed attribute holds the defaults its mode and type use)."""
-    return target.model_dump(by_alias=True, exclude_none=True)
-
-
-def _term_to_json(term: Term) -> str | dict[str, Any]:
-    """An IRI that is not optional as its template's text; any other term without its defaults."""
-    if isinstance(term, Template) or (term.kind == "iri" and not term.optional):
-        return term_template(term).text
-    return term.model_dump(by_alias=True, exclude_defaults=True)
-
-
-def _graph_to_json(graph: Graph) -> dict[str, Any]:
-    """The graph section; "model" is left out for RDF (N-Quads/N-Triples inputs have no such field)."""
-    rdf = isinstance(graph, RecordGraph)
-    out = graph.model_dump(
-        by_alias=True, exclude={"model", "edges", "statements"} if rdf else {"vertices", "edges"}
-    )
-    if isinstance(graph, PropertyGraph):
-        # `optional` only when true: the normalized form (and the plan id) of an input without it
-        # is as before the flag existed.
-        out["vertices"] = [_element_to_json(vertex) for vertex in graph.vertices]
-        out["edges"] = [_element_to_json(edge) for edge in graph.edges]
-    elif isinstance(graph, RecordGraph | RdfGraph):
-        out["statements"] = [
-            {
-                part: _term_to_json(term)
-                for part in STATEMENT_PARTS
-                if (term := getattr(statement, part)) is not None
-            }
-            for statement in graph.statements
-        ]
-    return out
-
-
-def _element_to_json(element: Vertex | Edge) -> dict[str, Any]:
-    return element.model_dump(
-        by_alias=True, exclude_none=True, exclude=None if element.optional else {"optional"}
-    )
+    """The normalized input: the models' own dump, every default explicit except a field's the
+    models leave out while at its default (fields.omit_default; an absent field: fields.absent).
+    parse_spec of it gives back an equal JobSpec; the plan id hashes it."""
+    return spec.model_dump(by_alias=True)
 
 
 def _table_key(table_key: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
