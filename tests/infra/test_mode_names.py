@@ -16,10 +16,10 @@ pytestmark = pytest.mark.infra
 # The modes as writeMode spells them (logic/spec/dynamodb.py WRITE_MODES; spelled here too, so the
 # scan does not depend on the code it scans).
 MODE_NAMES = {"put", "putIfAbsent", "newerWins", "update", "delete"}
-# Names that hold a mode's name, or the sets of names the modes were once sorted into.
+# Names that hold a mode's name, or the sets of names the modes were once sorted into (`mode`
+# only as an attribute, `plan.mode`: a bare `mode` may be anything).
 MODE_HOLDERS = {
     "write_mode",
-    "mode",
     "PUT",
     "PUT_IF_ABSENT",
     "NEWER_WINS",
@@ -39,7 +39,7 @@ def _names_a_mode(node: ast.expr) -> bool:
     if isinstance(node, ast.Name):
         return node.id in MODE_HOLDERS
     if isinstance(node, ast.Attribute):
-        return node.attr in MODE_HOLDERS
+        return node.attr in MODE_HOLDERS or node.attr == "mode"
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         return any(_names_a_mode(element) for element in node.elts)
     return False
