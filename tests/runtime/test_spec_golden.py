@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from logic.spec.parse import parse_spec, spec_to_json
+from logic.spec import parse_spec, spec_to_json
 
 GOLDEN = Path(__file__).parent / "golden"
 
