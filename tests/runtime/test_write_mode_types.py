@@ -3,6 +3,8 @@ engine the models allow (logic/spec/dynamodb.py, runtime/shards/writing.py)."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from logic.batching import BATCH_ITEMS
@@ -25,7 +27,7 @@ def test_every_write_mode_has_its_model_under_its_name() -> None:
     assert tuple(WRITE_MODE_TYPES) == WRITE_MODES
     for name, mode in WRITE_MODE_TYPES.items():
         assert mode.name == name and write_mode_type(name) is mode
-        assert mode.model_fields["write_mode"].annotation.__args__ == (name,)  # type: ignore[union-attr]
+        assert get_args(mode.model_fields["write_mode"].annotation) == (name,)
     with pytest.raises(ValueError, match="unknown write mode 'upsert'"):
         write_mode_type("upsert")
 
