@@ -21,7 +21,7 @@ import pyoxigraph as ox  # noqa: E402
 
 from adapters.rdf import GraphStager  # noqa: E402
 from logic.records import iter_shard_lines  # noqa: E402
-from logic.spec import parse_spec  # noqa: E402
+from logic.spec.parse import parse_spec  # noqa: E402
 from shards.records import process  # noqa: E402
 from shards.rejects import RejectSink  # noqa: E402
 

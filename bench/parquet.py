@@ -135,7 +135,7 @@ def child_worker(fmt: str, path: str) -> dict[str, Any]:
     from adapters.ledger import Ledger
     from adapters.s3 import S3Store
     from handlers.settings import WorkerSettings
-    from logic.spec import parse_spec, spec_to_json
+    from logic.spec.parse import parse_spec, spec_to_json
     from shards.service import process_shard
 
     class CountingS3(LocalS3):

@@ -68,7 +68,7 @@ def child(path: str, mode: str) -> dict[str, Any]:
     from adapters.s3 import ObjectInfo
     from logic import parquet
     from logic.mapping import make_mapper
-    from logic.spec import parse_spec
+    from logic.spec.parse import parse_spec
     from shards.sources import parquet_rows
 
     spec = parse_spec(SPEC, table_key={"pk": "S", "sk": "S"})

@@ -22,7 +22,8 @@ import pyarrow as pa  # noqa: E402
 
 from logic.mapping import make_mapper  # noqa: E402
 from logic.parquet_values import batch_fields  # noqa: E402
-from logic.spec import FORMATS, parse_spec  # noqa: E402
+from logic.spec.inputs import FORMATS  # noqa: E402
+from logic.spec.parse import parse_spec  # noqa: E402
 
 REPEATS = 5
 BATCH_ROWS = 10_000

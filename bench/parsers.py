@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT / "runtime"))
 from logic.csvrecords import CutRecord, ShardRecords  # noqa: E402
 from logic.parsing import is_skipped, make_parser  # noqa: E402
 from logic.records import iter_shard_lines  # noqa: E402
-from logic.spec import JobSpec, parse_spec  # noqa: E402
+from logic.spec.inputs import JobSpec  # noqa: E402
+from logic.spec.parse import parse_spec  # noqa: E402
 
 REPEATS = 7
 CHUNK = 1024 * 1024

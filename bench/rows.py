@@ -112,8 +112,8 @@ def _worker(args: dict[str, Any], client: Any, item_client: Any = None) -> int:
     from adapters.dynamodb import BatchWriter, ItemWriter
     from adapters.keyed_batches import KeyedBatchWriter
     from logic.records import iter_shard_lines
-    from logic.spec import parse_spec
-    from logic.writemodes import BATCHED, write_plan
+    from logic.spec.parse import parse_spec
+    from logic.writemodes import write_plan
     from shards.records import process
     from shards.rejects import RejectSink
 
@@ -144,7 +144,7 @@ def _worker(args: dict[str, Any], client: Any, item_client: Any = None) -> int:
             BatchWriter(client, args["table"], in_flight=in_flight)
             if plan is None
             else KeyedBatchWriter(client, item_client, args["table"], plan, in_flight=in_flight)
-            if plan.mode in BATCHED
+            if plan.mode.batched
             else ItemWriter(item_client, args["table"], plan, in_flight=in_flight)
         )
         rejects = RejectSink(path, out=io.BytesIO())  # none expected: the file is clean

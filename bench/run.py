@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "runtime"))
 
 from proxy import Proxy  # noqa: E402
 
-from logic.spec_model import WRITE_MODES  # noqa: E402
+from logic.spec.dynamodb import WRITE_MODES  # noqa: E402
 from mapload import sample  # noqa: E402
 from mapload.estimate import (  # noqa: E402
     BENCH_ROUND_TRIP_MS,

@@ -171,7 +171,7 @@ def child_worker(shape: str, path: str) -> dict[str, Any]:
     from adapters.ledger import Ledger
     from adapters.s3 import S3Store
     from handlers.settings import WorkerSettings
-    from logic.spec import parse_spec, spec_to_json
+    from logic.spec.parse import parse_spec, spec_to_json
     from shards.service import process_shard
 
     settings = WorkerSettings.from_env(
@@ -280,7 +280,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _shape_of(shape: str) -> Any:
     """The ids' shape Plan reads from the spec."""
-    from logic.spec import id_shape, parse_spec
+    from logic.spec.checks import id_shape
+    from logic.spec.parse import parse_spec
 
     raw = {"source": "s3://src/shard.csv", "format": "csv", "graph": SHAPES[shape]["graph"]}
     return id_shape(parse_spec(raw, table_key={"pk": "S", "sk": "S"}, execution_name="bench"))

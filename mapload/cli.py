@@ -136,6 +136,8 @@ def _estimate(args: argparse.Namespace) -> int:
         if rows is None or item_bytes is None:
             raise ValueError("give --rows and --item-bytes, or --file and --spec to measure them")
         write_mode = _first(args.write_mode, from_spec.get("write_mode"), "put")
+        # The spec's numeric add goes with its mode (update), when the estimate is of that mode.
+        spec_adds = bool(from_spec.get("numeric_add")) and estimate.counts(write_mode)
         result = estimate.estimate(
             rows,
             item_bytes,
@@ -146,8 +148,7 @@ def _estimate(args: argparse.Namespace) -> int:
             memory_mib=args.memory_mib,
             architecture=args.architecture,
             write_mode=write_mode,
-            numeric_add=args.numeric_add
-            or (write_mode == from_spec.get("write_mode") and from_spec["numeric_add"]),
+            numeric_add=args.numeric_add or spec_adds,
         )
     except (ValueError, measure.MeasureError) as error:
         print(f"mapload estimate: {error}", file=sys.stderr)
@@ -279,7 +280,7 @@ def _add_sample(sub: Any) -> None:
 
 
 def _add_sample_and_estimate(sub: Any) -> None:
-    from logic.spec_model import WRITE_MODES
+    from logic.spec.dynamodb import WRITE_MODES
     from mapload import estimate
 
     _add_sample(sub)

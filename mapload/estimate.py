@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from adapters.ledger import MARKED_IN_FLIGHT
 from logic.mapping import MAX_ITEM_BYTES
-from logic.spec_model import WRITE_MODES, Common
-from logic.writemodes import BATCHED, DELETE, MARKER_UNITS, PUT, PUT_IF_ABSENT, UPDATE, items_per_request
+from logic.spec.dynamodb import WRITE_MODES, PutTarget, write_mode_type
+from logic.spec.inputs import Common
+from logic.writemodes import MARKER_UNITS
 
 # The defaults of what is estimated: the input's (maxConcurrency, shardSizeMiB), read from its
 # models; the environment's (worker_memory_mib, lambda_architecture) from stacks/config.py, which
@@ -81,7 +82,7 @@ def requests_in_flight(
 
 
 def worker_rate(
-    write_mode: str = PUT,
+    write_mode: str = PutTarget.name,
     *,
     in_flight: int = BENCH_WRITE_CONCURRENCY,
     round_trip_ms: float = BENCH_ROUND_TRIP_MS,
@@ -91,12 +92,13 @@ def worker_rate(
 ) -> float:
     """Items/s one worker writes in `write_mode`: at most its window's requests per round trip
     (`requests_in_flight`: `in_flight` per 20 ms, up to `max_in_flight`), each carrying
-    `items_per_request(write_mode)` items (25 for put, delete and putIfAbsent, 1 for single-item
+    its mode's `items_per_request` (25 for put, delete and putIfAbsent, 1 for single-item
     writes), and no more than its loop's rate (default: the one make bench measured for batches,
     or for single items). At 16 in flight and 20 ms, round trips allow 20,000 items/s in batches
     and 800 in single items; at 50 ms the window widens to 40 requests and allows the same.
     `numeric_add` (an update that adds numbers): one record a transaction, the same window up to
     MARKED_IN_FLIGHT, and the transactions' loop rate."""
+    mode = write_mode_type(write_mode)
     if numeric_add:
         max_in_flight = min(max_in_flight, MARKED_IN_FLIGHT)
         in_flight = min(in_flight, MARKED_IN_FLIGHT)
@@ -105,13 +107,19 @@ def worker_rate(
             BENCH_ADD_WORKER_ITEMS_PER_SECOND
             if numeric_add
             else BENCH_WORKER_ITEMS_PER_SECOND
-            if write_mode in BATCHED
+            if mode.batched
             else BENCH_SINGLE_ITEM_WORKER_ITEMS_PER_SECOND
         )
-    per_round_trip = requests_in_flight(in_flight, round_trip_ms, max_in_flight) * items_per_request(
-        write_mode
-    )
+    per_round_trip = requests_in_flight(in_flight, round_trip_ms, max_in_flight) * mode.items_per_request
     return min(loop_items_per_second, per_round_trip / (round_trip_ms / 1000))
+
+
+def counts(write_mode: str) -> bool:
+    """Whether `write_mode` may add numbers (a transaction a record); False for no such mode."""
+    try:
+        return write_mode_type(write_mode).counts
+    except ValueError:
+        return False
 
 
 def units_per_record(item_bytes: int, numeric_add: bool = False) -> int:
@@ -178,9 +186,13 @@ def _check_arguments(
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     if architecture not in LAMBDA_USD_PER_GB_SECOND:
         raise ValueError(f"architecture must be one of {', '.join(LAMBDA_USD_PER_GB_SECOND)}")
-    if write_mode not in WRITE_MODES:
-        raise ValueError(f"--write-mode must be one of {', '.join(WRITE_MODES)}, got {write_mode!r}")
-    if numeric_add and write_mode != UPDATE:
+    try:
+        mode = write_mode_type(write_mode)
+    except ValueError:
+        raise ValueError(
+            f"--write-mode must be one of {', '.join(WRITE_MODES)}, got {write_mode!r}"
+        ) from None
+    if numeric_add and not mode.counts:
         raise ValueError(f"--numeric-add goes with --write-mode update, got {write_mode!r}")
 
 
@@ -210,7 +222,7 @@ def estimate(
     worker_items_per_second: float | None = None,
     memory_mib: int = DEFAULT_MEMORY_MIB,
     architecture: str = DEFAULT_ARCHITECTURE,
-    write_mode: str = PUT,
+    write_mode: str = PutTarget.name,
     numeric_add: bool = False,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
@@ -244,7 +256,7 @@ def estimate(
         numeric_add=numeric_add,
         write_units_per_item=units_per_item,
         write_units=write_units,
-        requests=math.ceil(rows / items_per_request(write_mode)),
+        requests=math.ceil(rows / write_mode_type(write_mode).items_per_request),
         shards=shards,
         concurrency=running,
         worker_items_per_second=per_worker,
@@ -262,16 +274,11 @@ def estimate(
 
 
 def _writes(write_mode: str, numeric_add: bool = False) -> str:
-    per_request = items_per_request(write_mode)
     if numeric_add:
         return "TransactWriteItems (UpdateItem and a ledger marker's Put), 1 record per request"
-    if write_mode == PUT:
-        return f"BatchWriteItem, {per_request} items per request"
-    if write_mode == DELETE:
-        return f"BatchWriteItem of DeleteRequests, {per_request} items per request"
-    if write_mode == PUT_IF_ABSENT:
-        return f"BatchExecuteStatement of PartiQL INSERTs, {per_request} items per request"
-    return "PutItem/UpdateItem, 1 item per request"
+    mode = write_mode_type(write_mode)
+    per_request = mode.items_per_request
+    return f"{mode.estimate.requests}, {per_request} item{'s' if per_request > 1 else ''} per request"
 
 
 def render(e: Estimate) -> str:
@@ -311,11 +318,9 @@ def _notes(e: Estimate) -> list[str]:
         f"`make bench` at {BENCH_ROUND_TRIP_MS:g} ms round trip), us-east-1 list prices, and a table "
         "whose partitions take 1,000 write units/s each.",
     ]
-    if e.write_mode == DELETE:
-        notes.append(
-            "writeMode delete: a delete consumes the write units of the item it deletes (1 when none "
-            "is stored), so give --item-bytes as the stored items' size."
-        )
+    mode = write_mode_type(e.write_mode)
+    if mode.estimate.note is not None:
+        notes.append(mode.estimate.note)
     if e.numeric_add:
         notes.append(
             "A numeric add writes each record exactly once through a TransactWriteItems with a marker "
@@ -323,10 +328,10 @@ def _notes(e: Estimate) -> list[str]:
             f"marker's), and a worker writes {e.worker_items_per_second:,.0f} records/s (the "
             "transactions' loop make bench measured; the window is the single-item modes')."
         )
-    elif e.write_mode not in BATCHED:
+    elif not mode.batched:
         notes.append(
             f"writeMode {e.write_mode} writes one item per request: the same write units as put, "
-            f"{items_per_request(PUT)}x the requests, and more worker time: a worker writes "
+            f"{PutTarget.items_per_request}x the requests, and more worker time: a worker writes "
             f"{e.worker_items_per_second:,.0f} items/s (make bench's write-mode table; its "
             f"{BENCH_WRITE_CONCURRENCY} requests in flight alone would allow "
             f"{worker_rate(e.write_mode, loop_items_per_second=math.inf):,.0f}/s at "

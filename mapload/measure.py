@@ -255,7 +255,7 @@ def _spec(raw_spec: dict[str, Any]) -> Any:
     """The input validated as Plan would, against a table whose key is the spec's (all S: types
     do not change an item's size much)."""
     from logic.errors import InputValidationError
-    from logic.spec import parse_spec
+    from logic.spec.parse import parse_spec
 
     if "source" in raw_spec:
         raise MeasureError("the spec must not name 'source': give the file with --file")
@@ -293,13 +293,10 @@ def _records(spec: Any, body: bytes, start: int) -> Iterable[Any]:
 def job_settings(measured: Measured) -> dict[str, Any]:
     """What the spec says about the load's shape: its write mode (and whether an update adds
     numbers: a transaction a record), shard size and concurrency."""
-    from logic.writemodes import write_plan
-
     spec = measured.spec
-    plan = write_plan(spec.dynamodb) if spec.dynamodb is not None else None
     return {
         "write_mode": spec.dynamodb.write_mode if spec.dynamodb is not None else None,
-        "numeric_add": bool(plan is not None and plan.counters),
+        "numeric_add": bool(spec.dynamodb is not None and spec.dynamodb.counters),
         "shard_mib": spec.shard_size_mib,
         "concurrency": spec.max_concurrency,
     }

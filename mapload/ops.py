@@ -25,7 +25,7 @@ from mapload.region import region_line
 from mapload.reports import job_report, reconciliation_problems, summary
 
 if TYPE_CHECKING:
-    from logic.spec import JobSpec
+    from logic.spec.inputs import JobSpec
 
 DEFAULT_KEY_PREFIX = "uploads/"
 
@@ -102,7 +102,8 @@ def check_spec(
     from logic.errors import InputValidationError
     from logic.payloads import check_input_size
     from logic.planning import probe_header
-    from logic.spec import check_fields, check_graph_database, parse_spec, spec_to_json
+    from logic.spec.checks import check_fields, check_graph_database
+    from logic.spec.parse import parse_spec, spec_to_json
 
     refused = "the spec is not valid (nothing uploaded or started)"
     try:

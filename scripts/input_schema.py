@@ -1,4 +1,4 @@
-"""Write schemas/input.schema.json from the input's pydantic models (runtime/logic/spec_model.py).
+"""Write schemas/input.schema.json from the input's pydantic models (runtime/logic/spec/).
 
 `python scripts/input_schema.py` writes it; `--check` exits 1 when the checked-in file differs.
 """
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "schemas" / "input.schema.json"
 sys.path.insert(0, str(ROOT / "runtime"))
 
-from logic.spec_model import json_schema  # noqa: E402  (runtime/ is the Lambda code root)
+from logic.spec.inputs import json_schema  # noqa: E402  (runtime/ is the Lambda code root)
 
 
 def render() -> str:

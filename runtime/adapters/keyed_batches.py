@@ -41,9 +41,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from adapters.dynamodb import AMBIGUOUS_CODES, RetryPolicy, WriteStats, _PacedWriter, _unfinished
 from logic.batching import BATCH_ITEMS
 from logic.writemodes import (
-    DELETE,
     MAX_STATEMENT_CHARS,
-    PUT_IF_ABSENT,
     WritePlan,
     insert_statement,
     single_item_request,
@@ -91,8 +89,8 @@ class KeyedBatchWriter(_PacedWriter):
         sample: int = 10,
         max_in_flight: int | None = None,
     ) -> None:
-        if plan.mode not in (DELETE, PUT_IF_ABSENT):
-            raise ValueError(f"write mode {plan.mode!r} has no batch form here")
+        if not plan.mode.batched:
+            raise ValueError(f"write mode {plan.mode.name!r} has no batch form here")
         super().__init__(
             table,
             in_flight=in_flight,
@@ -144,7 +142,9 @@ class KeyedBatchWriter(_PacedWriter):
             while not self._busy.isdisjoint(batch):
                 self._freed.wait()
             self._busy.update(batch)
-        future = self._pool.submit(self._delete if self._plan.mode == DELETE else self._insert, batch)
+        future = self._pool.submit(
+            self._delete if self._plan.mode.operation == "DeleteItem" else self._insert, batch
+        )
         future.add_done_callback(lambda _f: self._answered_batch(batch))
         self._futures.append(future)
         if len(self._futures) > 256:  # keep the list short on long shards

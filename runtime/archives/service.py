@@ -12,7 +12,8 @@ from adapters.s3 import ObjectInfo, S3Store
 from archives.settings import PrepareServiceSettings
 from logic import compression
 from logic.dynamodb_json import not_data
-from logic.spec import check_source_bucket, parse_s3_uri, parse_spec
+from logic.spec.checks import check_source_bucket
+from logic.spec.parse import parse_s3_uri, parse_spec
 
 # Memory ~ PART_BYTES x (IN_FLIGHT + 1) for the buffered parts, well inside the function's memory.
 PART_BYTES = 16 * 1024 * 1024

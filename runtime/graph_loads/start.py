@@ -15,7 +15,7 @@ from graph_loads.endpoint_check import DEFAULT_MEMORY_MIB, endpoint_check
 from graph_loads.settings import StartSettings
 from logic import graph_load, layout
 from logic.job import PlannedJob
-from logic.spec_model import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_MINUTES
+from logic.spec.graph import DEFAULT_POLL_SECONDS, DEFAULT_TIMEOUT_MINUTES
 
 # How far the loader's clock (a load's startTime) may be behind this function's (the claim's).
 CLOCK_SKEW_SECONDS = 10

@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from logic.spec_model import SET_SEPARATOR
+from logic.spec.dynamodb import SET_SEPARATOR
 
 Converted = tuple[dict[str, Any], int] | None
 Converter = Callable[[Any, str], Converted]

@@ -17,8 +17,9 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import quote
 
-from logic.spec import JobSpec
-from logic.spec_model import XSD, LanguageLiteral, LiteralTerm, Statement, Template, Term
+from logic.spec.fields import Template
+from logic.spec.graph import XSD, LanguageLiteral, LiteralTerm, Statement, Term
+from logic.spec.inputs import JobSpec
 from logic.values import Fields, Reject, field_value
 
 # ("iri", iri) | ("blank", label) | ("literal", text, datatype or None, language or None)

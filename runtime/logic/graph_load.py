@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logic.clipping import TEXT_BYTES, clip
-from logic.spec_model import GraphOptions
+from logic.spec.graph import GraphOptions
 
 # Statuses the poll loop waits through; LOAD_COMPLETED succeeds, and LOAD_FAILED for tolerated
 # dangling edges alone (`accepted`); every other status fails the job.

@@ -24,8 +24,9 @@ from logic.cells import number_text as _number
 from logic.cells import shown as _shown
 from logic.cells import utf8_len as _utf8_len
 from logic.dynamodb_json import ItemFields, plain
-from logic.spec import JobSpec, Template
-from logic.spec_model import DynamoDbTarget, TypedField
+from logic.spec.dynamodb import DynamoDbTarget, TypedField
+from logic.spec.fields import Template
+from logic.spec.inputs import JobSpec
 from logic.values import Fields, Item, Reject, field_value
 
 __all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]

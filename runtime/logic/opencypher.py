@@ -27,7 +27,7 @@ COLUMN_TYPES: Mapping[str, str] = {
     name.lower(): name
     for name in ("Bool", "Byte", "Short", "Int", "Long", "Float", "Double", "String", "DateTime")
 } | {"boolean": "Bool"}
-# The input's property types (spec_model.PROPERTY_TYPES) as column types: a Date is a DateTime
+# The input's property types (logic/spec/graph.py PROPERTY_TYPES) as column types: a Date is a DateTime
 # column holding the date alone (yyyy-MM-dd is one of the loader's DateTime forms).
 INPUT_TYPES: Mapping[str, str] = {
     "String": "String",

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from logic.errors import InputValidationError
-from logic.spec import JobSpec, graph_references, references
+from logic.spec.checks import graph_references, references
+from logic.spec.inputs import JobSpec
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -261,7 +262,7 @@ def cut_row_groups(
     rows before it. Raises InputValidationError (shardSizeMiB) past `max_shards`.
 
     `uncompressed`: weigh row groups by their uncompressed bytes instead: a property graph Worker
-    holds every id of its shard, so its shard size bounds the data as text (logic/spec.py
+    holds every id of its shard, so its shard size bounds the data as text (logic/spec/checks.py
     `check_shard_memory`), which compression would hide. `held_bytes`: refuse, naming it, a row
     group larger (uncompressed) than the largest shard the Worker holds.
     """

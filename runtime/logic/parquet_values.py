@@ -43,11 +43,13 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.types as pat  # type: ignore[import-untyped]
 
-from logic import spec as specs
 from logic.cells import LocalTimestamp
 from logic.errors import InputValidationError
-from logic.spec import JobSpec, Template
-from logic.spec_model import Edge, TypedField, TypedProperty, Vertex, shown_name
+from logic.spec.checks import graph_references, references
+from logic.spec.dynamodb import TypedField
+from logic.spec.fields import Template, shown_name
+from logic.spec.graph import Edge, TypedProperty, Vertex
+from logic.spec.inputs import JobSpec
 
 __all__ = ["batch_fields", "check_schema", "column_values"]
 
@@ -334,8 +336,8 @@ def _column_type(schema: pa.Schema, name: str) -> pa.DataType | None:
 
 
 def _references(spec: JobSpec) -> Iterator[tuple[str, str]]:
-    yield from specs.references(spec)
-    yield from specs.graph_references(spec)
+    yield from references(spec)
+    yield from graph_references(spec)
 
 
 def _needs(spec: JobSpec, path: str) -> tuple[str, _Check]:

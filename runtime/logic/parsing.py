@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import NoReturn
 
 from logic.dynamodb_json import ItemError, parse_item
-from logic.spec import JobSpec
+from logic.spec.inputs import JobSpec
 from logic.values import Fields, Line, Reject
 
 __all__ = ["Fields", "Reject", "allow_fields_of", "is_skipped", "make_parser"]

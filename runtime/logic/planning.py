@@ -11,7 +11,7 @@ from typing import Any
 from logic.errors import InputValidationError
 from logic.parsing import is_skipped, split_csv_line
 from logic.records import BOM
-from logic.spec import JobSpec
+from logic.spec.inputs import JobSpec
 from logic.values import Reject
 
 __all__ = ["DEFAULT_MAX_SHARDS", "SourceObject", "cut_shards", "read_header"]

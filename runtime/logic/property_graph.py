@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 
 from logic import opencypher
 from logic.opencypher import FormatError, Header, Row
-from logic.spec import JobSpec, Template
-from logic.spec_model import Edge, Properties, Vertex, property_type
+from logic.spec.fields import Template
+from logic.spec.graph import Edge, Properties, Vertex, property_type
+from logic.spec.inputs import JobSpec
 from logic.values import Fields, Reject, field_value
 
 

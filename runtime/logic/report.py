@@ -9,7 +9,7 @@ from typing import Any
 
 from logic import graph_load
 from logic.clipping import TEXT_BYTES, clip
-from logic.spec_model import Common
+from logic.spec.inputs import Common
 
 REPORT_VERSION = 1
 SAMPLE_SIZE = 10

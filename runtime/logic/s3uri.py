@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from logic.described import kind
+
 # Bucket naming rules (3-63 characters of lowercase letters, digits, dots and hyphens, starting
 # and ending with a letter or digit); the key is anything, including nothing (a prefix).
 S3_URI_PATTERN = r"^s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/([\s\S]*))?(?![\s\S])"
@@ -17,7 +19,18 @@ def s3_parts(uri: object) -> tuple[str, str]:
     ends with "/"."""
     match = _S3_URI.search(uri) if isinstance(uri, str) else None
     if match is None:
-        from logic.spec_model import s3_uri_message  # the spec's wording, needed only for an error
-
         raise ValueError(s3_uri_message(uri))
     return match.group(1), match.group(2) or ""
+
+
+def s3_uri_message(value: object) -> str:
+    """What is wrong with `value` as an S3 URI (the input's `source` and `mapload upload` say it)."""
+    if not isinstance(value, str):
+        return f"must be a string like s3://bucket/key, got {kind(value)}"
+    if not value.startswith("s3://"):
+        return f"must start with s3:// (s3://bucket/key or s3://bucket/prefix/), got {value!r}"
+    bucket = value[5:].split("/", 1)[0]
+    return (
+        f"{bucket!r} is not a valid bucket name (3-63 lowercase letters, digits, dots and hyphens, "
+        "starting and ending with a letter or digit)"
+    )

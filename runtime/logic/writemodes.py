@@ -23,24 +23,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Final, NamedTuple
 
-from logic.batching import BATCH_ITEMS
 from logic.errors import InputValidationError
 from logic.ratecontrol import write_units
-from logic.spec_model import DynamoDbTarget, TypedField
-
-PUT: Final = "put"
-PUT_IF_ABSENT: Final = "putIfAbsent"
-NEWER_WINS: Final = "newerWins"
-UPDATE: Final = "update"
-DELETE: Final = "delete"
-MODES: Final = (PUT, PUT_IF_ABSENT, NEWER_WINS, UPDATE, DELETE)
-# Modes whose refused condition skips a record (the others have no condition).
-CONDITIONAL: Final = frozenset({PUT_IF_ABSENT, NEWER_WINS})
-
-SET: Final = "set"
-ADD: Final = "add"
-SET_IF_ABSENT: Final = "setIfAbsent"
-UPDATE_ACTIONS: Final = (SET, ADD, SET_IF_ABSENT)
+from logic.spec.dynamodb import ADD, SET, SET_IF_ABSENT, UPDATE_ACTIONS, DynamoDbTarget, TypedField
 
 # DynamoDB's expression limits (developer guide, "Constraints in Amazon DynamoDB", Expression
 # parameters): any expression string at most 4 KB, an UpdateExpression at most 300 operators or
@@ -70,7 +55,7 @@ class WritePlan:
     """What a single-item write needs beyond the item: the key's attribute names, the version
     attribute (newerWins) and how update treats each attribute (default SET)."""
 
-    mode: str
+    mode: type[DynamoDbTarget]  # the write mode's model: what the mode does
     key: tuple[str, ...]
     version: str | None = None
     actions: Mapping[str, str] = field(default_factory=dict)
@@ -78,9 +63,9 @@ class WritePlan:
     counters: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES or self.mode == PUT:
-            raise ValueError(f"no single-item request for write mode {self.mode!r}")
-        if (self.mode == NEWER_WINS) != (self.version is not None):
+        if self.mode.later_wins:
+            raise ValueError(f"no single-item request for write mode {self.mode.name!r}")
+        if self.mode.versioned != (self.version is not None):
             raise ValueError("newerWins needs a version attribute, and only newerWins has one")
         unknown = sorted(set(self.actions.values()) - set(UPDATE_ACTIONS))
         if unknown:
@@ -97,30 +82,16 @@ class WritePlan:
 
 def write_plan(target: DynamoDbTarget) -> WritePlan | None:
     """The spec's single-item write plan; None for `put` (batches, no plan)."""
-    if target.write_mode == PUT:
+    if target.later_wins:
         return None
     typed = {name: a for name, a in target.mapped.items() if isinstance(a, TypedField)}
     return WritePlan(
-        mode=target.write_mode,
+        mode=type(target),
         key=tuple(target.key),
         version=target.version,
         actions={name: a.update_action for name, a in typed.items() if a.update_action != SET},
-        counters=tuple(name for name, a in typed.items() if a.update_action == ADD and a.type == "N"),
+        counters=target.counters,
     )
-
-
-# Modes written in batches of BATCH_ITEMS: put and delete (BatchWriteItem), putIfAbsent (PartiQL
-# INSERTs in BatchExecuteStatement: insert_statement). newerWins and update have no batch form.
-BATCHED: Final = frozenset({PUT, DELETE, PUT_IF_ABSENT})
-
-
-def items_per_request(mode: str) -> int:
-    """Items one write request carries in `mode`: a batch for put, delete and putIfAbsent, one
-    item for the others (the same write units either way; mapload estimate and make bench model a
-    worker's rate by it)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown write mode {mode!r}")
-    return BATCH_ITEMS if mode in BATCHED else 1
 
 
 # PartiQL for DynamoDB (developer guide, "PartiQL insert statements", "Running batch operations
@@ -175,7 +146,7 @@ Request = tuple[str, dict[str, Any]]
 def single_item_requests(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> list[Request]:
     """The requests that write `item` (low-level form, key attributes included) in `plan.mode`,
     one after another: one, except an update past DynamoDB's expression limits (update_requests)."""
-    if plan.mode == UPDATE:
+    if plan.mode.operation == "UpdateItem":
         return [("update_item", arguments) for arguments in update_requests(plan, item)]
     return [_conditional_or_delete(plan, item)]
 
@@ -190,13 +161,12 @@ def single_item_request(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> 
 
 
 def _conditional_or_delete(plan: WritePlan, item: Mapping[str, dict[str, Any]]) -> Request:
-    if plan.mode == DELETE:
+    if plan.mode.operation == "DeleteItem":
         return "delete_item", {"Key": _key(plan, item)}
     names = {"#k": plan.key[0]}
     condition = "attribute_not_exists(#k)"
     values: dict[str, Any] = {}
-    if plan.mode == NEWER_WINS:
-        assert plan.version is not None
+    if plan.version is not None:  # newerWins: the stored version must be lower
         names["#v"] = plan.version
         values[":v"] = item[plan.version]
         condition = "attribute_not_exists(#k) OR #v < :v"

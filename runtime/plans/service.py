@@ -15,16 +15,9 @@ from logic import layout, parquet, planning
 from logic.errors import InputValidationError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
-from logic.spec import (
-    JobSpec,
-    check_graph_database,
-    check_shard_memory,
-    check_source_bucket,
-    fit_shard_size,
-    parse_s3_uri,
-    parse_spec,
-    spec_to_json,
-)
+from logic.spec.checks import check_graph_database, check_shard_memory, check_source_bucket, fit_shard_size
+from logic.spec.inputs import JobSpec
+from logic.spec.parse import parse_s3_uri, parse_spec, spec_to_json
 from logic.writemodes import check_update_limits, write_plan
 from plans import sources
 from plans.settings import PlanningSettings

@@ -10,8 +10,8 @@ from adapters.s3 import ObjectInfo, S3Store
 from logic import endpoints, parquet, planning
 from logic.dynamodb_json import not_data
 from logic.errors import InputValidationError, SourceNotFoundError
-from logic.spec import JobSpec, check_fields, id_shape
-from logic.spec_model import MAX_SHARD_SIZE_MIB
+from logic.spec.checks import check_fields, id_shape
+from logic.spec.inputs import MAX_SHARD_SIZE_MIB, JobSpec
 
 # Footers read at once: thousands of Parquet objects' footers within Plan's timeout.
 FOOTER_READS_IN_FLIGHT = 32

@@ -15,7 +15,7 @@ from logic.mapping import make_mapper
 from logic.parsing import allow_fields_of, is_skipped, make_parser
 from logic.property_graph import make_property_mapper
 from logic.records import Line
-from logic.spec import RDF_FORMATS, JobSpec
+from logic.spec.inputs import RDF_FORMATS, JobSpec
 from logic.values import Fields, ParquetRow, Reject
 from shards.rejects import RejectSink
 from shards.staging import Stager

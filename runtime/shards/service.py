@@ -15,7 +15,7 @@ from adapters.s3 import ObjectInfo, S3Store
 from logic import layout
 from logic.errors import SourceNotAllowedError
 from logic.job import ManifestEntry, PlannedJob
-from logic.spec import parse_spec
+from logic.spec.parse import parse_spec
 from shards import sources, staging, writing
 from shards.records import process, process_parquet
 from shards.settings import ShardSettings

@@ -13,7 +13,7 @@ from logic import parquet
 from logic.csvrecords import ShardRecords
 from logic.job import ManifestEntry
 from logic.records import Line, iter_shard_lines
-from logic.spec import JobSpec
+from logic.spec.inputs import JobSpec
 from logic.values import ParquetRow, Reject
 
 # Formats read as csv.reader's records (logic/csvrecords.py): a quoted field may hold a line break.

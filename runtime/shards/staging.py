@@ -12,7 +12,7 @@ from logic import layout, opencypher
 from logic.endpoints import encode_ids, text_size
 from logic.job import ManifestEntry
 from logic.property_graph import headers
-from logic.spec import JobSpec
+from logic.spec.inputs import JobSpec
 from shards.rejects import RejectSink
 from shards.settings import ShardSettings
 

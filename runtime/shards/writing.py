@@ -1,9 +1,11 @@
-"""Sending a shard's mapped items to DynamoDB: the writer for its write mode, batching, the budget."""
+"""Sending a shard's mapped items to DynamoDB: the writer for its write mode and engine, batching,
+the budget."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters.budget import HeartbeatBoard, SharedBudget
@@ -13,9 +15,19 @@ from adapters.ledger import Ledger, Markers
 from logic.batching import BATCH_ITEMS, Batcher
 from logic.ratecontrol import write_units
 from logic.report import SKIPPED_SAMPLE_SIZE
-from logic.spec import JobSpec
+from logic.spec.dynamodb import (
+    API,
+    DeleteTarget,
+    DynamoDbTarget,
+    Engine,
+    NewerWinsTarget,
+    PutIfAbsentTarget,
+    PutTarget,
+    UpdateTarget,
+)
+from logic.spec.inputs import JobSpec
 from logic.values import Item
-from logic.writemodes import BATCHED, write_plan
+from logic.writemodes import WritePlan, write_plan
 from shards.settings import ShardSettings
 
 Writer = BatchWriter | ItemWriter | KeyedBatchWriter
@@ -30,7 +42,7 @@ class Sender:
     def __init__(self, writer: Writer | None, spec: JobSpec) -> None:
         assert spec.dynamodb is not None
         self._writer = writer
-        self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.write_mode == "put" else None
+        self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.later_wins else None
 
     def add(self, item: Item, offset: int) -> None:
         """Send `item`, mapped from the record at byte `offset` of its object."""
@@ -54,30 +66,38 @@ class Sender:
             self._writer.submit([i.attributes for i in batch], write_units(i.size for i in batch))
 
 
-def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, markers: Markers) -> Writer | None:
-    """BatchWriter for `put`, KeyedBatchWriter for delete and putIfAbsent (batches through `db`),
-    ItemWriter with the spec's plan for another write mode (and the shard's markers, for a numeric
-    ADD); None in a dry run or without a DynamoDB target."""
-    if spec.dry_run or spec.dynamodb is None:
-        return None
-    plan = write_plan(spec.dynamodb)
-    if plan is None:
-        return BatchWriter(
-            db,
-            settings.table_name,
-            in_flight=settings.write_concurrency,
-            max_in_flight=settings.write_ceiling,
-        )
-    if plan.mode in BATCHED:
-        return KeyedBatchWriter(
-            db,
-            item_db,
-            settings.table_name,
-            plan,
-            in_flight=settings.write_concurrency,
-            max_in_flight=settings.write_ceiling,
-            sample=SKIPPED_SAMPLE_SIZE,
-        )
+# What a writer is built from: the clients (batches, single items), the settings, the mode's plan
+# (None for put) and the shard's markers (a numeric ADD's).
+WriterFactory = Callable[[Any, Any, ShardSettings, WritePlan | None, Markers], Writer]
+
+
+def _batch_writer(
+    db: Any, _item_db: Any, settings: ShardSettings, _plan: WritePlan | None, _m: Markers
+) -> Writer:
+    return BatchWriter(
+        db, settings.table_name, in_flight=settings.write_concurrency, max_in_flight=settings.write_ceiling
+    )
+
+
+def _keyed_batch_writer(
+    db: Any, item_db: Any, settings: ShardSettings, plan: WritePlan | None, _markers: Markers
+) -> Writer:
+    assert plan is not None
+    return KeyedBatchWriter(
+        db,
+        item_db,
+        settings.table_name,
+        plan,
+        in_flight=settings.write_concurrency,
+        max_in_flight=settings.write_ceiling,
+        sample=SKIPPED_SAMPLE_SIZE,
+    )
+
+
+def _item_writer(
+    _db: Any, item_db: Any, settings: ShardSettings, plan: WritePlan | None, markers: Markers
+) -> Writer:
+    assert plan is not None
     return ItemWriter(
         item_db,
         settings.table_name,
@@ -87,6 +107,36 @@ def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, marker
         sample=SKIPPED_SAMPLE_SIZE,
         markers=markers if plan.counters else None,
     )
+
+
+# The writer of each write mode and engine: put in BatchWriteItem (BatchWriter); delete and
+# putIfAbsent batched by key (KeyedBatchWriter, batches through `db`); newerWins and update one item
+# at a time (ItemWriter). A mode's model says which engines it allows (tests hold the two equal).
+WRITERS: Mapping[tuple[type[DynamoDbTarget], Engine], WriterFactory] = {
+    (PutTarget, API): _batch_writer,
+    (PutIfAbsentTarget, API): _keyed_batch_writer,
+    (DeleteTarget, API): _keyed_batch_writer,
+    (NewerWinsTarget, API): _item_writer,
+    (UpdateTarget, API): _item_writer,
+}
+
+
+def writer_factory(mode: type[DynamoDbTarget], engine: Engine = API) -> WriterFactory:
+    """The writer of `mode` (a write mode's model, or a model derived from one) with `engine`."""
+    for model in mode.__mro__:
+        found = WRITERS.get((model, engine))
+        if found is not None:
+            return found
+    raise ValueError(f"no writer for {mode.__name__} with engine {engine!r}")
+
+
+def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, markers: Markers) -> Writer | None:
+    """The writer of the spec's write mode (WRITERS), with its plan and the shard's markers; None in
+    a dry run or without a DynamoDB target."""
+    if spec.dry_run or spec.dynamodb is None:
+        return None
+    build = writer_factory(type(spec.dynamodb))
+    return build(db, item_db, settings, write_plan(spec.dynamodb), markers)
 
 
 def skipped_keys(writer: Writer | None, spec: JobSpec) -> list[dict[str, str]]:

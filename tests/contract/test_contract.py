@@ -77,7 +77,8 @@ def test_the_default_environment_plans_a_property_graph_job_at_the_default_shard
     stacks: list[StackTemplate],
 ) -> None:
     from handlers.settings import PlanSettings
-    from logic.spec import check_shard_memory, fit_shard_size, parse_spec
+    from logic.spec.checks import check_shard_memory, fit_shard_size
+    from logic.spec.parse import parse_spec
 
     # Given Plan's and the Worker's functions as the default dev environment synthesizes them
     functions = {

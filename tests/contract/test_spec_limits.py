@@ -1,4 +1,4 @@
-"""The input's bounds (schemas/input.schema.json, generated from runtime/logic/spec_model.py) and
+"""The input's bounds (schemas/input.schema.json, generated from runtime/logic/spec/) and
 the AWS limits stacks/*_settings.py check the deployment against are the same numbers.
 
 stacks/ may not import runtime code, so neither side imports the other: this test reads both.
@@ -38,12 +38,12 @@ def test_the_write_budget_stops_where_a_tables_capacity_does(branch: str) -> Non
 
 
 def test_the_table_key_types_a_deployment_may_declare_are_the_ones_plan_accepts() -> None:
-    # stacks/data_settings.py checks cdk.json's partition_key/sort_key types; runtime/logic/spec.py checks
+    # stacks/*_settings.py check cdk.json's partition_key/sort_key types; runtime/logic/spec/parse.py checks
     # the TABLE_KEY the Loader passes to Plan (from those same settings) against its own list.
     import sys
 
     sys.path.insert(0, str(ROOT / "runtime"))
-    from logic import spec
+    from logic.spec import parse as spec
 
     assert tuple(data_settings.KEY_TYPES) == tuple(spec.KEY_TYPES)
 

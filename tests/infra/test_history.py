@@ -11,7 +11,7 @@ import pytest
 
 from logic import polling
 from logic.errors import InputValidationError
-from logic.spec import parse_spec
+from logic.spec.parse import parse_spec
 from tests.infra.support import Synth
 from tests.infra.test_state_machine import definition
 

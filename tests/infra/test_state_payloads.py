@@ -29,7 +29,7 @@ from graph_loads import poll as graph_poll
 from graph_loads import start as graph_start
 from handlers.settings import FinalizeSettings, StartGraphLoadSettings
 from logic import endpoints, layout, planning
-from logic.spec import parse_spec, spec_to_json
+from logic.spec.parse import parse_spec, spec_to_json
 from mapload.emulator.limits import STATE_PAYLOAD_BYTES
 from reports import service as reports_service
 from tests.infra.support import Synth

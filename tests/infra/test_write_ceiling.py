@@ -49,7 +49,7 @@ def test_the_worker_reads_its_ceiling_and_its_pool_follows_it() -> None:
 def test_the_workers_writers_and_http_pool_follow_the_ceiling(monkeypatch: pytest.MonkeyPatch) -> None:
     from adapters import clients
     from handlers import worker
-    from logic.spec import parse_spec
+    from logic.spec.parse import parse_spec
     from shards import writing
 
     pools: list[int] = []

@@ -343,10 +343,11 @@ def test_returned_attributes_come_back_as_botocore_returns_them() -> None:
 def test_single_item_modes_write_to_moto_through_the_wire_client(aws: Any) -> None:
     from adapters import clients
     from adapters.dynamodb import ItemWriter
-    from logic.writemodes import NEWER_WINS, WritePlan
+    from logic.spec.dynamodb import NewerWinsTarget
+    from logic.writemodes import WritePlan
 
     db, fast = clients.dynamodb(4), clients.batch_writes(4)
-    plan = WritePlan(NEWER_WINS, ("pk", "sk"), version="n")
+    plan = WritePlan(NewerWinsTarget, ("pk", "sk"), version="n")
     writer = ItemWriter(fast, "target", plan, in_flight=4, policy=RetryPolicy(base_seconds=0, cap_seconds=0))
     items = [
         {"pk": {"S": f"P#{i}"}, "sk": {"S": "X"}, "b": {"B": bytes([i])}, "n": {"N": "2"}} for i in range(20)

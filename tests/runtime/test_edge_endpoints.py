@@ -24,7 +24,7 @@ from adapters.s3 import S3Store
 from graph_loads.endpoint_check import check_edges, endpoint_check, pass_size
 from logic import endpoints, layout, opencypher
 from logic.errors import EndpointCheckLimitError, StagedFileGoneError
-from logic.spec_model import MAX_SHARD_SIZE_MIB, Common
+from logic.spec.inputs import MAX_SHARD_SIZE_MIB, Common
 
 pytestmark = pytest.mark.runtime
 

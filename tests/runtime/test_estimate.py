@@ -109,10 +109,11 @@ def test_single_item_writes_cost_the_same_units_in_25_times_the_requests_and_mor
 
 def test_a_numeric_add_costs_a_transaction_a_record_item_and_marker_twice() -> None:
     from adapters.ledger import MARKED_IN_FLIGHT
+    from logic.spec.dynamodb import UpdateTarget
     from logic.writemodes import MARKER_UNITS, WritePlan
 
     assert est.MARKED_IN_FLIGHT == MARKED_IN_FLIGHT and MARKER_UNITS == 1
-    plan = WritePlan(mode="update", key=("pk",), version=None, actions={"n": "add"}, counters=("n",))
+    plan = WritePlan(mode=UpdateTarget, key=("pk",), version=None, actions={"n": "add"}, counters=("n",))
     for size in (100, 1024, 1025, 5000):  # as the Worker books them
         assert est.units_per_record(size, numeric_add=True) == plan.units(size)
     assert est.units_per_record(100, numeric_add=True) == 4 and est.units_per_record(100) == 1

@@ -17,7 +17,7 @@ from adapters.rdf import GraphStager
 from logic.errors import InputValidationError
 from logic.graph import make_graph_mapper
 from logic.records import iter_shard_lines
-from logic.spec import parse_spec, spec_to_json
+from logic.spec.parse import parse_spec, spec_to_json
 from logic.values import Reject
 from shards.records import process
 from shards.rejects import RejectSink
@@ -180,7 +180,7 @@ def test_graph_errors_name_the_field(raw: dict[str, Any], field: str) -> None:
 
 
 def test_a_csv_header_without_a_statement_field_names_the_statement() -> None:
-    from logic.spec import check_fields
+    from logic.spec.checks import check_fields
 
     job = csv_graph({"subject": EX + "{id}", "predicate": EX + "p", "object": {"literal": "{nmae}"}})
     with pytest.raises(InputValidationError, match="did you mean 'name'") as caught:

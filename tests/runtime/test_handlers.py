@@ -21,7 +21,7 @@ from logic.errors import (
     SourceNotFoundError,
 )
 from logic.payloads import INPUT_STATE_BYTES
-from logic.spec_model import WRITE_MODES
+from logic.spec.dynamodb import WRITE_MODES
 
 pytestmark = pytest.mark.runtime
 
@@ -230,7 +230,7 @@ def test_the_report_schema_names_every_write_mode_the_input_has() -> None:
 
 def test_plan_refuses_a_property_graph_shard_larger_than_the_worker_holds(aws: Any) -> None:
     from logic.endpoints import max_shard_mib
-    from logic.spec_model import MAX_SHARD_SIZE_MIB
+    from logic.spec.inputs import MAX_SHARD_SIZE_MIB
 
     # Given an edges-only property graph input whose shards are past what the Worker's memory holds
     aws.put_object(Bucket="src", Key="edges.csv", Body=b"a,b\n1000000,1000001\n")

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import _from_schema, from_schema
 
 from logic.errors import InputValidationError
-from logic.spec import parse_spec, spec_to_json
-from logic.spec_model import json_schema
+from logic.spec.inputs import json_schema
+from logic.spec.parse import parse_spec, spec_to_json
 
 pytestmark = [
     pytest.mark.runtime,

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from adapters.dynamodb import ItemWriter, RetryPolicy
-from logic.writemodes import PUT_IF_ABSENT, WritePlan
+from logic.spec.dynamodb import PutIfAbsentTarget
+from logic.writemodes import WritePlan
 
 pytestmark = pytest.mark.runtime
 
-PLAN = WritePlan(PUT_IF_ABSENT, ("pk", "sk"))
+PLAN = WritePlan(PutIfAbsentTarget, ("pk", "sk"))
 FAST = RetryPolicy(max_attempts=3, base_seconds=0.0, cap_seconds=0.0)
 
 

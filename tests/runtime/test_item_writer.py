@@ -15,7 +15,8 @@ from moto import mock_aws
 from adapters.dynamodb import ItemWriter, RetryPolicy
 from adapters.ledger import Markers, marker_bucket
 from logic.errors import ShardWriteError
-from logic.writemodes import ADD, NEWER_WINS, PUT_IF_ABSENT, UPDATE, WritePlan
+from logic.spec.dynamodb import ADD, NewerWinsTarget, PutIfAbsentTarget, UpdateTarget
+from logic.writemodes import WritePlan
 from mapload.emulator import moto_patches
 from mapload.tables import create_pk_sk_table
 
@@ -73,7 +74,7 @@ def table(db: Any) -> dict[str, int]:
 
 
 def test_newer_wins_across_many_lanes_keeps_the_highest_version(db: Any) -> None:
-    writer = ItemWriter(db, "target", WritePlan(NEWER_WINS, KEY, version="v"), in_flight=8, policy=FAST)
+    writer = ItemWriter(db, "target", WritePlan(NewerWinsTarget, KEY, version="v"), in_flight=8, policy=FAST)
     versions = [(k, v) for v in range(6) for k in range(20)] + [(k, 2) for k in range(20)]
     for key, version in versions:
         writer.submit((f"K#{key}", "I"), item(key, version))
@@ -85,7 +86,7 @@ def test_newer_wins_across_many_lanes_keeps_the_highest_version(db: Any) -> None
 
 def test_put_if_absent_keeps_the_first_record_of_each_key_in_submission_order(db: Any) -> None:
     db.put_item(TableName="target", Item=item(0, 99))  # already in the table: left untouched
-    writer = ItemWriter(db, "target", WritePlan(PUT_IF_ABSENT, KEY), in_flight=4, policy=FAST, sample=3)
+    writer = ItemWriter(db, "target", WritePlan(PutIfAbsentTarget, KEY), in_flight=4, policy=FAST, sample=3)
     for version in range(5):
         for key in range(10):
             writer.submit((f"K#{key}", "I"), item(key, version))
@@ -97,7 +98,7 @@ def test_put_if_absent_keeps_the_first_record_of_each_key_in_submission_order(db
 
 def test_throttled_and_lost_answers_are_retried_and_counted_once(db: Any) -> None:
     flaky = Misbehaving(db, throttle_every=3, lose_every=4)
-    writer = ItemWriter(flaky, "target", WritePlan(PUT_IF_ABSENT, KEY), in_flight=4, policy=FAST)
+    writer = ItemWriter(flaky, "target", WritePlan(PutIfAbsentTarget, KEY), in_flight=4, policy=FAST)
     for key in range(40):
         writer.submit((f"K#{key}", "I"), item(key, 1))
     stats = writer.close()
@@ -114,7 +115,7 @@ def test_a_write_refused_for_good_fails_the_shard_with_the_count() -> None:
         def put_item(self, **_: Any) -> Any:
             raise ClientError({"Error": {"Code": "ValidationException", "Message": "bad item"}}, "PutItem")
 
-    writer = ItemWriter(Refusing(), "target", WritePlan(PUT_IF_ABSENT, KEY), in_flight=2, policy=FAST)
+    writer = ItemWriter(Refusing(), "target", WritePlan(PutIfAbsentTarget, KEY), in_flight=2, policy=FAST)
     for key in range(3):
         writer.submit((f"K#{key}", "I"), item(key, 1))
     with pytest.raises(ShardWriteError, match="3 records were not written") as failed:
@@ -122,7 +123,7 @@ def test_a_write_refused_for_good_fails_the_shard_with_the_count() -> None:
     assert failed.value.not_written == 3
 
 
-COUNTING = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+COUNTING = WritePlan(UpdateTarget, KEY, actions={"n": ADD}, counters=("n",))
 
 
 def counted(key: int, n: int) -> dict[str, Any]:
@@ -246,7 +247,7 @@ def test_an_update_past_the_expression_limits_is_sent_as_several_paced_requests(
     writer = ItemWriter(
         client,
         "target",
-        WritePlan(UPDATE, KEY),
+        WritePlan(UpdateTarget, KEY),
         in_flight=1,
         policy=FAST,
         rate=10.0,
@@ -261,7 +262,7 @@ def test_an_update_past_the_expression_limits_is_sent_as_several_paced_requests(
     assert waits == pytest.approx([0.5 * (n + 1) for n in range(len(client.calls))])
 
     refusing = Recording(refuse=2)
-    writer = ItemWriter(refusing, "target", WritePlan(UPDATE, KEY), in_flight=1, policy=FAST)
+    writer = ItemWriter(refusing, "target", WritePlan(UpdateTarget, KEY), in_flight=1, policy=FAST)
     writer.submit(("W", "I"), wide(600))
     with pytest.raises(ShardWriteError) as failed:
         writer.close()

@@ -16,15 +16,16 @@ from moto import mock_aws
 from adapters.dynamodb import RetryPolicy
 from adapters.keyed_batches import KeyedBatchWriter
 from logic.errors import ShardWriteError
-from logic.writemodes import DELETE, PUT_IF_ABSENT, WritePlan, insert_statement
+from logic.spec.dynamodb import DeleteTarget, PutIfAbsentTarget
+from logic.writemodes import WritePlan, insert_statement
 from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime
 
 KEY = ("pk", "sk")
 FAST = RetryPolicy(max_attempts=6, base_seconds=0.0, cap_seconds=0.0)
-INSERT = WritePlan(PUT_IF_ABSENT, KEY)
-REMOVE = WritePlan(DELETE, KEY)
+INSERT = WritePlan(PutIfAbsentTarget, KEY)
+REMOVE = WritePlan(DeleteTarget, KEY)
 
 
 def item(key: int, version: int = 0, **extra: Any) -> dict[str, Any]:

@@ -25,7 +25,8 @@ from logic.clipping import TEXT_BYTES
 from logic.csvrecords import ShardSummary
 from logic.planning import DEFAULT_MAX_SHARDS
 from logic.report import SAMPLE_SIZE, SKIPPED_SAMPLE_SIZE, clip_sample
-from logic.writemodes import ADD, MARKER_UNITS, UPDATE, WritePlan
+from logic.spec.dynamodb import ADD, UpdateTarget
+from logic.writemodes import MARKER_UNITS, WritePlan
 from stacks.loader_settings import MAX_MAP_CONCURRENCY, LoaderConfig
 
 pytestmark = pytest.mark.runtime
@@ -169,7 +170,7 @@ def test_no_marker_key_takes_more_than_a_partition_at_the_most_transactions_in_f
     records (the least random a file gets)."""
     markers = Markers("ledger", JOB, PLAN, SHARDS - 1, 2_000_000_000)
     assert item_bytes(markers.item(10**13)) <= MARKER_UNITS * WRITE_UNIT
-    counting = WritePlan(UPDATE, ("pk", "sk"), actions={"n": ADD}, counters=("n",))
+    counting = WritePlan(UpdateTarget, ("pk", "sk"), actions={"n": ADD}, counters=("n",))
     writer = ItemWriter(Recorder(), "target", counting, in_flight=IN_FLIGHT, markers=markers)
     in_flight = len(writer._lanes)
     writer.close()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from logic.dynamodb_json import ItemError, ItemFields, not_data, parse_item
 from logic.mapping import Item, Reject, make_mapper
 from logic.parsing import make_parser
-from logic.spec import parse_spec, spec_to_json
+from logic.spec.parse import parse_spec, spec_to_json
 from logic.values import Line
 
 pytestmark = pytest.mark.runtime

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from typed_support import TYPED_ATTRIBUTES
 
 from logic.mapping import MAX_ITEM_BYTES, Item, Reject, make_mapper
-from logic.spec import parse_spec
+from logic.spec.parse import parse_spec
 
 pytestmark = pytest.mark.runtime
 

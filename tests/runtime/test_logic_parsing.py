@@ -13,7 +13,8 @@ from logic.errors import InputValidationError
 from logic.parsing import Reject, is_skipped, make_parser
 from logic.planning import read_header
 from logic.records import BOM, Line
-from logic.spec import JobSpec, parse_spec
+from logic.spec.inputs import JobSpec
+from logic.spec.parse import parse_spec
 
 pytestmark = pytest.mark.runtime
 

@@ -160,7 +160,7 @@ def test_backoff_never_overflows() -> None:
 
 def test_loader_only_graph_options_leave_the_plan_id_alone_what_is_staged_changes_it() -> None:
     from logic.planning import LOAD_ONLY_GRAPH_FIELDS, plan_id
-    from logic.spec import parse_spec, spec_to_json
+    from logic.spec.parse import parse_spec, spec_to_json
 
     def spec(**graph: object) -> dict[str, object]:
         raw = {

@@ -13,7 +13,9 @@ import pytest
 from typed_support import TYPED_ATTRIBUTES
 
 from logic.errors import InputValidationError
-from logic.spec import JobSpec, check_fields, parse_s3_uri, parse_spec, parse_template, spec_to_json
+from logic.spec.checks import check_fields
+from logic.spec.inputs import JobSpec
+from logic.spec.parse import parse_s3_uri, parse_spec, parse_template, spec_to_json
 
 pytestmark = pytest.mark.runtime
 
@@ -138,13 +140,6 @@ def test_write_modes_and_typed_attributes_parse() -> None:
     updating = {name: a.update for name, a in parse(UPDATING).dynamodb.attributes.items()}
     assert updating == {"tags": "add", "first": "setIfAbsent", "latitude": "set", "seen": "add"}
     assert parse(DELETING).dynamodb.attributes == {}
-
-
-def test_the_spec_model_names_the_modes_and_actions_of_writemodes() -> None:
-    from logic import spec_model, writemodes
-
-    assert spec_model.WRITE_MODES == writemodes.MODES
-    assert spec_model.UPDATE_ACTIONS == writemodes.UPDATE_ACTIONS
 
 
 def test_a_whole_number_written_as_float_is_an_integer() -> None:

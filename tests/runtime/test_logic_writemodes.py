@@ -14,15 +14,18 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from logic.errors import InputValidationError
-from logic.spec import parse_spec
-from logic.spec_model import DynamoDbTarget
-from logic.writemodes import (
+from logic.spec.dynamodb import (
     ADD,
-    DELETE,
-    NEWER_WINS,
-    PUT_IF_ABSENT,
     SET_IF_ABSENT,
-    UPDATE,
+    DeleteTarget,
+    DynamoDbTarget,
+    NewerWinsTarget,
+    PutIfAbsentTarget,
+    PutTarget,
+    UpdateTarget,
+)
+from logic.spec.parse import parse_spec
+from logic.writemodes import (
     WritePlan,
     check_update_limits,
     counted_update,
@@ -73,13 +76,13 @@ def model(plan: WritePlan, records: list[tuple[int, int, str | None, int]]) -> d
         new = {"version": Decimal(version), "count": Decimal(count), "tags": {f"t{version}"}}
         if text is not None:
             new["text"] = text
-        if plan.mode == PUT_IF_ABSENT:
+        if plan.mode == PutIfAbsentTarget:
             if stored is None:
                 table[name] = new
-        elif plan.mode == NEWER_WINS:
+        elif plan.mode == NewerWinsTarget:
             if stored is None or stored["version"] < version:
                 table[name] = new
-        elif plan.mode == DELETE:
+        elif plan.mode == DeleteTarget:
             table.pop(name, None)
         else:  # update: count is ADDed, tags ADDed (set union), version set if absent, text SET
             merged = dict(stored or {})
@@ -104,18 +107,18 @@ def stored(db: Any) -> dict[str, dict[str, Any]]:
 
 
 PLANS = {
-    PUT_IF_ABSENT: WritePlan(PUT_IF_ABSENT, KEY),
-    NEWER_WINS: WritePlan(NEWER_WINS, KEY, version="version"),
-    UPDATE: WritePlan(UPDATE, KEY, actions={"count": ADD, "tags": ADD, "version": SET_IF_ABSENT}),
-    DELETE: WritePlan(DELETE, KEY),
+    PutIfAbsentTarget: WritePlan(PutIfAbsentTarget, KEY),
+    NewerWinsTarget: WritePlan(NewerWinsTarget, KEY, version="version"),
+    UpdateTarget: WritePlan(UpdateTarget, KEY, actions={"count": ADD, "tags": ADD, "version": SET_IF_ABSENT}),
+    DeleteTarget: WritePlan(DeleteTarget, KEY),
 }
 
 
-@pytest.mark.parametrize("mode", sorted(PLANS))
+@pytest.mark.parametrize("mode", sorted(PLANS, key=lambda mode: mode.name), ids=lambda mode: mode.name)
 @settings(max_examples=40, deadline=None)
 @given(before=RECORDS, records=RECORDS)
 def test_each_mode_leaves_the_table_its_sequential_model_leaves(
-    mode: str, before: list[Any], records: list[Any]
+    mode: type[DynamoDbTarget], before: list[Any], records: list[Any]
 ) -> None:
     plan = PLANS[mode]
     with mock_aws():
@@ -132,12 +135,14 @@ def test_each_mode_leaves_the_table_its_sequential_model_leaves(
             except db.exceptions.ConditionalCheckFailedException:
                 skipped += 1
         expected = model(plan, list(initial.values()) + records)
-        if plan.mode == PUT_IF_ABSENT:
+        if plan.mode == PutIfAbsentTarget:
             # The model's first write of a key is the table's; each later record is skipped.
             assert skipped == len(records) - len({k for k, *_ in records} - {k for k, *_ in initial.values()})
-        if plan.mode == DELETE:
+        if plan.mode == DeleteTarget:
             # The initial items came from puts, not from the mode: model them as stored first.
-            expected = {k: v for k, v in model(WritePlan(PUT_IF_ABSENT, KEY), list(initial.values())).items()}
+            expected = {
+                k: v for k, v in model(WritePlan(PutIfAbsentTarget, KEY), list(initial.values())).items()
+            }
             for key, *_ in records:
                 expected.pop(f"K#{key}", None)
         assert stored(db) == expected
@@ -151,7 +156,7 @@ def test_newer_wins_is_the_same_in_any_order() -> None:
             db = boto3.client("dynamodb", region_name=REGION)
             create_pk_sk_table(db, "target")
             for record in order:
-                method, arguments = single_item_request(PLANS[NEWER_WINS], item(*record))
+                method, arguments = single_item_request(PLANS[NewerWinsTarget], item(*record))
                 with contextlib.suppress(db.exceptions.ConditionalCheckFailedException):
                     getattr(db, method)(TableName="target", **arguments)
             tables.append(stored(db))
@@ -166,7 +171,7 @@ def test_a_retry_after_a_lost_answer_finds_its_own_item_and_counts_it_written() 
         db = boto3.client("dynamodb", region_name=REGION)
         create_pk_sk_table(db, "target")
         mine = item(1, 2, "x", 0)
-        _method, arguments = single_item_request(PLANS[PUT_IF_ABSENT], mine)
+        _method, arguments = single_item_request(PLANS[PutIfAbsentTarget], mine)
         db.put_item(TableName="target", **arguments)  # the answer of this attempt is "lost"
         with pytest.raises(db.exceptions.ConditionalCheckFailedException) as refused:
             db.put_item(TableName="target", **arguments)
@@ -177,23 +182,23 @@ def test_a_retry_after_a_lost_answer_finds_its_own_item_and_counts_it_written() 
 
 
 def test_update_without_attributes_and_delete_send_only_the_key() -> None:
-    plan = WritePlan(UPDATE, KEY)
+    plan = WritePlan(UpdateTarget, KEY)
     assert single_item_request(plan, {"pk": {"S": "a"}, "sk": {"S": "b"}}) == (
         "update_item",
         {"Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}},
     )
-    assert single_item_request(PLANS[DELETE], item(1, 1, "x", 1)) == (
+    assert single_item_request(PLANS[DeleteTarget], item(1, 1, "x", 1)) == (
         "delete_item",
         {"Key": {"pk": {"S": "K#1"}, "sk": {"S": "ITEM"}}},
     )
     with pytest.raises(ValueError, match="version"):
-        WritePlan(NEWER_WINS, KEY)
+        WritePlan(NewerWinsTarget, KEY)
     with pytest.raises(ValueError, match="single-item"):
-        WritePlan("put", KEY)
+        WritePlan(PutTarget, KEY)
 
 
 def test_a_counted_update_is_the_update_and_its_marker_in_one_transaction() -> None:
-    plan = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+    plan = WritePlan(UpdateTarget, KEY, actions={"n": ADD}, counters=("n",))
     item = {"pk": {"S": "K"}, "sk": {"S": "S"}, "n": {"N": "2"}}
     marker = {"pk": {"S": "MARK#j"}, "sk": {"S": "OFFSET#7"}}
     update, put = counted_update(plan, item, "target", "ledger", marker)["TransactItems"]
@@ -208,11 +213,11 @@ def test_a_counted_update_is_the_update_and_its_marker_in_one_transaction() -> N
 
 
 def test_a_transaction_costs_twice_the_units_of_the_item_and_its_marker() -> None:
-    counting = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+    counting = WritePlan(UpdateTarget, KEY, actions={"n": ADD}, counters=("n",))
     assert counting.units(100) == 2 * (1 + 1) and counting.units(1500) == 2 * (2 + 1)
-    assert WritePlan(UPDATE, KEY, actions={"n": ADD}).units(1500) == 2  # a set ADD: no marker
+    assert WritePlan(UpdateTarget, KEY, actions={"n": ADD}).units(1500) == 2  # a set ADD: no marker
     with pytest.raises(ValueError, match="counter"):
-        WritePlan(UPDATE, KEY, counters=("n",))
+        WritePlan(UpdateTarget, KEY, counters=("n",))
 
 
 def wide(count: int, text: str = "v") -> dict[str, Any]:
@@ -244,7 +249,7 @@ def test_an_update_past_the_expression_limits_is_split_into_requests_within_them
     together SET every attribute once; applied over a stored item they give what one would."""
     item = wide(400)
     plan = WritePlan(
-        UPDATE, KEY, actions={name: action for name in item if name not in KEY} if action else {}
+        UpdateTarget, KEY, actions={name: action for name in item if name not in KEY} if action else {}
     )
     requests = update_requests(plan, item)
     assert len(requests) > 1
@@ -278,7 +283,7 @@ def test_an_update_past_the_expression_limits_is_split_into_requests_within_them
 
 def test_an_update_within_the_limits_is_one_request() -> None:
     item = wide(200)
-    assert len(update_requests(WritePlan(UPDATE, KEY), item)) == 1
+    assert len(update_requests(WritePlan(UpdateTarget, KEY), item)) == 1
 
 
 def target(attributes: dict[str, Any]) -> DynamoDbTarget:
@@ -289,7 +294,11 @@ def target(attributes: dict[str, Any]) -> DynamoDbTarget:
             "source": "s3://src/data.jsonl",
             "jobId": "wide",
             "format": "jsonl",
-            "dynamodb": {"key": {n: "x" for n in KEY}, "attributes": attributes, "writeMode": UPDATE},
+            "dynamodb": {
+                "key": {n: "x" for n in KEY},
+                "attributes": attributes,
+                "writeMode": UpdateTarget.name,
+            },
         },
         table_key={n: "S" for n in KEY},
     )
@@ -306,7 +315,7 @@ def test_a_numeric_add_past_the_limits_is_refused_at_plan_and_never_split() -> N
     assert refused.value.field == "dynamodb.attributes" and "4096 bytes" in refused.value.message
     check_update_limits(target({**counter, **dict(list(others.items())[:100])}))  # ~3.7 KB: one transaction
     check_update_limits(target(others))  # no numeric add: split when past the limits
-    plan = WritePlan(UPDATE, KEY, actions={"n": ADD}, counters=("n",))
+    plan = WritePlan(UpdateTarget, KEY, actions={"n": ADD}, counters=("n",))
     with pytest.raises(ValueError, match="numeric add"):
         update_requests(plan, {**wide(300), "n": {"N": "1"}})
 
@@ -316,7 +325,7 @@ def test_a_numeric_add_past_the_limits_is_refused_at_plan_and_never_split() -> N
 def test_every_split_request_is_within_the_limits_and_as_full_as_it_can_be(actions: list[str | None]) -> None:
     item = wide(len(actions))
     names = [name for name in item if name not in KEY]
-    plan = WritePlan(UPDATE, KEY, actions={n: a for n, a in zip(names, actions, strict=True) if a})
+    plan = WritePlan(UpdateTarget, KEY, actions={n: a for n, a in zip(names, actions, strict=True) if a})
     requests = update_requests(plan, item)
     for arguments in requests:
         assert limits.expression_error("UpdateExpression", arguments["UpdateExpression"]) is None

@@ -17,7 +17,7 @@ from logic import parquet
 from logic.errors import InputValidationError
 from logic.mapping import make_mapper
 from logic.parquet_values import batch_fields, check_schema
-from logic.spec import parse_spec
+from logic.spec.parse import parse_spec
 from shards.sources import parquet_rows
 
 pytestmark = pytest.mark.runtime

@@ -16,7 +16,7 @@ from logic.graph import make_graph_mapper
 from logic.parquet import columns_read
 from logic.parquet_values import batch_fields, check_schema
 from logic.property_graph import PropertyRecord, make_property_mapper
-from logic.spec_model import XSD
+from logic.spec.graph import XSD
 
 pytestmark = pytest.mark.runtime
 

@@ -18,7 +18,8 @@ from parquet_corpus import CODECS, REPEAT, WRITER_GAPS, WRITERS, write
 
 from logic.mapping import Item, Reject, make_mapper
 from logic.parquet_values import batch_fields, check_schema
-from logic.spec import FORMATS, JobSpec, parse_spec
+from logic.spec.inputs import FORMATS, JobSpec
+from logic.spec.parse import parse_spec
 
 pytestmark = pytest.mark.runtime
 

@@ -7,7 +7,7 @@ import pytest
 
 from logic import polling
 from logic.errors import InputValidationError
-from logic.spec import parse_spec
+from logic.spec.parse import parse_spec
 
 pytestmark = pytest.mark.runtime
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from logic.property_graph import PropertyRecord, edge_id, headers, make_property_mapper
-from logic.spec import JobSpec, parse_spec
+from logic.spec.inputs import JobSpec
+from logic.spec.parse import parse_spec
 from logic.values import Reject
 
 pytestmark = pytest.mark.runtime

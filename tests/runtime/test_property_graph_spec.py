@@ -14,8 +14,11 @@ import pytest
 
 from logic import endpoints
 from logic.errors import InputValidationError
-from logic.spec import check_fields, check_shard_memory, id_shape, parse_spec, spec_to_json
-from logic.spec_model import MAX_SHARD_SIZE_MIB, Template, property_type
+from logic.spec.checks import check_fields, check_shard_memory, id_shape
+from logic.spec.fields import Template
+from logic.spec.graph import property_type
+from logic.spec.inputs import MAX_SHARD_SIZE_MIB
+from logic.spec.parse import parse_spec, spec_to_json
 
 pytestmark = pytest.mark.runtime
 
@@ -409,7 +412,7 @@ def test_optional_vertices_and_edges_are_normalized_only_when_true() -> None:
 
 
 def test_the_shard_size_the_guide_says_plan_chooses_for_its_example_is_the_one_it_chooses() -> None:
-    from logic.spec import fit_shard_size
+    from logic.spec.checks import fit_shard_size
     from stacks.config import EnvironmentConfig
 
     # Given the guide's property graph example (no shardSizeMiB) and the size it says Plan chooses

@@ -16,7 +16,8 @@ from logic.csvrecords import ShardRecords
 from logic.graph_load import load_request
 from logic.opencypher import Row
 from logic.property_graph import edge_id, headers
-from logic.spec import JobSpec, parse_spec, spec_to_json
+from logic.spec.inputs import JobSpec
+from logic.spec.parse import parse_spec, spec_to_json
 from shards.records import process
 from shards.rejects import RejectSink
 

@@ -17,7 +17,7 @@ from adapters.budget import HeartbeatBoard, SharedBudget, phase
 from adapters.dynamodb import BatchWriter, RetryPolicy
 from logic.errors import InputValidationError
 from logic.ratecontrol import AimdWindow, TokenBucket, budget_share, write_units
-from logic.spec import parse_spec, spec_to_json
+from logic.spec.parse import parse_spec, spec_to_json
 from mapload.tables import create_pk_sk_table
 
 pytestmark = pytest.mark.runtime

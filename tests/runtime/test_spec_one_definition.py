@@ -1,7 +1,7 @@
-"""The input has one definition: the models of logic/spec_model.py, which the runtime reads as JobSpec.
+"""The input has one definition: the models of logic/spec/, which the runtime reads as JobSpec.
 
 No public class of runtime/ or stacks/ is defined twice under one name (the input's models were once
-mirrored by dataclasses of the same names), logic/spec.py defines no class of its own, the published
+mirrored by dataclasses of the same names), parsing and checks define no class of their own, the published
 schema is the one generated from the models, its rules carried by their types (one model per
 writeMode), and a default of the input is written in the models only.
 """
@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from logic import spec, spec_model
 from logic.errors import InputValidationError
+from logic.spec import checks, dynamodb, graph, inputs
+from logic.spec import csv_options as csv
+from logic.spec import parse as spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,14 +42,15 @@ def test_no_public_class_name_is_defined_twice_in_the_runtime_and_the_settings()
     assert [name for name, count in names.items() if count > 1] == []
 
 
-def test_the_spec_module_defines_no_second_model() -> None:
-    assert _classes(ROOT / "runtime" / "logic" / "spec.py") == []
-    assert spec.JobSpec is spec_model.JobSpec
+def test_parsing_and_checks_define_no_second_model() -> None:
+    for module in ("parse.py", "checks.py"):
+        assert _classes(ROOT / "runtime" / "logic" / "spec" / module) == []
+    assert spec.JobSpec is inputs.JobSpec and checks.JobSpec is inputs.JobSpec
 
 
 def test_the_published_schema_is_the_models_own() -> None:
     published = json.loads((ROOT / "schemas" / "input.schema.json").read_text(encoding="utf-8"))
-    assert published == spec_model.json_schema()
+    assert published == inputs.json_schema()
 
 
 def _target_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,14 +59,14 @@ def _target_schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_each_write_mode_is_its_own_model_with_the_fields_it_allows() -> None:
-    schema = spec_model.json_schema()
+    schema = inputs.json_schema()
     modes = Counter(
         target["properties"]["writeMode"]["const"]
         for target in _target_schemas(schema)
         if "writeMode" in target["properties"]
     )
     # One model per mode for CSV/JSON Lines records, one for DynamoDB JSON (key optional).
-    assert modes == dict.fromkeys(spec_model.WRITE_MODES, 2)
+    assert modes == dict.fromkeys(dynamodb.WRITE_MODES, 2)
     for target in _target_schemas(schema):
         mode = target["properties"].get("writeMode", {}).get("const")
         assert not {"if", "allOf", "then", "else"} & set(target), f"{target['title']} restates a rule"
@@ -76,15 +79,15 @@ def test_each_write_mode_is_its_own_model_with_the_fields_it_allows() -> None:
 def test_the_validated_target_is_the_model_of_its_mode() -> None:
     raw = {"source": "s3://bucket/k.csv", "format": "csv", "dynamodb": {"key": {"pk": "{id}"}}}
     for mode, extra, kind in [
-        (None, {}, spec_model.PutTarget),
-        ("putIfAbsent", {}, spec_model.PutIfAbsentTarget),
-        ("update", {}, spec_model.UpdateTarget),
-        ("delete", {}, spec_model.DeleteTarget),
+        (None, {}, dynamodb.PutTarget),
+        ("putIfAbsent", {}, dynamodb.PutIfAbsentTarget),
+        ("update", {}, dynamodb.UpdateTarget),
+        ("delete", {}, dynamodb.DeleteTarget),
         ("newerWins", {"version": "v", "attributes": {"v": {"field": "v", "type": "N"}}}, None),
     ]:
         given = {**raw["dynamodb"], **extra, **({"writeMode": mode} if mode else {})}  # type: ignore[dict-item]
         parsed = spec.parse_spec({**raw, "dynamodb": given}, table_key={"pk": "S"}, execution_name="j")
-        assert type(parsed.dynamodb) is (kind or spec_model.NewerWinsTarget)
+        assert type(parsed.dynamodb) is (kind or dynamodb.NewerWinsTarget)
         assert parsed.dynamodb is not None and parsed.dynamodb.write_mode == (mode or "put")
 
 
@@ -102,13 +105,13 @@ def _literal_defaults(path: Path, names: set[str]) -> list[str]:
 def test_the_graph_loader_options_and_common_fields_take_their_defaults_from_the_model() -> None:
     names = {
         field.alias or name
-        for model in (spec_model.GraphOptions, spec_model.Common)
+        for model in (graph.GraphOptions, inputs.Common)
         for name, field in model.model_fields.items()
     }
     found = [
         hit
         for path in (ROOT / "runtime").rglob("*.py")
-        if path.name != "spec_model.py"
+        if path.parent.name != "spec"  # the models' own
         for hit in _literal_defaults(path, names)
     ]
     assert found == []
@@ -128,7 +131,7 @@ KEPT_RULES = {
 
 
 def test_no_schema_restates_a_rule_a_type_carries() -> None:
-    defs = spec_model.json_schema()["$defs"]
+    defs = inputs.json_schema()["$defs"]
     written = {"if", "then", "else", "allOf", "anyOf", "not", "dependentSchemas"}
     assert {name for name, node in defs.items() if written & set(node)} == KEPT_RULES
 
@@ -137,14 +140,14 @@ def test_a_literal_in_a_language_is_its_own_model() -> None:
     statement: dict[str, Any] = {"subject": "http://e.org/{id}", "predicate": "http://e.org/p"}
     raw = {"source": "s3://bucket/k.csv", "format": "csv", "graph": {"statements": [statement]}}
     for term, kind in [
-        ({"literal": "{n}", "language": "en"}, spec_model.LanguageLiteral),
-        ({"literal": "{n}", "language": None, "datatype": "xsd:int"}, spec_model.LiteralTerm),
+        ({"literal": "{n}", "language": "en"}, graph.LanguageLiteral),
+        ({"literal": "{n}", "language": None, "datatype": "xsd:int"}, graph.LiteralTerm),
     ]:
         statement["object"] = term
         parsed = spec.parse_spec(raw, table_key={"pk": "S"}, execution_name="j")
         assert parsed.graph is not None
         assert [type(given.object) for given in parsed.graph.statements] == [kind]
-    defs = spec_model.json_schema()["$defs"]
+    defs = inputs.json_schema()["$defs"]
     assert defs["LanguageLiteral"]["properties"]["datatype"]["type"] == "null"
     assert defs["LiteralTerm"]["properties"]["language"]["type"] == "null"
 
@@ -152,12 +155,12 @@ def test_a_literal_in_a_language_is_its_own_model() -> None:
 def test_csv_without_a_header_is_its_own_model_which_requires_columns() -> None:
     raw = {"source": "s3://bucket/k.csv", "format": "csv", "dynamodb": {"key": {"pk": "{id}"}}}
     for options, kind in [
-        ({"header": False, "columns": ["id"]}, spec_model.HeaderlessCsvOptions),
-        ({"header": True, "columns": None}, spec_model.CsvOptions),
+        ({"header": False, "columns": ["id"]}, csv.HeaderlessCsvOptions),
+        ({"header": True, "columns": None}, csv.CsvOptions),
     ]:
         parsed = spec.parse_spec({**raw, "csv": options}, table_key={"pk": "S"}, execution_name="j")
         assert type(parsed.csv) is kind
-    defs = spec_model.json_schema()["$defs"]
+    defs = inputs.json_schema()["$defs"]
     assert "columns" in defs["HeaderlessCsvOptions"]["required"]
     assert defs["CsvOptions"]["properties"]["header"]["const"] is True
 
