@@ -554,7 +554,7 @@ def test_the_server_s_service_names_are_moto_s_own_listed_once(monkeypatch: pyte
 
 
 def test_mapload_serve_installs_the_server_s_speed_patch() -> None:
-    from mapload.emulator import serve
+    from mapload.emulator import server as serve
 
     assert moto_patches.SERVER_MODULES in serve.PATCHES
 
