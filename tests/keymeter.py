@@ -20,7 +20,7 @@ from typing import Any
 
 from mapload.emulator.calls import AwsCall, watching
 from mapload.emulator.embedded import ACCOUNT
-from mapload.emulator.moto_patches import parse_insert
+from mapload.emulator.moto_limits import parse_insert
 
 _EQUALS = re.compile(r"(#?\w+)\s*=\s*(:\w+)")
 
