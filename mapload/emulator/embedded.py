@@ -457,11 +457,11 @@ class Emulator:
     def _create_bucket(self, name: str) -> None:
         """As the command creates one (mapload.region.create_bucket): S3 wants a LocationConstraint
         everywhere but us-east-1; a re-run against a kept endpoint reuses its buckets."""
-        where = {} if self.region == "us-east-1" else {"LocationConstraint": self.region}
+        where: dict[str, Any] = {}
+        if self.region != "us-east-1":
+            where["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
         try:
-            self.client("s3").create_bucket(
-                Bucket=name, **({"CreateBucketConfiguration": where} if where else {})
-            )
+            self.client("s3").create_bucket(Bucket=name, **where)
         except ClientError as error:
             if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                 raise
