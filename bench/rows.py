@@ -175,7 +175,7 @@ def row_worker_memory(args: dict[str, Any]) -> int:
 def row_pipeline(args: dict[str, Any]) -> tuple[int, float]:
     """The whole embedded run (synthesized state machine in moto), DynamoDB through the proxy."""
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = args["endpoint"]
-    from mapload.emulator import run_local
+    from mapload.local import run_local
 
     spec = _mode_spec(args["mode"]) if "mode" in args else json.loads(SPEC_FILE.read_text())
     spec.update(args["spec"])

@@ -303,7 +303,7 @@ def _head(csv_path: Path, rows: int) -> Path:
 def _measure(
     bench: Bench, options: argparse.Namespace, csv_path: Path, size: int, latency: float
 ) -> tuple[list[Result], list[Result], list[Result], list[Result]]:
-    from mapload.emulator import LOCAL_CONTEXT
+    from mapload.local import LOCAL_CONTEXT
     from mapload.synth import synthesize
 
     shard_mib = size / options.shards / 2**20 * 1.01

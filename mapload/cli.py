@@ -18,7 +18,7 @@ from mapload.region import explain, region_line
 
 
 def _run_local(args: argparse.Namespace) -> int:
-    from mapload.emulator import LocalRunError, run_local
+    from mapload.local import LocalRunError, run_local
     from mapload.reports import failure_line
 
     try:
@@ -55,7 +55,8 @@ def _run_local(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import time
 
-    from mapload.emulator import exports, serving
+    from mapload.emulator import serving
+    from mapload.serve import exports
 
     try:
         with serving(args.port) as endpoint:
@@ -203,7 +204,7 @@ def _add_run_local(sub: Any) -> None:
 
 
 def _add_serve(sub: Any) -> None:
-    from mapload.emulator import DEFAULT_PORT
+    from mapload.serve import DEFAULT_PORT
 
     serve = sub.add_parser(
         "serve",

@@ -12,23 +12,21 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import boto3
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core.config import DefaultConfig
 
-from mapload import region as regions
+from mapload.emulator import calls, limits, moto_patches
 from mapload.emulator import clock as clocks
-from mapload.emulator import iamcheck, limits, moto_patches
 from mapload.emulator.cfn import Resolver, UnresolvedError
 from mapload.emulator.neptune_local import LocalNeptuneLoader
-from mapload.synth import StackTemplate
 
 ACCOUNT = "123456789012"
 MOTO_CONFIG: DefaultConfig = {
@@ -47,6 +45,16 @@ EMULATOR_ONLY = (
 WAIT_DEADLINE_SECONDS = 6 * 3600.0
 
 
+class StackTemplate(Protocol):
+    """One synthesized stack: its name and its CloudFormation template (mapload.synth's)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def template(self) -> Mapping[str, Any]: ...
+
+
 class EmulatorTimeoutError(Exception):
     """An execution in the emulator did not end before the caller's deadline."""
 
@@ -58,7 +66,7 @@ class FunctionDef:
     arn: str
     handler: str
     env: dict[str, str]
-    principal: iamcheck.Principal | None = None  # its role's policies, for the IAM check
+    principal: calls.Principal | None = None  # its role's policies, for the call observers
     # The template's Timeout (CloudFormation's default is 3 s).
     timeout_seconds: float = 3.0
     # The emulator's clock, for a handler that reads the time (its `handle` takes `now`).
@@ -164,7 +172,7 @@ def _call(fn: FunctionDef, event: Any) -> Any:
     # The function's own environment, as the template defines it: many functions share
     # this process, so nothing may come from process-wide variables.
     takes_now = fn.now is not None and "now" in inspect.signature(module.handle).parameters
-    with iamcheck.acting_as(fn.principal):
+    with calls.acting_as(fn.principal):
         return module.handle(event, fn.env, now=fn.now) if takes_now else module.handle(event, fn.env)
 
 
@@ -196,8 +204,8 @@ class Emulator:
         self._mock = mock_aws(config=MOTO_CONFIG)
         self._saved_env: dict[str, str | None] = {}
         self.deployment = Deployment()
-        self._principals: list[iamcheck.Principal] = []
-        self._keyed: list[str] = []  # encrypted buckets and tables, for the IAM check
+        self._principals: list[calls.Principal] = []
+        self._keyed: list[str] = []  # encrypted buckets and tables, for the call observers
 
     def __enter__(self) -> Emulator:
         # Everything __enter__ changes is undone by one ExitStack, last change first: a step
@@ -241,12 +249,12 @@ class Emulator:
 
     def _forget_deployment(self) -> None:
         """Drop this emulator's principals, keys and functions from the process-wide registries."""
-        with iamcheck.RECORDER.lock:
-            iamcheck.RECORDER.state_machines[:] = [
-                p for p in iamcheck.RECORDER.state_machines if p not in self._principals
+        with calls.WATCHER.lock:
+            calls.WATCHER.state_machines[:] = [
+                p for p in calls.WATCHER.state_machines if p not in self._principals
             ]
             for arn in self._keyed:
-                iamcheck.RECORDER.keys.pop(arn, None)
+                calls.WATCHER.keys.pop(arn, None)
         with _SEAM_LOCK:
             for fn in self.deployment.functions.values():
                 _FUNCTIONS.pop(fn.name, None)
@@ -263,7 +271,7 @@ class Emulator:
         return boto3.client(service, region_name=self.region)
 
     # -- provisioning ---------------------------------------------------------------------
-    def provision(self, stacks: list[StackTemplate]) -> Deployment:
+    def provision(self, stacks: Sequence[StackTemplate]) -> Deployment:
         """Create what the templates define: buckets, tables, functions, state machines."""
         resolver = Resolver(self.region, ACCOUNT)
         iam = self.client("iam")
@@ -362,7 +370,7 @@ class Emulator:
             resolver.attrs[(logical, "ReadEndpoint")] = "http://127.0.0.1"
             resolver.attrs[(logical, "Port")] = str(loader.port)
             resolver.attrs[(logical, "ClusterResourceId")] = f"cluster-{logical}".upper()[:40]
-            iamcheck.RECORDER.graph_clusters[f"http://127.0.0.1:{loader.port}"] = resolver.attrs[
+            calls.WATCHER.graph_clusters[f"http://127.0.0.1:{loader.port}"] = resolver.attrs[
                 (logical, "ClusterResourceId")
             ]
         elif kind == "AWS::EC2::SecurityGroup":
@@ -376,7 +384,7 @@ class Emulator:
             resolver.unsupported[logical] = kind
 
     def _create_stores(self, resources: Mapping[str, Any], resolver: Resolver) -> None:
-        """Buckets and tables, and the KMS keys that encrypt them (for the IAM check)."""
+        """Buckets and tables, and the KMS keys that encrypt them (for the call observers)."""
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::S3::Bucket":
@@ -385,9 +393,9 @@ class Emulator:
             elif kind == "AWS::DynamoDB::Table":
                 self._create_table(resolver.refs[logical], props)
                 self.deployment.tables[logical] = resolver.refs[logical]
-            key = iamcheck.encryption_key(kind, props, resolver.resolve)
+            key = calls.encryption_key(kind, props, resolver.resolve)
             if key is not None:  # the KMS calls S3 or DynamoDB then make for the caller
-                iamcheck.RECORDER.keys[resolver.attrs[(logical, "Arn")]] = key
+                calls.WATCHER.keys[resolver.attrs[(logical, "Arn")]] = key
                 self._keyed.append(resolver.attrs[(logical, "Arn")])
 
     def _create_functions(self, resources: Mapping[str, Any], resolver: Resolver, role_arn: str) -> None:
@@ -413,8 +421,8 @@ class Emulator:
                 self.deployment.state_machines[logical] = resolver.refs[logical]
                 machine = self._principal("state machine", resources, props["RoleArn"], resolver)
                 self._principals.append(machine)
-                with iamcheck.RECORDER.lock:
-                    iamcheck.RECORDER.state_machines.append(machine)
+                with calls.WATCHER.lock:
+                    calls.WATCHER.state_machines.append(machine)
 
     def _record_outputs(self, stack: StackTemplate, resolver: Resolver) -> None:
         for name, output in stack.template.get("Outputs", {}).items():
@@ -433,11 +441,11 @@ class Emulator:
     @staticmethod
     def _principal(
         name: str, resources: Mapping[str, Any], role_ref: Mapping[str, Any], resolver: Resolver
-    ) -> iamcheck.Principal:
+    ) -> calls.Principal:
         """The function's or state machine's role (`Fn::GetAtt [Role, Arn]`), with its policies."""
         role = role_ref["Fn::GetAtt"][0]
-        statements = iamcheck.role_statements(resources, role, resolver.resolve)
-        return iamcheck.principal(name, role, ACCOUNT, statements)
+        statements = calls.role_statements(resources, role, resolver.resolve)
+        return calls.principal(name, role, ACCOUNT, statements)
 
     def _graph_loader(self) -> LocalNeptuneLoader:
         if self.graph_loader is None:
@@ -447,8 +455,16 @@ class Emulator:
         return self.graph_loader
 
     def _create_bucket(self, name: str) -> None:
-        # A re-run against a kept endpoint reuses its buckets.
-        regions.create_bucket(self.client("s3"), name, self.region)
+        """As the command creates one (mapload.region.create_bucket): S3 wants a LocationConstraint
+        everywhere but us-east-1; a re-run against a kept endpoint reuses its buckets."""
+        where: dict[str, Any] = {}
+        if self.region != "us-east-1":
+            where["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
+        try:
+            self.client("s3").create_bucket(Bucket=name, **where)
+        except ClientError as error:
+            if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise
 
     def _create_table(self, name: str, props: Mapping[str, Any]) -> None:
         db = self.client("dynamodb")

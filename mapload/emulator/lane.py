@@ -8,7 +8,7 @@ One interpreter serves every request thread, so that overhead capped how many it
 long-round-trip run could write, and how many single-item writes a second a write mode could.
 
 `DynamoDbLane` wraps moto's WSGI application and takes two kinds of request:
-- a BatchWriteItem whose body `moto_patches.plain_batch_write` reads exactly as moto's parser
+- a BatchWriteItem whose body `moto_speed.plain_batch_write` reads exactly as moto's parser
   does: answered by moto's `DynamoHandler.batch_write_item` itself (with every patch the server
   installs: the units a write consumes, the item-size limit, the write lock), the answer written
   as moto's serializer writes it (the same members in the same order, the same headers, the same
@@ -34,7 +34,8 @@ from typing import Any
 
 from werkzeug.http import HTTP_STATUS_CODES
 
-from mapload.emulator import moto_patches
+from mapload.emulator.moto_limits import batch_request
+from mapload.emulator.moto_speed import NotPlain, plain_batch_write
 
 TARGET = "DynamoDB_20120810.BatchWriteItem"
 # The single-item requests mapload's writers and ledger send: read by moto's own parser and
@@ -73,11 +74,11 @@ class DynamoDbLane:
         body = environ["wsgi.input"].read(int(environ["CONTENT_LENGTH"]))
         if target == TARGET:
             try:
-                parameters = moto_patches.plain_batch_write(body)
-            except moto_patches.NotPlain:
+                parameters = plain_batch_write(body)
+            except NotPlain:
                 environ["wsgi.input"] = io.BytesIO(body)  # moto reads it as sent
                 return self.app(environ, start_response)
-            with moto_patches.batch_request(len(body)):
+            with batch_request(len(body)):
                 status, headers, answer = _answer(_handler(environ, body, parameters))
         else:
             status, headers, answer = _called(_handler(environ, body, None))

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from mapload.emulator.moto_patches import Patch
+from mapload.emulator.moto_patch import Patch
 
 # The algorithms moto computes as S3 does; for CRC32C and CRC64NVME it needs optional libraries
 # and otherwise computes another checksum, so those stay as moto has them.

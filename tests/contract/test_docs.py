@@ -326,7 +326,7 @@ def _example_params() -> list[Any]:
 def test_every_example_input_runs_as_written(
     tmp_path: Path, spec: dict[str, Any], name: str, text: str
 ) -> None:
-    from mapload.emulator import run_local
+    from mapload.local import run_local
 
     source = tmp_path / name
     source.write_text(text, encoding="utf-8")

@@ -11,13 +11,14 @@ from typing import Any
 import jsonschema
 import pytest
 from emulated_stacks import record_stack_outputs
+from iamcheck import RECORDER
 from servers import mapload_serve
 from servers import moto_server as start_moto_server
 
 from mapload import ROOT
+from mapload.emulator.calls import watching
 from mapload.emulator.embedded import Deployment, Emulator
-from mapload.emulator.iamcheck import RECORDER
-from mapload.emulator.local import LOCAL_CONTEXT, run_local
+from mapload.local import LOCAL_CONTEXT, run_local
 from mapload.synth import StackTemplate, synthesize
 
 REPORT_SCHEMA = json.loads((ROOT / "schemas" / "report.schema.json").read_text())
@@ -49,10 +50,10 @@ def scan(emu: Emulator, deployment: Deployment) -> dict[tuple[str, str], dict[st
 @pytest.fixture(autouse=True)
 def iam_checked() -> Iterator[None]:
     """Every AWS call a deployed function or the state machine makes in the test must be allowed
-    by its own synthesized role's policies (mapload/emulator/iamcheck.py)."""
-    RECORDER.install()
+    by its own synthesized role's policies (tests/iamcheck.py, an observer of the emulator's calls)."""
     RECORDER.take()
-    yield
+    with watching(RECORDER):
+        yield
     denied = RECORDER.denied()
     if denied:
         pytest.fail("AWS calls their roles do not allow:\n  " + "\n  ".join(denied), pytrace=False)

@@ -201,7 +201,7 @@ def test_data_lands_in_the_dynamodb_endpoint_the_standard_setting_names(
     stable names a re-run reuses."""
     import boto3
 
-    from mapload.emulator.local import run_local
+    from mapload.local import run_local
 
     db = boto3.client(
         "dynamodb",
@@ -233,7 +233,7 @@ def test_the_configured_region_is_where_tables_and_buckets_are_created(
     in their region, finds the tables and buckets, and the report names the table's region."""
     import boto3
 
-    from mapload.emulator.local import run_local
+    from mapload.local import run_local
 
     def client(service: str, region: str) -> Any:
         return boto3.client(

@@ -12,7 +12,7 @@ import pytest
 from faults import Fault, fault_proxy
 
 from mapload.emulator.limits import LambdaFunctionError
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 from mapload.sample import postcodes, write_csv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]

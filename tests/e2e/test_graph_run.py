@@ -15,7 +15,7 @@ from virtual_clock import VirtualClock
 
 from mapload import ROOT
 from mapload.emulator.embedded import Deployment, Emulator
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

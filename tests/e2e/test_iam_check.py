@@ -14,19 +14,19 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from iamcheck import RECORDER, Call, Recorder, decide
 
-from mapload.emulator.iamcheck import (
-    RECORDER,
-    Call,
+from mapload.emulator.calls import (
+    WATCHER,
     Principal,
-    Recorder,
+    Watcher,
     acting_as,
-    decide,
     neptune_action,
     neptune_context,
     principal,
+    watching,
 )
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 from mapload.sample import postcodes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -117,7 +117,6 @@ PRINCIPALS = [
 
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
-    RECORDER.install()
     RECORDER.take()
     tmp = tmp_path_factory.mktemp("iam")
     people = tmp / "people.csv"
@@ -141,14 +140,15 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> set[Call]:
     )
     for source, spec, context in runs:
         graph_store = tmp / "property" if spec in (VERTICES, EDGES) else None
-        report = run_local(
-            source,
-            spec,
-            report_path=tmp / "report.json",
-            quiet=True,
-            context=context,
-            graph_store=graph_store,
-        )
+        with watching(RECORDER):
+            report = run_local(
+                source,
+                spec,
+                report_path=tmp / "report.json",
+                quiet=True,
+                context=context,
+                graph_store=graph_store,
+            )
         assert report["status"] == "SUCCEEDED", report
         if spec is EDGES:
             assert report["graph"]["danglingEdges"]["count"] == 20
@@ -276,11 +276,11 @@ def test_the_emulator_can_report_a_call_it_makes_for_the_state_machine() -> None
     """The hook for what the emulator layer does itself (e.g. writing a ResultWriter's results)."""
     RECORDER.take()
     machine = principal("state machine", "MachineRole", "123456789012", [_allow()])
-    RECORDER.state_machines.append(machine)
+    WATCHER.state_machines.append(machine)
     try:
-        RECORDER.state_machine_call("s3:PutObject", "arn:aws:s3:::staging/jobs/j/r/results.json")
+        WATCHER.state_machine_call("s3:PutObject", "arn:aws:s3:::staging/jobs/j/r/results.json")
     finally:
-        RECORDER.state_machines.remove(machine)
+        WATCHER.state_machines.remove(machine)
     assert RECORDER.denied() == [
         "state machine (role MachineRole): s3:PutObject on arn:aws:s3:::staging/jobs/j/r/results.json: "
         "no statement allows it"
@@ -300,10 +300,11 @@ def test_the_vertex_id_query_needs_read_data_via_query() -> None:
     request = urllib.request.Request(
         base + "/openCypher", b"query=q", dict(signed.headers.items()), method="POST"
     )
-    recorder = Recorder(graph_clusters={base: "cluster-ABC"})
+    recorder = Recorder()
+    watcher = Watcher(graph_clusters={base: "cluster-ABC"}, observers=[recorder])
     start = principal("function start_graph_load", "StartRole", "123456789012", [_allow()])
     with acting_as(start):
-        recorder._neptune(request)
+        watcher._neptune(request)
     calls, unmapped = recorder.take()
     resource = "arn:aws:neptune-db:us-east-1:123456789012:cluster-ABC/*"
     assert ({(c.action, c.resource) for c in calls}, unmapped) == (
@@ -341,7 +342,7 @@ def test_the_vertex_id_query_is_allowed_in_opencypher_only(observed: set[Call]) 
 def test_putifabsent_s_insert_batch_needs_partiql_insert_on_its_table() -> None:
     """BatchExecuteStatement has no IAM action of its own: each INSERT needs dynamodb:PartiQLInsert
     on its table (DynamoDB developer guide, "IAM security policies with PartiQL for DynamoDB")."""
-    from mapload.emulator.iamcheck import _dynamodb
+    from mapload.emulator.calls import _dynamodb
 
     arn = "arn:aws:dynamodb:us-east-1:123456789012:table/"
     body = {

@@ -1,10 +1,10 @@
 """Requests per partition key in the embedded run (issue 23: no ledger key is hot).
 
 DynamoDB serves at most 1,000 write / 3,000 read units a second per partition key; moto models
-none of it. `mapload.emulator.keymeter` counts each request by table and partition key, so this
-small run fails when a change puts per-shard traffic back on one key (as every shard record, CSV
-state and budget lease once sat under `JOB#<jobId>`). The largest run is computed in
-tests/runtime/test_ledger_keys.py.
+none of it. tests/keymeter.py (an observer of the emulator's calls) counts each request by table
+and partition key, so this small run fails when a change puts per-shard traffic back on one key
+(as every shard record, CSV state and budget lease once sat under `JOB#<jobId>`). The largest run
+is computed in tests/runtime/test_ledger_keys.py.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from keymeter import KeyMeter, metering
 
 from adapters.ledger import BLOCK_SHARDS
 from mapload.emulator.embedded import Deployment, Emulator
-from mapload.emulator.keymeter import KeyMeter, metering
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 from mapload.sample import write_csv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]

@@ -26,7 +26,8 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import make_server
 
-from mapload.emulator import lane, moto_patches, serve
+from mapload.emulator import lane, moto_patches
+from mapload.emulator import server as serve
 from mapload.emulator.lane import DynamoDbLane
 
 pytestmark = pytest.mark.e2e

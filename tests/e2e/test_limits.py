@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from mapload.emulator import limits
 from mapload.emulator.embedded import ACCOUNT, Deployment, Emulator, EmulatorTimeoutError, FunctionDef
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 
 pytestmark = pytest.mark.e2e
 

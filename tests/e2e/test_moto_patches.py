@@ -177,6 +177,29 @@ def test_every_patch_has_its_fingerprints_and_no_patch_is_installed() -> None:
         assert not patch.installed, f"{patch.name} left installed: the guards read unpatched moto"
 
 
+def test_the_index_names_each_patch_by_its_constant_under_its_reason() -> None:
+    """moto_patches.py's docstring lists every patch (by its constant's name, once) under the module
+    of its reason, and names no other (it once named UNCATCHABLE_ERRORS, a number, for UNCATCHABLE)."""
+    listed: dict[str, str] = {}
+    module = ""
+    for line in (moto_patches.__doc__ or "").splitlines():
+        if not line.startswith((" ", "- ")) and "(moto_" in line:  # a reason's heading
+            module = line.split("(moto_", 1)[1].split(".py", 1)[0]
+        elif line.startswith("- "):
+            for name in line[2:].split(":", 1)[0].split(", "):
+                assert name not in listed, f"{name} listed twice"
+                listed[name] = f"mapload.emulator.moto_{module}"
+    constants = {name: getattr(moto_patches, name) for name in moto_patches.__all__}
+    patches = {name: value for name, value in constants.items() if isinstance(value, Patch)}
+    assert set(patches.values()) == set(moto_patches.ALL) and len(patches) == len(moto_patches.ALL) == 21
+    assert set(listed) == set(patches)
+    for name, module in listed.items():
+        assert (
+            type(patches[name]).__module__ == module
+            or vars(importlib.import_module(module)).get(name) is patches[name]
+        ), f"{name} is not defined in {module}"
+
+
 @pytest.mark.parametrize("name", sorted(REPLACES))
 def test_what_each_patch_replaces_is_unchanged_in_moto(name: str) -> None:
     expected = REPLACES[name] | RELIES_ON.get(name, {})
@@ -554,7 +577,7 @@ def test_the_server_s_service_names_are_moto_s_own_listed_once(monkeypatch: pyte
 
 
 def test_mapload_serve_installs_the_server_s_speed_patch() -> None:
-    from mapload.emulator import serve
+    from mapload.emulator import server as serve
 
     assert moto_patches.SERVER_MODULES in serve.PATCHES
 
@@ -567,7 +590,7 @@ def test_a_batch_write_s_units_are_counted_without_moto_s_objects_for_plain_valu
     the keys it looks up and for lists and maps: its count was ~10 % of moto's CPU a BatchWriteItem."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
-    from mapload.emulator.moto_patches import BatchWriteUnits, _units
+    from mapload.emulator.moto_limits import BatchWriteUnits, _units
 
     items = [
         {"pk": {"S": "k"}, "sk": {"S": "s"}, "n": {"N": "-1.5e10"}, "b": {"B": "aGVsbG8="}},

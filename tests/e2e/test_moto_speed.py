@@ -15,7 +15,7 @@ from moto.s3.models import s3_backends
 from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 from moto.stepfunctions.parser.asl.utils import boto_client
 
-from mapload.emulator import moto_patches
+from mapload.emulator import moto_limits, moto_patches
 from mapload.emulator.moto_patches import Patch
 
 pytestmark = pytest.mark.e2e
@@ -199,7 +199,7 @@ def test_a_new_item_is_refused_past_400_kb_exactly_as_attribute_by_attribute() -
     def item(extra: int) -> dict[str, Any]:
         return {"pk": {"S": "a"}, "v": {"S": "x" * (rest + extra)}, "l": nested}
 
-    set_only = Patch("set-only", moto_patches.ITEM_SIZE.targets[:1], (moto_patches._set_within_item_size,))
+    set_only = Patch("set-only", moto_patches.ITEM_SIZE.targets[:1], (moto_limits._set_within_item_size,))
     outcomes = []
     for patch in (set_only, moto_patches.ITEM_SIZE):
         patch.install()

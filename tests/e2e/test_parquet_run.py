@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mapload.emulator.embedded import Deployment, Emulator
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 
 from mapload import ROOT
-from mapload.emulator.local import run_local
 from mapload.emulator.property_store import PropertyGraphStore
+from mapload.local import run_local
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

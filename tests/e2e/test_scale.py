@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 

@@ -11,7 +11,7 @@ import pytest
 from adapters import budget
 from adapters.budget import BUCKETS
 from mapload.emulator.embedded import Deployment, Emulator
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 from mapload.sample import write_csv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]

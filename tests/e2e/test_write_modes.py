@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 from conftest import REPORT_SCHEMA
 
-from mapload.emulator.local import run_local
+from mapload.local import run_local
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

@@ -108,10 +108,13 @@ def test_the_scan_sees_imports(tmp_path: Path) -> None:
 
 
 def test_the_shipped_code_imports_no_test_module() -> None:
-    """Test doubles (tests/scripted_neptune.py, virtual_clock.py, faults.py, ...) stay under tests/:
+    """Test doubles and instruments (tests/scripted_neptune.py, virtual_clock.py, faults.py,
+    iamcheck.py, keymeter.py, ...) stay under tests/:
     neither the mapload command nor the runtime imports one."""
     test_modules = {p.stem for p in python_files("tests")} | {"tests"}
-    assert {"scripted_neptune", "virtual_clock", "faults", "emulated_stacks"} <= test_modules
+    assert {"scripted_neptune", "virtual_clock", "faults", "emulated_stacks", "iamcheck", "keymeter"} <= (
+        test_modules
+    )
     files = [*python_files("mapload"), *python_files("runtime")]
     for path in files:
         bad = imported_roots(path) & test_modules
@@ -161,3 +164,53 @@ def test_a_units_settings_import_only_the_settings_they_share() -> None:
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("stacks")
         }
         assert imported <= {"stacks.settings"}, f"{path.relative_to(ROOT)} imports {sorted(imported)}"
+
+
+def emulator_modules_reached(shipped: list[Path]) -> set[str]:
+    """The modules of mapload/emulator/ the shipped files import, directly or through another
+    emulator module (the package itself: its __init__)."""
+    emulator = ROOT / "mapload" / "emulator"
+    names = {p.stem for p in emulator.glob("*.py")}
+
+    def imports(path: Path) -> set[str]:
+        found = {
+            name.removeprefix("mapload.emulator.").split(".")[0]
+            for name in imported_modules(path)
+            if name.startswith("mapload.emulator.")
+        }
+        if "mapload.emulator" in imported_modules(path):
+            found.add("__init__")
+        return found & names
+
+    pending = {name for path in shipped if emulator not in path.parents for name in imports(path)}
+    reached: set[str] = set()
+    while pending:
+        name = pending.pop()
+        reached.add(name)
+        pending |= imports(emulator / f"{name}.py") - reached
+    return reached
+
+
+def test_the_emulator_holds_no_module_only_tests_import() -> None:
+    """Test instruments (the IAM check, the key meter, fault injection) live under tests/: every
+    module of mapload/emulator/ is one the command (mapload/) or the runtime reaches."""
+    emulator = ROOT / "mapload" / "emulator"
+    modules = {p.stem for p in emulator.glob("*.py")}
+    reached = emulator_modules_reached([*python_files("mapload"), *python_files("runtime")])
+    assert {"__init__", "embedded", "server"} <= reached
+    by_tests = {name for path in python_files("tests") for name in emulator_modules_reached([path])}
+    unreached = sorted(modules - reached)
+    assert not unreached, (
+        f"mapload/emulator/ holds modules the shipped code never imports: {unreached} "
+        f"(imported by tests: {sorted(set(unreached) & by_tests)}); move them under tests/"
+    )
+
+
+def test_the_reach_scan_follows_imports_through_the_package(tmp_path: Path) -> None:
+    command = tmp_path / "command.py"
+    command.write_text("from mapload.emulator import Emulator\n")
+    reached = emulator_modules_reached([command])
+    assert {"__init__", "embedded", "calls", "limits"} <= reached
+    only = tmp_path / "only.py"
+    only.write_text("import json\n")
+    assert emulator_modules_reached([only]) == set()

@@ -82,7 +82,7 @@ def test_the_bench_proxy_throttles_an_insert_batch_s_excess_statements_one_by_on
     from proxy import Proxy
 
     from logic.writemodes import insert_statement
-    from mapload.emulator.serve import serving
+    from mapload.emulator.server import serving
 
     with serving(0) as endpoint, Proxy(endpoint, latency=0.0, limit=40.0) as proxy:
         db = boto3.client(

@@ -13,6 +13,7 @@ import pytest
 from logic import report as reports_logic
 from mapload import cli, ops, synth
 from mapload import emulator as emulator_module
+from mapload import local as local_command
 from mapload import region as regions
 from mapload.environment import Environment
 from mapload.reports import report_lines
@@ -59,7 +60,7 @@ def _run_local_returning(monkeypatch: pytest.MonkeyPatch, report: dict[str, Any]
         calls.append(kwargs)
         return report
 
-    monkeypatch.setattr(emulator_module, "run_local", fake)
+    monkeypatch.setattr(local_command, "run_local", fake)
     return calls
 
 

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from mapload.emulator.serve import serving
+from mapload.emulator.server import serving
 
 pytestmark = [pytest.mark.runtime]
 

@@ -1,4 +1,4 @@
-"""`mapload serve`: the embedded emulator's DynamoDB and S3 as a server that outlives runs.
+"""The embedded emulator's DynamoDB and S3 as a server that outlives runs (`mapload serve` runs it).
 
 A plain `moto_server` applies TransactWriteItems non-atomically across its request threads, so a
 numeric ADD's transactions (the item's update together with its ledger marker) come back
@@ -25,9 +25,6 @@ from mapload.emulator.lane import DynamoDbLane
 from mapload.emulator.s3_checksums import PART_CHECKSUMS
 
 HOST = "127.0.0.1"
-DEFAULT_PORT = 5005
-# What `run-local`, `upload --env local` and the user's own tools read to reach the server.
-ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
 # The DynamoDB/S3-side patches the embedded run installs (its `__enter__`): the others act on
 # Step Functions and Lambda, which the server does not serve; and moto's hot paths, the server's
 # own and DynamoDB's.
@@ -45,7 +42,7 @@ SERVE_PATCHES = (*PATCHES, PART_CHECKSUMS)
 
 
 @contextmanager
-def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
+def serving(port: int) -> Iterator[str]:
     """moto's server on 127.0.0.1:`port` (0: a free port) with the emulator's DynamoDB
     patches (PATCHES), until the block ends; yields its endpoint URL. OSError when the port is taken."""
     from moto.moto_server.werkzeug_app import (
@@ -74,8 +71,3 @@ def serving(port: int = DEFAULT_PORT) -> Iterator[str]:
         server.server_close()
         listener.close()
         moto_patches.uninstall(*SERVE_PATCHES)
-
-
-def exports(endpoint: str) -> list[str]:
-    """The shell lines that point mapload (and the AWS CLI) at the server."""
-    return [f"export {name}={endpoint}" for name in ENDPOINT_VARIABLES]

@@ -2,14 +2,13 @@
 
 DynamoDB serves at most 1,000 write and 3,000 read units a second per partition, and never splits
 one partition key. `metering()` counts every DynamoDB request the run's clients send (the Worker's
-wire sender included: it is read from the request, at botocore's before-send), by table, partition
-key value and second, so a test can fail when a change makes one key hot. The large case is
-computed, not metered (tests/runtime/test_ledger_keys.py).
+wire sender included: the emulator's observer hook, mapload/emulator/calls.py, reads it from the
+request), by table, partition key value and second, so a test can fail when a change makes one
+key hot. The large case is computed, not metered (tests/runtime/test_ledger_keys.py).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -18,6 +17,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from mapload.emulator.calls import AwsCall, watching
+from mapload.emulator.embedded import ACCOUNT
+from mapload.emulator.moto_limits import parse_insert
 
 _EQUALS = re.compile(r"(#?\w+)\s*=\s*(:\w+)")
 
@@ -40,6 +43,11 @@ class KeyMeter:
         found = [(n, key) for (name, key, _), n in self.per_second.items() if name == table]
         n, key = max(found, default=(0, ""))
         return key, n
+
+    def __call__(self, call: AwsCall) -> None:
+        """An observer of the emulator's calls: its DynamoDB requests."""
+        if call.operation.startswith("dynamodb:"):
+            self.record(call.request, call.operation.split(":", 1)[1])
 
     def record(self, body: Mapping[str, Any], operation: str) -> None:
         now = int(time.time())
@@ -72,8 +80,6 @@ class KeyMeter:
                     table = str(detail.get("TableName", ""))
                     yield table, self._pk(table, detail.get("Item") or detail.get("Key") or {})
         elif operation == "BatchExecuteStatement":  # putIfAbsent's INSERTs (moto_patches.parse_insert)
-            from mapload.emulator.moto_patches import parse_insert
-
             for statement in body.get("Statements", []):
                 parsed = parse_insert(str(statement.get("Statement", "")))
                 if parsed is not None:
@@ -97,8 +103,6 @@ def _hash_key(table: str) -> str | None:
     """The table's partition key attribute, from moto's in-process backend (None if unknown)."""
     from moto.dynamodb.models import dynamodb_backends
 
-    from mapload.emulator.embedded import ACCOUNT
-
     for backend in dynamodb_backends[ACCOUNT].values():
         found = backend.tables.get(table)
         if found is not None:
@@ -106,37 +110,8 @@ def _hash_key(table: str) -> str | None:
     return None
 
 
-_ACTIVE: list[KeyMeter] = []
-_INSTALLED = False
-
-
-def _before_send(request: Any, **_: Any) -> None:
-    if not _ACTIVE:
-        return
-    target = request.headers.get("X-Amz-Target")
-    target = target.decode() if isinstance(target, bytes) else target
-    if not target or not str(target).startswith("DynamoDB_"):
-        return
-    body = json.loads(request.body or b"{}")
-    for meter in list(_ACTIVE):
-        meter.record(body, str(target).split(".", 1)[1])
-
-
 @contextmanager
 def metering(key_names: Mapping[str, str] | None = None) -> Iterator[KeyMeter]:
-    """Meter the DynamoDB requests of every botocore client created from now on."""
-    global _INSTALLED
-    if not _INSTALLED:
-        import boto3
-        from botocore import handlers
-
-        handlers.BUILTIN_HANDLERS.append(("before-send", _before_send))
-        if boto3.DEFAULT_SESSION is not None:
-            boto3.DEFAULT_SESSION.events.register("before-send", _before_send)
-        _INSTALLED = True
-    meter = KeyMeter(dict(key_names or {}))
-    _ACTIVE.append(meter)
-    try:
+    """Meter the DynamoDB requests of every botocore client from now on, until the block ends."""
+    with watching(KeyMeter(dict(key_names or {}))) as meter:
         yield meter
-    finally:
-        _ACTIVE.remove(meter)

@@ -1,6 +1,9 @@
-"""IAM checked from observed calls: every AWS request the embedded run's functions and state
-machine make, recorded from botocore's events, and evaluated against the principal's own
-synthesized role policies with moto's IAM policy evaluator (moto does not enforce IAM itself).
+"""Each AWS call the embedded run's functions and state machine make, passed to the observers a
+caller attaches (`watching`, the emulator's one observer hook): who made it (its principal, with
+its role's synthesized policies), the IAM actions and resources it needs, its request context and
+the KMS calls the service makes with the caller's permissions. The IAM check and the key meter of
+the tests (tests/iamcheck.py, tests/keymeter.py) are two such observers; with none attached,
+nothing is recorded.
 
 Recording. botocore emits `before-parameter-build` (the API parameters), `before-call` (the
 signer: whose credentials) and `before-send` (the signed request) for every client call; the
@@ -14,14 +17,13 @@ when moto's Step Functions interpreter signs it (its clients use the access key 
 
 Actions and resources follow AWS's Service Authorization Reference and the S3 user guide's
 "Required permissions for Amazon S3 API operations" (HeadObject needs s3:GetObject, ListObjectsV2
-s3:ListBucket, every multipart step s3:PutObject); an operation with no mapping here is reported
-as unmapped rather than guessed.
+s3:ListBucket, every multipart step s3:PutObject); an operation with no mapping here is passed on
+with no actions (the IAM check reports it as unmapped rather than guessing).
 """
 
 from __future__ import annotations
 
 import contextvars
-import functools
 import json
 import re
 import threading
@@ -33,15 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from moto.iam.access_control import IAMPolicyStatement, PermissionResult
 from moto.iam.aws_managed_policies import aws_managed_policies_data
-from moto.iam.policy_conditions import TrustRelationShipConditions
 
 # moto's Step Functions interpreter signs every call it makes (ItemReader, ResultWriter, Lambda
 # invoke, ...) with this access key (moto/stepfunctions/parser/asl/utils/boto_client.py).
 STATE_MACHINE_ACCESS_KEY = "ak"
-# The only condition operator moto's evaluator implements (moto/iam/policy_conditions.py).
-EVALUATED_OPERATORS = frozenset({"StringEquals"})
 
 S3_OBJECT_ACTIONS = {
     "GetObject": "s3:GetObject",
@@ -137,57 +135,28 @@ class Principal:
 
 
 @dataclass(frozen=True)
-class Call:
-    principal: Principal
-    action: str
-    resource: str
-    context: tuple[tuple[str, str], ...] = ()
+class KmsCall:
+    """The KMS calls a service makes with the caller's permissions for data encrypted with `key`."""
 
-    def describe(self) -> str:
-        return f"{self.principal.name} (role {self.principal.role}): {self.action} on {self.resource}"
+    key: str  # the key's ARN
+    actions: tuple[str, ...]
+    context: tuple[tuple[str, str], ...]  # aws:RequestedRegion, kms:ViaService, kms:CallerAccount
 
 
 @dataclass(frozen=True)
-class Decision:
-    allowed: bool
-    allowing: tuple[int, ...]  # indexes of the statements that allow the call
-    why: str
+class AwsCall:
+    """One call, as the observers see it."""
+
+    principal: Principal | None  # None: the test harness or the emulator itself
+    operation: str  # "s3:GetObject", "dynamodb:BatchWriteItem", "neptune-db:POST /loader"
+    needs: tuple[tuple[str, str], ...]  # (IAM action, resource ARN); empty: no action mapped
+    context: tuple[tuple[str, str], ...] = ()  # the request context's condition keys
+    kms: tuple[KmsCall, ...] = ()
+    # The API parameters (DynamoDB's: the request body as sent).
+    request: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
-def decide(statements: tuple[str, ...], call: Call) -> Decision:
-    """AWS's identity-policy logic over moto's statement matcher: an explicit Deny wins, else an
-    Allow is needed. A condition moto cannot evaluate (an operator other than StringEquals, or a
-    key the call's context lacks) never makes an Allow count and always lets a Deny apply."""
-    context = dict(call.context)
-    allowing: list[int] = []
-    for index, statement in enumerate(_parsed(statements)):
-        conditions: dict[str, dict[str, Any]] = statement.get("Condition") or {}
-        evaluable = all(
-            operator in EVALUATED_OPERATORS and all(key in context for key in keys)
-            for operator, keys in conditions.items()
-        )
-        if not evaluable and statement["Effect"] == "Allow":
-            continue
-        if evaluable and not all(
-            condition.verify_condition([context[key] for key in condition.context_keys])
-            for condition in TrustRelationShipConditions(conditions)
-        ):
-            continue  # its condition does not hold: the statement does not apply
-        # The condition holds (or, for a Deny, cannot be evaluated): match action and resource.
-        unconditional = {k: v for k, v in statement.items() if k != "Condition"}
-        result = IAMPolicyStatement(unconditional).is_action_permitted(call.action, call.resource)
-        if result == PermissionResult.PERMITTED:
-            allowing.append(index)
-        elif result == PermissionResult.DENIED:
-            return Decision(False, (), f"explicitly denied by statement {index}")
-    if allowing:
-        return Decision(True, tuple(allowing), "allowed")
-    return Decision(False, (), "no statement allows it")
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed(statements: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
-    return tuple(json.loads(text) for text in statements)
+Observer = Callable[[AwsCall], None]
 
 
 def role_statements(
@@ -244,8 +213,6 @@ def principal(name: str, role: str, account: str, statements: list[dict[str, Any
     return Principal(name, role, account, tuple(json.dumps(s, sort_keys=True) for s in statements))
 
 
-# -- recording -------------------------------------------------------------------------------
-
 ACTING_AS: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
     "mapload_iam_principal", default=None
 )
@@ -262,34 +229,29 @@ def acting_as(who: Principal | None) -> Iterator[None]:
 
 
 @dataclass
-class Recorder:
-    """The calls seen since the last `take()`, and the state machines calls may come from."""
+class Watcher:
+    """The observers attached, and what attributes a call: the state machines calls may come
+    from, the Neptune clusters' loader URLs and the KMS keys of encrypted buckets and tables."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
-    calls: set[Call] = field(default_factory=set)
-    unmapped: set[str] = field(default_factory=set)
+    observers: list[Observer] = field(default_factory=list)
     state_machines: list[Principal] = field(default_factory=list)
     graph_clusters: dict[str, str] = field(default_factory=dict)  # loader base URL -> resource id
     keys: dict[str, str] = field(default_factory=dict)  # bucket or table ARN -> its KMS key ARN
     installed: bool = False
 
-    def add(
-        self, who: Principal | None, service_op: str, found: list[tuple[str, str]], ctx: dict[str, str]
-    ) -> None:
-        if who is None:
-            return  # the test harness or the emulator itself, not a deployed principal
-        with self.lock:
-            if not found:
-                self.unmapped.add(f"{who.name}: {service_op}")
-            for action, resource in found:
-                self.calls.add(Call(who, action, resource, tuple(sorted(ctx.items()))))
+    def emit(self, call: AwsCall) -> None:
+        for observer in list(self.observers):
+            observer(call)
 
     def state_machine_call(
         self, action: str, resource: str, context: Mapping[str, str] | None = None
     ) -> None:
         """The emulator layer acting for the state machine without a botocore client (e.g.
-        `RECORDER.state_machine_call("s3:PutObject", "arn:aws:s3:::bucket/key")`)."""
-        self.add(self.state_machine(), action, [(action, resource)], dict(context or {}))
+        `WATCHER.state_machine_call("s3:PutObject", "arn:aws:s3:::bucket/key")`)."""
+        who = self.state_machine()
+        if who is not None:
+            self.emit(AwsCall(who, action, ((action, resource),), tuple(sorted((context or {}).items()))))
 
     def state_machine(self) -> Principal | None:
         with self.lock:
@@ -297,24 +259,6 @@ class Recorder:
                 names = [p.name for p in self.state_machines]
                 raise RuntimeError(f"cannot tell which state machine made a call: {names}")
             return self.state_machines[0] if self.state_machines else None
-
-    def take(self) -> tuple[set[Call], set[str]]:
-        with self.lock:
-            calls, unmapped = self.calls, self.unmapped
-            self.calls, self.unmapped = set(), set()
-        return calls, unmapped
-
-    def denied(self) -> list[str]:
-        """Every call since the last take() that its principal's policies do not allow (and
-        every operation with no known action), as lines naming principal, action and resource."""
-        calls, unmapped = self.take()
-        lines = []
-        for call in sorted(calls, key=Call.describe):
-            decision = decide(call.principal.statements, call)
-            if not decision.allowed:
-                lines.append(f"{call.describe()}: {decision.why}")
-        lines += [f"{u}: no documented IAM action mapped for this operation" for u in sorted(unmapped)]
-        return lines
 
     # -- botocore / urllib hooks ---------------------------------------------------------------
 
@@ -354,8 +298,8 @@ class Recorder:
 
     def _before_call(self, model: Any, context: dict[str, Any], request_signer: Any = None, **_: Any) -> None:
         service = model.service_model.endpoint_prefix
-        if service == "dynamodb":
-            return  # read from the request itself (before-send), as the wire sender only emits that
+        if service == "dynamodb" or not self.observers:
+            return  # DynamoDB is read from the request itself (before-send): the wire sender only emits that
         credentials = getattr(request_signer, "_credentials", None)
         who = self._who(getattr(credentials, "access_key", None))
         if who is None:
@@ -366,48 +310,53 @@ class Recorder:
         ctx = {"aws:RequestedRegion": region}
         if service == "s3" and "Prefix" in params:
             ctx["s3:prefix"] = str(params["Prefix"])
-        self.add(who, f"{service}:{model.name}", found, ctx)
+        kms: tuple[KmsCall, ...] = ()
         if service == "s3":
             key = self.keys.get(f"arn:aws:s3:::{params.get('Bucket', '')}")
-            self._via(who, "s3", region, key, S3_KMS_ACTIONS.get(model.name, ()))
+            kms = self._kms(who, "s3", region, key, S3_KMS_ACTIONS.get(model.name, ()))
+        self.emit(
+            AwsCall(who, f"{service}:{model.name}", tuple(found), tuple(sorted(ctx.items())), kms, params)
+        )
 
     def _before_send(self, request: Any, **_: Any) -> None:
+        """A DynamoDB request (every one, whoever sends it: the key meter counts the harness's too)."""
         target = request.headers.get("X-Amz-Target")
         target = target.decode() if isinstance(target, bytes) else target
-        if not target or not str(target).startswith("DynamoDB_"):
+        if not target or not str(target).startswith("DynamoDB_") or not self.observers:
             return
         scope = _credential_scope(request.headers.get("Authorization"))
-        if scope is None:
-            return
-        access_key, region, _service = scope
-        who = self._who(access_key)
-        if who is None:
-            return
+        access_key, region = (scope[0], scope[1]) if scope is not None else (None, "")
+        who = self._who(access_key) if scope is not None else None
         operation = str(target).split(".", 1)[1]
         body = json.loads(request.body or b"{}")
-        found = _dynamodb(operation, body, f"arn:aws:dynamodb:{region}:{who.account}:table/")
-        self.add(who, f"dynamodb:{operation}", found, {"aws:RequestedRegion": region})
-        for action, resource in found:
-            if action in DYNAMODB_ITEM_ACTIONS:
-                key = self.keys.get(resource.split("/index/", 1)[0])
-                self._via(who, "dynamodb", region, key, ("kms:Decrypt",))
+        account = who.account if who is not None else ""
+        found = _dynamodb(operation, body, f"arn:aws:dynamodb:{region}:{account}:table/")
+        kms: tuple[KmsCall, ...] = ()
+        if who is not None:
+            for action, resource in found:
+                if action in DYNAMODB_ITEM_ACTIONS:
+                    key = self.keys.get(resource.split("/index/", 1)[0])
+                    kms += self._kms(who, "dynamodb", region, key, ("kms:Decrypt",))
+        context = (("aws:RequestedRegion", region),)
+        self.emit(AwsCall(who, f"dynamodb:{operation}", tuple(found), context, kms, body))
 
-    def _via(
-        self, who: Principal, service: str, region: str, key: str | None, actions: tuple[str, ...]
-    ) -> None:
+    @staticmethod
+    def _kms(
+        who: Principal, service: str, region: str, key: str | None, actions: tuple[str, ...]
+    ) -> tuple[KmsCall, ...]:
         """The KMS calls `service` makes on the caller's behalf for data encrypted with `key`."""
         if key is None or not actions:
-            return
+            return ()
         context = {
             "aws:RequestedRegion": region,
             "kms:ViaService": f"{service}.{region}.amazonaws.com",
             "kms:CallerAccount": who.account,
         }
-        self.add(who, f"{service} via kms", [(action, key) for action in actions], context)
+        return (KmsCall(key, actions, tuple(sorted(context.items()))),)
 
     def _neptune(self, request: urllib.request.Request) -> None:
         scope = _credential_scope(request.get_header("Authorization"))
-        if scope is None or scope[2] != "neptune-db":
+        if scope is None or scope[2] != "neptune-db" or not self.observers:
             return
         access_key, region, _service = scope
         who = self._who(access_key)
@@ -418,13 +367,30 @@ class Recorder:
         action = neptune_action(request.get_method(), url.path)
         cluster = self.graph_clusters.get(base)
         found = (
-            [(action, f"arn:aws:neptune-db:{region}:{who.account}:{cluster}/*")] if action and cluster else []
+            ((action, f"arn:aws:neptune-db:{region}:{who.account}:{cluster}/*"),)
+            if action and cluster
+            else ()
         )
         context = {"aws:RequestedRegion": region, **neptune_context(url.path)}
-        self.add(who, f"neptune-db:{request.get_method()} {url.path}", found, context)
+        operation = f"neptune-db:{request.get_method()} {url.path}"
+        self.emit(AwsCall(who, operation, found, tuple(sorted(context.items()))))
 
 
-RECORDER = Recorder()
+WATCHER = Watcher()
+
+
+@contextmanager
+def watching(observer: Observer) -> Iterator[Observer]:
+    """Pass every AWS call made from now on to `observer` until the block ends (the hooks, once
+    installed, stay: a call with no observer attached is passed to nobody)."""
+    WATCHER.install()
+    with WATCHER.lock:
+        WATCHER.observers.append(observer)
+    try:
+        yield observer
+    finally:
+        with WATCHER.lock:
+            WATCHER.observers.remove(observer)
 
 
 def _keep_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:

@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mapload import region as regions
-from mapload.emulator import heap
-from mapload.emulator.clock import Clock
-from mapload.emulator.embedded import Deployment, Emulator, observing
-from mapload.emulator.neptune_local import LocalNeptuneLoader
+from mapload.emulator import Clock, Deployment, Emulator, LocalNeptuneLoader, long_lived, observing
 from mapload.reports import report_lines
 from mapload.synth import synthesize
 
@@ -115,7 +112,7 @@ def run_local(
     )
     with emulator as emu:
         deployment = emu.provision(stacks)
-        with heap.long_lived():  # the emulator's models stay out of the collector's full passes
+        with long_lived():  # the emulator's models stay out of the collector's full passes
             described, final = _execute(emu, deployment, file, spec, run_id, quiet)
         report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)
         _complete(report, described, run_id)
