@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "runtime"))
 
-from handlers.start_graph_load import check_edges, pass_size  # noqa: E402
+from graph_loads.endpoint_check import check_edges, pass_size  # noqa: E402
 from logic import layout, opencypher  # noqa: E402
 from logic.endpoints import (  # noqa: E402
     DanglingEdges,

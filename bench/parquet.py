@@ -253,8 +253,8 @@ def plan_line(objects: int, latency_ms: float) -> str:
     import pyarrow.parquet as pq
     from proxy import Proxy
 
-    from handlers.plan import FOOTER_READS_IN_FLIGHT
     from mapload.tables import create_pk_sk_table
+    from plans.sources import FOOTER_READS_IN_FLIGHT
     from stacks.loader_settings import LoaderConfig
 
     timeout = int(LoaderConfig.model_fields["control_timeout_seconds"].default)

@@ -41,7 +41,7 @@ PREPARE = (
     "from mapload import RUNTIME_DIR\n"
     "from adapters import clients\n"
     "from adapters.s3 import S3Store\n"
-    "from handlers import prepare\n"
+    "from archives.service import prepare\n"
     "from handlers.settings import PrepareSettings\n"
     "settings = PrepareSettings(\n"
     "    source_buckets=frozenset(['bench-src']), staging_bucket='bench-stg',\n"
@@ -50,7 +50,7 @@ PREPARE = (
     "spec = {'format': 'csv', 'source': sys.argv[1], 'dynamodb': {'key': {'pk': '{a}', 'sk': 'x'}}}\n"
     "event = {'input': spec, 'execution': {'name': sys.argv[2]}}\n"
     "started = time.monotonic()\n"
-    "result = prepare.prepare(event, settings, clients.s3(), S3Store(clients.s3()))\n"
+    "result = prepare(event, settings, clients.s3(), S3Store(clients.s3()))\n"
     "print(json.dumps({'seconds': time.monotonic() - started, **result}))\n"
 )
 
@@ -259,7 +259,7 @@ def _prepare_table(work: Path, env: dict[str, str], s3: Any, source: Path, mb: f
         )
         inner = float(json.loads(out.strip().splitlines()[-1])["seconds"])
         prepared.append((path.name, path.stat().st_size, inner, mb / inner, peak))
-    print(f"\nPrepare (handlers.prepare.prepare): {mb:,.0f} MB plain, decompressed from S3 ", end="")
+    print(f"\nPrepare (archives.service.prepare): {mb:,.0f} MB plain, decompressed from S3 ", end="")
     print("into a multipart object in staging")
     print(f"| {'source':<16} | {'compressed MB':>13} | {'seconds':>7} | {'plain MB/s':>10} ", end="")
     print(f"| {'peak RSS MiB':>12} |")

@@ -16,7 +16,7 @@ from logic.spec.inputs import Common
 from logic.writemodes import MARKER_UNITS
 
 # The defaults of what is estimated: the input's (maxConcurrency, shardSizeMiB), read from its
-# models; the environment's (worker_memory_mib, lambda_architecture) from stacks/config.py, which
+# models; the environment's (worker_memory_mib, lambda_architecture) from stacks/loader_settings.py, which
 # the installed command cannot import: tests/contract/test_spec_limits.py checks they are equal.
 DEFAULT_CONCURRENCY: int = Common.model_fields["max_concurrency"].default
 DEFAULT_SHARD_MIB: float = float(Common.model_fields["shard_size_mib"].default)
@@ -65,7 +65,7 @@ BENCH_WRITE_CONCURRENCY = 16
 BENCH_ROUND_TRIP_MS = 20.0
 # A worker's window (runtime/logic/ratecontrol.py): `write_concurrency` requests in flight per
 # REFERENCE_ROUND_TRIP_MS of the quickest round trip, at most `max_write_concurrency` (its default
-# in stacks/config.py; tests/infra/test_write_ceiling.py checks they are equal).
+# in stacks/loader_settings.py; tests/infra/test_write_ceiling.py checks they are equal).
 REFERENCE_ROUND_TRIP_MS = 20.0
 DEFAULT_MAX_WRITE_CONCURRENCY = 64
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
 
 # Where S3 and DynamoDB are when nothing names a region (boto3 itself would refuse to pick one).
 DEFAULT_REGION = "us-east-1"
@@ -37,16 +35,3 @@ def explain(explicit: str | None = None) -> tuple[str, str]:
 def region_line(command: str, region: str, source: str) -> str:
     """What every command prints first: the region it works in, and why that one."""
     return f"mapload {command}: region {region} ({source})"
-
-
-def create_bucket(s3: Any, name: str, region: str) -> None:
-    """Create `name` in `region` (S3 wants a LocationConstraint everywhere but us-east-1); a bucket
-    this caller already owns is kept, so re-runs and racing processes are fine."""
-    try:
-        if region == DEFAULT_REGION:
-            s3.create_bucket(Bucket=name)
-        else:
-            s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": region})
-    except ClientError as error:
-        if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-            raise

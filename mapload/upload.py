@@ -15,6 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from adapters.buckets import create_bucket
 from adapters.multipart import (
     HASH_AHEAD_BYTES,
     CoordinatedUpload,
@@ -79,7 +80,7 @@ def _clients(session: Any, in_flight: int) -> tuple[Any, Any]:
 
 def _create_local(s3: Any, db: Any, region: str, bucket: str, table: str) -> None:
     """Create the bucket and ledger table if missing; safe when several processes race to do it."""
-    regions.create_bucket(s3, bucket, region)
+    create_bucket(s3, bucket, region)
     try:
         if db.describe_table(TableName=table)["Table"]["TableStatus"] == "ACTIVE":
             return  # one round trip when the table is there (CreateTable, then a waiter: two)

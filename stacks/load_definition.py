@@ -1,4 +1,8 @@
-"""The state machine's definition: Prepare → Plan → Shards (Distributed Map of Workers) → Finalize → Done."""
+"""The state machine's definition: Prepare → Plan → Shards (Distributed Map of Workers) → Finalize → Done.
+
+With a graph target Finalize hands over to the graph load's loop (stacks/graph_load.py):
+StartGraphLoad → PollGraphLoad → GraphLoaded? → GraphWait → PollGraphLoad ↺, until the load ends.
+"""
 
 from __future__ import annotations
 

@@ -496,7 +496,7 @@ class LoaderFunctions:
     def _grant_poll_graph_load(self, poll: lambda_.Function, neptune_arn: str) -> None:
         """Follow (or cancel) the load, rewrite the run's report, close the job in the ledger."""
         allow(poll, ["neptune-db:GetLoaderJobStatus", "neptune-db:CancelLoaderJob"], [neptune_arn])
-        # One PutObject of the report (runtime/handlers/poll_graph_load.py _finish), no multipart.
+        # One PutObject of the report (runtime/graph_loads/poll.py), no multipart.
         allow(poll, ["s3:PutObject"], [self.arns.staging_reports])
         self._data.ledger_table.grant(poll, "dynamodb:UpdateItem")
 

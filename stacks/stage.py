@@ -1,4 +1,4 @@
-"""One environment's deployable unit: the Data and Loader stacks wired together."""
+"""One environment's deployable unit: the Data, Graph (when enabled) and Loader stacks wired together."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ def _settings_revision(consumer: cdk.Stack, config: EnvironmentConfig) -> None:
 
 
 class MaploadStage(cdk.Stage):
-    """Data (stateful, retained in prod) and Loader (stateless) for one environment."""
+    """Data (stateful, retained in prod), Graph (when enabled) and Loader (stateless, with its
+    monitoring) for one environment."""
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core.config import DefaultConfig
 
+from adapters.buckets import create_bucket
 from mapload.emulator import calls, limits, moto_patches
 from mapload.emulator import clock as clocks
 from mapload.emulator.cfn import Resolver, UnresolvedError
@@ -455,16 +456,8 @@ class Emulator:
         return self.graph_loader
 
     def _create_bucket(self, name: str) -> None:
-        """As the command creates one (mapload.region.create_bucket): S3 wants a LocationConstraint
-        everywhere but us-east-1; a re-run against a kept endpoint reuses its buckets."""
-        where: dict[str, Any] = {}
-        if self.region != "us-east-1":
-            where["CreateBucketConfiguration"] = {"LocationConstraint": self.region}
-        try:
-            self.client("s3").create_bucket(Bucket=name, **where)
-        except ClientError as error:
-            if error.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
-                raise
+        """As the commands create one: a re-run against a kept endpoint reuses its buckets."""
+        create_bucket(self.client("s3"), name, self.region)
 
     def _create_table(self, name: str, props: Mapping[str, Any]) -> None:
         db = self.client("dynamodb")

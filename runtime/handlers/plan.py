@@ -15,7 +15,6 @@ from adapters.s3 import S3Store
 from handlers.observability import entry_point
 from handlers.settings import PlanSettings
 from plans.service import plan
-from plans.sources import FOOTER_READS_IN_FLIGHT  # noqa: F401  (bench/parquet.py reads it here)
 
 SETTINGS_CLASS = PlanSettings
 

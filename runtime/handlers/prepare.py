@@ -9,7 +9,7 @@ from typing import Any
 
 from adapters import clients
 from adapters.s3 import S3Store
-from archives.service import prepare  # bench/upload.py calls it from here too
+from archives.service import prepare
 from handlers.observability import entry_point
 from handlers.settings import PrepareSettings
 

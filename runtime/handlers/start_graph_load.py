@@ -14,7 +14,7 @@ from adapters.neptune import LoaderClient, base_url
 from adapters.s3 import S3Store
 
 # bench/endpoints.py reads check_edges and pass_size here.
-from graph_loads.endpoint_check import DEFAULT_MEMORY_MIB, check_edges, pass_size  # noqa: F401
+from graph_loads.endpoint_check import DEFAULT_MEMORY_MIB
 from graph_loads.start import start
 from handlers.observability import entry_point
 from handlers.settings import StartGraphLoadSettings

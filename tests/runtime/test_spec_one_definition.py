@@ -34,7 +34,7 @@ def _classes(path: Path) -> list[str]:
 def test_no_public_class_name_is_defined_twice_in_the_runtime_and_the_settings() -> None:
     names = Counter(
         name
-        for folder in ("runtime", "stacks")  # the input spec and the settings (stacks/config.py)
+        for folder in ("runtime", "stacks")  # the input spec and the settings (stacks/*_settings.py)
         for path in (ROOT / folder).rglob("*.py")
         for name in _classes(path)
         if not name.startswith("_")  # a module's private helper is its own

@@ -39,7 +39,7 @@ RDF_FORMATS = get_args(RdfFormat)
 MAX_SHARD_SIZE_MIB = 10240
 
 
-# The Distributed Map's own limit (tests/contract ties it to stacks.config.MAX_MAP_CONCURRENCY).
+# The Distributed Map's own limit (tests/contract ties it to stacks.loader_settings.MAX_MAP_CONCURRENCY).
 MAX_CONCURRENCY = 10000
 # A job-wide write budget above DynamoDB's default per-table quota (40,000 WCU) needs a quota
 # increase first; the bound only catches a misplaced digit.
@@ -284,7 +284,7 @@ def json_schema() -> dict[str, Any]:
             (
                 "What a Step Functions execution of the mapload state machine takes as input.",
                 # (Worded as when the models were one module: the published schema is unchanged.)
-                "Generated from runtime/logic/spec_model.py (make schemas); do not edit.",
+                "Generated from runtime/logic/spec/ (make schemas); do not edit.",
                 "Rules that depend on the deployment or the data are checked by the loader only:",
                 "dynamodb.key must name exactly the target table's key attributes,",
                 "no attribute may be named like a key attribute, jobId defaults to the execution name,",
