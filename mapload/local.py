@@ -112,6 +112,8 @@ def run_local(
     )
     with emulator as emu:
         deployment = emu.provision(stacks)
+        for warning in deployment.warnings:  # said even with --quiet: the run goes on regardless
+            print(f"mapload run-local: {warning}", file=sys.stderr)
         with long_lived():  # the emulator's models stay out of the collector's full passes
             described, final = _execute(emu, deployment, file, spec, run_id, quiet)
         report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)

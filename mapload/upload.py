@@ -27,7 +27,7 @@ from adapters.multipart import (
 from logic import parts as partlib
 from logic.s3uri import s3_parts
 from mapload import region as regions
-from mapload.tables import create_pk_sk_table
+from mapload.tables import create_pk_sk_table, wait_until_active
 
 LOCAL_LEDGER_TABLE = "mapload-local-ledger"
 # Only for --env local: S3-compatible servers configured to accept smaller parts (moto's
@@ -88,11 +88,11 @@ def _create_local(s3: Any, db: Any, region: str, bucket: str, table: str) -> Non
         if error.response["Error"]["Code"] != "ResourceNotFoundException":
             raise
     try:
-        create_pk_sk_table(db, table)
+        create_pk_sk_table(db, table)  # returns once it is ACTIVE
     except ClientError as error:
         if error.response["Error"]["Code"] != "ResourceInUseException":
             raise
-    db.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+        wait_until_active(db, table)  # another process created it: it may still be CREATING
 
 
 def _stack_output(session: Any, env: str, name: str) -> str:

@@ -3,7 +3,6 @@ handlers as the Lambda functions, the resources created from the CDK templates."
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import json
@@ -28,6 +27,7 @@ from mapload.emulator import calls, limits, moto_patches
 from mapload.emulator import clock as clocks
 from mapload.emulator.cfn import Resolver, UnresolvedError
 from mapload.emulator.neptune_local import LocalNeptuneLoader
+from mapload.tables import POLL_SECONDS, enable_ttl, wait_until_active
 
 ACCOUNT = "123456789012"
 MOTO_CONFIG: DefaultConfig = {
@@ -92,6 +92,8 @@ class Deployment:
     tables: dict[str, str] = field(default_factory=dict)
     functions: dict[str, FunctionDef] = field(default_factory=dict)
     state_machines: dict[str, str] = field(default_factory=dict)  # logical id -> arn
+    # What the run should tell its user about the resources (a table's TTL left off): one line each.
+    warnings: list[str] = field(default_factory=list)
 
     def output(self, suffix: str) -> str:
         for name, value in self.outputs.items():
@@ -192,10 +194,13 @@ class Emulator:
         graph_store: Path | None = None,
         clock: clocks.Clock | None = None,
         graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
+        table_poll_seconds: float = POLL_SECONDS,
     ) -> None:
         """`clock`: the time the Wait states spend and the functions read (default: real time);
-        `graph_loader`: makes the Neptune stand-in from the store's directory."""
+        `graph_loader`: makes the Neptune stand-in from the store's directory;
+        `table_poll_seconds`: how often a new table's status is read until it is ACTIVE."""
         self.env_name = env_name
+        self.table_poll_seconds = table_poll_seconds
         self.region = region
         # The Neptune stand-in: started when a template defines a Neptune cluster.
         self.graph_store = graph_store
@@ -385,7 +390,9 @@ class Emulator:
             resolver.unsupported[logical] = kind
 
     def _create_stores(self, resources: Mapping[str, Any], resolver: Resolver) -> None:
-        """Buckets and tables, and the KMS keys that encrypt them (for the call observers)."""
+        """Buckets and tables, and the KMS keys that encrypt them (for the call observers). Every
+        table is created before any is waited for, so their CREATING moments overlap."""
+        tables: list[tuple[str, Mapping[str, Any]]] = []
         for logical, res in resources.items():
             kind, props = res["Type"], res.get("Properties", {})
             if kind == "AWS::S3::Bucket":
@@ -394,10 +401,13 @@ class Emulator:
             elif kind == "AWS::DynamoDB::Table":
                 self._create_table(resolver.refs[logical], props)
                 self.deployment.tables[logical] = resolver.refs[logical]
+                tables.append((resolver.refs[logical], props))
             key = calls.encryption_key(kind, props, resolver.resolve)
             if key is not None:  # the KMS calls S3 or DynamoDB then make for the caller
                 calls.WATCHER.keys[resolver.attrs[(logical, "Arn")]] = key
                 self._keyed.append(resolver.attrs[(logical, "Arn")])
+        for name, props in tables:
+            self._ready_table(name, props)
 
     def _create_functions(self, resources: Mapping[str, Any], resolver: Resolver, role_arn: str) -> None:
         for logical, res in resources.items():
@@ -460,6 +470,8 @@ class Emulator:
         create_bucket(self.client("s3"), name, self.region)
 
     def _create_table(self, name: str, props: Mapping[str, Any]) -> None:
+        """Create the table (or reuse one a kept endpoint holds, if its key is the template's);
+        `_ready_table` then waits for it and turns its TTL on."""
         db = self.client("dynamodb")
         args: dict[str, Any] = {
             "TableName": name,
@@ -481,10 +493,18 @@ class Emulator:
                 raise RuntimeError(
                     f"table {name} exists with key {existing}, but the template defines {props['KeySchema']}"
                 ) from error
+
+    def _ready_table(self, name: str, props: Mapping[str, Any]) -> None:
+        """Wait until the table is ACTIVE (DynamoDB keeps a new one CREATING for seconds; so does
+        this emulator, patch table-creating), then turn on the TTL the template sets; a TTL that
+        stays off is in `deployment.warnings`, for the command to say (tables.enable_ttl)."""
+        db = self.client("dynamodb")
+        wait_until_active(db, name, poll_seconds=self.table_poll_seconds)
         ttl = props.get("TimeToLiveSpecification")
         if ttl and ttl.get("Enabled"):
-            with contextlib.suppress(ClientError):  # already set on a reused table
-                db.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
+            problem = enable_ttl(db, name, str(ttl["AttributeName"]))
+            if problem is not None:
+                self.deployment.warnings.append(problem)
 
     def _create_function(
         self, logical: str, resolver: Resolver, props: Mapping[str, Any], role_arn: str

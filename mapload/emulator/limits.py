@@ -219,3 +219,10 @@ def item_bytes(attributes: Mapping[str, Any]) -> int:
         + (value_bytes(held.type, held.value) if hasattr(held, "type") else len(str(held).encode()))
         for name, held in attributes.items()
     )
+
+
+# -- DynamoDB: a new table's status (moto_patches.TABLE_CREATING) --------------------------------
+# DynamoDB keeps a new table CREATING for seconds (DescribeTable's TableStatus), and a request on
+# its items meanwhile gets ResourceNotFoundException. The embedded run's moment is short: the
+# point is that code which does not wait for ACTIVE fails, not that it waits as long.
+CREATING_SECONDS: Final[float] = 0.05

@@ -1,6 +1,7 @@
 """What AWS enforces or answers and moto does not: Step Functions' history and payload limits, its
 uncatchable errors and its ResultWriter; DynamoDB's expression and item size limits, the answers
-of a putIfAbsent's INSERT batch and a BatchWriteItem's consumed units (the numbers: limits.py)."""
+of a putIfAbsent's INSERT batch and a BatchWriteItem's consumed units, a new table CREATING for a
+moment (the numbers: limits.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import json
 import re
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from mapload.emulator.limits import (
+    CREATING_SECONDS,
     HISTORY_EVENTS,
     HISTORY_LIMIT_CAUSE,
     HISTORY_LIMIT_ERROR,
@@ -440,6 +443,71 @@ class BatchWriteUnits(Patch):
         return max(1, -(-size // 1024))
 
 
+_DYNAMODB_BACKEND = "moto.dynamodb.models:DynamoDBBackend"
+
+
+class TableCreating(Patch):
+    """moto makes a new table ACTIVE at once. DynamoDB keeps it CREATING for seconds, DescribeTable
+    says so, and a request on its items gets ResourceNotFoundException ("The resource might not be
+    specified correctly, or its status might not be ACTIVE", API reference); so code that uses a
+    table it just created passes here and fails there. Here a new table is CREATING for at least
+    `seconds` (limits.CREATING_SECONDS) and until a DescribeTable sees it after that, which is what
+    the SDK's `table_exists` waiter sends: code that does not wait fails every time, not only when
+    DynamoDB is slow. Until then every request naming the table but DescribeTable (GetItem, a
+    batch, a transaction, each statement of a PartiQL batch, UpdateTimeToLive) is answered as moto
+    answers a missing table: ResourceNotFoundException (DynamoDB answers a control-plane call such
+    as DeleteTable ResourceInUseException instead; mapload makes none on a table it waits for)."""
+
+    def __init__(self, seconds: float = CREATING_SECONDS) -> None:
+        super().__init__(
+            "table-creating",
+            tuple(f"{_DYNAMODB_BACKEND}.{name}" for name in ("create_table", "get_table", "describe_table")),
+        )
+        self.seconds = seconds
+        self._creating: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        patch = self
+
+        def create_table(backend: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+            table = patch.original()(backend, name, *args, **kwargs)
+            with patch._lock:
+                patch._creating[table] = time.monotonic() + patch.seconds
+            return table
+
+        def get_table(backend: Any, table_name: str) -> Any:
+            from moto.dynamodb.exceptions import ResourceNotFoundException
+
+            table = patch.original(patch.targets[1])(backend, table_name)
+            with patch._lock:
+                if table in patch._creating:
+                    raise ResourceNotFoundException()
+            return table
+
+        def describe_table(backend: Any, name: str) -> dict[str, Any]:
+            """moto's own (its message names the table), with the table's status."""
+            from moto.dynamodb.exceptions import ResourceNotFoundException
+
+            try:
+                table = patch.original(patch.targets[1])(backend, name)
+            except ResourceNotFoundException:
+                raise ResourceNotFoundException(table_name=name) from None
+            described: dict[str, Any] = table.describe(base_key="Table")
+            with patch._lock:
+                active_at = patch._creating.get(table)
+                if active_at is not None and time.monotonic() >= active_at:
+                    del patch._creating[table]
+                elif active_at is not None:
+                    described["Table"]["TableStatus"] = "CREATING"
+            return described
+
+        self._replacements = (create_table, get_table, describe_table)
+
+    def uninstall(self) -> None:
+        super().uninstall()
+        with self._lock:
+            self._creating.clear()
+
+
 HISTORY_LIMIT: Final = Patch(
     # moto counts no history: each state checks its execution's before and after it runs.
     "history-limit",
@@ -482,6 +550,7 @@ ITEM_SIZE: Final = Patch(
 )
 PARTIQL_INSERT: Final = PartiqlInsert()
 BATCH_WRITE_UNITS: Final = BatchWriteUnits()
+TABLE_CREATING: Final = TableCreating()
 
 
 # What AWS enforces and moto does not (installed together, limits.py's numbers).
@@ -495,4 +564,5 @@ LIMITS: Final = (
     ITEM_SIZE,
     PARTIQL_INSERT,
     BATCH_WRITE_UNITS,
+    TABLE_CREATING,
 )

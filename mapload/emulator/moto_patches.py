@@ -29,6 +29,8 @@ What AWS enforces or answers and moto does not (moto_limits.py, LIMITS; the numb
   an INSERT's `?` parameters).
 - BATCH_WRITE_UNITS: the write units a BatchWriteItem consumed, when asked (ReturnConsumedCapacity),
   as AWS counts them (moto reports one per request, whatever it wrote or deleted).
+- TABLE_CREATING: a new table CREATING for a moment, its items ResourceNotFoundException until a
+  DescribeTable sees it ACTIVE (moto makes it ACTIVE at once; DynamoDB takes seconds).
 
 Transactions (moto_transactions.py):
 - TRANSACTIONS: TransactWriteItems isolated from other threads' writes, as DynamoDB's are, and
@@ -65,6 +67,7 @@ from mapload.emulator.moto_limits import (
     PARTIQL_INSERT,
     RESULT_WRITER_FILES,
     RESULT_WRITER_PARAMETERS,
+    TABLE_CREATING,
     UNCATCHABLE,
     batch_request,
     parse_insert,
@@ -111,6 +114,7 @@ __all__ = [
     "RESULT_WRITER_PARAMETERS",
     "SERVER_MODULES",
     "SPEED",
+    "TABLE_CREATING",
     "TRANSACTIONS",
     "UNCATCHABLE",
     "UPDATE_PARSE",

@@ -15,6 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from mapload import cli
 from mapload.emulator.embedded import Deployment, Emulator
+from mapload.tables import wait_until_active
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -58,6 +59,7 @@ def export_table(emu: Emulator, bucket: str, name: str, key: list[str], items: l
         AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k in key],
         BillingMode="PAY_PER_REQUEST",
     )
+    wait_until_active(db, name)  # CREATING for a moment, as on AWS (patch table-creating)
     db.update_continuous_backups(
         TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
     )

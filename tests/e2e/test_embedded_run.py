@@ -316,3 +316,66 @@ def test_duplicate_keys_in_a_batch_send_the_later_record_and_are_counted(
         ("b", "X"): "1",
         ("c", "X"): "1",
     }
+
+
+def test_the_first_run_waits_until_its_new_tables_are_active(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DynamoDB keeps a new table CREATING for seconds, and so does the emulator (patch
+    table-creating): a first run on a fresh emulator waits until its tables are ACTIVE before Plan
+    reads the ledger, and the TTL the template sets is on, nothing said."""
+    from mapload.emulator.embedded import Deployment, Emulator
+    from mapload.local import run_local
+
+    seen: dict[str, Any] = {}
+
+    def inspect(emu: Emulator, deployment: Deployment) -> None:
+        db = emu.client("dynamodb")
+        names = deployment.tables.values()
+        seen["status"] = {db.describe_table(TableName=n)["Table"]["TableStatus"] for n in names}
+        seen["ttl"] = [db.describe_time_to_live(TableName=n)["TimeToLiveDescription"] for n in names]
+
+    source = tmp_path / "p.csv"
+    source.write_text(
+        "postcode,latitude,longitude\n" + "".join(f"AB{i} 1CD,51.{i},-0.{i}\n" for i in range(20))
+    )
+
+    report = run_local(source, POSTCODE_SPEC, report_path=tmp_path / "r.json", quiet=True, inspect=inspect)
+
+    assert report["status"] == "SUCCEEDED", report.get("error")
+    assert report["records"]["written"] == 20
+    assert seen["status"] == {"ACTIVE"}
+    assert {"TimeToLiveStatus": "ENABLED", "AttributeName": "expiresAt"} in seen["ttl"]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_kept_table_whose_ttl_cannot_be_turned_on_is_said(stacks: list[Any]) -> None:
+    """A reused table with TTL on another attribute keeps it (a table has one TTL attribute): the
+    deployment says so, for run-local to print, instead of swallowing the refusal."""
+    from mapload.emulator.embedded import Emulator
+
+    ledger = next(
+        (logical, resource["Properties"])
+        for stack in stacks
+        for logical, resource in stack.template.get("Resources", {}).items()
+        if resource["Type"] == "AWS::DynamoDB::Table" and "TimeToLiveSpecification" in resource["Properties"]
+    )
+    name = f"mapload-dev-{ledger[0]}"
+    with Emulator("dev") as emu:
+        db = emu.client("dynamodb")
+        db.create_table(
+            TableName=name,
+            KeySchema=ledger[1]["KeySchema"],
+            AttributeDefinitions=ledger[1]["AttributeDefinitions"],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        db.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.1})
+        db.update_time_to_live(
+            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": "old"}
+        )
+
+        deployment = emu.provision(stacks)
+
+    assert deployment.warnings == [
+        f"table {name} has TTL on 'old', not 'expiresAt': its items will not expire"
+    ]

@@ -80,6 +80,11 @@ REPLACES: dict[str, dict[str, str]] = {
     },
     "partiql-insert": {f"{_DYNAMO}.batch_execute_statement": "0a66ed1efd93ad41"},
     "batch-write-units": {f"{_DYNAMO}.batch_write_item": "39626abe4b473902"},
+    "table-creating": {
+        "moto.dynamodb.models:DynamoDBBackend.create_table": "308058b8f7317c03",
+        "moto.dynamodb.models:DynamoDBBackend.get_table": "d041975772c42c17",
+        "moto.dynamodb.models:DynamoDBBackend.describe_table": "10d61c582188186f",
+    },
     "server-modules": {"moto.backends:list_of_moto_modules": "4f741a10b06500e8"},
     "dynamo-types": {"moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395"},
     "method-names": {"moto.core.responses:method_names_from_class": "9dbac89d082b655f"},
@@ -142,6 +147,8 @@ RELIES_ON: dict[str, dict[str, str]] = {
         "moto.dynamodb.parsing.validators:Validator.__init__": "68516c2da4600116",
         "moto.dynamodb.parsing.ast_nodes:Node.find_clauses": "9c930f4b97182b12",
     },
+    # DescribeTable's answer as Table.describe builds it (its TableStatus set over moto's ACTIVE).
+    "table-creating": {"moto.dynamodb.models.table:Table.describe": "308524db5759ceb7"},
     "batch-write-units": {
         "moto.dynamodb.models.table:Table.get_item": "9e8ab8ae75cdba46",
         "moto.dynamodb.models.dynamo_type:DynamoType.__init__": "8a6aadb1d581d395",
@@ -191,7 +198,7 @@ def test_the_index_names_each_patch_by_its_constant_under_its_reason() -> None:
                 listed[name] = f"mapload.emulator.moto_{module}"
     constants = {name: getattr(moto_patches, name) for name in moto_patches.__all__}
     patches = {name: value for name, value in constants.items() if isinstance(value, Patch)}
-    assert set(patches.values()) == set(moto_patches.ALL) and len(patches) == len(moto_patches.ALL) == 21
+    assert set(patches.values()) == set(moto_patches.ALL) and len(patches) == len(moto_patches.ALL) == 22
     assert set(listed) == set(patches)
     for name, module in listed.items():
         assert (
@@ -550,6 +557,57 @@ def test_a_batch_write_reports_the_units_of_each_item_written_or_deleted() -> No
     assert own[0] == [{"TableName": "t", "CapacityUnits": 1.0, "Table": {"CapacityUnits": 1.0}}]
     assert patched[0] == [{"TableName": "t", "CapacityUnits": 9.0, "Table": {"CapacityUnits": 9.0}}]
     assert patched[1:] == own[1:]  # not asked: moto's own answer; the same items written
+
+
+def test_a_new_table_is_creating_until_a_describe_sees_it_after_a_moment() -> None:
+    """table-creating (API reference: ResourceNotFoundException, "its status might not be ACTIVE"):
+    right after CreateTable, DescribeTable says CREATING and every request on the table's items
+    (GetItem, PutItem, a batch, a transaction, a PartiQL INSERT) is ResourceNotFoundException, as
+    moto answers a missing table; the SDK's table_exists waiter then sees it ACTIVE, and it is
+    usable. moto alone makes it ACTIVE at once."""
+    import boto3
+    from botocore.exceptions import ClientError
+    from moto import mock_aws
+
+    from mapload.tables import PK_SK_TABLE
+
+    def created() -> Any:
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        db.create_table(TableName="t", **PK_SK_TABLE)
+        return db
+
+    key = {"pk": {"S": "a"}, "sk": {"S": "s"}}
+    with mock_aws():
+        assert created().describe_table(TableName="t")["Table"]["TableStatus"] == "ACTIVE"
+    with mock_aws():
+        moto_patches.install(moto_patches.TABLE_CREATING, moto_patches.PARTIQL_INSERT)
+        try:
+            db = created()
+            status = db.describe_table(TableName="t")["Table"]["TableStatus"]
+            refused = []
+            for call in (
+                lambda: db.get_item(TableName="t", Key=key),
+                lambda: db.put_item(TableName="t", Item=key),
+                lambda: db.batch_write_item(RequestItems={"t": [{"PutRequest": {"Item": key}}]}),
+                lambda: db.transact_write_items(TransactItems=[{"Put": {"TableName": "t", "Item": key}}]),
+                lambda: db.update_time_to_live(
+                    TableName="t", TimeToLiveSpecification={"Enabled": True, "AttributeName": "x"}
+                ),
+            ):
+                with pytest.raises(ClientError) as error:
+                    call()
+                refused.append(error.value.response["Error"]["Code"])
+            inserted = db.batch_execute_statement(Statements=[_insert("t", key)])["Responses"]
+            db.get_waiter("table_exists").wait(TableName="t", WaiterConfig={"Delay": 0.05, "MaxAttempts": 40})
+            db.put_item(TableName="t", Item=key)
+            stored = db.get_item(TableName="t", Key=key)["Item"]
+        finally:
+            moto_patches.uninstall(moto_patches.TABLE_CREATING, moto_patches.PARTIQL_INSERT)
+    assert status == "CREATING"
+    assert refused[:4] == ["ResourceNotFoundException"] * 4
+    assert refused[4] == "ResourceNotFound"  # moto's code for a missing table here
+    assert inserted == [{"Error": {"Code": "ResourceNotFound", "Message": "Requested resource not found"}}]
+    assert stored == key
 
 
 def test_the_server_s_service_names_are_moto_s_own_listed_once(monkeypatch: pytest.MonkeyPatch) -> None:
