@@ -25,12 +25,20 @@ class LocalRunError(Exception):
     """The embedded run could not start (bad arguments, synth failure)."""
 
 
+def rejects_beside(report_path: Path) -> Path:
+    """Where run-local copies a run's rejects: REPORT-stem.rejects.jsonl, beside the report."""
+    return report_path.with_name(report_path.stem + ".rejects.jsonl")
+
+
 def _copy_rejects(emu: Emulator, report: dict[str, Any], report_path: Path) -> None:
+    """The file beside the report is this run's rejects, or there is none: an earlier run's is
+    replaced, or removed when this run (clean, or failed before any reject) has none."""
     location = (report.get("rejects") or {}).get("location")
+    local = rejects_beside(report_path)
     if not location or not str(location).startswith("s3://"):
+        local.unlink(missing_ok=True)
         return
     bucket, key = str(location)[5:].split("/", 1)
-    local = report_path.with_name(report_path.stem + ".rejects.jsonl")
     emu.client("s3").download_file(bucket, key, str(local))
     report["rejects"]["s3Location"] = location
     report["rejects"]["location"] = str(local)

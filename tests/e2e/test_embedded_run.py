@@ -379,3 +379,31 @@ def test_a_kept_table_whose_ttl_cannot_be_turned_on_is_said(stacks: list[Any]) -
     assert deployment.warnings == [
         f"table {name} has TTL on 'old', not 'expiresAt': its items will not expire"
     ]
+
+
+def test_the_rejects_file_beside_a_report_is_that_report_s_on_every_run(
+    tmp_path: Path, run_file: Callable[..., Any]
+) -> None:
+    """REPORT-stem.rejects.jsonl belongs to the report beside it: a clean re-run with the same
+    --report leaves none (34,924 stale rejects were seen beside a report of 0), and so does a
+    failed run; a run with rejects writes exactly its own."""
+    bad = tmp_path / "bad.csv"
+    _, bad_lines = _csv_with_bad_rows(bad, 60)
+    clean = tmp_path / "clean.csv"
+    clean.write_text("postcode,latitude,longitude\nAB1 2CD,51.5,-0.1\n")
+    invalid = {**POSTCODE_SPEC, "dynamodb": {"key": {"pk": "{postcode}"}, "attributes": {}}}
+    beside = tmp_path / "report.rejects.jsonl"
+
+    with_rejects = run_file(bad, POSTCODE_SPEC)
+    assert with_rejects.report["rejects"]["location"] == str(beside)
+    assert sorted(r["line"] for r in with_rejects.rejects()) == sorted(bad_lines)
+
+    clean_run = run_file(clean, POSTCODE_SPEC)
+    assert clean_run.report["rejects"]["count"] == 0
+    assert clean_run.report["rejects"]["location"] is None
+    assert not beside.exists()
+
+    run_file(bad, POSTCODE_SPEC)
+    failed = run_file(clean, invalid)
+    assert failed.report["status"] == "FAILED"
+    assert not beside.exists()
