@@ -152,10 +152,7 @@ def _execute(
     Finalize or PollGraphLoad returned, if any)."""
     bucket = deployment.output("SourceBucketName")
     if file.is_dir():  # a folder (a Spark or Athena output): every file under FILE's name, the prefix
-        for path in sorted(p for p in file.rglob("*") if p.is_file()):
-            emu.client("s3").upload_file(
-                str(path), bucket, f"{file.name}/{path.relative_to(file).as_posix()}"
-            )
+        _mirror_folder(emu.client("s3"), file, bucket)
         source = f"s3://{bucket}/{file.name}/"
     else:
         emu.client("s3").upload_file(str(file), bucket, file.name)
@@ -171,6 +168,31 @@ def _execute(
         )
         progress.show(seen.shards_done, seen.shard_total, seen.records_read, final=True)
         return described, seen.final
+
+
+def _mirror_folder(s3: Any, folder: Path, bucket: str) -> None:
+    """Make the prefix FOLDER-name/ hold exactly the folder's files, each under its path in the
+    folder (the keys a plan is made from stay the same run to run): on a kept endpoint (`mapload
+    serve`) an object whose file was deleted since an earlier run is deleted, else Plan loads it."""
+    prefix = f"{folder.name}/"
+    files = {f"{prefix}{p.relative_to(folder).as_posix()}": p for p in folder.rglob("*") if p.is_file()}
+    stale = [
+        obj["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for obj in page.get("Contents", [])
+        if obj["Key"] not in files
+    ]
+    for start in range(0, len(stale), 1000):  # DeleteObjects takes at most 1,000 keys
+        batch = [{"Key": key} for key in stale[start : start + 1000]]
+        answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+        if answer.get("Errors"):
+            first = answer["Errors"][0]
+            raise LocalRunError(
+                f"cannot delete s3://{bucket}/{first['Key']}, which {folder} no longer holds: "
+                f"{first.get('Code')}: {first.get('Message')}"
+            )
+    for key, path in sorted(files.items()):
+        s3.upload_file(str(path), bucket, key)
 
 
 def _complete(report: dict[str, Any], described: dict[str, Any], run_id: str) -> None:

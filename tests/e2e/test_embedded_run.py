@@ -407,3 +407,35 @@ def test_the_rejects_file_beside_a_report_is_that_report_s_on_every_run(
     failed = run_file(clean, invalid)
     assert failed.report["status"] == "FAILED"
     assert not beside.exists()
+
+
+def test_a_folder_run_on_a_kept_server_loads_exactly_the_folder_s_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str
+) -> None:
+    """run-local FOLDER uploads the folder under its name; on a kept server (`mapload serve`) the
+    prefix still held the files of earlier runs, so a file deleted locally was loaded again. The
+    prefix holds exactly the folder's files, under the same keys as before."""
+    import boto3
+
+    from mapload.local import run_local
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", served)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", served)
+    folder = tmp_path / "parts"
+    (folder / "deeper").mkdir(parents=True)
+    (folder / "a.csv").write_text("postcode,latitude,longitude\nAB1 1CD,51.1,-0.1\n")
+    (folder / "deeper" / "b.csv").write_text("postcode,latitude,longitude\nAB2 1CD,51.2,-0.2\n")
+
+    first = run_local(folder, POSTCODE_SPEC, report_path=tmp_path / "r1.json", quiet=True)
+    (folder / "deeper" / "b.csv").unlink()
+    second = run_local(folder, POSTCODE_SPEC, report_path=tmp_path / "r2.json", quiet=True)
+
+    s3 = boto3.client(
+        "s3", endpoint_url=served, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    bucket = next(b["Name"] for b in s3.list_buckets()["Buckets"] if "source" in b["Name"])
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="parts/").get("Contents", [])]
+    assert first["status"] == second["status"] == "SUCCEEDED"
+    assert first["records"]["read"] == 2
+    assert second["records"]["read"] == 1  # b.csv, deleted locally, is not loaded again
+    assert keys == ["parts/a.csv"]
