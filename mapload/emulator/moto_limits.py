@@ -475,12 +475,12 @@ class TableCreating(Patch):
             return table
 
         def get_table(backend: Any, table_name: str) -> Any:
-            from moto.dynamodb.exceptions import ResourceNotFoundException
-
             table = patch.original(patch.targets[1])(backend, table_name)
-            with patch._lock:
-                if table in patch._creating:
-                    raise ResourceNotFoundException()
+            # Every item request passes here: read without the lock (a lookup under the GIL).
+            if patch._creating and table in patch._creating:
+                from moto.dynamodb.exceptions import ResourceNotFoundException
+
+                raise ResourceNotFoundException()
             return table
 
         def describe_table(backend: Any, name: str) -> dict[str, Any]:
