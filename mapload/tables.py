@@ -20,6 +20,9 @@ PK_SK_TABLE: dict[str, Any] = {
     ],
     "BillingMode": "PAY_PER_REQUEST",
 }
+# The ledger's TTL attribute (stacks/data.py's LEDGER_TTL_ATTRIBUTE, which this module does not
+# import: it would load the CDK into `mapload upload`; tests/contract/test_contract.py holds them equal).
+LEDGER_TTL_ATTRIBUTE: Final = "expiresAt"
 # How often DescribeTable is asked while a new table is CREATING, and for how long at most. The
 # tables made here are on local endpoints (the emulator's is CREATING for limits.CREATING_SECONDS):
 # a short poll keeps a run from waiting whole seconds for a table that is already ACTIVE.

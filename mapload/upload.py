@@ -27,7 +27,7 @@ from adapters.multipart import (
 from logic import parts as partlib
 from logic.s3uri import s3_parts
 from mapload import region as regions
-from mapload.tables import create_pk_sk_table, wait_until_active
+from mapload.tables import LEDGER_TTL_ATTRIBUTE, create_pk_sk_table, enable_ttl, wait_until_active
 
 LOCAL_LEDGER_TABLE = "mapload-local-ledger"
 # Only for --env local: S3-compatible servers configured to accept smaller parts (moto's
@@ -93,6 +93,9 @@ def _create_local(s3: Any, db: Any, region: str, bucket: str, table: str) -> Non
         if error.response["Error"]["Code"] != "ResourceInUseException":
             raise
         wait_until_active(db, table)  # another process created it: it may still be CREATING
+    problem = enable_ttl(db, table, LEDGER_TTL_ATTRIBUTE)  # as the stacks' ledger: records expire
+    if problem is not None:  # said, and the upload goes on (TTL decides only how long records stay)
+        print(f"mapload upload: {problem}", file=sys.stderr)
 
 
 def _stack_output(session: Any, env: str, name: str) -> str:

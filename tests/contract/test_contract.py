@@ -139,3 +139,11 @@ def test_the_embedded_run_creates_exactly_the_buckets_and_tables_the_templates_d
     assert len(machines) == 1
     for name in ("SourceBucketName", "StagingBucketName", "TableName", "LedgerTableName", "StateMachineArn"):
         assert deployment.output(name)
+
+
+def test_the_local_ledger_s_ttl_attribute_is_the_one_the_stacks_define() -> None:
+    """`mapload upload --env local` turns its ledger's TTL on without loading the CDK."""
+    from mapload.tables import LEDGER_TTL_ATTRIBUTE
+    from stacks.data import LEDGER_TTL_ATTRIBUTE as DEFINED
+
+    assert LEDGER_TTL_ATTRIBUTE == DEFINED

@@ -1077,3 +1077,17 @@ def test_a_completer_whose_own_copy_of_a_record_is_stale_reads_the_records(
 
     assert _object("stale-bkt", "d") == b"".join(blobs)
     assert _ledger_items() == []
+
+
+def test_upload_local_waits_for_the_ledger_it_creates_and_turns_its_ttl_on(server: MotoServer) -> None:
+    """The local ledger is created as the stacks define the ledger: ACTIVE before use, its records
+    expiring by TTL on `expiresAt` (leftover part records "go by TTL or --abort")."""
+    db = boto3.client("dynamodb")
+
+    upload._create_local(boto3.client("s3"), db, "us-east-1", "ttl-bkt", upload.LOCAL_LEDGER_TABLE)
+
+    assert db.describe_table(TableName=upload.LOCAL_LEDGER_TABLE)["Table"]["TableStatus"] == "ACTIVE"
+    assert db.describe_time_to_live(TableName=upload.LOCAL_LEDGER_TABLE)["TimeToLiveDescription"] == {
+        "TimeToLiveStatus": "ENABLED",
+        "AttributeName": "expiresAt",
+    }
