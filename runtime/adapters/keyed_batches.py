@@ -12,14 +12,15 @@ the records of one key reach DynamoDB in file order: the first INSERT of a key w
 answer DuplicateItem and are skipped, as one conditional PutItem after another would.
 
 Answers. A DeleteRequest left in UnprocessedItems is sent again. An INSERT answers alone (its
-statement's Error.Code): DuplicateItem skips the record; a throttled or failed statement is sent
-again alone, in the next attempt's batch; a ValidationError (or another code that retrying cannot
-mend) counts it not written. A lost answer (a connection error or a 5xx, for the whole request or
-one statement) may have been applied: a later DuplicateItem then does not tell whose item is
-stored, so the record is settled by a conditional PutItem that returns the stored item, which is
-counted written if it is the record's own (logic/writemodes.py written_by_us), as ItemWriter does.
-An INSERT past PartiQL's statement size (8,192 characters: a great many attribute names) goes
-that way too, as one conditional PutItem.
+statement's Error.Code): DuplicateItem or ConditionalCheckFailed (the key is stored) skips the
+record; a throttled or failed statement is sent again alone, in the next attempt's batch; a
+ValidationError (or another code that retrying cannot mend) counts it not written. A lost answer
+(a connection error or a 5xx, for the whole request or one statement) may have been applied: a
+later DuplicateItem then does not tell whose item is stored, so the record is settled by a
+conditional PutItem that returns the stored item, which is counted written if it is the record's
+own (logic/writemodes.py written_by_us), as ItemWriter does. An INSERT past PartiQL's statement
+size (8,192 characters: a great many attribute names) goes that way too, as one conditional
+PutItem.
 
 Write units. A delete consumes the units of the item it deletes (1 per KB, 1 when there is
 none), which the record does not tell: each DeleteRequest is booked at the record's own units
@@ -60,6 +61,9 @@ RETRYABLE_STATEMENT_CODES = frozenset(
     }
 )
 AMBIGUOUS_STATEMENT_CODES = frozenset({"InternalServerError"})
+# What an INSERT whose key is stored answers: DuplicateItem, or ConditionalCheckFailed (both
+# documented BatchStatementError codes; which one DynamoDB gives is not specified): the key exists.
+KEY_EXISTS_CODES = frozenset({"DuplicateItem", "ConditionalCheckFailed"})
 
 DEFAULT_POLICY = RetryPolicy()
 Key = tuple[Any, ...]
@@ -233,7 +237,7 @@ class KeyedBatchWriter(_PacedWriter):
                     if not failed:
                         continue
                     code = str(failed.get("Code", ""))
-                    if code == "DuplicateItem":
+                    if code in KEY_EXISTS_CODES:
                         if key in ambiguous:
                             settle.append(key)
                         else:

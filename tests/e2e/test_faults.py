@@ -257,3 +257,27 @@ def test_putifabsent_and_delete_batches_under_injected_faults_end_as_in_a_clean_
     assert again["read"] == again["written"] + again["skipped"] == rows and again["skipped"] > 0
     assert deleted == {"read": rows, "written": rows, "skipped": 0, "rejected": 0, "duplicates": 0}
     assert _table_count(served, table) == 0
+
+
+def test_putifabsent_counts_an_insert_answered_conditional_check_failed_as_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str
+) -> None:
+    """An INSERT whose key is stored may answer ConditionalCheckFailed instead of DuplicateItem
+    (both documented BatchStatementError codes): the second run of the same rows skips them all
+    and succeeds, rather than failing its shards."""
+    rows = 120
+    source = write_csv(tmp_path / "p.csv", rows)
+    spec = {**SPEC, "dynamodb": {**SPEC["dynamodb"], "writeMode": "putIfAbsent"}}
+    fault = Fault("condition_failed", every=2, service="dynamodb", operation="BatchExecuteStatement")
+    reports = []
+    with fault_proxy(served, [fault]) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", proxy.url)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", served)
+        for n in range(2):
+            report = run_local(
+                source, {**spec, "jobId": f"cond-{n}"}, report_path=tmp_path / f"{n}.json", quiet=True
+            )
+            assert report["status"] == "SUCCEEDED", report["error"]
+            reports.append(report["records"])
+    assert fault.injected > 0
+    assert reports[1] == {"read": rows, "written": 0, "skipped": rows, "rejected": 0, "duplicates": 0}
