@@ -197,7 +197,7 @@ def _map_records(
     model = spec.graph.model if spec.graph is not None else None
     to_statements = make_graph_mapper(spec) if model == "rdf" else None
     to_rows = make_property_mapper(spec, source) if model == "property" else None
-    sender = Sender(writer, spec) if spec.dynamodb is not None else None
+    sender = Sender(writer, spec, rejects) if spec.dynamodb is not None else None
     for line in records:
         fields = parse(line)
         if isinstance(fields, Reject):
@@ -228,5 +228,7 @@ def _map_records(
                 graph.add(rows)
         tally.written += 1
         if item is not None and sender is not None:
-            sender.add(item, line.offset)
-    return tally.counts(sender.finish() if sender is not None else 0)
+            sender.add(item, line.offset, line)
+    duplicates = sender.finish() if sender is not None else 0
+    tally.written -= sender.refused if sender is not None else 0  # rejected after all
+    return tally.counts(duplicates)

@@ -221,15 +221,30 @@ def test_an_insert_answered_conditional_check_failed_is_skipped_as_its_key_exist
     assert table(db) == {"K#0": 1, "K#1": 9, "K#2": 1}
 
 
-def test_a_statement_dynamodb_refuses_counts_not_written(db: Any) -> None:
+def test_a_statement_dynamodb_refuses_is_handed_back_to_be_rejected(db: Any) -> None:
     client = Recording(db)
     writer = KeyedBatchWriter(client, client, "target", INSERT, in_flight=2, policy=FAST)
+    writer.submit(key_of(0), item(0, 1), record="line 1")
+    writer.submit(("bad", "I"), {"pk": {"N": "1"}, "sk": {"S": "I"}}, record="line 2")  # wrong key type
+    stats = writer.close()
+    ((record, reason),) = writer.take_refused()
+    assert record == "line 2" and reason.startswith("DynamoDB refused the write: ValidationError: ")
+    assert stats.skipped == 0 and table(db) == {"K#0": 1}
+
+
+def test_a_statement_failing_for_another_reason_fails_the_shard(db: Any) -> None:
+    def denied(_n: int, arguments: Any, _client: Any) -> Any:
+        return {
+            "Responses": [
+                {"Error": {"Code": "AccessDenied", "Message": "no"}} for _ in arguments["Statements"]
+            ]
+        }
+
+    writer = KeyedBatchWriter(Recording(db, denied), db, "target", INSERT, in_flight=2, policy=FAST)
     writer.submit(key_of(0), item(0, 1))
-    writer.submit(("bad", "I"), {"pk": {"N": "1"}, "sk": {"S": "I"}})  # the key's type is wrong
-    with pytest.raises(ShardWriteError) as refused:
+    with pytest.raises(ShardWriteError) as failed:
         writer.close()
-    assert refused.value.not_written == 1 and "ValidationError" in str(refused.value)
-    assert table(db) == {"K#0": 1}
+    assert failed.value.not_written == 1 and "AccessDenied" in str(failed.value)
 
 
 def test_an_insert_past_partiql_s_statement_size_goes_as_one_conditional_put(db: Any) -> None:
