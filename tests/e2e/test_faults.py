@@ -281,3 +281,43 @@ def test_putifabsent_counts_an_insert_answered_conditional_check_failed_as_skipp
             reports.append(report["records"])
     assert fault.injected > 0
     assert reports[1] == {"read": rows, "written": 0, "skipped": rows, "rejected": 0, "duplicates": 0}
+
+
+def test_a_failed_shard_s_cause_reaches_the_report_and_the_summary_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Worker failing on one record (here a bug in the mapping, not retried): the report's error
+    and the console's line name the error, its message and the record's line, and
+    `shards.failures` holds it; before, every failure read 'shards have no recorded counts'."""
+    from mapload.reports import failure_line
+    from shards import records
+
+    rows = 200
+    source = write_csv(tmp_path / "p.csv", rows)
+    failing = [code for code, _, _ in postcodes(rows)][49]  # the file's line 51: the header is line 1
+    original = records.make_mapper
+
+    def make_mapper(spec: Any) -> Any:
+        mapper = original(spec)
+
+        def mapped(fields: Any) -> Any:
+            if fields.get("postcode") == failing:
+                raise Bug(f"cannot map {failing}")
+            return mapper(fields)
+
+        return mapped
+
+    monkeypatch.setattr(records, "make_mapper", make_mapper)
+    report = run_local(source, {**SPEC, "shardSizeMiB": 1}, report_path=tmp_path / "r.json", quiet=True)
+
+    assert report["status"] == "FAILED"
+    assert report["shards"]["missing"] == [0]
+    (failure,) = report["shards"]["failures"]
+    assert failure["type"] == "Bug" and failure["message"] == f"cannot map {failing}"
+    assert (failure["shard"], failure["line"], failure["shardLine"]) == (0, 51, 50)
+    assert failure["source"].endswith("p.csv") and failure["offset"] > 0
+    error = report["error"]
+    assert (error["type"], error["where"]) == ("Bug", "Shards")
+    assert "line 51" in error["message"] and f"cannot map {failing}" in error["message"]
+    line = failure_line(report, tmp_path / "r.json")
+    assert "Bug in Shards: shard 0 failed at line 51" in line and f"cannot map {failing}" in line
