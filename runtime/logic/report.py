@@ -66,10 +66,13 @@ def failure_section(
     `runId`, and the record's `line` (in its object; None when an earlier shard of the object has
     no counts), `shardLine` and `offset` (or `rowGroup` and `row`) when one record was being
     processed. Only shards without recorded counts: a shard done on a retry did not fail."""
+    failed = sorted(set(failures) - set(shards))[:FAILURES_LISTED]
+    if not failed:
+        return []
     bases = line_numbers(manifest, shards)
     entries = {int(s["index"]): s for s in manifest}
     listed = []
-    for index in sorted(set(failures) - set(shards))[:FAILURES_LISTED]:
+    for index in failed:
         failure = dict(failures[index])
         entry = entries.get(index) or {}
         cause: dict[str, Any] = {"shard": index, "source": f"s3://{entry.get('bucket')}/{entry.get('key')}"}
