@@ -4,7 +4,9 @@ It forwards every request to an upstream server (e.g. a moto server) and, on a s
 answers instead with what AWS answers under load or failure: DynamoDB throttling
 (ProvisionedThroughputExceededException, ThrottlingException), InternalServerError, a
 BatchWriteItem that writes only part of its items and returns the rest as UnprocessedItems,
-S3 SlowDown (503) and InternalError (500), a dropped connection, or added latency.
+a BatchExecuteStatement whose INSERTs that found their key stored answer `ConditionalCheckFailed`
+instead of `DuplicateItem` (both are documented BatchStatementError codes), S3 SlowDown (503) and
+InternalError (500), a dropped connection, or added latency.
 
 A schedule is a list of `Fault(kind, every=N)`: the fault hits every N-th request that it applies
 to (counted per fault, deterministic), at most `limit` times. Requests are bounded in time
@@ -39,7 +41,18 @@ S3_ERRORS = {
     "slow_down": (503, "SlowDown", "Please reduce your request rate."),
     "server_error": (500, "InternalError", "We encountered an internal error. Please try again."),
 }
-KINDS = ("throttle", "throttling", "server_error", "slow_down", "unprocessed", "drop", "latency")
+KINDS = (
+    "throttle",
+    "throttling",
+    "server_error",
+    "slow_down",
+    "unprocessed",
+    "condition_failed",
+    "drop",
+    "latency",
+)
+# What `condition_failed` answers for a statement upstream answered DuplicateItem.
+CONDITION_FAILED = {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed"}
 
 
 @dataclass
@@ -113,6 +126,8 @@ class FaultProxy:
                     continue
                 if fault.kind == "unprocessed" and operation != "BatchWriteItem":
                     continue
+                if fault.kind == "condition_failed" and operation != "BatchExecuteStatement":
+                    continue
                 if fault.kind in ("throttle", "throttling") and service != "dynamodb":
                     continue
                 if fault.kind == "slow_down" and service != "s3":
@@ -164,8 +179,16 @@ class FaultProxy:
                     fault.injected -= 1
                     self.injected[fault.kind] -= 1
         status, headers, answer = self._forward(request, body)
+        changed = False
         if unprocessed and status == 200:
-            answer = _add_unprocessed(answer, unprocessed)
+            answer, changed = _add_unprocessed(answer, unprocessed), True
+        if fault is not None and fault.kind == "condition_failed":
+            answer, changed = _condition_failed(answer) if status == 200 else (answer, False)
+            if not changed:  # no INSERT found its key stored: no fault after all
+                with self.lock:
+                    fault.injected -= 1
+                    self.injected[fault.kind] -= 1
+        if changed:
             headers = [(k, v) for k, v in headers if k.lower() not in ("x-amz-crc32", "content-length")]
         self._answer(request, status, dict(headers), answer)
 
@@ -219,6 +242,20 @@ def _add_unprocessed(answer: bytes, unprocessed: list[Any]) -> bytes:
     for table, request in unprocessed:
         pending.setdefault(table, []).append(request)
     return json.dumps(document).encode()
+
+
+def _condition_failed(answer: bytes) -> tuple[bytes, bool]:
+    """A BatchExecuteStatement answer whose DuplicateItem statements say ConditionalCheckFailed
+    instead; whether there was one."""
+    document = json.loads(answer or b"{}")
+    errors = [
+        r["Error"]
+        for r in document.get("Responses", [])
+        if (r.get("Error") or {}).get("Code") == "DuplicateItem"
+    ]
+    for error in errors:
+        error.update(CONDITION_FAILED)
+    return json.dumps(document).encode(), bool(errors)
 
 
 @contextmanager

@@ -6,6 +6,7 @@ moment (the numbers: limits.py)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import re
@@ -217,6 +218,24 @@ def _set_within_item_size(self: Any, key: str, value: Any) -> None:
     if item_bytes({**self, key: value}) > ITEM_BYTES:
         raise ItemSizeTooLarge
     dict.__setitem__(self, key, value)
+
+
+def _update_whole_or_not(self: Any, node: Any = None) -> None:
+    """`UpdateExpressionExecutor.execute`: an UpdateItem applied whole or not at all, as DynamoDB
+    applies it. moto sets the actions one by one on the stored item, so one that takes the item
+    past 400 KB was refused after the earlier actions had changed it."""
+    from moto.dynamodb.exceptions import ItemSizeTooLarge
+
+    execute = ITEM_SIZE.original("moto.dynamodb.parsing.executors:UpdateExpressionExecutor.execute")
+    if node is not None:  # moto's recursion into a node: the top call keeps the copy
+        execute(self, node)
+        return
+    before = copy.deepcopy(self.item.attrs)
+    try:
+        execute(self)
+    except ItemSizeTooLarge:
+        self.item.attrs = before
+        raise
 
 
 _REQUEST = threading.local()  # .size: the body of the BatchWriteItem this thread answers
@@ -540,13 +559,15 @@ RESULT_WRITER_FILES: Final = Patch(
 )
 DYNAMODB_EXPRESSIONS: Final = DynamoDbExpressions()
 ITEM_SIZE: Final = Patch(
-    # moto measures an item without a list's or map's overhead and refuses it past 405,000 bytes.
+    # moto measures an item without a list's or map's overhead and refuses it past 405,000 bytes;
+    # an update it refuses for the item's size keeps the actions it applied before.
     "item-size",
     (
         "moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__",
         "moto.dynamodb.models.dynamo_type:Item.__init__",
+        "moto.dynamodb.parsing.executors:UpdateExpressionExecutor.execute",
     ),
-    (_set_within_item_size, _new_item_within_size),
+    (_set_within_item_size, _new_item_within_size, _update_whole_or_not),
 )
 PARTIQL_INSERT: Final = PartiqlInsert()
 BATCH_WRITE_UNITS: Final = BatchWriteUnits()

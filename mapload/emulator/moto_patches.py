@@ -23,7 +23,8 @@ What AWS enforces or answers and moto does not (moto_limits.py, LIMITS; the numb
   an UpdateExpression), which moto does not check; and moto's expression parser kept from
   overflowing Python's recursion limit on an expression AWS accepts.
 - ITEM_SIZE: DynamoDB's 400 KB item limit as AWS counts an item's size (moto's own measure
-  ignores a list's and map's overhead and stops at 405,000 bytes); a new item is measured once.
+  ignores a list's and map's overhead and stops at 405,000 bytes); a new item is measured once;
+  an update refused for the item's size changes nothing (moto kept its earlier actions).
 - PARTIQL_INSERT: BatchExecuteStatement of the INSERTs putIfAbsent sends, with AWS's per-statement
   answers (moto's PartiQL copies every item of every table for each statement, and cannot read
   an INSERT's `?` parameters).

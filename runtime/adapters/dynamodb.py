@@ -38,6 +38,12 @@ AMBIGUOUS_CODES = frozenset({"InternalServerError", "ServiceUnavailable"})
 RETRYABLE_CANCELLATIONS = frozenset(
     {"TransactionConflict", "ProvisionedThroughputExceeded", "ThrottlingError"}
 )
+# DynamoDB refusing one record's single-item request (or its statement, or its part of a
+# transaction) for what the record is: the item it would make is past 400 KB, its key or a value
+# is not what the table takes. No retry mends it and no other record shares it: the record is
+# rejected with DynamoDB's words (REFUSED_CODE), the others are written.
+REFUSED_CODES = frozenset({"ValidationException", "ValidationError"})
+REFUSED_CODE = "dynamodb_refused"
 
 
 @dataclass
@@ -99,6 +105,8 @@ class _PacedWriter:
         self.stats = WriteStats()
         self._not_written = 0
         self._first_error: str | None = None
+        # Records DynamoDB refused (REFUSED_CODES): what `submit` was given for each, and why.
+        self._refused: list[tuple[Any, str]] = []
         self._clock = clock
         self.window = AimdWindow(in_flight, ceiling=max(in_flight, max_in_flight or in_flight))
         # Sending threads: as many as the window may ever allow.
@@ -180,6 +188,17 @@ class _PacedWriter:
         with self._lock:
             self.stats.throttles += 1
         return code
+
+    def take_refused(self) -> list[tuple[Any, str]]:
+        """The records DynamoDB refused since the last call (each as `submit` was given it, and
+        DynamoDB's words), for the caller to reject; empty for a writer that never refuses one."""
+        with self._lock:
+            refused, self._refused = self._refused, []
+        return refused
+
+    def _refuse(self, record: Any, code: str, message: str) -> None:
+        with self._lock:
+            self._refused.append((record, f"DynamoDB refused the write: {code}: {message}"))
 
     def _give_up(self, count: int, reason: str) -> None:
         with self._lock:
@@ -275,8 +294,9 @@ class BatchWriter(_PacedWriter):
         self._retrying(attempt_once)
 
 
-# What ItemWriter's queue carries: a record's key values, item, write units and byte offset.
-_Entry = tuple[tuple[Any, ...], dict[str, Any], int, int]
+# What ItemWriter's queue carries: a record's key values, item, write units, byte offset and what
+# the caller knows it by (handed back when DynamoDB refuses it: take_refused).
+_Entry = tuple[tuple[Any, ...], dict[str, Any], int, int, Any]
 
 
 class ItemWriter(_PacedWriter):
@@ -352,10 +372,13 @@ class ItemWriter(_PacedWriter):
         """Write units one record's request costs (the write budget's price: WritePlan.units)."""
         return self._plan.units(item_size)
 
-    def submit(self, key: tuple[Any, ...], item: dict[str, Any], units: int = 1, offset: int = -1) -> None:
+    def submit(
+        self, key: tuple[Any, ...], item: dict[str, Any], units: int = 1, offset: int = -1, record: Any = None
+    ) -> None:
         """Queue one item (low-level form) whose key values are `key`; `offset`: the record's byte
-        offset in its object (what its marker is keyed by, when the plan has counters)."""
-        entry = (key, item, units, offset)
+        offset in its object (what its marker is keyed by, when the plan has counters); `record`:
+        what `take_refused` hands back if DynamoDB refuses it."""
+        entry = (key, item, units, offset, record)
         with self._space:
             while self._queued >= 2 * len(self._lanes):
                 self._space.wait()
@@ -422,16 +445,19 @@ class ItemWriter(_PacedWriter):
             for method, arguments in single_item_requests(self._plan, item)
         ]
 
-    def _write(self, key: tuple[Any, ...], item: dict[str, Any], units: int, offset: int) -> None:
+    def _write(
+        self, key: tuple[Any, ...], item: dict[str, Any], units: int, offset: int, record: Any
+    ) -> None:
         """Send the record's requests in order, each paced at the record's units (an UpdateItem
         costs the item's size); after a give-up (here, or in another lane: the shard fails
-        either way) the rest stay unsent, so a record counts once in those not written."""
+        either way) or a refusal the rest stay unsent, so a record counts once in those not
+        written or refused."""
         for call, arguments in self._requests(item, offset):
             with self._lock:
-                given_up = self._not_written
-            self._send(key, item, units, call, arguments)
+                given_up, refused = self._not_written, len(self._refused)
+            self._send(key, item, units, call, arguments, record)
             with self._lock:
-                if self._not_written > given_up:
+                if self._not_written > given_up or len(self._refused) > refused:
                     return
 
     def _send(
@@ -441,6 +467,7 @@ class ItemWriter(_PacedWriter):
         units: int,
         call: Callable[..., Any],
         arguments: dict[str, Any],
+        record: Any = None,
     ) -> None:
         # Whether an earlier attempt may have been applied although its answer was lost.
         unanswered = False
@@ -463,19 +490,13 @@ class ItemWriter(_PacedWriter):
                     if not (attempt > 1 and written_by_us(item, stored)):
                         self._skipped(key)
                     return 0, None
+                if code in REFUSED_CODES:
+                    self._refuse(record, str(code), str(exc.response.get("Error", {}).get("Message", "")))
+                    return 0, None
                 if code == "TransactionCanceledException":
-                    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-                    if reasons[1:] == ["ConditionalCheckFailed"]:  # the marker: applied before
-                        if not unanswered:
-                            self._skipped(key)
-                        return 0, None
-                    throttled = bool(RETRYABLE_CANCELLATIONS.intersection(reasons))
-                    if not throttled:
-                        self._give_up(1, f"{code}: {reasons}")
-                        return 0, None
-                    with self._lock:
-                        self.stats.throttles += 1
-                    return 1, f"{code}: {reasons}"
+                    pending, why = self._cancelled(exc, key, record, applied_before=not unanswered)
+                    throttled = bool(pending)
+                    return pending, why
                 throttled = True
                 # A 5xx answer says nothing of whether the request was applied.
                 unanswered = unanswered or code in AMBIGUOUS_CODES
@@ -489,6 +510,29 @@ class ItemWriter(_PacedWriter):
                 self._answered(throttled, sent)
 
         self._retrying(attempt_once)
+
+    def _cancelled(
+        self, exc: ClientError, key: tuple[Any, ...], record: Any, *, applied_before: bool
+    ) -> tuple[int, str | None]:
+        """A record's transaction (its update and its marker) cancelled: skipped when the marker
+        is stored (`applied_before`: no attempt of this one may have applied it), refused when
+        its update is, retried when the reasons allow it (1 pending, throttled), else given up."""
+        cancelled = exc.response.get("CancellationReasons", [])
+        reasons = [r.get("Code") for r in cancelled]
+        if reasons[1:] == ["ConditionalCheckFailed"]:  # the marker: applied before
+            if applied_before:
+                self._skipped(key)
+            return 0, None
+        if reasons[:1] == ["ValidationError"]:  # the record's update, not the marker
+            self._refuse(record, "ValidationError", str(cancelled[0].get("Message", "")))
+            return 0, None
+        why = f"TransactionCanceledException: {reasons}"
+        if not RETRYABLE_CANCELLATIONS.intersection(reasons):
+            self._give_up(1, why)
+            return 0, None
+        with self._lock:
+            self.stats.throttles += 1
+        return 1, why
 
     def _skipped(self, key: tuple[Any, ...]) -> None:
         with self._lock:

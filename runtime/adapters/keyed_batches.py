@@ -12,14 +12,16 @@ the records of one key reach DynamoDB in file order: the first INSERT of a key w
 answer DuplicateItem and are skipped, as one conditional PutItem after another would.
 
 Answers. A DeleteRequest left in UnprocessedItems is sent again. An INSERT answers alone (its
-statement's Error.Code): DuplicateItem skips the record; a throttled or failed statement is sent
-again alone, in the next attempt's batch; a ValidationError (or another code that retrying cannot
-mend) counts it not written. A lost answer (a connection error or a 5xx, for the whole request or
-one statement) may have been applied: a later DuplicateItem then does not tell whose item is
-stored, so the record is settled by a conditional PutItem that returns the stored item, which is
-counted written if it is the record's own (logic/writemodes.py written_by_us), as ItemWriter does.
-An INSERT past PartiQL's statement size (8,192 characters: a great many attribute names) goes
-that way too, as one conditional PutItem.
+statement's Error.Code): DuplicateItem or ConditionalCheckFailed (the key is stored) skips the
+record; a throttled or failed statement is sent again alone, in the next attempt's batch; a
+ValidationError (its key or an attribute DynamoDB refuses, its size) hands the record back to be
+rejected (take_refused); another code that retrying cannot mend counts it not written. A lost answer
+(a connection error or a 5xx, for the whole request or one statement) may have been applied: a
+later DuplicateItem then does not tell whose item is stored, so the record is settled by a
+conditional PutItem that returns the stored item, which is counted written if it is the record's
+own (logic/writemodes.py written_by_us), as ItemWriter does. An INSERT past PartiQL's statement
+size (8,192 characters: a great many attribute names) goes that way too, as one conditional
+PutItem.
 
 Write units. A delete consumes the units of the item it deletes (1 per KB, 1 when there is
 none), which the record does not tell: each DeleteRequest is booked at the record's own units
@@ -38,7 +40,14 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from adapters.dynamodb import AMBIGUOUS_CODES, RetryPolicy, WriteStats, _PacedWriter, _unfinished
+from adapters.dynamodb import (
+    AMBIGUOUS_CODES,
+    REFUSED_CODES,
+    RetryPolicy,
+    WriteStats,
+    _PacedWriter,
+    _unfinished,
+)
 from logic.batching import BATCH_ITEMS
 from logic.writemodes import (
     MAX_STATEMENT_CHARS,
@@ -60,11 +69,15 @@ RETRYABLE_STATEMENT_CODES = frozenset(
     }
 )
 AMBIGUOUS_STATEMENT_CODES = frozenset({"InternalServerError"})
+# What an INSERT whose key is stored answers: DuplicateItem, or ConditionalCheckFailed (both
+# documented BatchStatementError codes; which one DynamoDB gives is not specified): the key exists.
+KEY_EXISTS_CODES = frozenset({"DuplicateItem", "ConditionalCheckFailed"})
 
 DEFAULT_POLICY = RetryPolicy()
 Key = tuple[Any, ...]
-# A batch: each record's key -> its item (low-level form) and write units, in file order.
-Batch = dict[Key, tuple[dict[str, Any], int]]
+# A batch: each record's key -> its item (low-level form), write units and what the caller knows
+# the record by (handed back by take_refused when DynamoDB refuses it), in file order.
+Batch = dict[Key, tuple[dict[str, Any], int, Any]]
 
 
 class KeyedBatchWriter(_PacedWriter):
@@ -118,11 +131,12 @@ class KeyedBatchWriter(_PacedWriter):
         """Write units booked for one record (a delete's real units are charged after its answer)."""
         return self._plan.units(item_size)
 
-    def submit(self, key: Key, item: dict[str, Any], units: int = 1) -> None:
-        """Queue one record (low-level item, key attributes included) whose key values are `key`."""
+    def submit(self, key: Key, item: dict[str, Any], units: int = 1, record: Any = None) -> None:
+        """Queue one record (low-level item, key attributes included) whose key values are `key`;
+        `record`: what `take_refused` hands back if DynamoDB refuses it."""
         if key in self._open:
             self._dispatch()
-        self._open[key] = (item, units)
+        self._open[key] = (item, units, record)
         if len(self._open) >= BATCH_ITEMS:
             self._dispatch()
 
@@ -167,9 +181,10 @@ class KeyedBatchWriter(_PacedWriter):
     def _delete(self, batch: Batch) -> None:
         key_names = self._plan.key
         pending = [
-            {"DeleteRequest": {"Key": {name: item[name] for name in key_names}}} for item, _ in batch.values()
+            {"DeleteRequest": {"Key": {name: entry[0][name] for name in key_names}}}
+            for entry in batch.values()
         ]
-        units = sum(u for _, u in batch.values())
+        units = sum(u for _, u, _ in batch.values())
         total = len(pending)
 
         def attempt_once(_attempt: int) -> tuple[int, str | None]:
@@ -208,7 +223,7 @@ class KeyedBatchWriter(_PacedWriter):
         """Send the batch's INSERTs until each has its answer. Kept whole: one attempt's closure
         reads and narrows `pending`, `ambiguous` and `settle`, which the settling after the retries
         reads; split, they would travel as shared state between methods."""
-        statements = {key: insert_statement(self._table, item) for key, (item, _) in batch.items()}
+        statements = {key: insert_statement(self._table, item) for key, (item, _, _) in batch.items()}
         oversized = [key for key, s in statements.items() if len(s["Statement"]) > MAX_STATEMENT_CHARS]
         pending: Batch = {key: entry for key, entry in batch.items() if key not in oversized}
         ambiguous: set[Key] = set()  # keys whose earlier attempt may have been applied
@@ -218,7 +233,7 @@ class KeyedBatchWriter(_PacedWriter):
             nonlocal pending
             if not pending:
                 return 0, None
-            sent: float | None = self._pace(sum(u for _, u in pending.values()))
+            sent: float | None = self._pace(sum(u for _, u, _ in pending.values()))
             throttled = False
             try:
                 response = self._client.batch_execute_statement(Statements=[statements[k] for k in pending])
@@ -233,7 +248,7 @@ class KeyedBatchWriter(_PacedWriter):
                     if not failed:
                         continue
                     code = str(failed.get("Code", ""))
-                    if code == "DuplicateItem":
+                    if code in KEY_EXISTS_CODES:
                         if key in ambiguous:
                             settle.append(key)
                         else:
@@ -246,6 +261,8 @@ class KeyedBatchWriter(_PacedWriter):
                             ambiguous.add(key)
                         with self._lock:
                             self.stats.throttles += 1
+                    elif code in REFUSED_CODES:  # this record: its key or an attribute, its size
+                        self._refuse(entry[2], code, str(failed.get("Message", "")))
                     else:
                         self._give_up(1, f"{code}: {failed.get('Message', '')}")
                 pending = still
@@ -266,10 +283,10 @@ class KeyedBatchWriter(_PacedWriter):
 
         self._retrying(attempt_once)
         for key in [*oversized, *settle]:
-            item, units = batch[key]
-            self._settle(key, item, units, ambiguous=key in ambiguous)
+            item, units, record = batch[key]
+            self._settle(key, item, units, record, ambiguous=key in ambiguous)
 
-    def _settle(self, key: Key, item: dict[str, Any], units: int, *, ambiguous: bool) -> None:
+    def _settle(self, key: Key, item: dict[str, Any], units: int, record: Any, *, ambiguous: bool) -> None:
         """One conditional PutItem of the record (logic/writemodes.py): written, or skipped unless
         the stored item is its own and an earlier attempt may have written it."""
         method, arguments = single_item_request(self._plan, item)
@@ -292,6 +309,9 @@ class KeyedBatchWriter(_PacedWriter):
                 if code == "ConditionalCheckFailedException":
                     if not (maybe_ours and written_by_us(item, exc.response.get("Item"))):
                         self._skipped(key)
+                    return 0, None
+                if code in REFUSED_CODES:
+                    self._refuse(record, str(code), str(exc.response.get("Error", {}).get("Message", "")))
                     return 0, None
                 throttled = True
                 maybe_ours = maybe_ours or code in AMBIGUOUS_CODES

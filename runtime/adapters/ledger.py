@@ -8,7 +8,8 @@ here, and the embedded run meters requests per key (`tests/e2e/test_key_load.py`
 
 - The job item (`JOB#<jobId>`, `JOB`) and a run's graph load claim are read and written a few times
   a run: they stay under the job's key.
-- A shard's record and CSV chain states live under the key of its *block*
+- A shard's record, its failure (why its last attempt failed) and CSV chain states live under
+  the key of its *block*
   (`JOB#<jobId>#PLAN#<planId>#BLOCK#<index // BLOCK_SHARDS>`): blocks are contiguous, so the CSV
   walk-back reads its own block and the few before it, and Finalize reads the blocks in parallel.
   The Map starts neighbouring shards together, so the bound assumes all of a block's shards
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
@@ -273,6 +274,35 @@ class Ledger:
                 return False
             raise
         return True
+
+    def record_shard_failure(self, job_id: str, plan_id: str, index: int, failure: Mapping[str, Any]) -> None:
+        """Store why a shard's attempt failed (its error's name, message, the record's line when one
+        record caused it: logic/report.py shard_failure), for Finalize to report; a later attempt's
+        replaces it. Beside the shard's record, never it: a failed shard stays to be done."""
+        self._db.put_item(
+            TableName=self._table,
+            Item={
+                "pk": block_pk(job_id, plan_id, block_of(index)),
+                "sk": {"S": f"FAILED#{index:06d}"},
+                "index": {"N": str(index)},
+                "failure": {"S": json.dumps(failure, separators=(",", ":"))},
+                "expiresAt": self._expires(),
+            },
+        )
+
+    def shard_failures(self, job_id: str, plan_id: str, indices: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """The failures recorded for the shards `indices` (the missing ones): their blocks read in
+        parallel, nothing read when there are none."""
+        wanted = set(indices)
+        found: dict[int, dict[str, Any]] = {}
+        blocks = sorted({block_of(index) for index in wanted})
+        with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="ledger") as pool:
+            for items in pool.map(lambda block: self._block(job_id, plan_id, block, "FAILED#"), blocks):
+                for item in items:
+                    index = int(item["index"]["N"])
+                    if index in wanted:
+                        found[index] = json.loads(item["failure"]["S"])
+        return found
 
     def shard_done(self, job_id: str, plan_id: str, index: int) -> bool:
         item = self._db.get_item(

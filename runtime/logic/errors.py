@@ -135,3 +135,23 @@ class UncertainStartError(MaploadError):
 class CsvStartPendingError(MaploadError):
     """A CSV shard that needs the summaries of the shards before it (adapters/csvchain.py) found one
     still missing at its deadline: retried by the state machine."""
+
+
+# Where in its shard the record being processed when an error was raised lies: set on the error
+# by the record loop (shards/records.py), read by the failure the Worker records
+# (logic/report.py shard_failure). An attribute, not a wrapper: the error keeps its name, which
+# the state machine's Retry matches.
+_AT_RECORD = "mapload_record"
+
+
+def mark_record(error: BaseException, where: dict[str, int]) -> None:
+    """Say on `error` which record it was raised at (`shardLine` and `offset`, or a Parquet row's
+    `rowGroup` and `row`), unless an inner loop already did."""
+    if getattr(error, _AT_RECORD, None) is None:
+        setattr(error, _AT_RECORD, dict(where))
+
+
+def record_of(error: BaseException) -> dict[str, int] | None:
+    """The record `error` was raised at (mark_record), or None."""
+    where = getattr(error, _AT_RECORD, None)
+    return dict(where) if isinstance(where, dict) else None

@@ -9,6 +9,7 @@ from typing import Any
 
 from logic import graph_load
 from logic.clipping import TEXT_BYTES, clip
+from logic.errors import record_of
 from logic.spec.inputs import Common
 
 REPORT_VERSION = 1
@@ -16,6 +17,9 @@ SAMPLE_SIZE = 10
 # Skipped keys kept: each shard records up to this many, the report the first this many.
 SKIPPED_SAMPLE_SIZE = 5
 MISSING_LISTED = 20
+# Failed shards whose cause the report lists (each cause's message clipped to TEXT_BYTES): with
+# 100,000 failed shards the report still fits the state machine's 256 KiB payloads.
+FAILURES_LISTED = 5
 
 
 def clip_sample(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -39,6 +43,76 @@ def describe_error(error: Mapping[str, Any] | None, planned: bool) -> dict[str, 
     except ValueError:
         pass
     return {"type": kind, "message": message, "where": "Shards" if planned else "Plan"}
+
+
+def shard_failure(error: BaseException, run_id: str) -> dict[str, Any]:
+    """Why a shard's attempt failed, as the Worker records it and the report shows it: the error's
+    name, its message (clipped), the run, and the record it was raised at when one was being
+    processed (`shardLine` and `offset`, or a Parquet row's `rowGroup` and `row`)."""
+    return {
+        "type": type(error).__name__,
+        "message": clip(str(error) or repr(error), TEXT_BYTES),
+        "runId": run_id,
+        **(record_of(error) or {}),
+    }
+
+
+def failure_section(
+    manifest: Sequence[Mapping[str, Any]],
+    shards: Mapping[int, Mapping[str, Any]],
+    failures: Mapping[int, Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """The first failed shards' causes, in shard order: `shard`, `source`, `type`, `message`,
+    `runId`, and the record's `line` (in its object; None when an earlier shard of the object has
+    no counts), `shardLine` and `offset` (or `rowGroup` and `row`) when one record was being
+    processed. Only shards without recorded counts: a shard done on a retry did not fail."""
+    failed = sorted(set(failures) - set(shards))[:FAILURES_LISTED]
+    if not failed:
+        return []
+    bases = line_numbers(manifest, shards)
+    entries = {int(s["index"]): s for s in manifest}
+    listed = []
+    for index in failed:
+        failure = dict(failures[index])
+        entry = entries.get(index) or {}
+        cause: dict[str, Any] = {"shard": index, "source": f"s3://{entry.get('bucket')}/{entry.get('key')}"}
+        cause.update(
+            type=str(failure.pop("type", "Error")), message=clip(str(failure.pop("message", "")), TEXT_BYTES)
+        )
+        if "shardLine" in failure:
+            base = bases.get(index)
+            cause["line"] = None if base is None else base + int(failure["shardLine"])
+        listed.append({**cause, **failure})
+    return listed
+
+
+def _failed_shards_error(
+    total: int, missing: list[int], causes: list[dict[str, Any]], unexplained: int
+) -> dict[str, str]:
+    """The job's error when shards failed: the first cause, in one line (error name, message, the
+    record's line), and how many other shards failed or have no recorded cause."""
+    first = causes[0]
+    at = ""
+    if "shardLine" in first:
+        line = first.get("line")
+        at = (
+            f" at line {line}"
+            if line is not None
+            else f" at line {first['shardLine']} of shard {first['shard']}"
+        )
+        at += f" (byte offset {first['offset']}) of {first['source']}"
+    elif "rowGroup" in first:
+        at = f" at row {first['row']} (row group {first['rowGroup']}) of {first['source']}"
+    others = f"; {len(missing)} of {total} shards failed" if len(missing) > 1 else ""
+    if unexplained:
+        others += (
+            f" ({unexplained} with no recorded cause: a Worker timed out, ran out of memory or was stopped)"
+        )
+    return {
+        "type": first["type"],
+        "message": f"shard {first['shard']} failed{at}: {first['message']}{others}",
+        "where": "Shards",
+    }
 
 
 def line_numbers(
@@ -95,12 +169,18 @@ def build(
     table_arn: str | None = None,
     rejects_location: str | None,
     sample: list[dict[str, Any]],
+    failures: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The job's report from its shards' recorded counts. Kept whole: most of it is the report's
     shape, one literal that reads top to bottom as schemas/report.schema.json does."""
     total = len(manifest) if manifest is not None else 0
     expected = {int(s["index"]) for s in manifest or []}
     missing = sorted(expected - set(shards))
+    causes = failure_section(manifest or [], shards, failures or {})
+    if missing and causes and (error is None or error.get("where") == "Shards"):
+        # The shards' own causes say more than the Map's "a child failed" or a missing count.
+        unexplained = len(set(missing) - set(failures or {}))
+        error = _failed_shards_error(total, missing, causes, unexplained)
     totals, by_reason, unbalanced = _sum_shards(shards)
     lines = line_section(totals, shards)
     max_rejected = float(_given(spec, "maxRejectedPercent"))
@@ -127,6 +207,7 @@ def build(
             "done": len(shards),
             "failed": len(missing),
             "missing": missing[:MISSING_LISTED],
+            "failures": causes,
         },
         "bytes": totals["bytes"],
         "seconds": seconds,
@@ -228,7 +309,9 @@ def _reconciliation_error(
         listed = ", ".join(str(i) for i in missing[:MISSING_LISTED])
         return {
             "type": "ReconciliationError",
-            "message": f"{len(missing)} of {total} shards have no recorded counts (shard {listed})",
+            "message": f"{len(missing)} of {total} shards have no recorded counts (shard {listed}) and "
+            "no recorded cause: a Worker timed out, ran out of memory or was stopped (the Map Run's "
+            "failed children say which)",
             "where": "Finalize",
         }
     if unbalanced:

@@ -39,9 +39,13 @@ def finalize(
     shards: dict[int, dict[str, Any]] = {}
     rejects_location: str | None = None
     sample: list[dict[str, Any]] = []
+    failures: dict[int, dict[str, Any]] = {}
     if plan is not None:
         manifest, shards, taken_over = _recorded(settings, store, ledger, plan, job_id, run_id, plan_id)
         error = taken_over or error
+        missing = {int(shard["index"]) for shard in manifest or []} - set(shards)
+        # Why the shards without counts failed, as their Workers recorded it (none read if none).
+        failures = ledger.shard_failures(job_id, plan_id, missing) if missing else {}
         rejects_location, sample = merge_rejects(
             store, settings.staging_bucket, job_id, run_id, manifest or [], shards
         )
@@ -59,6 +63,7 @@ def finalize(
         seconds=_seconds(execution.get("startTime")),
         rejects_location=rejects_location,
         sample=sample,
+        failures=failures,
     )
     _add_skipped_and_graph(result, settings, spec, shards, (job_id, run_id, plan_id))
     key = layout.report_key(job_id, run_id)

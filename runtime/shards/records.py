@@ -10,6 +10,7 @@ from adapters.property_graph import PropertyGraphStager
 from adapters.rdf import GraphStager, line_parser, to_quad
 from logic import opencypher
 from logic.csvrecords import CutRecord, ShardRecords
+from logic.errors import mark_record
 from logic.graph import is_rdf_comment, make_graph_mapper
 from logic.mapping import make_mapper
 from logic.parsing import allow_fields_of, is_skipped, make_parser
@@ -197,7 +198,55 @@ def _map_records(
     model = spec.graph.model if spec.graph is not None else None
     to_statements = make_graph_mapper(spec) if model == "rdf" else None
     to_rows = make_property_mapper(spec, source) if model == "property" else None
-    sender = Sender(writer, spec) if spec.dynamodb is not None else None
+    sender = Sender(writer, spec, rejects) if spec.dynamodb is not None else None
+    current: list[Line | ParquetRow | None] = [None]
+    try:
+        _each_record(
+            _tracked(records, current),
+            parse,
+            spec,
+            (to_item, to_statements, to_rows),
+            rejects,
+            graph,
+            tally,
+            sender,
+        )
+    except Exception as error:
+        if current[0] is not None:  # raised while that record was processed, not while reading
+            mark_record(error, _where(current[0]))
+        raise
+    duplicates = sender.finish() if sender is not None else 0
+    tally.written -= sender.refused if sender is not None else 0  # rejected after all
+    return tally.counts(duplicates)
+
+
+def _tracked(records: Iterable[Line | ParquetRow], current: list[Line | ParquetRow | None]) -> Iterator[Any]:
+    """`records`, with `current[0]` the one being processed (None while the next is read)."""
+    for record in records:
+        current[0] = record
+        yield record
+        current[0] = None
+
+
+def _where(record: Line | ParquetRow) -> dict[str, int]:
+    if isinstance(record, ParquetRow):
+        return {"rowGroup": record.row_group, "row": record.row}
+    return {"shardLine": record.number, "offset": record.offset}
+
+
+def _each_record(
+    records: Iterable[Any],
+    parse: Callable[[Any], Fields | Reject],
+    spec: JobSpec,
+    mappers: tuple[Any, Any, Any],
+    rejects: RejectSink,
+    graph: Stager | None,
+    tally: _Tally,
+    sender: Sender | None,
+) -> None:
+    """Each record parsed, then mapped (`mappers`: to its item, statements, rows) and sent or
+    staged, or rejected."""
+    to_item, to_statements, to_rows = mappers
     for line in records:
         fields = parse(line)
         if isinstance(fields, Reject):
@@ -228,5 +277,4 @@ def _map_records(
                 graph.add(rows)
         tally.written += 1
         if item is not None and sender is not None:
-            sender.add(item, line.offset)
-    return tally.counts(sender.finish() if sender is not None else 0)
+            sender.add(item, line.offset, line)

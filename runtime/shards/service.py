@@ -12,7 +12,7 @@ from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from logic import layout
+from logic import layout, report
 from logic.errors import SourceNotAllowedError
 from logic.job import ManifestEntry, PlannedJob
 from logic.spec.parse import parse_spec
@@ -38,6 +38,26 @@ def process_shard(
     done is skipped. `db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of
     another write mode. Both are parsed here, once (logic/job.py), and passed on as models."""
     shard, job = ManifestEntry.parse(shard), PlannedJob.parse(job)
+    try:
+        return _process(shard, job, settings, store, ledger, db, item_db)
+    except Exception as error:
+        # Why the shard failed, where Finalize reads it: the Map's failed child says only that
+        # the Lambda failed, and a shard without recorded counts said nothing more.
+        with contextlib.suppress(Exception):  # the shard's own error is the one to raise
+            failure = report.shard_failure(error, job.run_id)
+            ledger.record_shard_failure(job.job_id, job.plan, shard.index, failure)
+        raise
+
+
+def _process(
+    shard: ManifestEntry,
+    job: PlannedJob,
+    settings: ShardSettings,
+    store: S3Store,
+    ledger: Ledger,
+    db: Any,
+    item_db: Any,
+) -> dict[str, Any]:
     job_id, run_id, plan_id, index = job.job_id, job.run_id, job.plan, shard.index
     _check_source(shard, settings)
     if ledger.shard_done(job_id, plan_id, index):

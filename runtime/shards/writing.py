@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters.budget import HeartbeatBoard, SharedBudget
-from adapters.dynamodb import BatchWriter, ItemWriter
+from adapters.dynamodb import REFUSED_CODE, BatchWriter, ItemWriter
 from adapters.keyed_batches import KeyedBatchWriter
 from adapters.ledger import Ledger, Markers
 from logic.batching import BATCH_ITEMS, Batcher
@@ -28,6 +28,7 @@ from logic.spec.dynamodb import (
 from logic.spec.inputs import JobSpec
 from logic.values import Item
 from logic.writemodes import WritePlan, write_plan
+from shards.rejects import RejectSink
 from shards.settings import ShardSettings
 
 Writer = BatchWriter | ItemWriter | KeyedBatchWriter
@@ -37,29 +38,49 @@ class Sender:
     """Hands mapped items to the writer: `put` in batches of 25 (the Batcher keeps the later of two
     records with one key and counts the other in `duplicates`), any other write mode one item at a
     time in file order (no dedupe: each record's condition or update must see the ones before;
-    delete and putIfAbsent are batched by their writer, keys in file order)."""
+    delete and putIfAbsent are batched by their writer, keys in file order).
 
-    def __init__(self, writer: Writer | None, spec: JobSpec) -> None:
+    A record DynamoDB refuses for what it is (an update that would take the stored item past
+    400 KB, a key it does not take: adapters/dynamodb.py REFUSED_CODES) goes to `rejects` with
+    DynamoDB's words, and is counted in `refused` (accepted by the mapping, not written)."""
+
+    def __init__(self, writer: Writer | None, spec: JobSpec, rejects: RejectSink) -> None:
         assert spec.dynamodb is not None
         self._writer = writer
+        self._rejects = rejects
         self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.later_wins else None
+        self.refused = 0
 
-    def add(self, item: Item, offset: int) -> None:
-        """Send `item`, mapped from the record at byte `offset` of its object."""
+    def add(self, item: Item, offset: int, record: Any = None) -> None:
+        """Send `item`, mapped from `record`, the record at byte `offset` of its object."""
         if self._batcher is None:
             if isinstance(self._writer, ItemWriter):
-                self._writer.submit(item.key, item.attributes, self._writer.units(item.size), offset)
+                self._writer.submit(item.key, item.attributes, self._writer.units(item.size), offset, record)
             elif isinstance(self._writer, KeyedBatchWriter):
-                self._writer.submit(item.key, item.attributes, self._writer.units(item.size))
+                self._writer.submit(item.key, item.attributes, self._writer.units(item.size), record)
+            self._reject_refused()
             return
         self._send(self._batcher.add(item))
 
     def finish(self) -> int:
-        """Send what is left; the duplicates superseded in a batch."""
+        """Send what is left and, for a writer that may refuse a record, wait for every answer
+        (the writer's close; closing again later returns its stats); the duplicates superseded
+        in a batch."""
         if self._batcher is None:
+            if isinstance(self._writer, ItemWriter | KeyedBatchWriter):
+                self._writer.close()
+                self._reject_refused()
             return 0
         self._send(self._batcher.flush())
         return self._batcher.duplicates
+
+    def _reject_refused(self) -> None:
+        """Reject the records DynamoDB refused so far (in this thread: the sink is not shared)."""
+        if self._writer is None:
+            return
+        for record, reason in self._writer.take_refused():
+            self._rejects.add(record, REFUSED_CODE, reason)
+            self.refused += 1
 
     def _send(self, batch: list[Item] | None) -> None:
         if batch and isinstance(self._writer, BatchWriter):

@@ -257,3 +257,67 @@ def test_putifabsent_and_delete_batches_under_injected_faults_end_as_in_a_clean_
     assert again["read"] == again["written"] + again["skipped"] == rows and again["skipped"] > 0
     assert deleted == {"read": rows, "written": rows, "skipped": 0, "rejected": 0, "duplicates": 0}
     assert _table_count(served, table) == 0
+
+
+def test_putifabsent_counts_an_insert_answered_conditional_check_failed_as_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str
+) -> None:
+    """An INSERT whose key is stored may answer ConditionalCheckFailed instead of DuplicateItem
+    (both documented BatchStatementError codes): the second run of the same rows skips them all
+    and succeeds, rather than failing its shards."""
+    rows = 120
+    source = write_csv(tmp_path / "p.csv", rows)
+    spec = {**SPEC, "dynamodb": {**SPEC["dynamodb"], "writeMode": "putIfAbsent"}}
+    fault = Fault("condition_failed", every=2, service="dynamodb", operation="BatchExecuteStatement")
+    reports = []
+    with fault_proxy(served, [fault]) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", proxy.url)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", served)
+        for n in range(2):
+            report = run_local(
+                source, {**spec, "jobId": f"cond-{n}"}, report_path=tmp_path / f"{n}.json", quiet=True
+            )
+            assert report["status"] == "SUCCEEDED", report["error"]
+            reports.append(report["records"])
+    assert fault.injected > 0
+    assert reports[1] == {"read": rows, "written": 0, "skipped": rows, "rejected": 0, "duplicates": 0}
+
+
+def test_a_failed_shard_s_cause_reaches_the_report_and_the_summary_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Worker failing on one record (here a bug in the mapping, not retried): the report's error
+    and the console's line name the error, its message and the record's line, and
+    `shards.failures` holds it; before, every failure read 'shards have no recorded counts'."""
+    from mapload.reports import failure_line
+    from shards import records
+
+    rows = 200
+    source = write_csv(tmp_path / "p.csv", rows)
+    failing = [code for code, _, _ in postcodes(rows)][49]  # the file's line 51: the header is line 1
+    original = records.make_mapper
+
+    def make_mapper(spec: Any) -> Any:
+        mapper = original(spec)
+
+        def mapped(fields: Any) -> Any:
+            if fields.get("postcode") == failing:
+                raise Bug(f"cannot map {failing}")
+            return mapper(fields)
+
+        return mapped
+
+    monkeypatch.setattr(records, "make_mapper", make_mapper)
+    report = run_local(source, {**SPEC, "shardSizeMiB": 1}, report_path=tmp_path / "r.json", quiet=True)
+
+    assert report["status"] == "FAILED"
+    assert report["shards"]["missing"] == [0]
+    (failure,) = report["shards"]["failures"]
+    assert failure["type"] == "Bug" and failure["message"] == f"cannot map {failing}"
+    assert (failure["shard"], failure["line"], failure["shardLine"]) == (0, 51, 50)
+    assert failure["source"].endswith("p.csv") and failure["offset"] > 0
+    error = report["error"]
+    assert (error["type"], error["where"]) == ("Bug", "Shards")
+    assert "line 51" in error["message"] and f"cannot map {failing}" in error["message"]
+    line = failure_line(report, tmp_path / "r.json")
+    assert "Bug in Shards: shard 0 failed at line 51" in line and f"cannot map {failing}" in line

@@ -73,6 +73,7 @@ REPLACES: dict[str, dict[str, str]] = {
     "item-size": {
         "moto.dynamodb.models.dynamo_type:LimitedSizeDict.__setitem__": "7894fedd60a6272d",
         "moto.dynamodb.models.dynamo_type:Item.__init__": "bebd778553426982",
+        "moto.dynamodb.parsing.executors:UpdateExpressionExecutor.execute": "2a1a857eae2ff545",
     },
     "query-partition": {
         "moto.dynamodb.models.table:Table.query": "c08e16587862d4ca",
@@ -302,6 +303,41 @@ def test_moto_still_measures_an_item_its_own_way() -> None:
         with pytest.raises(db.exceptions.ClientError, match="Item size has exceeded"):
             db.put_item(TableName="t", Item={**key, "v": {"S": "x" * 406_000}})
         db.put_item(TableName="t", Item={**key, "v": {"L": [{"NULL": True}] * 210_000}})
+
+
+def test_moto_still_keeps_part_of_an_update_it_refuses_for_the_item_s_size() -> None:
+    """item-size: moto applies an update's actions one by one, so one refused for the item's size
+    leaves the earlier ones applied; DynamoDB applies an update whole or not at all."""
+    import boto3
+
+    from mapload.tables import create_pk_sk_table
+
+    key = {"pk": {"S": "a"}, "sk": {"S": "b"}}
+    with mock_aws():
+        db = boto3.client("dynamodb", region_name="us-east-1")
+        create_pk_sk_table(db, "t")
+        db.put_item(TableName="t", Item={**key, "n": {"N": "1"}, "big": {"S": "x" * 300_000}})
+        with pytest.raises(db.exceptions.ClientError, match="size"):
+            db.update_item(
+                TableName="t",
+                Key=key,
+                UpdateExpression="SET n = :n, more = :m",
+                ExpressionAttributeValues={":n": {"N": "2"}, ":m": {"S": "y" * 150_000}},
+            )
+        assert db.get_item(TableName="t", Key=key)["Item"]["n"] == {"N": "2"}
+        moto_patches.install(moto_patches.ITEM_SIZE)
+        try:
+            with pytest.raises(db.exceptions.ClientError, match="size"):
+                db.update_item(
+                    TableName="t",
+                    Key=key,
+                    UpdateExpression="SET n = :n, more = :m",
+                    ExpressionAttributeValues={":n": {"N": "3"}, ":m": {"S": "y" * 150_000}},
+                )
+            stored = db.get_item(TableName="t", Key=key)["Item"]
+            assert stored["n"] == {"N": "2"} and "more" not in stored
+        finally:
+            moto_patches.uninstall(moto_patches.ITEM_SIZE)
 
 
 def test_uninstall_restores_moto_exactly() -> None:

@@ -318,3 +318,28 @@ def test_a_numeric_add_past_dynamodb_s_expression_limits_is_refused_at_plan(
     assert error["where"] == "Plan" and error["type"] == "InputValidationError", error
     assert "dynamodb.attributes" in error["message"] and "4096" in error["message"]
     assert not run.items
+
+
+def test_an_update_that_would_take_a_stored_item_past_400_kb_rejects_that_record(server: Server) -> None:
+    """DynamoDB refuses an UpdateItem whose item would pass 400 KB (ValidationException): no retry
+    mends it, so that record is rejected with DynamoDB's words and the others are written."""
+    server.seeded()
+    key = {"pk": {"S": "K#A"}, "sk": {"S": "S"}}
+    server.db.update_item(
+        TableName=server.table,
+        Key=key,
+        UpdateExpression="SET big = :b",
+        ExpressionAttributeValues={":b": {"S": "x" * 300_000}},
+    )
+    rows = [("B", "2", "b", "small"), ("A", "7", "a", "y" * 150_000), ("D", "4", "d", "new")]
+    records = server.run(rows, _spec("update", maxRejectedPercent=50))
+    assert records == {"read": 3, "written": 2, "skipped": 0, "rejected": 1, "duplicates": 0}
+    rejects = server.report["rejects"]
+    assert rejects["byReason"] == {"dynamodb_refused": 1}
+    (sample,) = rejects["sample"]
+    # A's record is the file's line 3 (the header is line 1).
+    assert sample["code"] == "dynamodb_refused" and sample["line"] == 3 and sample["offset"] > 0
+    assert "ValidationException" in sample["reason"] and "size" in sample["reason"]
+    after = server.items()
+    assert after["A"]["v"] == {"N": "5"} and after["A"]["note"] == {"S": "keep"}  # untouched
+    assert (after["B"]["v"], after["D"]["v"]) == ({"N": "2"}, {"N": "4"})

@@ -28,7 +28,7 @@ from graph_loads import endpoint_check as edge_check
 from graph_loads import poll as graph_poll
 from graph_loads import start as graph_start
 from handlers.settings import FinalizeSettings, StartGraphLoadSettings
-from logic import endpoints, layout, planning
+from logic import endpoints, layout, planning, report
 from logic.spec.parse import parse_spec, spec_to_json
 from mapload.emulator.limits import STATE_PAYLOAD_BYTES
 from reports import service as reports_service
@@ -257,11 +257,17 @@ class MemoryDynamoDB:
 
 
 class MemoryLedger:
-    def __init__(self, shards: dict[int, dict[str, Any]]) -> None:
+    def __init__(
+        self, shards: dict[int, dict[str, Any]], failures: dict[int, dict[str, Any]] | None = None
+    ) -> None:
         self._shards = shards
+        self._failures = failures or {}
 
     def shards(self, job_id: str, plan_id: str, count: int) -> dict[int, dict[str, Any]]:
         return self._shards
+
+    def shard_failures(self, job_id: str, plan_id: str, indices: Any) -> dict[int, dict[str, Any]]:
+        return {index: self._failures[index] for index in indices if index in self._failures}
 
     def finish_job(self, job_id: str, run_id: str, status: str) -> None:
         return None
@@ -388,8 +394,12 @@ def finalized(states: Mapping[str, Any], char: str, *, max_percent: float, missi
     spec_json = spec_to_json(parse_spec(given, table_key=TABLE_KEY, execution_name=RUN_ID))
     plan_id = planning.plan_id([], spec_json)
     objects, shards = worst_shards(char, plan_id)
+    # Each missing shard's Worker recorded the longest cause of the worst characters.
+    cause = {**report.shard_failure(RuntimeError(char * 10_000), RUN_ID), "shardLine": 2**40, "offset": 2**40}
+    failures = {}
     for index in range(SHARDS - missing, SHARDS):
         del shards[index]
+        failures[index] = cause
     run = Run(states)
     prepared = {"preparedKey": layout.run_prefix(JOB_ID, RUN_ID) + "p.json", "objects": 1, "compressed": 0}
     state = run.task("Prepare", json.loads(json.dumps(given)), lambda _: prepared)
@@ -404,7 +414,7 @@ def finalized(states: Mapping[str, Any], char: str, *, max_percent: float, missi
     state = run.task("Plan", state, lambda _: plan)
     store = MemoryStore(objects)
     settings = FinalizeSettings.from_env(ENV)
-    ledger = MemoryLedger(shards)
+    ledger = MemoryLedger(shards, failures)
     state = run.task(
         "Finalize",
         state,
@@ -466,5 +476,7 @@ def test_a_job_failed_at_finalize_with_the_most_shards_listed_stays_within_the_p
 ) -> None:
     run, state, _, _ = finalized(definition(dev)["States"], char, max_percent=0, missing=25)
     assert state["result"]["status"] == "FAILED" and len(state["result"]["report"]["shards"]["missing"]) == 20
+    assert len(state["result"]["report"]["shards"]["failures"]) == 5
+    assert state["result"]["error"] == "RuntimeError"
     name, raw, escaped = run.largest()
     assert max(raw, escaped) < LOOP_BUDGET_BYTES, (name, raw, escaped)

@@ -40,8 +40,14 @@ class MemoryLedger:
         self.items: dict[int, str] = {}
         self.finished: list[tuple[str, str, str]] = []
 
+        self.failures: dict[int, str] = {}
+
     def shards(self, job_id: str, plan_id: str, count: int) -> dict[int, dict[str, Any]]:
         return {index: json.loads(counts) for index, counts in self.items.items()}
+
+    def shard_failures(self, job_id: str, plan_id: str, indices: Any) -> dict[int, dict[str, Any]]:
+        wanted = set(indices)
+        return {index: json.loads(body) for index, body in self.failures.items() if index in wanted}
 
     def finish_job(self, job_id: str, run_id: str, status: str) -> None:
         self.finished.append((job_id, run_id, status))
@@ -119,3 +125,42 @@ def test_finalize_reconciles_100000_shards_within_its_memory_and_payload_limits(
     head = aws.head_object(Bucket=bucket, Key=key)
     assert head["ContentLength"] > PART_BYTES
     assert "-" in head["ETag"]  # a multipart object
+
+
+def test_finalize_reports_100000_failed_shards_causes_within_the_payload_limit(aws: Any) -> None:
+    """Every shard failed, each recording a long cause (DynamoDB's message can be long; a
+    character may cost 6 bytes of JSON): the report lists the first few, clipped, and Finalize's
+    result still fits a state."""
+    aws.put_object(Bucket="src", Key="a.csv", Body=b"postcode,lat\nAB1 1CD,1.5\n")
+    planned = plan.handle(
+        {
+            "input": {
+                "format": "csv",
+                "source": "s3://src/a.csv",
+                "jobId": "failing",
+                "dynamodb": {"key": {"pk": "P#{postcode}", "sk": "LOC"}},
+            },
+            "execution": {"name": "run-1", "id": "arn:run-1"},
+        },
+        ENV,
+    )
+    (template,) = json.loads(aws.get_object(Bucket="stg", Key=planned["manifestKey"])["Body"].read())
+    shards = DEFAULT_MAX_SHARDS
+    manifest = [{**template, "index": i, "start": i * 10, "end": (i + 1) * 10} for i in range(shards)]
+    aws.put_object(Bucket="stg", Key=planned["manifestKey"], Body=json.dumps(manifest).encode())
+    ledger = MemoryLedger()
+    cause = {"type": "ShardWriteError", "message": "\u00e9\u0001" * 5_000, "runId": "run-1"}
+    for index in range(shards):
+        ledger.failures[index] = json.dumps({**cause, "shardLine": 1, "offset": 13})
+
+    event = {"state": {"plan": planned}, "execution": {"name": "run-1"}}
+    store = S3Store(boto3.client("s3", region_name=REGION))
+    result = reports_service.finalize(event, FinalizeSettings.from_env(ENV), store, ledger)  # type: ignore[arg-type]
+
+    report = result["report"]
+    assert result["status"] == "FAILED" and result["error"] == "ShardWriteError"
+    assert report["shards"]["failed"] == shards and len(report["shards"]["failures"]) == 5
+    assert all(len(json.dumps(f["message"]).encode()) <= 1_100 for f in report["shards"]["failures"])
+    assert f"{shards} of {shards} shards failed" in report["error"]["message"]
+    kept = {k: result.get(k) for k in ("status", "jobId", "report", "reportUri", "error", "cause")}
+    assert len(json.dumps(kept).encode()) < STATE_PAYLOAD_BYTES

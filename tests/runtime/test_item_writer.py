@@ -110,17 +110,44 @@ def test_throttled_and_lost_answers_are_retried_and_counted_once(db: Any) -> Non
     assert flaky.calls == 40 + 24
 
 
+def test_a_record_dynamodb_refuses_is_handed_back_and_the_others_are_written() -> None:
+    """A ValidationException concerns the record sent (its item past 400 KB after an update, a
+    key or a value the table does not take): no retry mends it, so it is handed back, with
+    DynamoDB's words, to be rejected; the shard goes on."""
+
+    class Refusing:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def put_item(self, **arguments: Any) -> Any:
+            self.calls += 1
+            if arguments["Item"]["pk"]["S"] == "K#1":
+                raise ClientError(
+                    {"Error": {"Code": "ValidationException", "Message": "bad item"}}, "PutItem"
+                )
+            return {}
+
+    client = Refusing()
+    writer = ItemWriter(client, "target", WritePlan(PutIfAbsentTarget, KEY), in_flight=2, policy=FAST)
+    for key in range(3):
+        writer.submit((f"K#{key}", "I"), item(key, 1), record=f"line {key}")
+    stats = writer.close()
+    assert writer.take_refused() == [("line 1", "DynamoDB refused the write: ValidationException: bad item")]
+    assert writer.take_refused() == []
+    assert client.calls == stats.requests == 3 and stats.retries == 0
+
+
 def test_a_write_refused_for_good_fails_the_shard_with_the_count() -> None:
     class Refusing:
         def put_item(self, **_: Any) -> Any:
-            raise ClientError({"Error": {"Code": "ValidationException", "Message": "bad item"}}, "PutItem")
+            raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "PutItem")
 
     writer = ItemWriter(Refusing(), "target", WritePlan(PutIfAbsentTarget, KEY), in_flight=2, policy=FAST)
     for key in range(3):
         writer.submit((f"K#{key}", "I"), item(key, 1))
     with pytest.raises(ShardWriteError, match="3 records were not written") as failed:
         writer.close()
-    assert failed.value.not_written == 3
+    assert failed.value.not_written == 3 and "AccessDeniedException" in str(failed.value)
 
 
 COUNTING = WritePlan(UpdateTarget, KEY, actions={"n": ADD}, counters=("n",))
@@ -241,7 +268,7 @@ def wide(count: int) -> dict[str, Any]:
 
 def test_an_update_past_the_expression_limits_is_sent_as_several_paced_requests() -> None:
     """Each request of a split update costs the record's units (an UpdateItem is priced at the
-    item's size); a refused one leaves the rest unsent and the record counts once as not written."""
+    item's size); a refused one leaves the rest unsent and the record is handed back once."""
     waits: list[float] = []
     client = Recording()
     writer = ItemWriter(
@@ -263,7 +290,6 @@ def test_an_update_past_the_expression_limits_is_sent_as_several_paced_requests(
 
     refusing = Recording(refuse=2)
     writer = ItemWriter(refusing, "target", WritePlan(UpdateTarget, KEY), in_flight=1, policy=FAST)
-    writer.submit(("W", "I"), wide(600))
-    with pytest.raises(ShardWriteError) as failed:
-        writer.close()
-    assert len(refusing.calls) == 2 and failed.value.not_written == 1
+    writer.submit(("W", "I"), wide(600), record="W")
+    writer.close()
+    assert len(refusing.calls) == 2 and [r for r, _ in writer.take_refused()] == ["W"]

@@ -197,15 +197,54 @@ def test_a_lost_answer_does_not_count_a_record_we_wrote_as_skipped(db: Any, lost
         assert sorted(p["Item"]["pk"]["S"] for p in client.puts) == ["K#0", "K#2", "K#3"]
 
 
-def test_a_statement_dynamodb_refuses_counts_not_written(db: Any) -> None:
+def test_an_insert_answered_conditional_check_failed_is_skipped_as_its_key_exists(db: Any) -> None:
+    """BatchStatementError documents ConditionalCheckFailed beside DuplicateItem: an INSERT whose
+    key is stored may answer either, and both mean the record is skipped, not a failed shard."""
+
+    def condition_failed(_n: int, arguments: Any, client: Any) -> Any:
+        answer = client.batch_execute_statement(**arguments)
+        for response in answer["Responses"]:
+            if response.get("Error", {}).get("Code") == "DuplicateItem":
+                response["Error"] = {
+                    "Code": "ConditionalCheckFailed",
+                    "Message": "The conditional request failed",
+                }
+        return answer
+
+    db.put_item(TableName="target", Item=item(1, 9))
+    client = Recording(db, condition_failed)
+    writer = KeyedBatchWriter(client, client, "target", INSERT, in_flight=2, policy=FAST)
+    for key in range(3):
+        writer.submit(key_of(key), item(key, 1))
+    stats = writer.close()
+    assert stats.skipped == 1 and writer.skipped_keys == [key_of(1)]
+    assert table(db) == {"K#0": 1, "K#1": 9, "K#2": 1}
+
+
+def test_a_statement_dynamodb_refuses_is_handed_back_to_be_rejected(db: Any) -> None:
     client = Recording(db)
     writer = KeyedBatchWriter(client, client, "target", INSERT, in_flight=2, policy=FAST)
+    writer.submit(key_of(0), item(0, 1), record="line 1")
+    writer.submit(("bad", "I"), {"pk": {"N": "1"}, "sk": {"S": "I"}}, record="line 2")  # wrong key type
+    stats = writer.close()
+    ((record, reason),) = writer.take_refused()
+    assert record == "line 2" and reason.startswith("DynamoDB refused the write: ValidationError: ")
+    assert stats.skipped == 0 and table(db) == {"K#0": 1}
+
+
+def test_a_statement_failing_for_another_reason_fails_the_shard(db: Any) -> None:
+    def denied(_n: int, arguments: Any, _client: Any) -> Any:
+        return {
+            "Responses": [
+                {"Error": {"Code": "AccessDenied", "Message": "no"}} for _ in arguments["Statements"]
+            ]
+        }
+
+    writer = KeyedBatchWriter(Recording(db, denied), db, "target", INSERT, in_flight=2, policy=FAST)
     writer.submit(key_of(0), item(0, 1))
-    writer.submit(("bad", "I"), {"pk": {"N": "1"}, "sk": {"S": "I"}})  # the key's type is wrong
-    with pytest.raises(ShardWriteError) as refused:
+    with pytest.raises(ShardWriteError) as failed:
         writer.close()
-    assert refused.value.not_written == 1 and "ValidationError" in str(refused.value)
-    assert table(db) == {"K#0": 1}
+    assert failed.value.not_written == 1 and "AccessDenied" in str(failed.value)
 
 
 def test_an_insert_past_partiql_s_statement_size_goes_as_one_conditional_put(db: Any) -> None:

@@ -59,3 +59,33 @@ def test_a_line_in_no_record_fails_the_job() -> None:
 def test_counts_recorded_without_line_counts_leave_the_section_null() -> None:
     built = build({"read": 1, "written": 1, "skipped": 0, "rejected": 0, "lines": 1})
     assert built["lines"] is None and built["status"] == "SUCCEEDED"
+
+
+def test_a_failed_shard_s_cause_is_the_job_s_error_with_its_line_in_the_object() -> None:
+    """Shard 1 failed at its 3rd line; shard 0 has counts (10 lines), so that is line 13 of the
+    object; shard 2 has no recorded cause (a timeout) and is counted apart."""
+    cause = {"type": "ShardWriteError", "message": "3 records were not written", "runId": "r"}
+    built = report.build(
+        job_id="j",
+        run_id="r",
+        spec={"source": "s3://b/k", "format": "csv"},
+        manifest=[{"bucket": "b", "key": "k", "index": i} for i in range(3)],
+        shards={0: counts(10, 10, 0, 0, read=10, written=10)},
+        error={"type": "States.ExceededToleratedFailureThreshold", "message": "", "where": "Shards"},
+        table="t",
+        seconds=None,
+        rejects_location=None,
+        sample=[],
+        failures={1: {**cause, "shardLine": 3, "offset": 120}},
+    )
+    assert built["shards"]["failures"] == [
+        {"shard": 1, "source": "s3://b/k", "line": 13, "shardLine": 3, "offset": 120, **cause}
+    ]
+    assert built["error"] == {
+        "type": "ShardWriteError",
+        "message": "shard 1 failed at line 13 (byte offset 120) of s3://b/k: 3 records were not "
+        "written; 2 of 3 shards failed (1 with no recorded cause: a Worker timed out, ran out of "
+        "memory or was stopped)",
+        "where": "Shards",
+    }
+    assert build(counts(1, 1, 0, 0, read=1, written=1))["shards"]["failures"] == []
