@@ -351,13 +351,15 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     if only == "upload":
         _add_upload(sub)
         return command
-    from mapload import ops  # start / status on a deployed environment
+    from mapload import initspec, ops, verify  # start / status on a deployed environment; init, verify
 
     _add_run_local(sub)
     _add_serve(sub)
     _add_upload(sub)
     _add_sample_and_estimate(sub)
     ops.add_commands(sub)
+    initspec.add_command(sub)
+    verify.add_command(sub)
     return command
 
 
