@@ -31,7 +31,7 @@ SAMPLE_RECORDS = 10_000
 _CANONICAL_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?")
 _SOURCE = "s3://mapload-init/sample"  # parse_spec needs a source; init prints the input without it
 # The table key an environment has when cdk.json names none (stacks/data_settings.py's defaults;
-# tests/contract/test_spec_limits.py holds them equal: the installed command cannot import stacks/).
+# tests/runtime/test_verify_init.py holds them equal: the installed command cannot import stacks/).
 DEFAULT_TABLE_KEY = {"partition_key": {"name": "pk", "type": "S"}, "sort_key": {"name": "sk", "type": "S"}}
 
 
