@@ -359,10 +359,13 @@ def parquet_file(path: Path) -> None:
 def test_the_readme_walkthrough_runs_as_written_in_another_region(tmp_path: Path) -> None:
     """The README's "Your own file in five minutes", command by command in a shell, against
     `mapload serve`, with a region other than us-east-1 and no credentials or tool beyond the
-    project's: the scan finds the rows run-local wrote (it used the `aws` CLI, in us-east-1, and
-    found no table)."""
+    project's: `mapload init` prints the spec the README shows, run-local loads the file with it,
+    and `mapload verify` finds every item in the table (exit 0), then names an item deleted by hand
+    (exit 1)."""
     import os
     import subprocess
+
+    import boto3
 
     from tests.servers import mapload_serve
 
@@ -370,8 +373,8 @@ def test_the_readme_walkthrough_runs_as_written_in_another_region(tmp_path: Path
     (data,) = [body for lang, body in blocks if lang == "csv" and body.startswith("sku,price,stock")]
     (spec,) = [body for lang, body in blocks if lang == "json" and "PRODUCT#{sku}" in body]
     (walk,) = [body for lang, body in blocks if lang == "sh" and "/tmp/products.csv" in body]
+    assert "mapload init" in walk and "mapload verify" in walk
     (tmp_path / "products.csv").write_text(data, encoding="utf-8")
-    (tmp_path / "products.spec.json").write_text(spec, encoding="utf-8")
     region = "eu-west-2"
     env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     env |= {"AWS_REGION": region, "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
@@ -382,9 +385,30 @@ def test_the_readme_walkthrough_runs_as_written_in_another_region(tmp_path: Path
         done = subprocess.run(
             ["bash", "-ec", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240
         )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert f"region {region}" in done.stderr
-    assert all(f"PRODUCT#{sku}" in done.stdout for sku in ("A-100", "B-200", "C-300")), done.stdout
+        assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+        assert f"region {region}" in done.stderr
+        assert json.loads((tmp_path / "products.spec.json").read_text()) == json.loads(spec)
+        assert "3 compared: 3 as the file maps them" in done.stdout, done.stdout
+        db = boto3.client(
+            "dynamodb",
+            region_name=region,
+            endpoint_url=endpoint,
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        )
+        table = next(name for name in db.list_tables()["TableNames"] if "StoreTable" in name)
+        db.delete_item(TableName=table, Key={"pk": {"S": "PRODUCT#B-200"}, "sk": {"S": "DETAILS"}})
+        verify = next(line for line in script.splitlines() if "mapload verify" in line)
+        again = subprocess.run(
+            ["bash", "-ec", "\n".join([script.splitlines()[0], verify])],  # the export line, then verify
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    assert again.returncode == 1, again.stderr
+    assert "missing   1" in again.stdout and "pk=PRODUCT#B-200" in again.stdout
 
 
 def test_the_readme_is_a_front_door_that_links_every_docs_page() -> None:
