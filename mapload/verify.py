@@ -113,7 +113,13 @@ def records(path: Path, spec: Any) -> Iterator[Any]:
     size = sum(len(chunk) for chunk in _chunks(open_file, 0)) if gzipped else path.stat().st_size
 
     def read_range(first: int, last: int) -> bytes:
-        return b"".join(_chunks(open_file, first))[: last - first + 1] if size else b""
+        """Bytes first..last (inclusive), as a ranged GET: only as many as asked are read."""
+        wanted, out = last - first + 1, bytearray()
+        for chunk in _chunks(open_file, first):
+            out += chunk[: wanted - len(out)]
+            if len(out) >= wanted:
+                break
+        return bytes(out)
 
     header, data_start = None, 0
     if spec.csv is not None and spec.csv.header:
@@ -356,11 +362,15 @@ def _client(env: str | None, table: str | None, region: str | None) -> tuple[Any
             "no table to compare with: set AWS_ENDPOINT_URL_DYNAMODB to the local server "
             "(mapload serve prints it), or give --env for a deployed environment's table"
         )
+    from botocore.config import Config
+
     session = boto3.session.Session(region_name=regions.resolve(region))
     credentials = (
         {} if session.get_credentials() else {"aws_access_key_id": "x", "aws_secret_access_key": "x"}
     )
-    client = session.client("dynamodb", **credentials)
+    # A local server that is not there is said at once, not after the SDK's default retries.
+    config = Config(connect_timeout=5, retries={"mode": "standard", "max_attempts": 2})
+    client = session.client("dynamodb", config=config, **credentials)
     if table:
         return client, table
     names = [

@@ -202,3 +202,52 @@ def test_dynamodb_json_attributes_keep_their_types(tmp_path: Path) -> None:
         "n": {"field": "n", "type": "N"},
         "ok": {"field": "ok", "type": "BOOL", "optional": True},
     }
+
+
+def test_verify_of_a_server_that_is_not_there_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from mapload import cli
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", f"http://127.0.0.1:{port}")
+    source, spec = tmp_path / "a.csv", tmp_path / "spec.json"
+    source.write_text("id\n1\n")
+    spec.write_text(json.dumps({"format": "csv", "dynamodb": {"key": {"pk": "{id}", "sk": "X"}}}))
+    code = cli.main(["verify", str(source), "--spec", str(spec), "--table", "t"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("mapload verify: cannot reach DynamoDB") and err.count("\n") == 1
+
+
+def test_verify_probes_the_header_with_a_ranged_read_not_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "a.csv"
+    with source.open("w") as handle:
+        handle.write("id,v\n")
+        for i in range(100_000):
+            handle.write(f"{i},{i}\n")
+    size = source.stat().st_size
+    read = []
+    chunks = verify._chunks
+
+    def counted(open_file: Any, first: int) -> Any:
+        for chunk in chunks(open_file, first):
+            read.append(len(chunk))
+            yield chunk
+
+    monkeypatch.setattr(verify, "_chunks", counted)
+    spec = parse_spec(
+        {"format": "csv", "source": "s3://bucket/k", "dynamodb": {"key": {"pk": "{id}", "sk": "X"}}},
+        table_key=KEY,
+        execution_name="t",
+    )
+    rows = verify.records(source, spec)
+    assert next(rows) == {"id": "0", "v": "0"}
+    assert sum(1 for _ in rows) == 99_999
+    assert sum(read) <= size + verify.CHUNK_BYTES  # the records once, and one chunk for the header
