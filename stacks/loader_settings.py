@@ -168,7 +168,8 @@ class LoaderConfig(Site):
         MemoryMiB,
         Field(
             description="Finalize's memory: it reads every shard's ledger item (up to 100,000) and streams "
-            "the merged rejects to S3 in 8 MiB parts (`tests/runtime/test_finalize_scale.py` measures it "
+            "the merged rejects to S3 in parts of 8 MiB that grow with what was sent (80 MiB at 100 GiB of "
+            "rejects; 10,000 parts hold S3's 5 TiB) (`tests/runtime/test_finalize_scale.py` measures it "
             "at 100,000 shards)"
         ),
     ] = 1024
