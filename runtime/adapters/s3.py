@@ -192,10 +192,28 @@ class S3Store:
         finally:
             body.close()
 
-    def open_lines(self, bucket: str, key: str) -> Iterator[bytes]:
-        body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+    def read_start(self, bucket: str, key: str, limit: int) -> tuple[bytes, int]:
+        """An object's first `limit` bytes (all of it if smaller) and its size: one ranged GET."""
         try:
-            yield from body.iter_lines()
+            response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{limit - 1}")
+        except ClientError as error:
+            if _code(error) == "InvalidRange":  # an empty object has no byte 0
+                return b"", 0
+            raise
+        body = response["Body"]
+        try:
+            data = bytes(body.read())
+        finally:
+            body.close()
+        # "bytes 0-1023/5000": the object's size is after the slash (absent: the whole object came).
+        total = str(response.get("ContentRange") or "").rpartition("/")[2]
+        return data, int(total) if total.isdigit() else len(data)
+
+    def stream_from(self, bucket: str, key: str, first: int) -> Iterator[bytes]:
+        """An object's chunks from byte `first` to its end: one ranged GET, read as it streams."""
+        body = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={first}-")["Body"]
+        try:
+            yield from body.iter_chunks(CHUNK_BYTES)
         finally:
             body.close()
 
