@@ -147,10 +147,19 @@ class LoaderConfig(Site):
         ),
     ] = 900
     control_memory_mib: Annotated[
-        MemoryMiB, Field(description="the memory of Plan (and of the graph-load functions)")
+        MemoryMiB,
+        Field(
+            description="the memory of Plan (and of the graph-load functions); Plan's CPU grows with it "
+            "(one vCPU at 1,769), and with it how many objects Plan reads in its timeout"
+        ),
     ] = 512
     control_timeout_seconds: Annotated[
-        TimeoutSeconds, Field(description="the timeout of Plan (and of the graph-load functions)")
+        TimeoutSeconds,
+        Field(
+            description="the timeout of Plan (and of the graph-load functions). Plan refuses a source with "
+            "more objects whose CSV header or Parquet footer it reads than fit in half of it: 21,273 at "
+            '300 s and 512 MiB, 100,000 at 900 s and 1,769 MiB (docs/INPUT.md, "How many objects")'
+        ),
     ] = 300
     worker_ephemeral_storage_mib: Annotated[
         int,

@@ -153,3 +153,23 @@ def test_a_few_thousand_objects_over_a_20_ms_s3_plan_in_half_the_scaled_timeout(
     print(f"\n{objects:,} objects ({body}), {reads.GET_SECONDS * 1000:g} ms: {took:.1f} s of {budget:.1f} s")
     assert planned["shardCount"] == objects
     assert took <= budget
+
+
+def test_the_docs_give_the_limits_the_code_computes() -> None:
+    """docs/INPUT.md "How many objects" and the setting's description state the limits; they are
+    the ones plans/reads.py computes from the defaults and the largest timeout."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    section = (root / "docs" / "INPUT.md").read_text(encoding="utf-8").split("## How many objects", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    described = str(LoaderConfig.model_fields["control_timeout_seconds"].description)
+    at_defaults = reads.most_objects(read=True, timeout_seconds=PLAN_SECONDS, memory_mib=PLAN_MIB)
+    at_largest = reads.most_objects(read=True, timeout_seconds=LARGEST_SECONDS, memory_mib=PLAN_MIB)
+    row = next(line for line in section.splitlines() if line.startswith("| `csv` with a header"))
+    assert row.split(" | ")[1:3] == [f"{at_defaults:,}", f"{at_largest:,}"]
+    assert f"{at_defaults:,} at {PLAN_SECONDS} s and {PLAN_MIB} MiB" in described
+    headerless = next(line for line in section.splitlines() if line.startswith("| `csv` without"))
+    unread = reads.most_objects(read=False, timeout_seconds=PLAN_SECONDS, memory_mib=PLAN_MIB)
+    assert unread >= DEFAULT_MAX_SHARDS
+    assert headerless.split(" | ")[1] == f"{DEFAULT_MAX_SHARDS:,}"
