@@ -254,7 +254,7 @@ def plan_line(objects: int, latency_ms: float) -> str:
     from proxy import Proxy
 
     from mapload.tables import create_pk_sk_table
-    from plans.sources import FOOTER_READS_IN_FLIGHT
+    from plans.reads import READS_IN_FLIGHT
     from stacks.loader_settings import LoaderConfig
 
     timeout = int(LoaderConfig.model_fields["control_timeout_seconds"].default)
@@ -294,7 +294,7 @@ def plan_line(objects: int, latency_ms: float) -> str:
     fits = objects * timeout / max(got["seconds"], lambda_cpu)
     return (
         f"Plan over {objects:,} Parquet objects under one prefix, {latency_ms:g} ms added to every request, "
-        f"{FOOTER_READS_IN_FLIGHT} footer reads in flight: {requests:,} requests (a footer GET an object, "
+        f"{READS_IN_FLIGHT} footer reads in flight: {requests:,} requests (a footer GET an object, "
         f"the listing, the ledger, the manifest), {got['shards']:,} shards in {got['seconds']:.1f} s, "
         f"CPU {got['cpu']:.1f} s ({got['cpu'] / objects * 1000:.1f} ms an object). Plan's timeout is "
         f"{timeout} s; at its {memory} MiB ({share:.2f} of a vCPU) that CPU takes ~{lambda_cpu:.0f} s, "

@@ -268,6 +268,9 @@ class LoaderFunctions:
                 "WORKER_MEMORY_MIB": str(config.worker_memory_mib),
                 # ... and a jobId is taken over only once the Workers of the run holding it are over.
                 "WORKER_TIMEOUT_SECONDS": str(config.worker_timeout_seconds),
+                # ... and a source with more objects to read than fit in half of its own timeout.
+                "PLAN_TIMEOUT_SECONDS": str(config.control_timeout_seconds),
+                "PLAN_MEMORY_MIB": str(config.control_memory_mib),
             },
             "Worker": {
                 **sources,

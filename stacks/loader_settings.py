@@ -147,10 +147,19 @@ class LoaderConfig(Site):
         ),
     ] = 900
     control_memory_mib: Annotated[
-        MemoryMiB, Field(description="the memory of Plan (and of the graph-load functions)")
+        MemoryMiB,
+        Field(
+            description="the memory of Plan (and of the graph-load functions); Plan's CPU grows with it "
+            "(one vCPU at 1,769), and with it how many objects Plan reads in its timeout"
+        ),
     ] = 512
     control_timeout_seconds: Annotated[
-        TimeoutSeconds, Field(description="the timeout of Plan (and of the graph-load functions)")
+        TimeoutSeconds,
+        Field(
+            description="the timeout of Plan (and of the graph-load functions). Plan refuses a source with "
+            "more objects whose CSV header or Parquet footer it reads than fit in half of it: 21,273 at "
+            '300 s and 512 MiB, 100,000 at 900 s and 1,769 MiB (docs/INPUT.md, "How many objects")'
+        ),
     ] = 300
     worker_ephemeral_storage_mib: Annotated[
         int,
@@ -168,7 +177,8 @@ class LoaderConfig(Site):
         MemoryMiB,
         Field(
             description="Finalize's memory: it reads every shard's ledger item (up to 100,000) and streams "
-            "the merged rejects to S3 in 8 MiB parts (`tests/runtime/test_finalize_scale.py` measures it "
+            "the merged rejects to S3 in parts of 8 MiB that grow with what was sent (80 MiB at 100 GiB of "
+            "rejects; 10,000 parts hold S3's 5 TiB) (`tests/runtime/test_finalize_scale.py` measures it "
             "at 100,000 shards)"
         ),
     ] = 1024

@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from urllib3.exceptions import ProtocolError
 
 from logic.errors import SourceChangedError, SourceNotFoundError, SourceReadError, StagedFileGoneError
+from logic.parts import DEFAULT_PART_BYTES, stream_part_size
 
 CHUNK_BYTES = 1024 * 1024
 STREAM_RESUMES = 5
@@ -191,10 +192,28 @@ class S3Store:
         finally:
             body.close()
 
-    def open_lines(self, bucket: str, key: str) -> Iterator[bytes]:
-        body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+    def read_start(self, bucket: str, key: str, limit: int) -> tuple[bytes, int]:
+        """An object's first `limit` bytes (all of it if smaller) and its size: one ranged GET."""
         try:
-            yield from body.iter_lines()
+            response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{limit - 1}")
+        except ClientError as error:
+            if _code(error) == "InvalidRange":  # an empty object has no byte 0
+                return b"", 0
+            raise
+        body = response["Body"]
+        try:
+            data = bytes(body.read())
+        finally:
+            body.close()
+        # "bytes 0-1023/5000": the object's size is after the slash (absent: the whole object came).
+        total = str(response.get("ContentRange") or "").rpartition("/")[2]
+        return data, int(total) if total.isdigit() else len(data)
+
+    def stream_from(self, bucket: str, key: str, first: int) -> Iterator[bytes]:
+        """An object's chunks from byte `first` to its end: one ranged GET, read as it streams."""
+        body = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={first}-")["Body"]
+        try:
+            yield from body.iter_chunks(CHUNK_BYTES)
         finally:
             body.close()
 
@@ -244,14 +263,17 @@ class RangedFile(io.RawIOBase):
         return len(data)
 
 
-# S3's smallest part (but the last) is 5 MiB; 8 MiB parts keep memory at one part.
-PART_BYTES = 8 * 1024 * 1024
+# A stream's first parts (S3's smallest part but the last is 5 MiB); later parts grow with what
+# was sent (logic/parts.py stream_part_size), so 10,000 parts hold up to S3's 5 TiB.
+PART_BYTES = DEFAULT_PART_BYTES
 
 
 class StreamingUpload:
     """An S3 object written as it is produced: each full part goes out as a multipart part, so
-    memory holds one part and nothing touches /tmp; a small object is one PutObject. An error
-    inside the `with` aborts the upload (the bucket's lifecycle rule is the backstop)."""
+    memory holds one part and nothing touches /tmp; a small object is one PutObject. Parts start
+    at `part_bytes` and grow with what was sent (`stream_part_size`, the file upload's rule), so
+    the object is not cut off at 10,000 parts. An error inside the `with` aborts the upload (the
+    bucket's lifecycle rule is the backstop)."""
 
     def __init__(
         self, client: Any, bucket: str, key: str, content_type: str, part_bytes: int = PART_BYTES
@@ -263,6 +285,7 @@ class StreamingUpload:
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
         self.size = 0
+        self._sent = 0  # bytes sent in parts
 
     def __enter__(self) -> StreamingUpload:
         return self
@@ -270,9 +293,9 @@ class StreamingUpload:
     def write(self, data: bytes) -> None:
         self._buffer += data
         self.size += len(data)
-        while len(self._buffer) >= self._part_bytes:
-            self._send(bytes(self._buffer[: self._part_bytes]))
-            del self._buffer[: self._part_bytes]
+        while len(self._buffer) >= (part := stream_part_size(self._sent, self._part_bytes)):
+            self._send(bytes(self._buffer[:part]))
+            del self._buffer[:part]
 
     def _send(self, body: bytes) -> None:
         if self._upload_id is None:
@@ -284,6 +307,7 @@ class StreamingUpload:
             Bucket=self.bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=body
         )["ETag"]
         self._parts.append({"PartNumber": number, "ETag": etag})
+        self._sent += len(body)
 
     def __exit__(self, kind: object, error: object, trace: object) -> None:
         if error is not None:

@@ -109,6 +109,10 @@ class PlanSettings(_Ledger):
     # The Worker function's timeout: a jobId is taken over only when the run holding it stopped
     # longer ago than this (+60 s), since its Workers run on until then.
     worker_timeout_seconds: Positive
+    # Plan's own timeout and memory (control_timeout_seconds, control_memory_mib): it refuses a
+    # source with more objects to read than fit in half of that time (plans/reads.py).
+    plan_timeout_seconds: Positive
+    plan_memory_mib: Positive
 
 
 class WorkerSettings(_Ledger):

@@ -14,8 +14,13 @@ MIN_PART_BYTES = 5 * MIB  # every part but the last
 MAX_PART_BYTES = 5 * 1024 * MIB
 MAX_PARTS = 10_000
 # s3transfer's and the AWS CLI's default too; 8 in flight hold 64 MiB. A big file's parts grow
-# (plan_file) to stay within MAX_PARTS: 8 MiB parts cover 78 GiB.
+# (part_size_for) to stay within MAX_PARTS: 8 MiB parts cover 78 GiB.
 DEFAULT_PART_BYTES = 8 * MIB
+# A stream of unknown length (stream_part_size) sizes its next part as if the object will end at
+# this many times what it has sent: parts stay 8 MiB up to ~10 GB sent, then grow by 1/1,250th
+# each, so 10,000 parts cover S3's largest object (5 TiB) while one part stays under a
+# thousandth of what was sent (80 MiB at 100 GiB).
+STREAM_SIZE_FACTOR = 8
 
 # `<name>_<i>_<N>`, matched from the right so that <name> may itself hold underscores.
 _PART_NAME = re.compile(r"^(?P<name>.+)_(?P<i>[0-9]+)_(?P<n>[0-9]+)$")
@@ -89,6 +94,19 @@ def check_part_sizes(
             raise PartSetError(f"{where} {number} of {total} is empty")
 
 
+def part_size_for(size: int, part_size: int = DEFAULT_PART_BYTES) -> int:
+    """`part_size`, or the smallest whole number of MiB above it that holds `size` bytes in
+    MAX_PARTS parts (so a terabyte file still fits in 10,000 parts)."""
+    needed = -(-size // MAX_PARTS)
+    return -(-needed // MIB) * MIB if needed > part_size else part_size
+
+
+def stream_part_size(sent: int, part_size: int = DEFAULT_PART_BYTES) -> int:
+    """The next part of a stream of unknown length that has sent `sent` bytes in parts: the file
+    rule (`part_size_for`) for STREAM_SIZE_FACTOR times that, at most S3's largest part."""
+    return min(MAX_PART_BYTES, part_size_for(sent * STREAM_SIZE_FACTOR, part_size))
+
+
 def plan_file(
     path: str,
     size: int,
@@ -104,10 +122,7 @@ def plan_file(
         raise PartSetError(f"part size {part_size:,} bytes is above S3's maximum of {max_part:,} bytes")
     if size > max_part * MAX_PARTS:
         raise PartSetError(f"{path} is {size:,} bytes: larger than S3's largest object (5 TiB)")
-    # Grow to a whole number of MiB so a terabyte file still fits in 10,000 parts.
-    needed = -(-size // MAX_PARTS)
-    if needed > part_size:
-        part_size = -(-needed // MIB) * MIB
+    part_size = part_size_for(size, part_size)
     count = max(1, -(-size // part_size))
     parts = tuple(
         Part(i + 1, path, i * part_size, min(part_size, size - i * part_size)) for i in range(count)

@@ -46,7 +46,7 @@ def probe_header(
     `read_range(first, last)` returns the object's bytes first..last (inclusive), as a ranged GET
     does: Plan reads S3 objects with it, `mapload start` the local file before uploading it.
     """
-    if size == 0:
+    if size == 0 or not has_header(spec):  # nothing to read: the data starts at byte 0
         return None, 0, 0
     probe = HEADER_PROBE_BYTES
     while True:
@@ -61,6 +61,11 @@ def probe_header(
             probe *= 4
 
 
+def has_header(spec: JobSpec) -> bool:
+    """Whether the source's objects start with a header line (CSV with `header`), which Plan reads."""
+    return spec.csv is not None and spec.csv.header
+
+
 def read_header(prefix: bytes, spec: JobSpec, object_size: int) -> tuple[list[str] | None, int]:
     """The CSV header's fields and `data_start`, the offset of the byte after the header line.
 
@@ -70,7 +75,7 @@ def read_header(prefix: bytes, spec: JobSpec, object_size: int) -> tuple[list[st
     (empty, or only blank and comment lines) gives `([], object_size)`: it has no data to shard.
     Without a header line (`csv.header` false, or JSON Lines) the result is `(None, 0)`.
     """
-    if spec.csv is None or not spec.csv.header:
+    if spec.csv is None or not has_header(spec):
         return None, 0
     complete = len(prefix) >= object_size
     pos = 3 if prefix.startswith(BOM) else 0

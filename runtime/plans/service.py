@@ -19,7 +19,7 @@ from logic.spec.checks import check_graph_database, check_shard_memory, check_so
 from logic.spec.inputs import JobSpec
 from logic.spec.parse import parse_s3_uri, parse_spec, spec_to_json
 from logic.writemodes import check_update_limits, write_plan
-from plans import sources
+from plans import reads, sources
 from plans.settings import PlanningSettings
 
 
@@ -115,6 +115,7 @@ def _shards(
     byte ranges from the other formats' objects."""
     if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
         objects = sources.parquet_objects(store, bucket, key)
+        _check_objects(settings, len(objects), "footer", f"s3://{bucket}/{key}")
         footers = sources.read_footers(store, objects, spec, settings.worker_memory_mib)
         graph_held = sources.graph_held_bytes(spec, settings.worker_memory_mib)
         shards = parquet.cut_row_groups(
@@ -127,7 +128,20 @@ def _shards(
         )
     else:
         objects, origin = sources.objects(store, settings.staging_bucket, bucket, key, prepared, spec.format)
+        read = "header line" if planning.has_header(spec) else None
+        _check_objects(settings, len(objects), read, f"s3://{bucket}/{key}")
         planned, line_bases = sources.read_headers(store, objects, spec, origin)
         shards = planning.cut_shards(planned, spec.shard_size_bytes)
         sources.number_and_attribute(shards, line_bases, origin)
     return objects, shards
+
+
+def _check_objects(settings: PlanningSettings, objects: int, read: str | None, source: str) -> None:
+    """Refuse a source with more objects than Plan lists and reads in half of its timeout."""
+    reads.check_objects(
+        objects,
+        read=read,
+        source=source,
+        timeout_seconds=settings.plan_timeout_seconds,
+        memory_mib=settings.plan_memory_mib,
+    )

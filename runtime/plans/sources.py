@@ -12,9 +12,7 @@ from logic.dynamodb_json import not_data
 from logic.errors import InputValidationError, SourceNotFoundError
 from logic.spec.checks import check_fields, id_shape
 from logic.spec.inputs import MAX_SHARD_SIZE_MIB, JobSpec
-
-# Footers read at once: thousands of Parquet objects' footers within Plan's timeout.
-FOOTER_READS_IN_FLIGHT = 32
+from plans.reads import READS_IN_FLIGHT
 
 # (bucket, key) of a prepared object -> (its source, zip member, source ETag).
 Origins = dict[tuple[str, str], tuple[str, str | None, str]]
@@ -53,11 +51,18 @@ def objects(
 def read_headers(
     store: S3Store, found: list[ObjectInfo], spec: JobSpec, origin: Origins
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Each object with its header and where its data starts; the lines before its data, by key."""
+    """Each object with its header and where its data starts; the lines before its data, by key.
+
+    Only a CSV header is read (READS_IN_FLIGHT objects at a time); the other formats' data starts
+    at byte 0, and nothing of them is read."""
     planned = []
     line_bases: dict[str, int] = {}
-    for obj in found:
-        header, data_start, lines_before = _header(store, obj, spec)
+    if planning.has_header(spec):
+        with ThreadPoolExecutor(max_workers=READS_IN_FLIGHT, thread_name_prefix="header") as pool:
+            headers = list(pool.map(lambda obj: _header(store, obj, spec), found))
+    else:
+        headers = [(None, 0, 0)] * len(found)
+    for obj, (header, data_start, lines_before) in zip(found, headers, strict=True):
         if header is not None:
             try:  # a field name typo fails the job now instead of rejecting every record
                 check_fields(spec, header)
@@ -112,7 +117,7 @@ def read_footers(
         parquet.check_row_group_memory(meta, columns, worker_memory_mib=worker_memory_mib, where=where)
         return parquet.ParquetObject(obj.bucket, obj.key, obj.size, obj.etag, parquet.row_groups(meta))
 
-    with ThreadPoolExecutor(max_workers=FOOTER_READS_IN_FLIGHT, thread_name_prefix="footer") as pool:
+    with ThreadPoolExecutor(max_workers=READS_IN_FLIGHT, thread_name_prefix="footer") as pool:
         return list(pool.map(footer, found))
 
 

@@ -34,6 +34,8 @@ CONTRACT_ENV = {
         "LEDGER_TTL_DAYS",
         "WORKER_MEMORY_MIB",
         "WORKER_TIMEOUT_SECONDS",
+        "PLAN_TIMEOUT_SECONDS",
+        "PLAN_MEMORY_MIB",
     },
     "Worker": {
         "SOURCE_BUCKETS",
@@ -129,6 +131,9 @@ def test_environment_values_come_from_the_data_stack_and_config(dev: Synth) -> N
     assert plan["WORKER_MEMORY_MIB"] == str(function(dev, "Worker")[1]["Properties"]["MemorySize"]) == "1024"
     # ... and its timeout: a jobId is taken over only once a stopped run's Workers are over.
     assert plan["WORKER_TIMEOUT_SECONDS"] == str(function(dev, "Worker")[1]["Properties"]["Timeout"])
+    # Its own timeout and memory: it refuses a source with more objects to read than fit in half of it.
+    assert plan["PLAN_TIMEOUT_SECONDS"] == str(function(dev, "Plan")[1]["Properties"]["Timeout"]) == "300"
+    assert plan["PLAN_MEMORY_MIB"] == str(function(dev, "Plan")[1]["Properties"]["MemorySize"]) == "512"
     worker = function(dev, "Worker")[1]["Properties"]["Environment"]["Variables"]
     assert worker["WRITE_CONCURRENCY"] == "8"
     # Every Data output the functions read is one the Data stack has; nothing is imported.

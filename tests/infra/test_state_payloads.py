@@ -218,8 +218,12 @@ class MemoryStore:
     def put_json(self, bucket: str, key: str, value: Any) -> None:
         self.objects[key] = value
 
-    def open_lines(self, bucket: str, key: str) -> Iterator[bytes]:
-        return iter(self.objects[key])
+    def read_start(self, bucket: str, key: str, limit: int) -> tuple[bytes, int]:
+        body = b"".join(line + b"\n" for line in self.objects[key])
+        return body[:limit], len(body)
+
+    def stream_from(self, bucket: str, key: str, first: int) -> Iterator[bytes]:
+        yield b"".join(line + b"\n" for line in self.objects[key])[first:]
 
     def streaming_upload(self, bucket: str, key: str, content_type: str) -> Any:
         store = self

@@ -38,6 +38,8 @@ PLAN_ENV = {
     "GRAPH_ENABLED": "false",
     "WORKER_MEMORY_MIB": "1024",
     "WORKER_TIMEOUT_SECONDS": "900",
+    "PLAN_TIMEOUT_SECONDS": "300",
+    "PLAN_MEMORY_MIB": "512",
     "AWS_REGION": "eu-west-2",
 }
 
