@@ -14,8 +14,9 @@ import math
 
 from logic.errors import InputValidationError
 
-# Ranged GETs in flight: each holds at most planning.HEADER_MAX_BYTES (1 MiB) or a footer's
-# bytes, so 32 keep Plan (512 MiB by default) far from its memory.
+# Ranged GETs in flight: a header read holds at most planning.HEADER_MAX_BYTES (1 MiB), a footer
+# read its footer (tens of KiB as writers make them; parquet.MAX_FOOTER_BYTES at most, which 32 at
+# once would not fit in Plan's 512 MiB: such footers are not bounded together).
 READS_IN_FLIGHT = 32
 # A GET's round trip within a Region, as stated (docs/PERFORMANCE.md uses the same 20 ms), and
 # a ListObjectsV2 page of 1,000 keys (a longer answer).
