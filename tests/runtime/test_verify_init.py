@@ -5,6 +5,7 @@ at most 100 keys a request, duplicates refused)."""
 from __future__ import annotations
 
 import json
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,27 @@ def test_verify_probes_the_header_with_a_ranged_read_not_the_whole_file(
     assert next(rows) == {"id": "0", "v": "0"}
     assert sum(1 for _ in rows) == 99_999
     assert sum(read) <= size + verify.CHUNK_BYTES  # the records once, and one chunk for the header
+
+
+def test_batches_go_several_at_once_and_are_judged_in_the_file_s_order() -> None:
+    import threading
+
+    class Slow(Table):
+        def __init__(self) -> None:
+            super().__init__([])
+            self.lock, self.now, self.most = threading.Lock(), 0, 0
+
+        def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            time.sleep(0.05)
+            with self.lock:
+                self.now -= 1
+            return super().batch_get_item(RequestItems)
+
+    table = Slow()
+    records = [{"id": i, "n": i} for i in range(1000)]
+    outcome = verify.compare(table, "t", _spec(PUT), records, kept=None, in_flight=4)
+    assert outcome.missing == 1000 and 1 < table.most <= 4
+    assert outcome.missing_shown == [f"pk=ID#{i}, sk=X" for i in range(verify.SHOWN)]
