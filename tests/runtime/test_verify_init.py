@@ -276,3 +276,58 @@ def test_batches_go_several_at_once_and_are_judged_in_the_file_s_order() -> None
     outcome = verify.compare(table, "t", _spec(PUT), records, kept=None, in_flight=4)
     assert outcome.missing == 1000 and 1 < table.most <= 4
     assert outcome.missing_shown == [f"pk=ID#{i}, sk=X" for i in range(verify.SHOWN)]
+
+
+class Described(Table):
+    """A table stand-in with DescribeTable and a Scan that counts items whose pk starts with the
+    filter's prefix."""
+
+    def __init__(self, items: list[dict[str, Any]], item_count: int) -> None:
+        super().__init__(items)
+        self.item_count = item_count
+        self.scans: list[dict[str, Any]] = []
+
+    def describe_table(self, TableName: str) -> dict[str, Any]:
+        return {
+            "Table": {
+                "KeySchema": [
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                ],
+                "AttributeDefinitions": [
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                "ItemCount": self.item_count,
+            }
+        }
+
+    def get_paginator(self, name: str) -> Any:
+        assert name == "scan"
+        table = self
+
+        class Pages:
+            def paginate(self, **arguments: Any) -> list[dict[str, Any]]:
+                table.scans.append(arguments)
+                prefix = arguments["ExpressionAttributeValues"][":p"]["S"]
+                return [{"Count": sum(1 for pk, _ in table.items if pk.startswith(prefix))}]
+
+        return Pages()
+
+
+@pytest.mark.parametrize(("item_count", "counted"), [(3, True), (verify.LOCAL_SCAN_ITEMS + 1, False)])
+def test_extra_items_are_counted_by_the_key_s_prefix_on_a_small_local_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, item_count: int, counted: bool
+) -> None:
+    table = Described([_stored(1, "1"), _stored(2, "2"), _stored(9, "9")], item_count)
+    monkeypatch.setattr(verify, "_client", lambda env, name, region: (table, "t"))
+    source, spec = tmp_path / "a.jsonl", tmp_path / "spec.json"
+    source.write_text('{"id": 1, "n": 1}\n{"id": 2, "n": 2}\n')
+    spec.write_text(json.dumps({"format": "jsonl", "dynamodb": PUT}))
+    outcome, _ = verify.verify(source, str(spec), env=None, table=None, region=None, extra=None)
+    assert outcome.ok and outcome.equal == 2
+    if counted:
+        assert outcome.extra == 1 and "begins with 'ID#'" in outcome.extra_note
+    else:
+        assert outcome.extra is None and not table.scans
+        assert f"about {item_count:,} items" in outcome.extra_note
