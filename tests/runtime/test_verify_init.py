@@ -331,3 +331,10 @@ def test_extra_items_are_counted_by_the_key_s_prefix_on_a_small_local_table(
     else:
         assert outcome.extra is None and not table.scans
         assert f"about {item_count:,} items" in outcome.extra_note
+
+
+def test_a_rejected_json_line_does_not_make_later_fields_optional(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"id": broken\n{"id": "a", "n": 1}\n{"id": "b", "n": 2}\n')
+    spec = initspec.infer(source, ["{id}", "X"], KEY)
+    assert spec["dynamodb"]["attributes"]["n"] == {"field": "n", "type": "N"}
