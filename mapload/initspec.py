@@ -317,6 +317,7 @@ def _json_lines(path: Path, fmt: str) -> tuple[dict[str, Any], list[_Column], li
     parse = make_parser(provisional, None)
     columns: dict[str, _Column] = {}
     rows: list[Any] = []
+    objects = 0  # records parsed into fields (a field first seen now was missing from those before)
     for number, raw in enumerate(data.split(b"\n"), 1):
         raw = raw.rstrip(b"\r")
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -330,7 +331,7 @@ def _json_lines(path: Path, fmt: str) -> tuple[dict[str, Any], list[_Column], li
         if isinstance(fields, Reject):
             continue
         for name, value in fields.items():
-            columns.setdefault(name, _Column(name, empty=len(rows) - 1, seen=len(rows) - 1))
+            columns.setdefault(name, _Column(name, empty=objects, seen=objects))
             if fmt == "dynamodb-json":
                 columns[name].kinds.add(next(iter(value)))
             elif value is None or value == "":
@@ -341,6 +342,7 @@ def _json_lines(path: Path, fmt: str) -> tuple[dict[str, Any], list[_Column], li
             column.seen += 1
             if column.name not in fields:
                 column.empty += 1
+        objects += 1
     if not columns:
         first = next((row for row in rows if isinstance(row, Reject)), None)
         why = f": {first.reason}" if first is not None else ""

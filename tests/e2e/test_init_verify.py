@@ -1,6 +1,6 @@
 """`mapload init` -> `mapload run-local` -> `mapload verify` on files other tools wrote: a CSV with a
 header (Python's csv module, minimal quoting), a headerless tab-separated file (bytes written by
-hand: a stray quote inside a field, CRLF, comment lines, a ragged last column), JSON Lines
+hand: quotes inside fields, CRLF, a comment line, an empty last field), JSON Lines
 (polars) and Parquet (duckdb). Each is loaded with the spec init printed, as it is; verify then
 finds the table equal, and after an item is deleted and another changed by hand names both and
 exits 1."""
@@ -50,7 +50,7 @@ def _csv_with_header(path: Path) -> None:
 
 
 def _headerless(path: Path) -> None:
-    # A tab-separated file as tzdata writes them: comments, a fourth column only on some rows.
+    # A tab-separated file as tzdata writes them: a comment line, a fourth column empty on one row.
     path.write_bytes(
         b"# a comment line\r\n"
         b'AD\t+4230+00131\tEurope/Andorra\t5" disk\r\n'

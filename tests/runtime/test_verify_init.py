@@ -5,6 +5,7 @@ at most 100 keys a request, duplicates refused)."""
 from __future__ import annotations
 
 import json
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,89 @@ def test_verify_probes_the_header_with_a_ranged_read_not_the_whole_file(
     assert next(rows) == {"id": "0", "v": "0"}
     assert sum(1 for _ in rows) == 99_999
     assert sum(read) <= size + verify.CHUNK_BYTES  # the records once, and one chunk for the header
+
+
+def test_batches_go_several_at_once_and_are_judged_in_the_file_s_order() -> None:
+    import threading
+
+    class Slow(Table):
+        def __init__(self) -> None:
+            super().__init__([])
+            self.lock, self.now, self.most = threading.Lock(), 0, 0
+
+        def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            time.sleep(0.05)
+            with self.lock:
+                self.now -= 1
+            return super().batch_get_item(RequestItems)
+
+    table = Slow()
+    records = [{"id": i, "n": i} for i in range(1000)]
+    outcome = verify.compare(table, "t", _spec(PUT), records, kept=None, in_flight=4)
+    assert outcome.missing == 1000 and 1 < table.most <= 4
+    assert outcome.missing_shown == [f"pk=ID#{i}, sk=X" for i in range(verify.SHOWN)]
+
+
+class Described(Table):
+    """A table stand-in with DescribeTable and a Scan that counts items whose pk starts with the
+    filter's prefix."""
+
+    def __init__(self, items: list[dict[str, Any]], item_count: int) -> None:
+        super().__init__(items)
+        self.item_count = item_count
+        self.scans: list[dict[str, Any]] = []
+
+    def describe_table(self, TableName: str) -> dict[str, Any]:
+        return {
+            "Table": {
+                "KeySchema": [
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                ],
+                "AttributeDefinitions": [
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                "ItemCount": self.item_count,
+            }
+        }
+
+    def get_paginator(self, name: str) -> Any:
+        assert name == "scan"
+        table = self
+
+        class Pages:
+            def paginate(self, **arguments: Any) -> list[dict[str, Any]]:
+                table.scans.append(arguments)
+                prefix = arguments["ExpressionAttributeValues"][":p"]["S"]
+                return [{"Count": sum(1 for pk, _ in table.items if pk.startswith(prefix))}]
+
+        return Pages()
+
+
+@pytest.mark.parametrize(("item_count", "counted"), [(3, True), (verify.LOCAL_SCAN_ITEMS + 1, False)])
+def test_extra_items_are_counted_by_the_key_s_prefix_on_a_small_local_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, item_count: int, counted: bool
+) -> None:
+    table = Described([_stored(1, "1"), _stored(2, "2"), _stored(9, "9")], item_count)
+    monkeypatch.setattr(verify, "_client", lambda env, name, region: (table, "t"))
+    source, spec = tmp_path / "a.jsonl", tmp_path / "spec.json"
+    source.write_text('{"id": 1, "n": 1}\n{"id": 2, "n": 2}\n')
+    spec.write_text(json.dumps({"format": "jsonl", "dynamodb": PUT}))
+    outcome, _ = verify.verify(source, str(spec), env=None, table=None, region=None, extra=None)
+    assert outcome.ok and outcome.equal == 2
+    if counted:
+        assert outcome.extra == 1 and "begins with 'ID#'" in outcome.extra_note
+    else:
+        assert outcome.extra is None and not table.scans
+        assert f"about {item_count:,} items" in outcome.extra_note
+
+
+def test_a_rejected_json_line_does_not_make_later_fields_optional(tmp_path: Path) -> None:
+    source = tmp_path / "a.jsonl"
+    source.write_text('{"id": broken\n{"id": "a", "n": 1}\n{"id": "b", "n": 2}\n')
+    spec = initspec.infer(source, ["{id}", "X"], KEY)
+    assert spec["dynamodb"]["attributes"]["n"] == {"field": "n", "type": "N"}
