@@ -310,6 +310,7 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
     parameter count that does not match, a name twice, a key attribute missing or of the wrong
     type, an item past 400 KB)."""
     from moto.dynamodb.exceptions import (
+        DynamodbException,
         ItemSizeTooLarge,
         MockValidationException,
         ResourceNotFoundException,
@@ -349,6 +350,10 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
         return _statement_error("ValidationError", "Item size has exceeded the maximum allowed size")
     except MockValidationException as error:
         return _statement_error("ValidationError", str(getattr(error, "message", error)))
+    except DynamodbException as error:  # the item is in a transaction (moto_transactions._Held)
+        if not str(getattr(error, "error_type", "")).endswith("#TransactionConflictException"):
+            raise
+        return _statement_error("TransactionConflict", str(getattr(error, "message", error)))
     return {"TableName": table_name}
 
 
