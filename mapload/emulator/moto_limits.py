@@ -29,7 +29,7 @@ from mapload.emulator.limits import (
     value_bytes,
 )
 from mapload.emulator.moto_patch import SFN_ASL, Patch, resolve
-from mapload.emulator.moto_transactions import WRITE_LOCK
+from mapload.emulator.moto_transactions import TRANSACTIONS, WRITE_LOCK
 
 # -- Step Functions: the service limits --------------------------------------------------------
 
@@ -342,6 +342,7 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
             )
     key = [DynamoType(item[a]) for a in filter(None, (table.hash_key_attr, table.range_key_attr))]
     try:
+        TRANSACTIONS.held.check(backend, table_name, item)  # an item in a transaction: a conflict
         with WRITE_LOCK:  # the lookup and the put as one (PutItem, UpdateItem take it too)
             if table.get_item(*key) is not None:
                 return _statement_error("DuplicateItem", "Duplicate primary key exists in table")

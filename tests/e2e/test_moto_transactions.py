@@ -250,6 +250,7 @@ def test_a_write_to_an_item_of_a_transaction_in_progress_conflicts_as_dynamodb_a
     transactions = moto_patches.TRANSACTIONS
     with mock_aws():
         transactions.install()
+        moto_patches.PARTIQL_INSERT.install()
         saved = transactions.hold_seconds
         try:
             db = boto3.client("dynamodb", region_name="us-east-1")
@@ -286,6 +287,16 @@ def test_a_write_to_an_item_of_a_transaction_in_progress_conflicts_as_dynamodb_a
                 with pytest.raises(ClientError) as conflict:
                     write()
                 assert conflict.value.response["Error"]["Code"] == "TransactionConflictException"
+            # A PartiQL INSERT of it answers TransactionConflict in its statement (putIfAbsent's
+            # batches); a BatchWriteItem's items are not modelled (written).
+            insert = {
+                "Statement": """INSERT INTO "t" VALUE {'pk': ?, 'sk': ?}""",
+                "Parameters": [key["pk"], key["sk"]],
+            }
+            (answer,) = db.batch_execute_statement(Statements=[insert])["Responses"]
+            assert answer["Error"]["Code"] == "TransactionConflict"
+            # (the first transaction applied before its hold ends: the item holds 6, written again)
+            db.batch_write_item(RequestItems={"t": [{"PutRequest": {"Item": {**key, "n": {"N": "6"}}}}]})
             # Another item is free meanwhile.
             db.transact_write_items(TransactItems=[_counter_add("M"), _marker(300)])
             first.join()
@@ -302,4 +313,5 @@ def test_a_write_to_an_item_of_a_transaction_in_progress_conflicts_as_dynamodb_a
             assert not transactions.held.items
         finally:
             transactions.hold_seconds = saved
+            moto_patches.PARTIQL_INSERT.uninstall()
             transactions.uninstall()
