@@ -328,6 +328,14 @@ def _notes(e: Estimate) -> list[str]:
             f"marker's), and a worker writes {e.worker_items_per_second:,.0f} records/s (the "
             "transactions' loop make bench measured; the window is the single-item modes')."
         )
+        notes.append(
+            "Adds to one key from many shards (a hot counter) share that item: DynamoDB takes one "
+            "transaction on it at a time (the others are cancelled with TransactionConflict and "
+            f"retried) and at most {1000 // max(1, e.write_units_per_item):,} of these a second (its "
+            "partition's 1,000 write units); a shard sends the records of a key waiting behind each "
+            "other in one transaction, yet records that add to a few keys load at those keys' pace, "
+            "whatever the concurrency: fold them to one record per key first (docs/INPUT.md)."
+        )
     elif not mode.batched:
         notes.append(
             f"writeMode {e.write_mode} writes one item per request: the same write units as put, "

@@ -29,7 +29,7 @@ from mapload.emulator.limits import (
     value_bytes,
 )
 from mapload.emulator.moto_patch import SFN_ASL, Patch, resolve
-from mapload.emulator.moto_transactions import WRITE_LOCK
+from mapload.emulator.moto_transactions import TRANSACTIONS, WRITE_LOCK
 
 # -- Step Functions: the service limits --------------------------------------------------------
 
@@ -310,6 +310,7 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
     parameter count that does not match, a name twice, a key attribute missing or of the wrong
     type, an item past 400 KB)."""
     from moto.dynamodb.exceptions import (
+        DynamodbException,
         ItemSizeTooLarge,
         MockValidationException,
         ResourceNotFoundException,
@@ -341,6 +342,7 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
             )
     key = [DynamoType(item[a]) for a in filter(None, (table.hash_key_attr, table.range_key_attr))]
     try:
+        TRANSACTIONS.held.check(backend, table_name, item)  # an item in a transaction: a conflict
         with WRITE_LOCK:  # the lookup and the put as one (PutItem, UpdateItem take it too)
             if table.get_item(*key) is not None:
                 return _statement_error("DuplicateItem", "Duplicate primary key exists in table")
@@ -349,6 +351,10 @@ def _insert(backend: Any, statement: Mapping[str, Any]) -> dict[str, Any]:
         return _statement_error("ValidationError", "Item size has exceeded the maximum allowed size")
     except MockValidationException as error:
         return _statement_error("ValidationError", str(getattr(error, "message", error)))
+    except DynamodbException as error:  # the item is in a transaction (moto_transactions._Held)
+        if not str(getattr(error, "error_type", "")).endswith("#TransactionConflictException"):
+            raise
+        return _statement_error("TransactionConflict", str(getattr(error, "message", error)))
     return {"TableName": table_name}
 
 

@@ -34,8 +34,10 @@ What AWS enforces or answers and moto does not (moto_limits.py, LIMITS; the numb
   DescribeTable sees it ACTIVE (moto makes it ACTIVE at once; DynamoDB takes seconds).
 
 Transactions (moto_transactions.py):
-- TRANSACTIONS: TransactWriteItems isolated from other threads' writes, as DynamoDB's are, and
-  rolled back item by item (moto deep-copies every table a transaction names, each time).
+- TRANSACTIONS: TransactWriteItems isolated from other threads' writes, as DynamoDB's are,
+  rolled back item by item (moto deep-copies every table a transaction names, each time), and in
+  conflict with another write to one of its items while in progress (TransactionConflict), as
+  DynamoDB answers (moto has no conflicts).
 
 Speed only, behaviour unchanged (moto_speed.py; each shown equal to moto's own in
 tests/e2e/test_moto_speed.py):

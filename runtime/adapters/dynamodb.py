@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -19,7 +19,15 @@ from adapters.ledger import MARKED_IN_FLIGHT, Markers
 from logic.errors import ShardWriteError
 from logic.ratecontrol import AimdWindow, TokenBucket
 from logic.retry import backoff_delays
-from logic.writemodes import WritePlan, counted_update, single_item_requests, written_by_us
+from logic.writemodes import (
+    MARKER_UNITS,
+    MAX_COUNTED_RECORDS,
+    WritePlan,
+    combined,
+    counted_update,
+    single_item_requests,
+    written_by_us,
+)
 
 # Answers that mean "try again later", not "this request is wrong".
 RETRYABLE_CODES = frozenset(
@@ -67,6 +75,12 @@ class RetryPolicy:
     deadline_seconds: float = 600.0
     base_seconds: float = 0.05
     cap_seconds: float = 5.0
+
+
+class Contended(str):
+    """Why an attempt failed, when the only reason was another writer's transaction on the same
+    item (TransactionConflict): that writer is making progress, so the attempt is retried with
+    backoff until the policy's deadline, not counted against its attempts."""
 
 
 def _unfinished(futures: list[Future[None]]) -> list[Future[None]]:
@@ -162,17 +176,20 @@ class _PacedWriter:
 
     def _retrying(self, attempt_once: Callable[[int], tuple[int, str | None]]) -> None:
         """Call `attempt_once(attempt)` until it leaves nothing pending. It paces itself and
-        returns (records still pending, why); a non-retryable answer is given up inside."""
+        returns (records still pending, why); a non-retryable answer is given up inside. A failure
+        only of contention (why: Contended) is retried until the deadline, not counted as one of
+        `max_attempts`."""
         delays = backoff_delays(self._policy.base_seconds, self._policy.cap_seconds, self._rng)
         started = time.monotonic()
-        attempt = 0
+        attempt = counted = 0
         while True:
             attempt += 1
             pending, error = attempt_once(attempt)
             if not pending:
                 return
+            counted += not isinstance(error, Contended)
             elapsed = time.monotonic() - started
-            if attempt >= self._policy.max_attempts or elapsed >= self._policy.deadline_seconds:
+            if counted >= self._policy.max_attempts or elapsed >= self._policy.deadline_seconds:
                 self._give_up(pending, f"gave up after {attempt} attempts / {elapsed:.0f}s: {error}")
                 return
             with self._lock:
@@ -187,7 +204,7 @@ class _PacedWriter:
             return None
         with self._lock:
             self.stats.throttles += 1
-        return code
+        return Contended(code) if code == "TransactionConflictException" else code
 
     def take_refused(self) -> list[tuple[Any, str]]:
         """The records DynamoDB refused since the last call (each as `submit` was given it, and
@@ -294,6 +311,9 @@ class BatchWriter(_PacedWriter):
         self._retrying(attempt_once)
 
 
+# What _cancelled answers for records to send one at a time (a refused combined update).
+_ALONE: Final = Contended("each record on its own")
+
 # What ItemWriter's queue carries: a record's key values, item, write units, byte offset and what
 # the caller knows it by (handed back when DynamoDB refuses it: take_refused).
 _Entry = tuple[tuple[Any, ...], dict[str, Any], int, int, Any]
@@ -307,11 +327,14 @@ class ItemWriter(_PacedWriter):
     order, except that a record whose key has an earlier record queued or in flight waits for it:
     the records of one key are written in the order they were submitted (file order), one at a
     time, while any free lane takes the next record of another key (no lane waits behind a busy
-    one). At most two records per lane wait at once. A refused condition counts the record in
-    `stats.skipped` (its key in `skipped_keys`, up to `sample` of them), unless the stored item
-    is the one this request writes: then an earlier attempt whose answer was lost wrote it.
-    An update with a numeric ADD (`plan.counters`) sends each record as a TransactWriteItems with
-    its marker from `markers` (keyed by the record's byte offset, given to `submit`): a marker
+    one). At most two records per lane wait at once (`records_bound`; MARKED_IN_FLIGHT in all when
+    counting: the records of one key waiting behind each other go in one transaction, so every
+    record waiting may be in flight, and the marker keys' bound is per record). A refused
+    condition counts the record in `stats.skipped` (its key in `skipped_keys`, up to `sample` of
+    them), unless the stored item is the one this request writes: then an earlier attempt whose
+    answer was lost wrote it. An update with a numeric ADD (`plan.counters`) sends each record in a
+    TransactWriteItems with its marker from `markers` (keyed by the record's byte offset, given to
+    `submit`; the records of a key waiting behind each other in one: `_write_counted`): a marker
     already stored means an earlier shard attempt or run applied the record, which is skipped.
     """
 
@@ -361,6 +384,9 @@ class ItemWriter(_PacedWriter):
         queue_lock = threading.Lock()
         self._work = threading.Condition(queue_lock)  # a record is ready, or closing
         self._space = threading.Condition(queue_lock)  # fewer records wait than the bound
+        # Records queued or in flight at once (submit waits beyond): bounded memory, and, when
+        # counting, the markers in flight (a transaction carries those of its key's waiting records).
+        self.records_bound = MARKED_IN_FLIGHT if plan.counters else 2 * self.threads
         self._lanes = [
             threading.Thread(target=self._serve, name=f"item-{i}", daemon=True) for i in range(self.threads)
         ]
@@ -380,7 +406,7 @@ class ItemWriter(_PacedWriter):
         what `take_refused` hands back if DynamoDB refuses it."""
         entry = (key, item, units, offset, record)
         with self._space:
-            while self._queued >= 2 * len(self._lanes):
+            while self._queued >= self.records_bound:
                 self._space.wait()
             self._queued += 1
             waiting = self._behind.get(key)
@@ -409,19 +435,31 @@ class ItemWriter(_PacedWriter):
                 if not self._ready:
                     return  # closing, nothing queued or in flight
                 entry = self._ready.popleft()
+                group = [entry]
+                if self._counts(entry[1]):  # the records of its key waiting behind it go along
+                    waiting = self._behind[entry[0]]
+                    while waiting and len(group) < MAX_COUNTED_RECORDS and self._counts(waiting[0][1]):
+                        group.append(waiting.popleft())
             try:
-                self._write(*entry)
+                if self._counts(entry[1]):
+                    self._write_counted(group)
+                else:
+                    self._write(*entry)
             except BaseException as error:  # surfaced by close(); the lane keeps draining
                 with self._lock:
                     self._failure = self._failure or error
             finally:
-                self._done(entry[0])
+                self._done(entry[0], len(group))
 
-    def _done(self, key: tuple[Any, ...]) -> None:
-        """A record of `key` was written (or given up): the next of its key, if any, may go."""
+    def _counts(self, item: dict[str, Any]) -> bool:
+        """Whether `item`'s update adds a number (or set) to a counter: a marked transaction."""
+        return self._markers is not None and any(name in item for name in self._plan.counters)
+
+    def _done(self, key: tuple[Any, ...], records: int = 1) -> None:
+        """`records` of `key` were written (or given up): the next of its key, if any, may go."""
         with self._work:
-            self._queued -= 1
-            self._space.notify()
+            self._queued -= records
+            self._space.notify(records)
             waiting = self._behind[key]
             if waiting:
                 self._ready.append(waiting.popleft())
@@ -431,15 +469,9 @@ class ItemWriter(_PacedWriter):
             if self._closing and not self._queued:
                 self._work.notify_all()  # every lane may stop
 
-    def _requests(self, item: dict[str, Any], offset: int) -> list[tuple[Callable[..., Any], dict[str, Any]]]:
+    def _requests(self, item: dict[str, Any]) -> list[tuple[Callable[..., Any], dict[str, Any]]]:
         """The client calls and their arguments that write `item`, one after another (several
         for an update past DynamoDB's expression limits: logic/writemodes.py update_requests)."""
-        if self._markers is not None and any(name in item for name in self._plan.counters):
-            if offset < 0:
-                raise ValueError("a record with a counter needs its offset")
-            marker = self._markers.item(offset)
-            arguments = counted_update(self._plan, item, self._table, self._markers.table, marker)
-            return [(self._client.transact_write_items, arguments)]
         return [
             (getattr(self._client, method), {"TableName": self._table, **arguments})
             for method, arguments in single_item_requests(self._plan, item)
@@ -452,7 +484,7 @@ class ItemWriter(_PacedWriter):
         costs the item's size); after a give-up (here, or in another lane: the shard fails
         either way) or a refusal the rest stay unsent, so a record counts once in those not
         written or refused."""
-        for call, arguments in self._requests(item, offset):
+        for call, arguments in self._requests(item):
             with self._lock:
                 given_up, refused = self._not_written, len(self._refused)
             self._send(key, item, units, call, arguments, record)
@@ -493,10 +525,6 @@ class ItemWriter(_PacedWriter):
                 if code in REFUSED_CODES:
                     self._refuse(record, str(code), str(exc.response.get("Error", {}).get("Message", "")))
                     return 0, None
-                if code == "TransactionCanceledException":
-                    pending, why = self._cancelled(exc, key, record, applied_before=not unanswered)
-                    throttled = bool(pending)
-                    return pending, why
                 throttled = True
                 # A 5xx answer says nothing of whether the request was applied.
                 unanswered = unanswered or code in AMBIGUOUS_CODES
@@ -511,28 +539,110 @@ class ItemWriter(_PacedWriter):
 
         self._retrying(attempt_once)
 
+    def _write_counted(self, group: list[_Entry]) -> None:
+        """Records of one key that add to a counter, in file order: as few transactions as
+        `combined` allows (each one update and every record's marker), one after another."""
+        while group:
+            merged, take = group[0][1], 1
+            while take < len(group):
+                merged_next = combined(self._plan, merged, group[take][1])
+                if merged_next is None:
+                    break
+                merged, take = merged_next, take + 1
+            self._send_counted(group[:take])
+            group = group[take:]
+
+    def _send_counted(self, entries: list[_Entry]) -> None:
+        """One transaction: the records' combined update with each record's marker. A marker found
+        stored (an earlier shard attempt or run applied that record) drops its record, skipped, and
+        the rest go again; a refused update is sent again record by record, so that only the
+        record DynamoDB refuses is rejected; conflicts and throttling are retried (conflicts
+        until the deadline: Contended)."""
+        assert self._markers is not None
+        markers = self._markers
+        key = entries[0][0]
+        pending = list(entries)
+        alone: list[_Entry] = []
+        unanswered = False  # an earlier attempt may have been applied although its answer was lost
+
+        def attempt_once(_attempt: int) -> tuple[int, str | None]:
+            nonlocal pending, alone, unanswered
+            item: dict[str, Any] | None = pending[0][1]
+            for entry in pending[1:]:
+                item = None if item is None else combined(self._plan, item, entry[1])
+            if item is None:  # what is left no longer combines: one at a time
+                alone, pending = pending, []
+                return 0, None
+            arguments = counted_update(
+                self._plan, item, self._table, markers.table, [markers.item(e[3]) for e in pending]
+            )
+            # One update (the largest record's units) and a marker per record, transactional.
+            units = max(e[2] for e in pending) + 2 * MARKER_UNITS * (len(pending) - 1)
+            sent: float | None = self._pace(units)
+            throttled = False
+            try:
+                self._client.transact_write_items(**arguments)
+                with self._lock:
+                    self.stats.requests += 1
+                return 0, None
+            except ClientError as exc:
+                with self._lock:
+                    self.stats.requests += 1
+                code = exc.response.get("Error", {}).get("Code")
+                if code == "TransactionCanceledException":
+                    left, why = self._cancelled(exc, key, pending, applied_before=not unanswered)
+                    if why is _ALONE:
+                        alone, pending = left, []
+                        return 0, None
+                    pending = left
+                    throttled = bool(pending)
+                    return len(pending), why
+                throttled = True
+                unanswered = unanswered or code in AMBIGUOUS_CODES
+                retryable = self._retryable(exc, len(pending))
+                return (len(pending), retryable) if retryable else (0, None)
+            except BotoCoreError as exc:  # connection reset, read timeout, endpoint unreachable
+                throttled = unanswered = True
+                sent = None
+                return len(pending), f"{type(exc).__name__}: {exc}"
+            finally:
+                self._answered(throttled, sent)
+
+        self._retrying(attempt_once)
+        for entry in alone:
+            self._send_counted([entry])
+
     def _cancelled(
-        self, exc: ClientError, key: tuple[Any, ...], record: Any, *, applied_before: bool
-    ) -> tuple[int, str | None]:
-        """A record's transaction (its update and its marker) cancelled: skipped when the marker
-        is stored (`applied_before`: no attempt of this one may have applied it), refused when
-        its update is, retried when the reasons allow it (1 pending, throttled), else given up."""
+        self, exc: ClientError, key: tuple[Any, ...], entries: list[_Entry], *, applied_before: bool
+    ) -> tuple[list[_Entry], str | None]:
+        """A counted transaction (an update and the records' markers) cancelled: the records still
+        to send and why (None: none to retry; _ALONE: each on its own). A record whose marker is
+        stored is skipped (`applied_before`: no attempt of this one may have applied it; else it
+        was, and counts written); a refused update is the record's when it is alone, else each is
+        sent alone to find it; the reasons that allow it are retried, else the records given up."""
         cancelled = exc.response.get("CancellationReasons", [])
         reasons = [r.get("Code") for r in cancelled]
-        if reasons[1:] == ["ConditionalCheckFailed"]:  # the marker: applied before
+        found = {i for i, reason in enumerate(reasons[1:]) if reason == "ConditionalCheckFailed"}
+        if found:
             if applied_before:
-                self._skipped(key)
-            return 0, None
-        if reasons[:1] == ["ValidationError"]:  # the record's update, not the marker
-            self._refuse(record, "ValidationError", str(cancelled[0].get("Message", "")))
-            return 0, None
+                for _ in found:
+                    self._skipped(key)
+            left = [e for i, e in enumerate(entries) if i not in found]
+            return left, (Contended("the other records' markers were stored: sent again") if left else None)
+        if reasons[:1] == ["ValidationError"]:  # the update, not a marker
+            if len(entries) > 1:
+                return entries, _ALONE
+            self._refuse(entries[0][4], "ValidationError", str(cancelled[0].get("Message", "")))
+            return [], None
         why = f"TransactionCanceledException: {reasons}"
         if not RETRYABLE_CANCELLATIONS.intersection(reasons):
-            self._give_up(1, why)
-            return 0, None
+            self._give_up(len(entries), why)
+            return [], None
         with self._lock:
             self.stats.throttles += 1
-        return 1, why
+        # Only conflicts: another writer's transaction on one of its items is going through.
+        conflicts = {str(r) for r in reasons} <= {"TransactionConflict", "None"}
+        return entries, (Contended(why) if conflicts else why)
 
     def _skipped(self, key: tuple[Any, ...]) -> None:
         with self._lock:

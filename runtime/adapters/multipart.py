@@ -36,9 +36,18 @@ WIRE_CHECKSUM = "CRC32"
 # core where SHA-256 runs at ~2 (the client hashed every byte twice as long as it took to send it
 # to a local server, and over https boto3 hashes nothing but the CRC32).
 PART_HASH = "XXH3-128"
-# The upload item's `checksum`: what the parts carry to S3 and how the ledger names them. An upload
-# with another value was created by another mapload version and is refused, not joined.
-LEDGER_FORMAT = f"{WIRE_CHECKSUM}/{PART_HASH}"
+# Partition keys an upload's part records are spread over (by part number), beside the upload
+# item's own: DynamoDB serves a partition key at most 1,000 write units a second, and one upload's
+# parts arrive at up to S3's 3,500 PUTs a second on its key (2 units a record, transactional):
+# tests/runtime/test_ledger_keys.py computes the bound from these constants.
+PART_KEYS = 16
+# The upload item's `checksum`: what the parts carry to S3, how the ledger names them and how many
+# keys their records are spread over. An upload with another value was created by another
+# mapload version and is refused, not joined, except SINGLE_KEY_FORMAT's (the mapload before
+# PART_KEYS, its records under the upload item's key), which is read and joined as it was made.
+LEDGER_FORMAT = f"{WIRE_CHECKSUM}/{PART_HASH}/{PART_KEYS}-part-keys"
+SINGLE_KEY_FORMAT = f"{WIRE_CHECKSUM}/{PART_HASH}"
+PART_KEYS_OF = {LEDGER_FORMAT: PART_KEYS, SINGLE_KEY_FORMAT: 1}
 # How long a process waits for the elected creator to record the UploadId before taking over.
 CLAIM_TIMEOUT_SECONDS = 60.0
 # Parts recorded in one TransactWriteItems and counted in one UpdateItem on the upload record: two
@@ -310,10 +319,12 @@ class UploadLedger:
 
     upload: pk=UPLOAD#s3://bucket/key, sk=UPLOAD — owner, total, name, checksum, uploadId,
             partsDone, doneParts (NS), createdAt, expiresAt
-    part:   pk=UPLOAD#s3://bucket/key, sk=PART#<uploadId>#<number:05d> — number, etag, size,
-            xxh128, crc32, uploadId (each upload's records are its own items: a process still
-            recording for an upload completed or aborted meanwhile writes beside the next
-            upload's records, never over them; such leftovers go by TTL or `--abort`)
+    part:   pk=UPART#<number % PART_KEYS:02d>#s3://bucket/key, sk=PART#<uploadId>#<number:05d> —
+            number, etag, size, xxh128, crc32, uploadId (each upload's records are its own items: a
+            process still recording for an upload completed or aborted meanwhile writes beside
+            the next upload's records, never over them; such leftovers go by TTL or `--abort`).
+            An upload whose checksum is SINGLE_KEY_FORMAT keeps them under the upload's pk
+            (`part_keys` 1: set by `use_format` when joining one).
     """
 
     def __init__(self, client: Any, table: str, bucket: str, key: str, ttl_days: int = 7) -> None:
@@ -322,6 +333,19 @@ class UploadLedger:
         self._pk = {"S": f"UPLOAD#s3://{bucket}/{key}"}
         self._ttl_days = ttl_days
         self.uri = f"s3://{bucket}/{key}"
+        self.part_keys = PART_KEYS  # of the upload this process creates or joins (use_format)
+
+    def use_format(self, checksum: str) -> None:
+        """Read and write part records as the upload's `checksum` (LEDGER_FORMAT or
+        SINGLE_KEY_FORMAT) lays them out."""
+        self.part_keys = PART_KEYS_OF[checksum]
+
+    def _part_pk(self, number: int, part_keys: int | None = None) -> dict[str, str]:
+        keys = self.part_keys if part_keys is None else part_keys
+        return self._pk if keys == 1 else {"S": f"UPART#{number % keys:02d}#{self.uri}"}
+
+    def _part_pks(self, part_keys: int) -> list[dict[str, str]]:
+        return [self._part_pk(n, part_keys) for n in range(part_keys)]
 
     def _expires(self) -> dict[str, str]:
         return {"N": str(int(time.time()) + self._ttl_days * DAY)}
@@ -415,27 +439,32 @@ class UploadLedger:
         return found
 
     def _part_items(self, upload_id: str | None) -> Iterator[dict[str, Any]]:
+        """The part records of `upload_id` under its layout's keys; of any upload (None) under
+        every layout's (the upload's own key holds SINGLE_KEY_FORMAT's and older ones)."""
         prefix = "PART#" if upload_id is None else f"PART#{upload_id}#"
-        start: dict[str, Any] = {}
-        while True:  # pages by hand, as S3Multipart.list_parts
-            page = self._db.query(
-                TableName=self._table,
-                KeyConditionExpression="pk = :pk AND begins_with(sk, :part)",
-                ExpressionAttributeValues={":pk": self._pk, ":part": {"S": prefix}},
-                ConsistentRead=True,
-                **start,
-            )
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
-                return
-            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+        every = [self._pk, *self._part_pks(PART_KEYS)]
+        pks = every if upload_id is None else self._part_pks(self.part_keys)
+        for pk in pks:
+            start: dict[str, Any] = {}
+            while True:  # pages by hand, as S3Multipart.list_parts
+                page = self._db.query(
+                    TableName=self._table,
+                    KeyConditionExpression="pk = :pk AND begins_with(sk, :part)",
+                    ExpressionAttributeValues={":pk": pk, ":part": {"S": prefix}},
+                    ConsistentRead=True,
+                    **start,
+                )
+                yield from page.get("Items", [])
+                if "LastEvaluatedKey" not in page:
+                    break
+                start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def _put_part(self, upload_id: str, part: UploadedPart) -> dict[str, Any]:
         """The conditional put that records a part: the integrity check of recorded parts."""
         return {
             "TableName": self._table,
             "Item": {
-                "pk": self._pk,
+                "pk": self._part_pk(part.number),
                 "sk": {"S": f"PART#{upload_id}#{part.number:05d}"},
                 "number": {"N": str(part.number)},
                 "etag": {"S": part.etag},
@@ -559,10 +588,9 @@ class UploadLedger:
         """Delete the part records (`upload_id`'s numbered `parts`, when the caller has just read
         them; else every upload's), then the upload record; returns how many items went."""
         if upload_id is not None and parts is not None:
-            sort_keys = [f"PART#{upload_id}#{n:05d}" for n in sorted(parts)]
+            keys = [{"pk": self._part_pk(n), "sk": {"S": f"PART#{upload_id}#{n:05d}"}} for n in sorted(parts)]
         else:
-            sort_keys = [str(item["sk"]["S"]) for item in self._part_items(None)]
-        keys = [{"pk": self._pk, "sk": {"S": sk}} for sk in sort_keys]
+            keys = [{"pk": item["pk"], "sk": item["sk"]} for item in self._part_items(None)]
         keys.append({"pk": self._pk, "sk": {"S": "UPLOAD"}})
         for start in range(0, len(keys), 25):
             requests = [{"DeleteRequest": {"Key": k}} for k in keys[start : start + 25]]
@@ -668,13 +696,14 @@ class CoordinatedUpload:
                     "run `mapload upload --abort` first"
                 )
             if record.get("uploadId"):
-                if record.get("checksum") != LEDGER_FORMAT:
+                if record.get("checksum") not in PART_KEYS_OF:
                     raise UploadConflictError(
                         f"{self.s3.uri}: the upload in progress was created by an older mapload, whose "
                         f"parts carry {_format_of(record)} (this one: {WIRE_CHECKSUM} to S3, "
                         f"{PART_HASH} in the ledger); finish it with that version or run "
                         "`mapload upload --abort` first"
                     )
+                self.ledger.use_format(str(record["checksum"]))
                 return str(record["uploadId"])
             if time.monotonic() - waited_since > self.claim_timeout and self.ledger.take_over(
                 str(record["owner"]), self.owner
@@ -690,6 +719,7 @@ class CoordinatedUpload:
             record = self.ledger.get() or {}
             if not record.get("uploadId"):
                 raise UploadConflictError(f"{self.s3.uri}: lost the upload's record while creating it")
+            self.ledger.use_format(str(record.get("checksum")))  # the taker's: this version's
             return str(record["uploadId"])
         self.created = upload_id
         return upload_id

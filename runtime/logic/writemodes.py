@@ -11,7 +11,10 @@
   A numeric ADD is not idempotent: with one, each record's UpdateItem goes in a transaction
   with a Put of a marker item (the ledger's, keyed by job, plan, shard and the record's byte
   offset) on `attribute_not_exists`, so a retried shard or a re-run applies it once; a marker
-  found stored cancels the transaction and the record is skipped (`counted_update`).
+  found stored cancels the transaction and the record is skipped (`counted_update`). Records of
+  one key that wait behind each other go in one transaction (`combined`): one update that does
+  what theirs do one after another, with every record's marker (a hot counter takes one
+  transaction per group, not per record; each record still applied once).
 - `delete`: DeleteItem by the key.
 A refused condition (ConditionalCheckFailedException) means the record is skipped, not rejected.
 """
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Context, Decimal, Inexact
 from typing import Any, Final, NamedTuple
 
 from logic.errors import InputValidationError
@@ -119,24 +122,102 @@ def insert_statement(table: str, item: Mapping[str, dict[str, Any]]) -> dict[str
 MARKER_UNITS: Final = 1
 
 
+# The most records one counted transaction carries: DynamoDB's 100 actions (developer guide,
+# "TransactWriteItems API") less the update.
+MAX_COUNTED_RECORDS: Final = 99
+
+
 def counted_update(
-    plan: WritePlan, item: Mapping[str, dict[str, Any]], table: str, marker_table: str, marker: dict[str, Any]
+    plan: WritePlan,
+    item: Mapping[str, dict[str, Any]],
+    table: str,
+    marker_table: str,
+    markers: dict[str, Any] | Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
     """TransactWriteItems arguments that apply `item`'s update (with its numeric ADDs) together
-    with a Put of `marker` (its key attributes `pk` and `sk`) if no marker has that key: both or
-    neither, so a record is added once however often it is sent."""
+    with a Put of each marker (its key attributes `pk` and `sk`; one, or one per record `item`
+    combines) if no marker has that key: all or none, so a record is added once however often it
+    is sent."""
+    markers = [markers] if isinstance(markers, Mapping) else list(markers)
+    if not 1 <= len(markers) <= MAX_COUNTED_RECORDS:
+        raise ValueError(f"a counted update carries 1 to {MAX_COUNTED_RECORDS} markers, got {len(markers)}")
     return {
         "TransactItems": [
             {"Update": {"TableName": table, **_update(plan, item)}},
-            {
-                "Put": {
-                    "TableName": marker_table,
-                    "Item": marker,
-                    "ConditionExpression": "attribute_not_exists(sk)",
+            *(
+                {
+                    "Put": {
+                        "TableName": marker_table,
+                        "Item": marker,
+                        "ConditionExpression": "attribute_not_exists(sk)",
+                    }
                 }
-            },
+                for marker in markers
+            ),
         ]
     }
+
+
+# DynamoDB's numbers (developer guide, "Supported data types", Number): up to 38 significant
+# digits, magnitudes from 1E-130 to 9.9999999999999999999999999999999999999E+125.
+NUMBER_DIGITS: Final = 38
+_EXACT = Context(prec=2 * NUMBER_DIGITS + 260, traps=[Inexact])
+
+
+def _number(value: Decimal) -> str | None:
+    """`value` as DynamoDB stores a number (None when it would not: too many digits, out of range)."""
+    if value.is_zero():
+        return "0"
+    digits = len(value.normalize(_EXACT).as_tuple().digits)
+    if digits > NUMBER_DIGITS or not Decimal("1E-130") <= abs(value) < Decimal("1E+126"):
+        return None
+    return format(value.normalize(_EXACT), "f")  # plain digits: 10, not 1E+1
+
+
+def _add(earlier: Mapping[str, Any], later: Mapping[str, Any]) -> dict[str, Any] | None:
+    """One ADD value that adds what `earlier` then `later` add; None when none does alike."""
+    ((kind, first),), ((then_kind, then),) = earlier.items(), later.items()
+    if kind != then_kind:
+        return None
+    if kind == "N":
+        try:
+            total = _number(_EXACT.add(Decimal(first), Decimal(then)))
+        except (ArithmeticError, ValueError):
+            return None
+        return None if total is None else {"N": total}
+    if kind in ("NS", "SS", "BS"):
+        seen = {(Decimal(v) if kind == "NS" else bytes(v) if kind == "BS" else v) for v in first}
+        union = list(first)
+        for v in then:
+            canonical = Decimal(v) if kind == "NS" else bytes(v) if kind == "BS" else v
+            if canonical not in seen:
+                seen.add(canonical)
+                union.append(v)
+        return {kind: union}
+    return None
+
+
+def combined(
+    plan: WritePlan, earlier: Mapping[str, dict[str, Any]], later: Mapping[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]] | None:
+    """The item whose update (`update_requests`) leaves the stored item as `earlier`'s update then
+    `later`'s (one key) do: a SET takes the later value, a set-if-absent the earlier, an ADD the
+    sum (numbers) or union (sets). None where no one update does: an ADD of two kinds, or a sum
+    DynamoDB would not store (past 38 digits or its range: sent alone, the later one is refused)."""
+    merged = dict(earlier)
+    for name, value in later.items():
+        if name in plan.key or name not in merged:
+            merged.setdefault(name, value)
+            continue
+        action = plan.actions.get(name, SET)
+        if action == ADD:
+            added = _add(merged[name], value)
+            if added is None:
+                return None
+            merged[name] = added
+        elif action != SET_IF_ABSENT:
+            merged[name] = value
+    return merged
 
 
 Request = tuple[str, dict[str, Any]]

@@ -102,3 +102,35 @@ def test_the_meter_reads_the_partition_key_of_every_kind_of_request() -> None:
     meter.record({"Statements": [insert, insert]}, "BatchExecuteStatement")  # putIfAbsent
     assert meter.keys("t") == {"A": 10, "B": 1}
     assert meter.busiest_second("t")[0] == "A"
+
+
+def test_fifty_shards_adding_to_one_counter_load_the_exact_sum(tmp_path: Path) -> None:
+    """Issue 42 item 5, through the state machine: every record of 50+ shards adds to one key, the
+    emulator cancels a transaction on an item another holds (TransactionConflict, as DynamoDB);
+    the job succeeds, every record written once, the counter the exact sum."""
+    rows = 6000
+    source = tmp_path / "adds.csv"
+    source.write_text("n\n" + "".join(f"{i % 7 + 1}\n" for i in range(rows)))
+    spec = {
+        "format": "csv",
+        "jobId": "hot-counter",
+        "dynamodb": {
+            "key": {"pk": "COUNTER", "sk": "ALL"},
+            "writeMode": "update",
+            "attributes": {"total": {"field": "n", "type": "N", "update": "add"}},
+        },
+        "shardSizeMiB": 0.0002,
+        "maxConcurrency": 50,
+    }
+    stored: dict[str, Any] = {}
+
+    def inspect(emu: Emulator, deployment: Deployment) -> None:
+        db = emu.client("dynamodb")
+        key = {"pk": {"S": "COUNTER"}, "sk": {"S": "ALL"}}
+        stored.update(db.get_item(TableName=deployment.output("TableName"), Key=key)["Item"])
+
+    report = run_local(source, spec, report_path=tmp_path / "r.json", quiet=True, inspect=inspect)
+    assert report["status"] == "SUCCEEDED", report.get("error")
+    assert report["shards"]["total"] >= 50
+    assert (report["records"]["written"], report["records"]["skipped"]) == (rows, 0)
+    assert stored["total"] == {"N": str(sum(i % 7 + 1 for i in range(rows)))}

@@ -58,6 +58,8 @@ REPLACES: dict[str, dict[str, str]] = {
         "moto.dynamodb.models:DynamoDBBackend.update_item": "f1d5d4acae8ed91c",
         "moto.dynamodb.models:DynamoDBBackend.delete_item": "a03a3f819a3f4344",
         "moto.dynamodb.models:DynamoDBBackend.transact_write_items": "0b5c3b73cdccf326",
+        # its items written through the backend's put_item/delete_item: not checked for conflicts
+        f"{_DYNAMO}.batch_write_item": "39626abe4b473902",
         "moto.dynamodb.models:copy": "copy",  # a module moto imports by that name (fingerprint)
     },
     "dynamodb-expressions": {

@@ -224,3 +224,94 @@ def test_a_transaction_answers_and_leaves_the_tables_as_moto_s_own_does() -> Non
     ]
     t_items = {item["pk"]["S"]: item.get("n") for item in plain[len(_TRANSACTIONS)][0]}
     assert t_items == {"kept": {"N": "3"}, "new": None, "mark": None}  # the cancelled ADD of 7 undone
+
+
+def _counter_add(key: str = "N") -> dict[str, Any]:
+    return {
+        "Update": {
+            "TableName": "t",
+            "Key": {"pk": {"S": key}, "sk": {"S": "0"}},
+            "UpdateExpression": "ADD n :one",
+            "ExpressionAttributeValues": {":one": {"N": "1"}},
+        }
+    }
+
+
+def _marker(n: int) -> dict[str, Any]:
+    return {"Put": {"TableName": "t", "Item": {"pk": {"S": "MARK"}, "sk": {"S": str(n)}}}}
+
+
+def test_a_write_to_an_item_of_a_transaction_in_progress_conflicts_as_dynamodb_answers() -> None:
+    """DynamoDB (developer guide, "Transaction conflict handling"): a TransactWriteItems with an
+    item of another one in progress is cancelled with reason TransactionConflict for that item; a
+    PutItem, UpdateItem or DeleteItem of it fails with TransactionConflictException. Neither
+    changes anything; once the first is answered the item is free, and one thread's transactions
+    one after another never conflict."""
+    transactions = moto_patches.TRANSACTIONS
+    with mock_aws():
+        transactions.install()
+        moto_patches.PARTIQL_INSERT.install()
+        saved = transactions.hold_seconds
+        try:
+            db = boto3.client("dynamodb", region_name="us-east-1")
+            create_pk_sk_table(db, "t")
+            for n in range(5):  # one after another: no conflict, each applied
+                db.transact_write_items(TransactItems=[_counter_add(), _marker(n)])
+            transactions.hold_seconds = 0.5
+            first = threading.Thread(
+                target=lambda: db.transact_write_items(TransactItems=[_counter_add(), _marker(100)])
+            )
+            first.start()
+            deadline = 50
+            while not transactions.held.items and deadline:
+                threading.Event().wait(0.01)
+                deadline -= 1
+            with pytest.raises(ClientError) as cancelled:
+                db.transact_write_items(TransactItems=[_marker(200), _counter_add()])
+            assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+            assert [r["Code"] for r in cancelled.value.response["CancellationReasons"]] == [
+                "None",
+                "TransactionConflict",
+            ]
+            key = {"pk": {"S": "N"}, "sk": {"S": "0"}}
+            for write in (
+                lambda: db.put_item(TableName="t", Item={**key, "n": {"N": "0"}}),
+                lambda: db.update_item(
+                    TableName="t",
+                    Key=key,
+                    UpdateExpression="ADD n :one",
+                    ExpressionAttributeValues={":one": {"N": "1"}},
+                ),
+                lambda: db.delete_item(TableName="t", Key=key),
+            ):
+                with pytest.raises(ClientError) as conflict:
+                    write()
+                assert conflict.value.response["Error"]["Code"] == "TransactionConflictException"
+            # A PartiQL INSERT of it answers TransactionConflict in its statement (putIfAbsent's
+            # batches); a BatchWriteItem's items are not modelled (written).
+            insert = {
+                "Statement": """INSERT INTO "t" VALUE {'pk': ?, 'sk': ?}""",
+                "Parameters": [key["pk"], key["sk"]],
+            }
+            (answer,) = db.batch_execute_statement(Statements=[insert])["Responses"]
+            assert answer["Error"]["Code"] == "TransactionConflict"
+            # (the first transaction applied before its hold ends: the item holds 6, written again)
+            db.batch_write_item(RequestItems={"t": [{"PutRequest": {"Item": {**key, "n": {"N": "6"}}}}]})
+            # Another item is free meanwhile.
+            db.transact_write_items(TransactItems=[_counter_add("M"), _marker(300)])
+            first.join()
+            transactions.hold_seconds = saved
+            db.transact_write_items(TransactItems=[_marker(200), _counter_add()])
+            stored = db.get_item(TableName="t", Key=key, ConsistentRead=True)["Item"]
+            assert stored["n"] == {"N": "7"}  # 5 + the first + the one sent again, nothing else
+            markers = db.query(
+                TableName="t",
+                KeyConditionExpression="pk = :m",
+                ExpressionAttributeValues={":m": {"S": "MARK"}},
+            )["Items"]
+            assert sorted(int(m["sk"]["S"]) for m in markers) == [0, 1, 2, 3, 4, 100, 200, 300]
+            assert not transactions.held.items
+        finally:
+            transactions.hold_seconds = saved
+            moto_patches.PARTIQL_INSERT.uninstall()
+            transactions.uninstall()

@@ -128,6 +128,10 @@ def test_a_numeric_add_costs_a_transaction_a_record_item_and_marker_twice() -> N
     assert add.items_per_second == min(4000 / 4, 2 * per_worker)
     # A window past the marker keys (MARKED_IN_FLIGHT) is cut to them, as the ItemWriter cuts it.
     assert est.worker_rate("update", numeric_add=True, in_flight=200, loop_items_per_second=1e9) == 128 * 50
+    # The hot-key caveat (issue 42 item 5): one key takes one transaction at a time, 1,000 units.
+    notes = est.render(add)
+    assert "Adds to one key from many shards" in notes and "at most 250 of these a second" in notes
+    assert "hot counter" not in est.render(est.estimate(1_000_000, 100, wcu=4000, concurrency=2, shard_mib=1))
 
 
 def test_the_command_says_when_a_write_mode_writes_single_items(capsys: pytest.CaptureFixture[str]) -> None:

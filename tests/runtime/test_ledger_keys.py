@@ -65,6 +65,9 @@ class Recorder:
     def get_item(self, **request: Any) -> dict[str, Any]:
         return self._keep("get_item", **request)
 
+    def transact_write_items(self, **request: Any) -> dict[str, Any]:
+        return self._keep("transact_write_items", **request)
+
     def batch_get_item(self, **request: Any) -> dict[str, Any]:
         self.calls.append(("batch_get_item", request))
         return {"Responses": {}}
@@ -164,15 +167,19 @@ def test_no_block_key_takes_more_than_a_partition_at_the_largest_run() -> None:
 
 
 def test_no_marker_key_takes_more_than_a_partition_at_the_most_transactions_in_flight() -> None:
-    """A shard's numeric-add markers: the transactions in flight of an ItemWriter built with
-    `write_concurrency`'s cap, at the quickest round trip (5 ms), 2 units a marker
+    """A shard's numeric-add markers: the records in flight of an ItemWriter built with
+    `write_concurrency`'s cap (each transaction carries its records' markers), at the quickest
+    round trip (5 ms), 2 units a marker
     (transactional), over MARKER_BUCKETS keys; the spread checked on offsets of fixed-width
     records (the least random a file gets)."""
     markers = Markers("ledger", JOB, PLAN, SHARDS - 1, 2_000_000_000)
     assert item_bytes(markers.item(10**13)) <= MARKER_UNITS * WRITE_UNIT
     counting = WritePlan(UpdateTarget, ("pk", "sk"), actions={"n": ADD}, counters=("n",))
     writer = ItemWriter(Recorder(), "target", counting, in_flight=IN_FLIGHT, markers=markers)
-    in_flight = len(writer._lanes)
+    # Each record in flight has its marker in flight: a transaction carries the markers of its
+    # key's records waiting behind each other, up to every record the writer holds at once.
+    in_flight = writer.records_bound
+    assert len(writer._lanes) <= in_flight <= ledger.MARKED_IN_FLIGHT
     writer.close()
     assert ledger.FASTEST_TRANSACTION_SECONDS <= FASTEST_TRANSACTION
     per_second = in_flight / FASTEST_TRANSACTION * 2 * MARKER_UNITS
@@ -207,6 +214,84 @@ def test_no_heartbeat_key_takes_more_than_a_partition_with_every_worker_running(
     assert writes <= PARTITION_WCU and reads <= PARTITION_RCU, (writes, reads)
     # And a Worker's ledger cost per window stays a few units, however many shards there are.
     assert 1 + budget.BUCKETS * 0.5 <= 3
+
+
+# The upload ledger (`mapload upload`, adapters/multipart.py): S3 takes at least 3,500 PUTs a second
+# per partitioned prefix (user guide, "Best practices design patterns: optimizing Amazon S3
+# performance"), and one object's UploadParts are on one prefix: however many hosts send, no more
+# parts a second than that arrive, and so no more part records.
+S3_PUTS_PER_SECOND = 3_500
+UPLOAD_HOSTS = 64  # the stated number of hosts uploading one object together
+PART_BYTES = 8 * 1024 * 1024  # the smallest part `mapload upload` cuts
+LONGEST_URI = ("b" * 63, "k" * 1024)  # S3's longest bucket name and key
+MOST_PARTS = 10_000
+
+
+def _upload_records() -> tuple[int, dict[str, int], int]:
+    """Write units of one part's record (transactional), the keys 10,000 parts' records go to (and
+    how many each), and the units of one count at the upload item's largest (every part counted:
+    an UpdateItem costs the larger of the item before and after)."""
+    from adapters import multipart
+
+    client = Recorder()
+    book = multipart.UploadLedger(client, "ledger", *LONGEST_URI)
+    parts = [
+        multipart.UploadedPart(n, '"' + "e" * 32 + '-1"', PART_BYTES, "x" * 24, "c" * 8)
+        for n in range(1, MOST_PARTS + 1)
+    ]
+    for start in range(0, MOST_PARTS, multipart.COUNT_BATCH):
+        book.record_parts("u" * 128, parts[start : start + multipart.COUNT_BATCH])
+    sent = [r["TransactItems"] for op, r in client.calls if op == "transact_write_items"]
+    records = [action["Put"]["Item"] for actions in sent for action in actions]
+    record_units = 2 * max(math.ceil(item_bytes(item) / WRITE_UNIT) for item in records)
+    keys = Counter(str(item["pk"]["S"]) for item in records)
+    upload_item = {
+        "pk": {"S": f"UPLOAD#s3://{'/'.join(LONGEST_URI)}"},
+        "sk": {"S": "UPLOAD"},
+        "owner": {"S": "o" * 32},
+        "total": {"N": str(MOST_PARTS)},
+        "name": {"S": "n" * 255},
+        "uploadId": {"S": "u" * 128},
+        "checksum": {"S": multipart.LEDGER_FORMAT},
+        "partsDone": {"N": str(MOST_PARTS)},
+        "lastCount": {"S": "o" * 32 + "#" + ",".join(["10000"] * multipart.COUNT_BATCH)},
+        "createdAt": {"N": "2000000000"},
+        "expiresAt": {"N": "2000000000"},
+    }
+    done = sum(len(str(n)) for n in range(1, MOST_PARTS + 1))  # doneParts, numbers as text: an upper bound
+    count_units = math.ceil((item_bytes(upload_item) + len("doneParts") + done) / WRITE_UNIT)
+    return record_units, dict(keys), count_units
+
+
+def test_no_upload_ledger_key_takes_more_than_a_partition_at_s3_s_most_parts_a_second() -> None:
+    """Issue 42 item 6: every part record and the counter once sat on the upload's one key, past a
+    partition's 1,000 units at ~2.3 GB/s of 8 MiB parts. Part records are now spread over
+    PART_KEYS keys by part number: at S3's most parts a second for one object (any number of
+    hosts), parts sent in runs of consecutive numbers, the busiest key stays under. The counter
+    (the upload item, one key) costs a count per batch of COUNT_BATCH parts, plus a partial batch
+    per host every RECORD_SECONDS; its item grows with the parts counted (doneParts): at
+    UPLOAD_HOSTS hosts it stays under a partition up to the rate asserted here, and is the one
+    key left hot beyond it (docs/CONTRACTS.md)."""
+    from adapters import multipart
+
+    record_units, keys, count_units = _upload_records()
+    assert len(keys) == multipart.PART_KEYS and f"UPLOAD#s3://{'/'.join(LONGEST_URI)}" not in keys
+    assert max(keys.values()) <= math.ceil(MOST_PARTS / multipart.PART_KEYS)  # an even spread
+    # A second's parts: a run of consecutive numbers, the busiest key ceil(run / PART_KEYS) of them.
+    busiest = math.ceil(S3_PUTS_PER_SECOND / multipart.PART_KEYS)
+    assert busiest * record_units <= PARTITION_WCU, (busiest, record_units)
+
+    def counter_units(parts_per_second: float) -> float:
+        counts = parts_per_second / multipart.COUNT_BATCH + UPLOAD_HOSTS / multipart.RECORD_SECONDS
+        return counts * count_units
+
+    issue_rate = 2.3e9 / PART_BYTES  # parts a second at the rate the issue names
+    # The layout before: records and counter on one key, over a partition at that rate.
+    assert issue_rate * record_units + counter_units(issue_rate) > PARTITION_WCU
+    # The counter alone: under a partition at that rate, with every part counted (its largest).
+    assert counter_units(issue_rate) <= PARTITION_WCU, (count_units, counter_units(issue_rate))
+    ceiling = (PARTITION_WCU / count_units - UPLOAD_HOSTS / multipart.RECORD_SECONDS) * multipart.COUNT_BATCH
+    assert ceiling * PART_BYTES >= 2.3e9  # ~2.5 GB/s at 64 hosts: the counter's bound, stated
 
 
 def test_the_ledger_client_has_a_connection_for_each_thread_finalize_reads_with(

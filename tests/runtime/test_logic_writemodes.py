@@ -26,8 +26,10 @@ from logic.spec.dynamodb import (
 )
 from logic.spec.parse import parse_spec
 from logic.writemodes import (
+    MAX_COUNTED_RECORDS,
     WritePlan,
     check_update_limits,
+    combined,
     counted_update,
     single_item_request,
     single_item_requests,
@@ -210,6 +212,36 @@ def test_a_counted_update_is_the_update_and_its_marker_in_one_transaction() -> N
     assert put == {
         "Put": {"TableName": "ledger", "Item": marker, "ConditionExpression": "attribute_not_exists(sk)"}
     }
+
+
+def test_records_of_one_key_combine_into_the_update_that_does_what_theirs_do_in_order() -> None:
+    """Issue 42 item 5: a counted transaction carries the records of its key waiting behind each
+    other: a SET takes the later value, a set-if-absent the earlier, an ADD the sum or the union."""
+    plan = WritePlan(
+        UpdateTarget,
+        KEY,
+        actions={"n": ADD, "tags": ADD, "first": "setIfAbsent"},
+        counters=("n",),
+    )
+    key = {"pk": {"S": "K"}, "sk": {"S": "S"}}
+    earlier = {**key, "n": {"N": "1.5"}, "tags": {"SS": ["a", "b"]}, "name": {"S": "x"}, "first": {"S": "1"}}
+    later = {**key, "n": {"N": "-0.5"}, "tags": {"SS": ["b", "c"]}, "name": {"S": "y"}, "first": {"S": "2"}}
+    later["only"] = {"S": "z"}
+    assert combined(plan, earlier, later) == {
+        **key,
+        "n": {"N": "1"},
+        "tags": {"SS": ["a", "b", "c"]},
+        "name": {"S": "y"},
+        "first": {"S": "1"},
+        "only": {"S": "z"},
+    }
+    # A sum DynamoDB would not store (past 38 digits) or an ADD of two kinds: not one update.
+    assert combined(plan, {**key, "n": {"N": "1" + "0" * 37}}, {**key, "n": {"N": "0.1"}}) is None
+    assert combined(plan, {**key, "n": {"N": "1"}}, {**key, "n": {"NS": ["1"]}}) is None
+    markers = [{"pk": {"S": "M"}, "sk": {"S": f"OFFSET#{n}"}} for n in range(MAX_COUNTED_RECORDS)]
+    assert len(counted_update(plan, earlier, "t", "l", markers)["TransactItems"]) == 100  # DynamoDB's most
+    with pytest.raises(ValueError, match="1 to 99 markers"):
+        counted_update(plan, earlier, "t", "l", [*markers, markers[0]])
 
 
 def test_a_transaction_costs_twice_the_units_of_the_item_and_its_marker() -> None:

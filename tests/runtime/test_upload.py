@@ -4,6 +4,7 @@ ledger against a real (moto) S3/DynamoDB server: one CreateMultipartUpload, exac
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import os
 import re
@@ -487,7 +488,7 @@ def test_an_upload_started_by_an_older_mapload_is_refused_naming_abort(
     assert aborted == [old] and cleared == 2 and _ledger_items() == []
     result, _, _ = upload.upload(tmp_path / "p", "s3://old-bkt/d", env="local", quiet=True)
     assert result.completed and _object("old-bkt", "d") == b"".join(blobs)
-    assert LEDGER_FORMAT == "CRC32/XXH3-128"
+    assert LEDGER_FORMAT == "CRC32/XXH3-128/16-part-keys"
 
 
 def test_a_count_whose_answer_was_lost_still_completes_the_object(
@@ -744,6 +745,46 @@ def test_a_batch_holding_a_part_counted_before_counts_each_part_alone(
     assert _ledger_items() == []
 
 
+def _part_keys() -> dict[int, str]:
+    """Part number -> the partition key its record is under, of the part records in the ledger."""
+    return {int(i["number"]["N"]): str(i["pk"]["S"]) for i in _ledger_items() if "number" in i}  # type: ignore[index]
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_part_records_are_spread_over_keys_and_an_upload_of_the_single_key_layout_resumes(
+    server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, older: bool
+) -> None:
+    """Issue 42 item 6: a part's record is under one of PART_KEYS keys by its number, not the
+    upload item's (tests/runtime/test_ledger_keys.py computes the bound). An upload begun by the
+    mapload before (`checksum` CRC32/XXH3-128, every record under the upload's key) is joined
+    and finished as it was laid out: its records read, the new ones beside them, all cleared."""
+    from adapters import multipart
+
+    blobs = _write_parts(tmp_path / "all", "d", [MIN_PART, MIN_PART, 10])
+    (tmp_path / "some").mkdir()
+    for i in (1, 2):
+        (tmp_path / "some" / f"d_{i}_3").write_bytes(blobs[i - 1])
+    with monkeypatch.context() as before:
+        if older:  # the item shapes the mapload before wrote
+            before.setattr(multipart, "LEDGER_FORMAT", multipart.SINGLE_KEY_FORMAT)
+            before.setattr(multipart, "PART_KEYS", 1)
+        first, _, _ = upload.upload(
+            tmp_path / "some", "s3://keys-bkt/d", env="local", partial=True, quiet=True
+        )
+    assert (first.recorded, first.missing) == (2, "3")
+    upload_key = "UPLOAD#s3://keys-bkt/d"
+    if older:
+        assert _part_keys() == {1: upload_key, 2: upload_key}
+    else:
+        assert _part_keys() == {n: f"UPART#{n % multipart.PART_KEYS:02d}#s3://keys-bkt/d" for n in (1, 2)}
+
+    second, _, _ = upload.upload(tmp_path / "all", "s3://keys-bkt/d", env="local", quiet=True)
+
+    assert (second.uploaded, second.skipped, second.completed) == (1, 2, True)
+    assert _object("keys-bkt", "d") == b"".join(blobs)
+    assert _ledger_items() == []
+
+
 def test_an_upload_makes_each_client_once(
     server: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -973,8 +1014,9 @@ class _SmallPages:
 def test_records_and_s3_parts_are_read_page_by_page(server: MotoServer) -> None:
     """Both are paged by hand (a paginator loads a model of every service's, 10-40 ms on the way to
     the object): every page of part records and of ListParts is read, following the server's
-    LastEvaluatedKey and NextPartNumberMarker."""
-    from adapters.multipart import S3Multipart, UploadedPart, UploadLedger
+    LastEvaluatedKey and NextPartNumberMarker (the records here all on one of the PART_KEYS keys,
+    the others queried once each, empty)."""
+    from adapters.multipart import PART_KEYS, S3Multipart, UploadedPart, UploadLedger
 
     s3, db = boto3.client("s3"), boto3.client("dynamodb")
     upload._create_local(s3, db, "us-east-1", "page-bkt", upload.LOCAL_LEDGER_TABLE)
@@ -988,11 +1030,13 @@ def test_records_and_s3_parts_are_read_page_by_page(server: MotoServer) -> None:
         crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
         etag = multipart.upload_part(upload_id, number, data, crc)
         parts.append(UploadedPart(number, etag, MIN_PART, f"hash{number}", crc))
-    ledger.record_parts(upload_id, parts)
+    # Records of parts 1, 1 + PART_KEYS, ...: all under one key.
+    records = [dataclasses.replace(p, number=1 + i * PART_KEYS) for i, p in enumerate(parts)]
+    ledger.record_parts(upload_id, records)
 
-    assert ledger.parts() == {p.number: p for p in parts}
+    assert ledger.parts(upload_id) == {p.number: p for p in records}
     assert multipart.list_parts(upload_id) == {p.number: (p.etag, MIN_PART) for p in parts}
-    assert paged_db.pages == 3 and paged_s3.pages == 3
+    assert paged_db.pages == 3 + PART_KEYS - 1 and paged_s3.pages == 3
 
 
 def test_a_part_record_left_by_an_earlier_upload_of_the_key_does_not_block_the_next(
