@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import NoReturn
 
 from logic.dynamodb_json import ItemError, parse_item
+from logic.spec.checks import required_fields
 from logic.spec.inputs import JobSpec
 from logic.values import Fields, Line, Reject
 
@@ -45,7 +46,7 @@ def make_parser(spec: JobSpec, header: Sequence[str] | None) -> Callable[[Line],
     if columns is None:
         raise ValueError("CSV with a header line needs the header read at planning time")
     allow_fields_of(spec.csv.max_record_bytes)
-    return _csv_parser(tuple(columns), spec.csv.delimiter)
+    return _csv_parser(tuple(columns), spec.csv.delimiter, required_fields(spec))
 
 
 def split_csv_line(text: str, delimiter: str) -> list[str] | Reject:
@@ -76,8 +77,36 @@ def allow_fields_of(size: int) -> None:
         csv.field_size_limit(size)
 
 
-def _csv_parser(columns: tuple[str, ...], delimiter: str) -> Callable[[Line], Fields | Reject]:
+def _short_rows(
+    columns: tuple[str, ...], required: frozenset[str] | None
+) -> Callable[[list[str]], Fields | Reject]:
+    """What a row of fewer fields than `columns` is: its fields, the missing trailing ones absent,
+    when no `required` field is among them (only optional attributes and graph elements read
+    them, or nothing does); else a `column_count` reject naming the first missing column a
+    required reader needs. `required` None: every column is."""
     count = len(columns)
+    # For each length a short row may have, the first missing column that is required (or None).
+    first_needed: list[str | None] = []
+    for length in range(count):
+        needed = [name for name in columns[length:] if required is None or name in required]
+        first_needed.append(needed[0] if needed else None)
+
+    def short(values: list[str]) -> Fields | Reject:
+        needed = first_needed[len(values)]
+        if needed is not None:
+            return Reject(
+                "column_count", f"expected {count} columns, got {len(values)}: column {needed!r} is missing"
+            )
+        return dict(zip(columns, values, strict=False))
+
+    return short
+
+
+def _csv_parser(
+    columns: tuple[str, ...], delimiter: str, required: frozenset[str] | None = None
+) -> Callable[[Line], Fields | Reject]:
+    count = len(columns)
+    short = _short_rows(columns, required)
 
     def parse(line: Line) -> Fields | Reject:
         try:
@@ -92,6 +121,8 @@ def _csv_parser(columns: tuple[str, ...], delimiter: str) -> Callable[[Line], Fi
                 return split
             values = split
         if len(values) != count:
+            if len(values) < count:
+                return short(values)
             return Reject("column_count", f"expected {count} columns, got {len(values)}")
         return dict(zip(columns, values, strict=True))
 
