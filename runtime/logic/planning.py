@@ -90,20 +90,20 @@ def read_header(prefix: bytes, spec: JobSpec, object_size: int) -> tuple[list[st
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         if not is_skipped(raw, spec):
-            return _header_fields(raw, pos, spec.csv.delimiter), data_start
+            return _header_fields(raw, pos, spec.csv.delimiter, spec.csv.skip_initial_space), data_start
         if newline >= len(prefix) or data_start >= object_size:
             return [], object_size
         pos = data_start
 
 
-def _header_fields(raw: bytes, offset: int, delimiter: str) -> list[str]:
+def _header_fields(raw: bytes, offset: int, delimiter: str, skip_initial_space: bool = False) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputValidationError(
             "csv.header", f"the header line is not UTF-8 (byte {offset + error.start})"
         ) from None
-    fields = split_csv_line(text, delimiter)
+    fields = split_csv_line(text, delimiter, skip_initial_space)
     if isinstance(fields, Reject):
         raise InputValidationError("csv.header", f"the header line cannot be split: {fields.reason}")
     seen: set[str] = set()
