@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -14,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from logic import parts
 from mapload import sample
 from mapload.arguments import add_job_arguments, add_region_argument, environment_or_local
+from mapload.environment import credentials_problem
 from mapload.region import explain, region_line
 
 
@@ -114,7 +116,11 @@ def _upload(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    path = sample.write_csv(Path(args.output), args.rows, seed=args.seed)
+    try:
+        path = sample.write_csv(Path(args.output), args.rows, seed=args.seed)
+    except OSError as error:
+        print(f"mapload sample: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
+        return 2
     print(f"wrote {args.rows} rows to {path}")
     return 0
 
@@ -377,7 +383,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except (ClientError, BotoCoreError, Boto3Error) as error:
         # An AWS error ends the command with one line naming what failed, not a traceback.
-        print(f"mapload {args.command}: AWS error: {_one_line(error)}", file=sys.stderr)
+        problem = credentials_problem(error)
+        print(f"mapload {args.command}: {problem or 'AWS error: ' + _one_line(error)}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`mapload ... | head`): stop quietly, as `cat` does. Python flushes
+        # stdout again at exit; pointing it at /dev/null keeps that flush from failing too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 1
 
 
