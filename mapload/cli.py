@@ -150,6 +150,7 @@ def _estimate(args: argparse.Namespace) -> int:
             item_bytes,
             row_bytes=row_bytes,
             wcu=args.wcu,
+            warm_wcu=args.warm_wcu,
             concurrency=_first(args.concurrency, from_spec.get("concurrency"), estimate.DEFAULT_CONCURRENCY),
             shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), estimate.DEFAULT_SHARD_MIB),
             memory_mib=args.memory_mib,
@@ -307,7 +308,17 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument("--file", help="a local file to sample (plain or gzip), with --spec")
     est.add_argument("--spec", help="the file's execution input as JSON, without 'source'")
     est.add_argument(
-        "--wcu", type=int, help="write units/s the load may use (default: a new on-demand table's 4000)"
+        "--wcu",
+        type=int,
+        help="write units/s the load may use, a fixed ceiling: provisioned capacity or a "
+        "writeUnitsPerSecond budget (default: an on-demand table that grows, see --warm-wcu)",
+    )
+    est.add_argument(
+        "--warm-wcu",
+        type=int,
+        help="on demand: the table's warm write throughput (table_warm_write_units, or the peak it "
+        "reached) it starts at, doubling each 30 min of load up to the 40,000 quota (default: a new "
+        "table's 4000)",
     )
     est.add_argument(
         "--concurrency",

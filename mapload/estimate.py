@@ -29,6 +29,10 @@ ARCHITECTURES = ("arm64", "x86_64")
 WRITE_UNIT_BYTES = 1024  # one write unit per started KB of item size (standard writes)
 PARTITION_WRITE_UNITS = 1000  # write units/s one partition accepts
 NEW_ON_DEMAND_WRITE_UNITS = 4000  # a new on-demand table's warm throughput (writes/s)
+# On demand, a table takes up to twice its previous peak at once; past twice the peak within the
+# same 30 minutes it may throttle ("Pre-warming a table for on-demand capacity mode"): its ceiling
+# is modelled as its warm throughput doubling each 30 minutes it is driven at it, up to the quota.
+ON_DEMAND_DOUBLING_SECONDS = 1800
 TABLE_WRITE_QUOTA = 40_000  # default per-table write quota (on demand and provisioned)
 ACCOUNT_LAMBDA_CONCURRENCY = 1000  # default concurrent executions per account and region
 
@@ -144,7 +148,8 @@ class Estimate:
     worker_items_per_second: float  # one worker, in this write mode
     workers_items_per_second: float
     table_write_units_per_second: float
-    bound: str  # "table" or "workers"
+    bound: str  # "table" or "workers" (at the end of the load)
+    table_model: str  # how the table's write ceiling was modelled, in words
     items_per_second: float
     seconds: float
     dynamodb_on_demand_usd: float
@@ -224,16 +229,23 @@ def estimate(
     architecture: str = DEFAULT_ARCHITECTURE,
     write_mode: str = PutTarget.name,
     numeric_add: bool = False,
+    warm_wcu: int | None = None,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 
-    `wcu`: the write units/s the load may use (provisioned capacity, a warm on-demand table or a
-    `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
-    the lower of that and what `concurrency` workers write; each shard is one worker.
+    `wcu`: the write units/s the load may use (provisioned capacity or a `writeUnitsPerSecond`
+    budget), a fixed ceiling. Without it the table is on demand (`on_demand_seconds`): it starts at
+    `warm_wcu` (its warm throughput: `table_warm_write_units`, or the peak it has reached; default a
+    new table's 4,000/s) and doubles each 30 minutes up to the table quota. The load runs at the
+    lower of that and what `concurrency` workers write; each shard is one worker.
     A `write_mode` other than put writes single items: the same write units, 25 times the
     requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second`
     replaces); `numeric_add` (update only), a transaction a record (`units_per_record`)."""
     _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add)
+    if warm_wcu is not None and (warm_wcu < 1 or wcu is not None):
+        raise ValueError(
+            "--warm-wcu must be at least 1" if warm_wcu < 1 else "--warm-wcu is for on demand: not with --wcu"
+        )
     units_per_item = units_per_record(item_bytes, numeric_add)
     write_units = rows * units_per_item
     source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)
@@ -243,11 +255,22 @@ def estimate(
         write_mode, loop_items_per_second=worker_items_per_second, numeric_add=numeric_add
     )
     workers = running * per_worker
-    table = float(wcu if wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
+    if wcu is not None:
+        table = float(wcu)
+        seconds = rows / min(table / units_per_item, workers)
+        model = f"fixed at {wcu:,} write units/s (--wcu)"
+    else:
+        warm = float(warm_wcu if warm_wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
+        seconds, table = on_demand_seconds(rows, units_per_item, workers, warm)
+        model = (
+            f"on demand: from {warm:,.0f} write units/s ("
+            + ("--warm-wcu" if warm_wcu is not None else "a new table's warm throughput")
+            + f"), doubling each {ON_DEMAND_DOUBLING_SECONDS // 60} min of load up to the "
+            f"{max(TABLE_WRITE_QUOTA, warm):,.0f} quota"
+        )
     table_items = table / units_per_item
     bound = "table" if table_items < workers else "workers"
-    items_per_second = min(table_items, workers)
-    seconds = rows / items_per_second
+    items_per_second = rows / seconds
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
     return Estimate(
         rows=rows,
@@ -263,6 +286,7 @@ def estimate(
         workers_items_per_second=workers,
         table_write_units_per_second=table,
         bound=bound,
+        table_model=model,
         items_per_second=items_per_second,
         seconds=seconds,
         dynamodb_on_demand_usd=write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS,
@@ -271,6 +295,22 @@ def estimate(
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
         workers_needed=math.ceil(table_items / per_worker),
     )
+
+
+def on_demand_seconds(rows: int, units_per_item: int, workers: float, warm: float) -> tuple[float, float]:
+    """The seconds an on-demand table takes `rows` items at, and the ceiling it reached (write
+    units/s): it accepts `warm` at first and twice as much after each ON_DEMAND_DOUBLING_SECONDS
+    (its new peak), up to the table quota (or `warm` when that is higher); the workers' rate
+    bounds each step too."""
+    quota = max(float(TABLE_WRITE_QUOTA), warm)
+    ceiling, seconds, left = min(warm, quota), 0.0, float(rows)
+    while True:
+        rate = min(ceiling / units_per_item, workers)
+        if ceiling >= quota or rate >= workers or left <= rate * ON_DEMAND_DOUBLING_SECONDS:
+            return seconds + left / rate, ceiling
+        left -= rate * ON_DEMAND_DOUBLING_SECONDS
+        seconds += ON_DEMAND_DOUBLING_SECONDS
+        ceiling = min(ceiling * 2, quota)
 
 
 def _writes(write_mode: str, numeric_add: bool = False) -> str:
@@ -294,7 +334,8 @@ def render(e: Estimate) -> str:
         ("shards / workers in flight", f"{e.shards:,} / {e.concurrency:,}"),
         ("one worker writes", f"{e.worker_items_per_second:,.0f} items/s"),
         ("workers could write", f"{e.workers_items_per_second:,.0f} items/s"),
-        ("table accepts", f"{e.table_write_units_per_second:,.0f} write units/s"),
+        ("table accepts", f"{e.table_write_units_per_second:,.0f} write units/s" + _reached(e)),
+        ("table model", e.table_model),
         ("rate (bound by)", f"{e.items_per_second:,.0f} items/s ({e.bound})"),
         ("workers that saturate the table", f"{e.workers_needed:,} (maxConcurrency)"),
         ("time", f"{int(minutes)} min {secs:.0f} s"),
@@ -309,6 +350,10 @@ def render(e: Estimate) -> str:
     ]
     width = max(len(name) for name, _ in rows)
     return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *_notes(e)])
+
+
+def _reached(e: Estimate) -> str:
+    return " (the ceiling reached)" if e.table_model.startswith("on demand") else ""
 
 
 def _notes(e: Estimate) -> list[str]:
