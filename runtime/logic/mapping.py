@@ -304,12 +304,13 @@ _Words = tuple[frozenset[str], frozenset[str]]
 
 def _bool_words(spec: JobSpec) -> _Words:
     """The words a BOOL attribute reads as true and as false: the defaults and csv.trueValues and
-    csv.falseValues (any case)."""
+    csv.falseValues (any case), which win over them."""
     if spec.csv is None:
         return _TRUE, _FALSE
     true = frozenset(w.strip().lower() for w in spec.csv.true_values)
-    false = frozenset(w.strip().lower() for w in spec.csv.false_values)
-    return _TRUE | true, _FALSE | false
+    false = frozenset(w.strip().lower() for w in spec.csv.false_values) - true
+    # The spec's words win over the defaults (trueValues over falseValues): each word reads one way.
+    return (_TRUE - false) | true, (_FALSE - true) | false
 
 
 def _producer(

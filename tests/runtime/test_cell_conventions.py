@@ -82,17 +82,16 @@ def test_bool_reads_the_words_the_spec_names_and_still_refuses_others() -> None:
     assert isinstance(refused, Reject) and refused.code == "bad_bool"
 
 
-@pytest.mark.parametrize(
-    ("csv", "message"),
-    [
-        ({"trueValues": ["no"]}, "already reads as the other boolean"),
-        ({"trueValues": ["oui"], "falseValues": ["OUI"]}, "in both trueValues and falseValues"),
-        ({"nullValues": ["a\nb"]}, "must be one-line text"),
-    ],
-)
-def test_contradicting_words_are_refused(csv: dict[str, Any], message: str) -> None:
-    with pytest.raises(InputValidationError, match=message):
-        _spec(**csv)
+def test_the_specs_words_win_over_the_defaults_and_true_over_false() -> None:
+    spec = _spec(trueValues=["no", "x"], falseValues=["1", "X"])
+    assert _item(spec, b"1,Ann,5,NO").attributes["active"] == {"BOOL": True}
+    assert _item(spec, b"1,Ann,5,1").attributes["active"] == {"BOOL": False}
+    assert _item(spec, b"1,Ann,5,x").attributes["active"] == {"BOOL": True}
+
+
+def test_a_null_marker_of_two_lines_is_refused() -> None:
+    with pytest.raises(InputValidationError, match="must be one-line text"):
+        _spec(nullValues=["a\nb"])
 
 
 def test_skip_initial_space_drops_the_spaces_after_each_delimiter_quoted_fields_too() -> None:

@@ -42,12 +42,6 @@ Word = Annotated[str, Field(min_length=1)]
 Cell = Annotated[str, matches(r"^[^\n\r]*" + END, lambda v: f"must be one-line text, got {v!r}")]
 
 
-def _distinct_words(words: list[str], name: str, others: tuple[str, ...]) -> None:
-    for index, word in enumerate(words):
-        if word.strip().lower() in others:
-            raise fail(f"{word!r} already reads as the other boolean", name, index)
-
-
 _NO_COLUMNS = "only allowed when csv.header is false (the header line names the columns)"
 COLUMNS_REQUIRED = "required when csv.header is false: list the column names in order"
 
@@ -91,24 +85,17 @@ class _CsvLines(Model):
     )
     true_values: list[Word] = omit_default(
         [],
-        description="Words a BOOL attribute reads as true (any case), beside true, 1, yes, y and t.",
+        description="Words a BOOL attribute reads as true (any case), beside true, 1, yes, y and t; "
+        "they win over the default false words and over falseValues.",
     )
     false_values: list[Word] = omit_default(
         [],
-        description="Words a BOOL attribute reads as false (any case), beside false, 0, no, n and f.",
+        description="Words a BOOL attribute reads as false (any case), beside false, 0, no, n and f; "
+        "they win over the default true words.",
     )
     skip_initial_space: bool = omit_default(
         False, description="Spaces after a delimiter are not part of the next field (header line too)."
     )
-
-    @model_validator(mode="after")
-    def _booleans_are_one_or_the_other(self) -> _CsvLines:
-        _distinct_words(self.true_values, "trueValues", FALSE_WORDS)
-        _distinct_words(self.false_values, "falseValues", TRUE_WORDS)
-        both = {w.strip().lower() for w in self.true_values} & {w.strip().lower() for w in self.false_values}
-        if both:
-            raise fail(f"{sorted(both)[0]!r} is in both trueValues and falseValues", "falseValues")
-        return self
 
 
 class CsvOptions(_CsvLines):
