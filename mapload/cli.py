@@ -152,7 +152,7 @@ def _estimate(args: argparse.Namespace) -> int:
             wcu=args.wcu,
             warm_wcu=args.warm_wcu,
             concurrency=_first(args.concurrency, from_spec.get("concurrency"), estimate.DEFAULT_CONCURRENCY),
-            shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), estimate.DEFAULT_SHARD_MIB),
+            shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), None),
             memory_mib=args.memory_mib,
             architecture=args.architecture,
             write_mode=write_mode,
@@ -167,7 +167,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def _first(*values: Any) -> Any:
     """The first value given (the command line's, then the spec's, then the default)."""
-    return next(value for value in values if value is not None)
+    return next((value for value in values if value is not None), None)
 
 
 def _read_json(path: str, option: str) -> dict[str, Any]:
@@ -328,7 +328,8 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument(
         "--shard-mib",
         type=float,
-        help=f"shardSizeMiB (default: the spec's, else {estimate.DEFAULT_SHARD_MIB:g})",
+        help="shardSizeMiB (default: the spec's, else the one Plan chooses: a shard per worker, 1 to "
+        f"{estimate.DEFAULT_SHARD_MIB:g} MiB)",
     )
     est.add_argument("--memory-mib", type=int, default=estimate.DEFAULT_MEMORY_MIB, help="worker_memory_mib")
     est.add_argument(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from adapters.ledger import MARKED_IN_FLIGHT
 from logic.mapping import MAX_ITEM_BYTES
+from logic.planning import chosen_shard_mib
 from logic.spec.dynamodb import WRITE_MODES, PutTarget, write_mode_type
 from logic.spec.inputs import Common
 from logic.writemodes import MARKER_UNITS
@@ -149,6 +150,8 @@ class Estimate:
     workers_items_per_second: float
     table_write_units_per_second: float
     bound: str  # "table" or "workers" (at the end of the load)
+    shard_mib: float
+    shard_chosen: bool  # the size Plan would choose (the input gives none), not a given one
     table_model: str  # how the table's write ceiling was modelled, in words
     items_per_second: float
     seconds: float
@@ -222,7 +225,7 @@ def estimate(
     *,
     wcu: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-    shard_mib: float = DEFAULT_SHARD_MIB,
+    shard_mib: float | None = None,
     row_bytes: int | None = None,
     worker_items_per_second: float | None = None,
     memory_mib: int = DEFAULT_MEMORY_MIB,
@@ -249,6 +252,9 @@ def estimate(
     units_per_item = units_per_record(item_bytes, numeric_add)
     write_units = rows * units_per_item
     source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)
+    chosen = shard_mib is None  # chosen as Plan chooses it for an input that gives none
+    if shard_mib is None:
+        shard_mib = chosen_shard_mib(source_bytes, concurrency)
     shards = max(1, math.ceil(source_bytes / (shard_mib * 2**20)))
     running = min(concurrency, shards)
     per_worker = worker_rate(
@@ -281,6 +287,8 @@ def estimate(
         write_units=write_units,
         requests=math.ceil(rows / write_mode_type(write_mode).items_per_request),
         shards=shards,
+        shard_mib=shard_mib,
+        shard_chosen=chosen,
         concurrency=running,
         worker_items_per_second=per_worker,
         workers_items_per_second=workers,
@@ -331,7 +339,11 @@ def render(e: Estimate) -> str:
         ("write units", f"{e.write_units:,}"),
         ("writes (writeMode)", f"{_writes(e.write_mode, e.numeric_add)} ({e.write_mode})"),
         ("write requests", f"{e.requests:,}"),
-        ("shards / workers in flight", f"{e.shards:,} / {e.concurrency:,}"),
+        (
+            "shards / workers in flight",
+            f"{e.shards:,} / {e.concurrency:,} ({e.shard_mib:g} MiB each"
+            + (", chosen as Plan chooses it: no shardSizeMiB given)" if e.shard_chosen else ")"),
+        ),
         ("one worker writes", f"{e.worker_items_per_second:,.0f} items/s"),
         ("workers could write", f"{e.workers_items_per_second:,.0f} items/s"),
         ("table accepts", f"{e.table_write_units_per_second:,.0f} write units/s" + _reached(e)),

@@ -300,7 +300,8 @@ def job_settings(measured: Measured) -> dict[str, Any]:
     return {
         "write_mode": spec.dynamodb.write_mode if spec.dynamodb is not None else None,
         "numeric_add": bool(spec.dynamodb is not None and spec.dynamodb.counters),
-        "shard_mib": spec.shard_size_mib,
+        # None: the input gives none, and estimate chooses it as Plan does (planning.chosen_shard_mib)
+        "shard_mib": spec.shard_size_mib if "shard_size_mib" in spec.model_fields_set else None,
         "concurrency": spec.max_concurrency,
     }
 

@@ -98,7 +98,8 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         # skipped: a write mode's condition not met; shown when there are any
         + (f" + skipped {rec['skipped']:,}" if rec.get("skipped") else "")
         + f" + rejected {rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
-        f"  shards    {shards.get('done')}/{shards.get('total')} done",
+        f"  shards    {shards.get('done')}/{shards.get('total')} done"
+        + (f" ({shards['sizeMiB']:g} MiB each)" if shards.get("sizeMiB") else ""),
         f"  seconds   {report.get('seconds')}",
     ]
     if report.get("writeMode") is not None or not isinstance(report.get("graph"), dict):
