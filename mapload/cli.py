@@ -205,7 +205,8 @@ def _add_run_local(sub: Any) -> None:
     run.add_argument(
         "--graph-store",
         metavar="DIR",
-        help="keep the embedded RDF store (pyoxigraph) in DIR, to query with SPARQL after the run",
+        help="keep the embedded graph stores in DIR, to query after the run: RDF statements "
+        "(pyoxigraph, SPARQL) and the property graph of openCypher loads (property-graph.lbug, openCypher)",
     )
     run.set_defaults(func=_run_local)
 
@@ -215,11 +216,14 @@ def _add_serve(sub: Any) -> None:
 
     serve = sub.add_parser(
         "serve",
-        help="serve the embedded emulator's DynamoDB and S3 on 127.0.0.1, to keep the data between runs",
+        help="serve the embedded emulator's DynamoDB and S3 on 127.0.0.1, to keep the data between runs "
+        "(in memory: about 2 KB per small item)",
         description=(
             "Run the embedded emulator's DynamoDB and S3 (moto, with the emulator's fixes: every write "
             "mode, numeric adds included, applies atomically as DynamoDB does) as a server on 127.0.0.1 "
-            "until Ctrl-C, and print the AWS_ENDPOINT_URL_* settings that send run-local's data to it."
+            "until Ctrl-C, and print the AWS_ENDPOINT_URL_* settings that send run-local's data to it. "
+            "Everything is held in memory: about 2 KB per small item (1 million items take about 2 GB), "
+            "so a load of many millions needs that much free memory (docs/OPERATIONS.md)."
         ),
     )
     serve.add_argument(
