@@ -27,6 +27,7 @@ demo: setup
 	$(BIN)/mapload sample demo-out/ukpostcodes.csv --rows $(ROWS)
 	$(BIN)/mapload run-local demo-out/ukpostcodes.csv --spec examples/postcodes.spec.json --report demo-out/report.json
 	@echo "--- demo-out/report.json"; cat demo-out/report.json
+	@echo "--- the table went with the run (in memory): to keep and query it, start \`mapload serve\` in another terminal, export what it prints, and run again"
 
 # mapload upload (1, 4, 8 parts in flight) vs boto3 upload_file, and Prepare's decompression
 # speed, on one local `mapload serve`; SIZE_MIB=1024 for a bigger file.

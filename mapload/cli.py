@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -14,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from logic import parts
 from mapload import sample
 from mapload.arguments import add_job_arguments, add_region_argument, environment_or_local
+from mapload.environment import credentials_problem
 from mapload.region import explain, region_line
 
 
@@ -114,7 +116,11 @@ def _upload(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    path = sample.write_csv(Path(args.output), args.rows, seed=args.seed)
+    try:
+        path = sample.write_csv(Path(args.output), args.rows, seed=args.seed)
+    except OSError as error:
+        print(f"mapload sample: cannot write {args.output}: {error.strerror or error}", file=sys.stderr)
+        return 2
     print(f"wrote {args.rows} rows to {path}")
     return 0
 
@@ -144,8 +150,9 @@ def _estimate(args: argparse.Namespace) -> int:
             item_bytes,
             row_bytes=row_bytes,
             wcu=args.wcu,
+            warm_wcu=args.warm_wcu,
             concurrency=_first(args.concurrency, from_spec.get("concurrency"), estimate.DEFAULT_CONCURRENCY),
-            shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), estimate.DEFAULT_SHARD_MIB),
+            shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), None),
             memory_mib=args.memory_mib,
             architecture=args.architecture,
             write_mode=write_mode,
@@ -160,7 +167,7 @@ def _estimate(args: argparse.Namespace) -> int:
 
 def _first(*values: Any) -> Any:
     """The first value given (the command line's, then the spec's, then the default)."""
-    return next(value for value in values if value is not None)
+    return next((value for value in values if value is not None), None)
 
 
 def _read_json(path: str, option: str) -> dict[str, Any]:
@@ -198,7 +205,8 @@ def _add_run_local(sub: Any) -> None:
     run.add_argument(
         "--graph-store",
         metavar="DIR",
-        help="keep the embedded RDF store (pyoxigraph) in DIR, to query with SPARQL after the run",
+        help="keep the embedded graph stores in DIR, to query after the run: RDF statements "
+        "(pyoxigraph, SPARQL) and the property graph of openCypher loads (property-graph.lbug, openCypher)",
     )
     run.set_defaults(func=_run_local)
 
@@ -208,11 +216,14 @@ def _add_serve(sub: Any) -> None:
 
     serve = sub.add_parser(
         "serve",
-        help="serve the embedded emulator's DynamoDB and S3 on 127.0.0.1, to keep the data between runs",
+        help="serve the embedded emulator's DynamoDB and S3 on 127.0.0.1, to keep the data between runs "
+        "(in memory: about 2 KB per small item)",
         description=(
             "Run the embedded emulator's DynamoDB and S3 (moto, with the emulator's fixes: every write "
             "mode, numeric adds included, applies atomically as DynamoDB does) as a server on 127.0.0.1 "
-            "until Ctrl-C, and print the AWS_ENDPOINT_URL_* settings that send run-local's data to it."
+            "until Ctrl-C, and print the AWS_ENDPOINT_URL_* settings that send run-local's data to it. "
+            "Everything is held in memory: about 2 KB per small item (1 million items take about 2 GB), "
+            "so a load of many millions needs that much free memory (docs/OPERATIONS.md)."
         ),
     )
     serve.add_argument(
@@ -301,7 +312,17 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument("--file", help="a local file to sample (plain or gzip), with --spec")
     est.add_argument("--spec", help="the file's execution input as JSON, without 'source'")
     est.add_argument(
-        "--wcu", type=int, help="write units/s the load may use (default: a new on-demand table's 4000)"
+        "--wcu",
+        type=int,
+        help="write units/s the load may use, a fixed ceiling: provisioned capacity or a "
+        "writeUnitsPerSecond budget (default: an on-demand table that grows, see --warm-wcu)",
+    )
+    est.add_argument(
+        "--warm-wcu",
+        type=int,
+        help="on demand: the table's warm write throughput (table_warm_write_units, or the peak it "
+        "reached) it starts at, doubling each 30 min of load up to the 40,000 quota (default: a new "
+        "table's 4000)",
     )
     est.add_argument(
         "--concurrency",
@@ -311,7 +332,8 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument(
         "--shard-mib",
         type=float,
-        help=f"shardSizeMiB (default: the spec's, else {estimate.DEFAULT_SHARD_MIB:g})",
+        help="shardSizeMiB (default: the spec's, else the one Plan chooses: a shard per worker, 1 to "
+        f"{estimate.DEFAULT_SHARD_MIB:g} MiB)",
     )
     est.add_argument("--memory-mib", type=int, default=estimate.DEFAULT_MEMORY_MIB, help="worker_memory_mib")
     est.add_argument(
@@ -379,7 +401,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except (ClientError, BotoCoreError, Boto3Error) as error:
         # An AWS error ends the command with one line naming what failed, not a traceback.
-        print(f"mapload {args.command}: AWS error: {_one_line(error)}", file=sys.stderr)
+        problem = credentials_problem(error)
+        print(f"mapload {args.command}: {problem or 'AWS error: ' + _one_line(error)}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # The reader went away (`mapload ... | head`): stop quietly, as `cat` does. Python flushes
+        # stdout again at exit; pointing it at /dev/null keeps that flush from failing too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 1
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
 
 from mapload import region as regions
 
@@ -75,6 +75,32 @@ class Clients:
         self.dynamodb = session.client("dynamodb")
 
 
+NO_CREDENTIALS = (
+    "no AWS credentials ({cause}): set AWS_PROFILE (after `aws configure` or `aws sso login`) or "
+    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+)
+# ClientError codes that say the credentials themselves are wrong, not the stack.
+_BAD_CREDENTIALS = frozenset(
+    ("ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException")
+)
+
+
+def credentials_problem(error: BaseException) -> str | None:
+    """One line naming a credentials problem (none found, expired, not valid) and how to set them;
+    None when `error` is another one."""
+    if isinstance(error, NoCredentialsError | PartialCredentialsError):
+        return NO_CREDENTIALS.format(cause=str(error))
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        if code in _BAD_CREDENTIALS:
+            message = error.response.get("Error", {}).get("Message", code)
+            return f"the AWS credentials were refused ({code}: {message}): renew or set them " + (
+                "(AWS_PROFILE after `aws configure` or `aws sso login`, or AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY)"
+            )
+    return None
+
+
 def describe_environment(clients: Clients, env: str) -> Environment:
     outputs: dict[str, str] = {}
     for stack_id in STACK_IDS:
@@ -84,6 +110,9 @@ def describe_environment(clients: Clients, env: str) -> Environment:
         except (ClientError, BotoCoreError) as error:
             # ClientError: the stack is missing or access is denied; BotoCoreError: no
             # credentials, or the endpoint cannot be reached.
+            problem = credentials_problem(error)
+            if problem is not None:
+                raise OpsError(problem) from error
             message = (
                 error.response.get("Error", {}).get("Message", str(error))
                 if isinstance(error, ClientError)

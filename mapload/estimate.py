@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from adapters.ledger import MARKED_IN_FLIGHT
 from logic.mapping import MAX_ITEM_BYTES
+from logic.planning import chosen_shard_mib
 from logic.spec.dynamodb import WRITE_MODES, PutTarget, write_mode_type
 from logic.spec.inputs import Common
 from logic.writemodes import MARKER_UNITS
@@ -29,6 +30,10 @@ ARCHITECTURES = ("arm64", "x86_64")
 WRITE_UNIT_BYTES = 1024  # one write unit per started KB of item size (standard writes)
 PARTITION_WRITE_UNITS = 1000  # write units/s one partition accepts
 NEW_ON_DEMAND_WRITE_UNITS = 4000  # a new on-demand table's warm throughput (writes/s)
+# On demand, a table takes up to twice its previous peak at once; past twice the peak within the
+# same 30 minutes it may throttle ("Pre-warming a table for on-demand capacity mode"): its ceiling
+# is modelled as its warm throughput doubling each 30 minutes it is driven at it, up to the quota.
+ON_DEMAND_DOUBLING_SECONDS = 1800
 TABLE_WRITE_QUOTA = 40_000  # default per-table write quota (on demand and provisioned)
 ACCOUNT_LAMBDA_CONCURRENCY = 1000  # default concurrent executions per account and region
 
@@ -144,7 +149,10 @@ class Estimate:
     worker_items_per_second: float  # one worker, in this write mode
     workers_items_per_second: float
     table_write_units_per_second: float
-    bound: str  # "table" or "workers"
+    bound: str  # "table" or "workers" (at the end of the load)
+    shard_mib: float
+    shard_chosen: bool  # the size Plan would choose (the input gives none), not a given one
+    table_model: str  # how the table's write ceiling was modelled, in words
     items_per_second: float
     seconds: float
     dynamodb_on_demand_usd: float
@@ -217,37 +225,58 @@ def estimate(
     *,
     wcu: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-    shard_mib: float = DEFAULT_SHARD_MIB,
+    shard_mib: float | None = None,
     row_bytes: int | None = None,
     worker_items_per_second: float | None = None,
     memory_mib: int = DEFAULT_MEMORY_MIB,
     architecture: str = DEFAULT_ARCHITECTURE,
     write_mode: str = PutTarget.name,
     numeric_add: bool = False,
+    warm_wcu: int | None = None,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 
-    `wcu`: the write units/s the load may use (provisioned capacity, a warm on-demand table or a
-    `writeUnitsPerSecond` budget); without it, a new on-demand table's 4,000/s. The load runs at
-    the lower of that and what `concurrency` workers write; each shard is one worker.
+    `wcu`: the write units/s the load may use (provisioned capacity or a `writeUnitsPerSecond`
+    budget), a fixed ceiling. Without it the table is on demand (`on_demand_seconds`): it starts at
+    `warm_wcu` (its warm throughput: `table_warm_write_units`, or the peak it has reached; default a
+    new table's 4,000/s) and doubles each 30 minutes up to the table quota. The load runs at the
+    lower of that and what `concurrency` workers write; each shard is one worker.
     A `write_mode` other than put writes single items: the same write units, 25 times the
     requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second`
     replaces); `numeric_add` (update only), a transaction a record (`units_per_record`)."""
     _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add)
+    if warm_wcu is not None and (warm_wcu < 1 or wcu is not None):
+        raise ValueError(
+            "--warm-wcu must be at least 1" if warm_wcu < 1 else "--warm-wcu is for on demand: not with --wcu"
+        )
     units_per_item = units_per_record(item_bytes, numeric_add)
     write_units = rows * units_per_item
     source_bytes = rows * (row_bytes if row_bytes is not None else item_bytes)
+    chosen = shard_mib is None  # chosen as Plan chooses it for an input that gives none
+    if shard_mib is None:
+        shard_mib = chosen_shard_mib(source_bytes, concurrency)
     shards = max(1, math.ceil(source_bytes / (shard_mib * 2**20)))
     running = min(concurrency, shards)
     per_worker = worker_rate(
         write_mode, loop_items_per_second=worker_items_per_second, numeric_add=numeric_add
     )
     workers = running * per_worker
-    table = float(wcu if wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
+    if wcu is not None:
+        table = float(wcu)
+        seconds = rows / min(table / units_per_item, workers)
+        model = f"fixed at {wcu:,} write units/s (--wcu)"
+    else:
+        warm = float(warm_wcu if warm_wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
+        seconds, table = on_demand_seconds(rows, units_per_item, workers, warm)
+        model = (
+            f"on demand: from {warm:,.0f} write units/s ("
+            + ("--warm-wcu" if warm_wcu is not None else "a new table's warm throughput")
+            + f"), doubling each {ON_DEMAND_DOUBLING_SECONDS // 60} min of load up to the "
+            f"{max(TABLE_WRITE_QUOTA, warm):,.0f} quota"
+        )
     table_items = table / units_per_item
     bound = "table" if table_items < workers else "workers"
-    items_per_second = min(table_items, workers)
-    seconds = rows / items_per_second
+    items_per_second = rows / seconds
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
     return Estimate(
         rows=rows,
@@ -258,11 +287,14 @@ def estimate(
         write_units=write_units,
         requests=math.ceil(rows / write_mode_type(write_mode).items_per_request),
         shards=shards,
+        shard_mib=shard_mib,
+        shard_chosen=chosen,
         concurrency=running,
         worker_items_per_second=per_worker,
         workers_items_per_second=workers,
         table_write_units_per_second=table,
         bound=bound,
+        table_model=model,
         items_per_second=items_per_second,
         seconds=seconds,
         dynamodb_on_demand_usd=write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS,
@@ -271,6 +303,22 @@ def estimate(
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
         workers_needed=math.ceil(table_items / per_worker),
     )
+
+
+def on_demand_seconds(rows: int, units_per_item: int, workers: float, warm: float) -> tuple[float, float]:
+    """The seconds an on-demand table takes `rows` items at, and the ceiling it reached (write
+    units/s): it accepts `warm` at first and twice as much after each ON_DEMAND_DOUBLING_SECONDS
+    (its new peak), up to the table quota (or `warm` when that is higher); the workers' rate
+    bounds each step too."""
+    quota = max(float(TABLE_WRITE_QUOTA), warm)
+    ceiling, seconds, left = min(warm, quota), 0.0, float(rows)
+    while True:
+        rate = min(ceiling / units_per_item, workers)
+        if ceiling >= quota or rate >= workers or left <= rate * ON_DEMAND_DOUBLING_SECONDS:
+            return seconds + left / rate, ceiling
+        left -= rate * ON_DEMAND_DOUBLING_SECONDS
+        seconds += ON_DEMAND_DOUBLING_SECONDS
+        ceiling = min(ceiling * 2, quota)
 
 
 def _writes(write_mode: str, numeric_add: bool = False) -> str:
@@ -291,10 +339,15 @@ def render(e: Estimate) -> str:
         ("write units", f"{e.write_units:,}"),
         ("writes (writeMode)", f"{_writes(e.write_mode, e.numeric_add)} ({e.write_mode})"),
         ("write requests", f"{e.requests:,}"),
-        ("shards / workers in flight", f"{e.shards:,} / {e.concurrency:,}"),
+        (
+            "shards / workers in flight",
+            f"{e.shards:,} / {e.concurrency:,} ({e.shard_mib:g} MiB each"
+            + (", chosen as Plan chooses it: no shardSizeMiB given)" if e.shard_chosen else ")"),
+        ),
         ("one worker writes", f"{e.worker_items_per_second:,.0f} items/s"),
         ("workers could write", f"{e.workers_items_per_second:,.0f} items/s"),
-        ("table accepts", f"{e.table_write_units_per_second:,.0f} write units/s"),
+        ("table accepts", f"{e.table_write_units_per_second:,.0f} write units/s" + _reached(e)),
+        ("table model", e.table_model),
         ("rate (bound by)", f"{e.items_per_second:,.0f} items/s ({e.bound})"),
         ("workers that saturate the table", f"{e.workers_needed:,} (maxConcurrency)"),
         ("time", f"{int(minutes)} min {secs:.0f} s"),
@@ -309,6 +362,10 @@ def render(e: Estimate) -> str:
     ]
     width = max(len(name) for name, _ in rows)
     return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *_notes(e)])
+
+
+def _reached(e: Estimate) -> str:
+    return " (the ceiling reached)" if e.table_model.startswith("on demand") else ""
 
 
 def _notes(e: Estimate) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -13,6 +14,7 @@ from typing import Any
 
 from mapload import region as regions
 from mapload.emulator import Clock, Deployment, Emulator, LocalNeptuneLoader, long_lived, observing
+from mapload.emulator.embedded import DATA_ENDPOINTS
 from mapload.reports import report_lines
 from mapload.synth import synthesize
 
@@ -113,6 +115,7 @@ def run_local(
         stacks = synthesize({"env": env_name, **LOCAL_CONTEXT, **(context or {})})
     except RuntimeError as error:
         raise LocalRunError(str(error)) from error
+    kept = kept_endpoint()  # read before the emulator points the environment at itself
     run_id = datetime.now(UTC).strftime("local-%Y%m%dT%H%M%S-") + uuid.uuid4().hex[:6]
     job_id = str(spec.get("jobId") or run_id)
     emulator = Emulator(
@@ -141,8 +144,20 @@ def run_local(
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     if not quiet:
-        print(summary(report, report_path))
+        print(summary(report, report_path, kept=kept))
     return report
+
+
+def kept_endpoint() -> bool:
+    """Whether the run's data goes to a kept endpoint (`mapload serve`, named by the endpoint
+    variables it prints) rather than the in-memory emulator the run tears down."""
+    return any(os.environ.get(name) for name in ("AWS_ENDPOINT_URL", *DATA_ENDPOINTS))
+
+
+GONE = (
+    "  kept      nothing: the table and buckets were in memory and went with the run; to keep and "
+    "query them, start `mapload serve` in another terminal, export what it prints, and run again"
+)
 
 
 def _execute(
@@ -204,8 +219,12 @@ def _complete(report: dict[str, Any], described: dict[str, Any], run_id: str) ->
         report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
 
 
-def summary(report: dict[str, Any], report_path: Path) -> str:
+def summary(report: dict[str, Any], report_path: Path, *, kept: bool = True) -> str:
+    """The run's summary; without a kept endpoint (`kept` false) a last line says the data went
+    with the run and how to keep it."""
     dry = " (DRY RUN: nothing written)" if report.get("dryRun") else ""
     lines = [f"mapload run {report.get('runId', '')}: {report['status']}{dry}", *report_lines(report)]
     lines.append(f"  report    {report_path}")
+    if not kept:
+        lines.append(GONE)
     return "\n".join(lines)

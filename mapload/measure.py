@@ -98,6 +98,7 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
     from logic.mapping import make_mapper
     from logic.parsing import make_parser
     from logic.planning import read_header
+    from logic.spec.checks import check_fields
     from logic.values import Item, Line, Reject
 
     spec = _spec(raw_spec)
@@ -110,6 +111,8 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
     if spec.csv is not None:
         try:
             header, start = read_header(data, spec, len(data))
+            if header is not None:  # Plan's check of each object's header, and its message
+                check_fields(spec, header)
         except InputValidationError as error:
             raise MeasureError(f"{path}: {error}") from error
     body = data[start:]
@@ -297,7 +300,8 @@ def job_settings(measured: Measured) -> dict[str, Any]:
     return {
         "write_mode": spec.dynamodb.write_mode if spec.dynamodb is not None else None,
         "numeric_add": bool(spec.dynamodb is not None and spec.dynamodb.counters),
-        "shard_mib": spec.shard_size_mib,
+        # None: the input gives none, and estimate chooses it as Plan does (planning.chosen_shard_mib)
+        "shard_mib": spec.shard_size_mib if "shard_size_mib" in spec.model_fields_set else None,
         "concurrency": spec.max_concurrency,
     }
 

@@ -85,6 +85,16 @@ def _table(dynamodb: Mapping[str, Any]) -> str:
     return f"{dynamodb.get('table')}{where}"
 
 
+def _store(store: Any) -> str:
+    """What the local graph store holds after the run: the property graph's vertices and edges
+    (openCypher loads), else the RDF store's statements."""
+    if not isinstance(store, Mapping):
+        return ""
+    if "vertices" in store:
+        return f" · store {store['vertices']:,} vertices, {store.get('edges', 0):,} edges"
+    return f" · store {store.get('statements', 0):,} statements"
+
+
 def report_lines(report: Mapping[str, Any]) -> list[str]:
     """A report's counts, shards, time, table, graph load, rejects and error, a line each
     (`mapload status` and `mapload run-local` print them the same way)."""
@@ -98,16 +108,20 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         # skipped: a write mode's condition not met; shown when there are any
         + (f" + skipped {rec['skipped']:,}" if rec.get("skipped") else "")
         + f" + rejected {rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
-        f"  shards    {shards.get('done')}/{shards.get('total')} done",
+        f"  shards    {shards.get('done')}/{shards.get('total')} done"
+        + (f" ({shards['sizeMiB']:g} MiB each)" if shards.get("sizeMiB") else ""),
         f"  seconds   {report.get('seconds')}",
     ]
     if report.get("writeMode") is not None or not isinstance(report.get("graph"), dict):
         lines.append(f"  table     {_table(report.get('dynamodb') or {})}")  # not on a graph-only run
     graph = report.get("graph")
     if isinstance(graph, dict):
+        loaded = graph.get("loaded")
         lines.append(
-            f"  graph     staged {graph.get('staged')} · loaded {graph.get('loaded')} · {graph.get('status')}"
-            + (f" · store {graph['store']['statements']} statements" if graph.get("store") else "")
+            f"  graph     staged {graph.get('staged')} · "
+            + (f"loaded {loaded} · " if loaded is not None else "not loaded · ")
+            + str(graph.get("status"))
+            + _store(graph.get("store"))
             + (
                 f" · {graph['errors']['tolerated']:,} dangling edges left out (graph.maxDanglingPercent)"
                 if (graph.get("errors") or {}).get("tolerated")

@@ -56,6 +56,24 @@ class StackTemplate(Protocol):
     def template(self) -> Mapping[str, Any]: ...
 
 
+class _LoadsWait:
+    """Real time whose Wait states end once the emulator's local graph loads are done (or their
+    seconds pass): Neptune needs the poll's seconds, the local loader only its own running time."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self._emulator = emulator
+
+    def time(self) -> float:
+        return time.time()
+
+    def advance(self, seconds: float) -> None:
+        loader = self._emulator.graph_loader
+        if loader is None:
+            time.sleep(seconds)
+        else:
+            loader.wait_idle(seconds)
+
+
 class EmulatorTimeoutError(Exception):
     """An execution in the emulator did not end before the caller's deadline."""
 
@@ -238,9 +256,10 @@ class Emulator:
         for patch in (*moto_patches.LIMITS, *moto_patches.SPEED, moto_patches.TRANSACTIONS):
             patch.install()
             undo.callback(patch.uninstall)
-        if self.clock is not None:
-            moto_patches.WAIT_CLOCK.install(self.clock)
-            undo.callback(moto_patches.WAIT_CLOCK.uninstall)
+        # A Wait state (the graph load's poll) moves a given clock on; in real time it waits only
+        # while a local graph load runs, so the poll sees a finished load at once.
+        moto_patches.WAIT_CLOCK.install(self.clock if self.clock is not None else _LoadsWait(self))
+        undo.callback(moto_patches.WAIT_CLOCK.uninstall)
         undo.callback(self._forget_deployment)
         self._mock.start()
         undo.callback(self._mock.stop)

@@ -325,6 +325,17 @@ class LocalNeptuneLoader:
             )
         return request, None
 
+    def wait_idle(self, seconds: float) -> None:
+        """Wait until no load is running, or `seconds` have passed: the embedded run's graph poll
+        Wait, which on AWS gives Neptune time, ends as soon as the local loads are done."""
+        deadline = time.monotonic() + seconds
+        for load in list(self.loads.values()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if load.status in ACTIVE:
+                load.done.wait(left)
+
     # -- the load ----------------------------------------------------------------------------
 
     def _run(self, load: Load) -> None:

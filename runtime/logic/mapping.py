@@ -24,6 +24,7 @@ from logic.cells import number_text as _number
 from logic.cells import shown as _shown
 from logic.cells import utf8_len as _utf8_len
 from logic.dynamodb_json import ItemFields, plain
+from logic.spec.csv_options import FALSE_WORDS, TRUE_WORDS
 from logic.spec.dynamodb import DynamoDbTarget, TypedField
 from logic.spec.fields import Template
 from logic.spec.inputs import JobSpec
@@ -34,8 +35,8 @@ __all__ = ["MAX_ITEM_BYTES", "Item", "Reject", "make_mapper"]
 MAX_ITEM_BYTES = 400 * 1024
 MAX_KEY_BYTES = (2048, 1024)  # partition key, sort key
 
-_TRUE = frozenset(("true", "1", "yes"))
-_FALSE = frozenset(("false", "0", "no"))
+_TRUE = frozenset(TRUE_WORDS)
+_FALSE = frozenset(FALSE_WORDS)
 _MISSING = object()
 # Formats whose fields hold typed values (JSON's, or Parquet's: logic/parquet_values.py).
 _TYPED_FORMATS: frozenset[str] = frozenset(("jsonl", "parquet"))
@@ -67,7 +68,8 @@ def make_mapper(spec: JobSpec) -> Callable[[Fields], Item | Reject]:
     if target.copy_all:
         producers = (_copy_all(frozenset(target.key), jsonl, skip_null=spec.format == _PARQUET),)
     else:
-        producers = tuple(_producer(name, value, jsonl) for name, value in target.mapped.items())
+        words = _bool_words(spec)
+        producers = tuple(_producer(name, value, jsonl, words) for name, value in target.mapped.items())
 
     def to_item(fields: Fields) -> Item | Reject:
         attributes: dict[str, dict[str, Any]] = {}
@@ -268,8 +270,10 @@ def _non_empty(text: Callable[[Fields, str], str], key: str) -> Callable[[Fields
 
 def _csv_text(fields: Fields, name: str) -> str:
     value = fields.get(name)
-    if value is None:
-        raise _Rejected("missing_field", f"missing field {name!r}")
+    if value is None:  # absent, or a csv.nullValues cell
+        raise _Rejected(
+            "missing_field", f"field {name!r} is null" if name in fields else f"missing field {name!r}"
+        )
     return str(value)
 
 
@@ -295,7 +299,23 @@ def _scalar_text(value: Any, name: str) -> str:
     raise _Rejected("not_scalar", f"field {name!r} is {kind}; only strings, numbers and booleans fit here")
 
 
-def _producer(name: str, attribute: Template | TypedField, jsonl: bool) -> _Producer:
+_Words = tuple[frozenset[str], frozenset[str]]
+
+
+def _bool_words(spec: JobSpec) -> _Words:
+    """The words a BOOL attribute reads as true and as false: the defaults and csv.trueValues and
+    csv.falseValues (any case), which win over them."""
+    if spec.csv is None:
+        return _TRUE, _FALSE
+    true = frozenset(w.strip().lower() for w in spec.csv.true_values)
+    false = frozenset(w.strip().lower() for w in spec.csv.false_values) - true
+    # The spec's words win over the defaults (trueValues over falseValues): each word reads one way.
+    return (_TRUE - false) | true, (_FALSE - true) | false
+
+
+def _producer(
+    name: str, attribute: Template | TypedField, jsonl: bool, words: _Words = (_TRUE, _FALSE)
+) -> _Producer:
     name_len = _utf8_len(name)
     if isinstance(attribute, Template):
         render = _renderer(attribute, jsonl)
@@ -309,7 +329,7 @@ def _producer(name: str, attribute: Template | TypedField, jsonl: bool) -> _Prod
 
     field = attribute.field
     optional = attribute.optional
-    convert = _converter(attribute)
+    convert = _converter(attribute, words)
     # A JSON null is a value for NULL (the others reject it, or leave an optional attribute out).
     null_is_value = attribute.type == "NULL"
     empty_code = "empty_set" if attribute.type in ("SS", "NS", "BS") else "empty_value"
@@ -339,8 +359,10 @@ def _producer(name: str, attribute: Template | TypedField, jsonl: bool) -> _Prod
     return field_attribute
 
 
-def _converter(attribute: TypedField) -> cells.Converter:
+def _converter(attribute: TypedField, words: _Words = (_TRUE, _FALSE)) -> cells.Converter:
     """S, N and BOOL here; the other types (and N from an ISO-8601 timestamp) in logic/cells.py."""
+    if attribute.from_ is None and attribute.type == "BOOL" and words != (_TRUE, _FALSE):
+        return _bool_of(*words)
     if attribute.from_ is None and attribute.type in ("S", "N", "BOOL"):
         return {"S": _to_string, "N": _to_number, "BOOL": _to_bool}[attribute.type]
     return cells.converter(attribute.type, separator=attribute.set_separator, source=attribute.from_)
@@ -370,7 +392,14 @@ def _to_number(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
     return {"N": number}, size
 
 
-def _to_bool(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
+def _bool_of(true: frozenset[str], false: frozenset[str]) -> cells.Converter:
+    """A BOOL converter that reads the words csv.trueValues and csv.falseValues add too."""
+    return lambda value, name: _to_bool(value, name, true, false)
+
+
+def _to_bool(
+    value: Any, name: str, true: frozenset[str] = _TRUE, false: frozenset[str] = _FALSE
+) -> tuple[dict[str, Any], int] | None:
     if isinstance(value, bool):
         return {"BOOL": value}, 1
     text = (
@@ -382,11 +411,13 @@ def _to_bool(value: Any, name: str) -> tuple[dict[str, Any], int] | None:
     )
     if text == "":
         return None
-    if text in _TRUE:
+    if text in true:
         return {"BOOL": True}, 1
-    if text in _FALSE:
+    if text in false:
         return {"BOOL": False}, 1
-    raise _Rejected("bad_bool", f"{name}: {_shown(value)} is not a boolean (true/false, 1/0, yes/no)")
+    raise _Rejected(
+        "bad_bool", f"{name}: {_shown(value)} is not a boolean (true/false, 1/0, yes/no, y/n, t/f)"
+    )
 
 
 def _copy_all(key_names: frozenset[str], jsonl: bool, *, skip_null: bool = False) -> _Producer:
@@ -399,7 +430,7 @@ def _copy_all(key_names: frozenset[str], jsonl: bool, *, skip_null: bool = False
         def copy_text(fields: Fields, out: dict[str, dict[str, Any]]) -> int:
             size = 0
             for name, value in fields.items():
-                if name in key_names:
+                if name in key_names or value is None:  # None: a csv.nullValues cell, no attribute
                     continue
                 out[name] = {"S": value}
                 size += _utf8_len(name) + _utf8_len(value)

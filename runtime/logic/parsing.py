@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import NoReturn
 
 from logic.dynamodb_json import ItemError, parse_item
+from logic.spec.checks import required_fields
 from logic.spec.inputs import JobSpec
 from logic.values import Fields, Line, Reject
 
@@ -45,18 +46,29 @@ def make_parser(spec: JobSpec, header: Sequence[str] | None) -> Callable[[Line],
     if columns is None:
         raise ValueError("CSV with a header line needs the header read at planning time")
     allow_fields_of(spec.csv.max_record_bytes)
-    return _csv_parser(tuple(columns), spec.csv.delimiter)
+    options = spec.csv
+    required = required_fields(spec)
+    if not options.null_values and not options.skip_initial_space:
+        return _csv_parser(tuple(columns), options.delimiter, required)
+    nulls = frozenset(options.null_values)
+    return _csv_cells_parser(tuple(columns), options.delimiter, required, nulls, options.skip_initial_space)
 
 
-def split_csv_line(text: str, delimiter: str) -> list[str] | Reject:
+def split_csv_line(text: str, delimiter: str, skip_initial_space: bool = False) -> list[str] | Reject:
     """Split one CSV record as `csv.reader(strict=True)` does (its lines are grouped by
     logic/csvrecords.py under the same grammar): a quote opens a quoted field only at the start of
-    a field, elsewhere it is data; text after a closing quote is `bad_quote`."""
+    a field, elsewhere it is data; text after a closing quote is `bad_quote`. With
+    `skip_initial_space` (csv.skipInitialSpace) as csv.reader's skipinitialspace: the spaces that
+    begin a field are not part of it (and a quote after them opens a quoted field)."""
     if '"' not in text:
         # The common case: no quoting, so a plain split is exactly what csv would return.
+        if skip_initial_space:
+            return [value.lstrip(" ") for value in text.split(delimiter)]
         return text.split(delimiter)
     try:
-        return next(csv.reader((text,), delimiter=delimiter, strict=True))
+        return next(
+            csv.reader((text,), delimiter=delimiter, strict=True, skipinitialspace=skip_initial_space)
+        )
     except csv.Error as error:
         message = str(error)
         if "unexpected end of data" in message:
@@ -76,8 +88,36 @@ def allow_fields_of(size: int) -> None:
         csv.field_size_limit(size)
 
 
-def _csv_parser(columns: tuple[str, ...], delimiter: str) -> Callable[[Line], Fields | Reject]:
+def _short_rows(
+    columns: tuple[str, ...], required: frozenset[str] | None
+) -> Callable[[list[str]], Fields | Reject]:
+    """What a row of fewer fields than `columns` is: its fields, the missing trailing ones absent,
+    when no `required` field is among them (only optional attributes and graph elements read
+    them, or nothing does); else a `column_count` reject naming the first missing column a
+    required reader needs. `required` None: every column is."""
     count = len(columns)
+    # For each length a short row may have, the first missing column that is required (or None).
+    first_needed: list[str | None] = []
+    for length in range(count):
+        needed = [name for name in columns[length:] if required is None or name in required]
+        first_needed.append(needed[0] if needed else None)
+
+    def short(values: list[str]) -> Fields | Reject:
+        needed = first_needed[len(values)]
+        if needed is not None:
+            return Reject(
+                "column_count", f"expected {count} columns, got {len(values)}: column {needed!r} is missing"
+            )
+        return dict(zip(columns, values, strict=False))
+
+    return short
+
+
+def _csv_parser(
+    columns: tuple[str, ...], delimiter: str, required: frozenset[str] | None = None
+) -> Callable[[Line], Fields | Reject]:
+    count = len(columns)
+    short = _short_rows(columns, required)
 
     def parse(line: Line) -> Fields | Reject:
         try:
@@ -92,8 +132,45 @@ def _csv_parser(columns: tuple[str, ...], delimiter: str) -> Callable[[Line], Fi
                 return split
             values = split
         if len(values) != count:
+            if len(values) < count:
+                return short(values)
             return Reject("column_count", f"expected {count} columns, got {len(values)}")
         return dict(zip(columns, values, strict=True))
+
+    return parse
+
+
+def _csv_cells_parser(
+    columns: tuple[str, ...],
+    delimiter: str,
+    required: frozenset[str] | None,
+    nulls: frozenset[str],
+    skip_initial_space: bool,
+) -> Callable[[Line], Fields | Reject]:
+    """`_csv_parser` with csv.nullValues (a null cell is a None field: absent for an optional
+    attribute, `missing_field` for a required one) and csv.skipInitialSpace; kept apart so that a
+    spec without them keeps the plain parser's speed."""
+    count = len(columns)
+    short = _short_rows(columns, required)
+
+    def parse(line: Line) -> Fields | Reject:
+        try:
+            text = line.raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return Reject("invalid_utf8", f"invalid UTF-8 at byte {line.offset + error.start}")
+        values = split_csv_line(text, delimiter, skip_initial_space)
+        if isinstance(values, Reject):
+            return values
+        if len(values) > count:
+            return Reject("column_count", f"expected {count} columns, got {len(values)}")
+        fields: Fields | Reject = (
+            dict(zip(columns, values, strict=True)) if len(values) == count else short(values)
+        )
+        if nulls and not isinstance(fields, Reject):
+            for name, value in fields.items():
+                if value in nulls:
+                    fields[name] = None
+        return fields
 
     return parse
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from logic.errors import InputValidationError
 from logic.parsing import is_skipped, split_csv_line
 from logic.records import BOM
-from logic.spec.inputs import JobSpec
+from logic.spec.inputs import Common, JobSpec
 from logic.values import Reject
 
 __all__ = ["DEFAULT_MAX_SHARDS", "SourceObject", "cut_shards", "read_header"]
@@ -19,6 +20,31 @@ __all__ = ["DEFAULT_MAX_SHARDS", "SourceObject", "cut_shards", "read_header"]
 # A Distributed Map reads its items from one manifest; far more shards than this means the shard
 # size is a mistake (1 byte shards of a big file), and building the list would exhaust memory.
 DEFAULT_MAX_SHARDS = 100_000
+
+# The shard size Plan (and `mapload estimate`) chooses when the input gives no shardSizeMiB: the
+# source spread over one shard per worker, at least MIN_CHOSEN_SHARD_MIB (a tiny file is one
+# shard, not crumbs that each cost an invocation) and at most the input's default, 64 MiB (what a
+# Worker writes well inside Lambda's 15 minutes; a property graph's is fitted to its memory too).
+MIN_CHOSEN_SHARD_MIB = 1
+MAX_CHOSEN_SHARD_MIB = float(Common.model_fields["shard_size_mib"].default)
+
+
+def chosen_shard_mib(data_bytes: float, workers: int, largest: float = MAX_CHOSEN_SHARD_MIB) -> float:
+    """The shard size (whole MiB) that gives each of `workers` a shard of `data_bytes`, within
+    MIN_CHOSEN_SHARD_MIB and `largest` (the default, or less for a Worker that holds less)."""
+    per_worker = math.ceil(data_bytes / max(1, workers) / 2**20)
+    return float(max(min(MIN_CHOSEN_SHARD_MIB, largest), min(largest, per_worker)))
+
+
+def with_chosen_shard_size(spec: JobSpec, data_bytes: float, workers: int, *, given: bool) -> JobSpec:
+    """The spec with the shard size chosen for its source (`chosen_shard_mib`, at most the size it
+    has: the default, or what a property graph's Worker holds) when the input gave none (`given`
+    false); a size the input gives is kept. The choice is in the normalized spec: the plan id, the
+    Workers and the report's `shards.sizeMiB` have it."""
+    if given:
+        return spec
+    chosen = chosen_shard_mib(data_bytes, workers, spec.shard_size_mib)
+    return spec if chosen == spec.shard_size_mib else spec.model_copy(update={"shard_size_mib": chosen})
 
 
 @dataclass(frozen=True)
@@ -95,20 +121,20 @@ def read_header(prefix: bytes, spec: JobSpec, object_size: int) -> tuple[list[st
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         if not is_skipped(raw, spec):
-            return _header_fields(raw, pos, spec.csv.delimiter), data_start
+            return _header_fields(raw, pos, spec.csv.delimiter, spec.csv.skip_initial_space), data_start
         if newline >= len(prefix) or data_start >= object_size:
             return [], object_size
         pos = data_start
 
 
-def _header_fields(raw: bytes, offset: int, delimiter: str) -> list[str]:
+def _header_fields(raw: bytes, offset: int, delimiter: str, skip_initial_space: bool = False) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputValidationError(
             "csv.header", f"the header line is not UTF-8 (byte {offset + error.start})"
         ) from None
-    fields = split_csv_line(text, delimiter)
+    fields = split_csv_line(text, delimiter, skip_initial_space)
     if isinstance(fields, Reject):
         raise InputValidationError("csv.header", f"the header line cannot be split: {fields.reason}")
     seen: set[str] = set()

@@ -208,6 +208,7 @@ def build(
             "failed": len(missing),
             "missing": missing[:MISSING_LISTED],
             "failures": causes,
+            "sizeMiB": (spec or {}).get("shardSizeMiB"),
         },
         "bytes": totals["bytes"],
         "seconds": seconds,

@@ -41,7 +41,8 @@ def plan(
     spec = _checked_spec(raw_input, settings, run_id)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
-    objects, shards = _shards(store, settings, bucket, key, prepared, spec)
+    given = "shardSizeMiB" in raw_input
+    objects, shards, spec = _shards(store, settings, bucket, key, prepared, spec, given)
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same
@@ -110,12 +111,16 @@ def _shards(
     key: str,
     prepared: Mapping[str, Any],
     spec: JobSpec,
-) -> tuple[list[Any], list[dict[str, Any]]]:
+    given: bool,
+) -> tuple[list[Any], list[dict[str, Any]], JobSpec]:
     """The source's objects and the shards cut from them: whole row groups from Parquet footers,
-    byte ranges from the other formats' objects."""
+    byte ranges from the other formats' objects; and the spec, with the shard size chosen for the
+    source when the input gave none (`given` false: planning.with_chosen_shard_size)."""
+    workers = min(spec.max_concurrency, settings.max_concurrency_cap)
     if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
         objects = sources.parquet_objects(store, bucket, key)
         _check_objects(settings, len(objects), "footer", f"s3://{bucket}/{key}")
+        spec = planning.with_chosen_shard_size(spec, sum(o.size for o in objects), workers, given=given)
         footers = sources.read_footers(store, objects, spec, settings.worker_memory_mib)
         graph_held = sources.graph_held_bytes(spec, settings.worker_memory_mib)
         shards = parquet.cut_row_groups(
@@ -131,9 +136,11 @@ def _shards(
         read = "header line" if planning.has_header(spec) else None
         _check_objects(settings, len(objects), read, f"s3://{bucket}/{key}")
         planned, line_bases = sources.read_headers(store, objects, spec, origin)
+        data_bytes = sum(max(0, o["size"] - o.get("data_start", 0)) for o in planned)
+        spec = planning.with_chosen_shard_size(spec, data_bytes, workers, given=given)
         shards = planning.cut_shards(planned, spec.shard_size_bytes)
         sources.number_and_attribute(shards, line_bases, origin)
-    return objects, shards
+    return objects, shards, spec
 
 
 def _check_objects(settings: PlanningSettings, objects: int, read: str | None, source: str) -> None:

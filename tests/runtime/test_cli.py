@@ -243,3 +243,20 @@ def test_serve_listens_on_localhost_only_and_names_a_taken_port_in_one_line(
         assert cli.main(["serve", "--port", str(port)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+
+
+def test_without_a_kept_endpoint_the_summary_says_the_data_went_with_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+    assert not local_command.kept_endpoint()
+    gone = local_command.summary(_report(), Path("r.json"), kept=False).splitlines()
+    assert gone[-1].startswith(
+        "  kept      nothing: the table and buckets were in memory and went with the run"
+    )
+    assert "mapload serve" in gone[-1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:4566")
+    assert local_command.kept_endpoint()
+    kept = local_command.summary(_report(), Path("r.json"), kept=True)
+    assert "went with the run" not in kept and "mapload-dev-Table" in kept

@@ -259,3 +259,49 @@ def test_a_gzip_of_many_members_is_scaled_by_its_ratio_not_its_last_members_size
     )
     measured = measure.measure(source, PRODUCT_SPEC)
     assert measured.rows == pytest.approx(20_000, rel=0.25)  # not the last member's 500
+
+
+def test_an_on_demand_table_grows_from_its_warm_throughput_doubling_each_half_hour() -> None:
+    # A billion 100-byte items, 1,000 workers: a fixed 4,000/s would take 250,000 s (69 h). On
+    # demand the ceiling doubles each 30 min: 4,000, 8,000, 16,000, 32,000, then the 40,000 quota.
+    e = est.estimate(1_000_000_000, 100, concurrency=1000, shard_mib=1, worker_items_per_second=10_000.0)
+    done = 1800 * (4000 + 8000 + 16000 + 32000)
+    assert e.seconds == pytest.approx(4 * 1800 + (1_000_000_000 - done) / 40_000)
+    assert e.table_write_units_per_second == 40_000 and e.bound == "table"
+    assert e.seconds < 1_000_000_000 / 4000 / 8
+    assert "on demand: from 4,000 write units/s (a new table's warm throughput), doubling each 30 min" in (
+        e.table_model
+    )
+    # A table pre-warmed (table_warm_write_units) starts there.
+    warm = est.estimate(
+        1_000_000_000, 100, concurrency=1000, shard_mib=1, worker_items_per_second=10_000.0, warm_wcu=40_000
+    )
+    assert warm.seconds == pytest.approx(1_000_000_000 / 40_000) and "--warm-wcu" in warm.table_model
+    # A fixed ceiling stays fixed, and says so.
+    fixed = est.estimate(1_000_000_000, 100, wcu=4000, concurrency=1000, worker_items_per_second=10_000.0)
+    assert fixed.seconds == pytest.approx(250_000) and fixed.table_model.startswith("fixed at 4,000")
+
+
+def test_the_command_says_which_table_model_it_used(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--rows", "1000000000", "--item-bytes", "100", "--concurrency", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "table model" in out and "on demand: from 4,000 write units/s" in out
+    assert "40,000 write units/s (the ceiling reached)" in out
+    assert main(["estimate", "--rows", "10", "--item-bytes", "100", "--wcu", "10", "--warm-wcu", "9"]) == 2
+    assert "--warm-wcu is for on demand" in capsys.readouterr().err
+
+
+def test_a_wrong_column_gets_plans_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = {
+        **PRODUCT_SPEC,
+        "dynamodb": {**PRODUCT_SPEC["dynamodb"], "attributes": {"price": {"field": "prise", "type": "N"}}},
+    }
+    source = _products(tmp_path / "p.csv", 3)
+    assert main(["estimate", "--file", str(source), "--spec", str(_spec_file(tmp_path, spec))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert (
+        "dynamodb.attributes.price.field: names field 'prise', which is not a column "
+        "(did you mean 'price'?)" in err
+    )
+    assert "maps to an item" not in err

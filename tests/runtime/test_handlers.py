@@ -21,7 +21,9 @@ from logic.errors import (
     SourceNotFoundError,
 )
 from logic.payloads import INPUT_STATE_BYTES
+from logic.spec.checks import fit_shard_size
 from logic.spec.dynamodb import WRITE_MODES
+from logic.spec.parse import parse_spec
 
 pytestmark = pytest.mark.runtime
 
@@ -392,11 +394,15 @@ def test_plan_gives_a_property_graph_input_without_a_shard_size_one_its_worker_h
     }
     spec: dict[str, Any] = {"source": "s3://src/people.csv", "format": "csv", "graph": graph}
     event = {"input": spec, "execution": {"name": "run-1", "id": "arn:run-1"}}
-    # When Plan runs, Then it plans the input with the largest shard the Worker holds (shown in the
-    # normalized spec the Workers and the report get)
+    # When Plan runs, Then it plans the input with a shard the Worker holds (shown in the
+    # normalized spec the Workers and the report get): the size chosen for the source, at most the
+    # largest the Worker holds (planning.with_chosen_shard_size; a tiny file: 1 MiB, one shard)
     planned = plan.handle(event, env)
     assert planned["shardCount"] == 1
-    assert planned["job"]["spec"]["shardSizeMiB"] == 63
+    assert planned["job"]["spec"]["shardSizeMiB"] == 1
+    parsed = parse_spec(spec, table_key={"pk": "S", "sk": "S"}, execution_name="run-1")
+    held = fit_shard_size(parsed, worker_memory_mib=int(memory))
+    assert held.shard_size_mib == 63  # the bound the choice is held to
     # ... while the same 64 MiB given by the user is refused, naming the largest allowed
     with pytest.raises(InputValidationError, match=f"at most 63 with worker_memory_mib {memory}"):
         plan.handle({**event, "input": {**spec, "shardSizeMiB": 64}}, env)

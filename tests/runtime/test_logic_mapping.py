@@ -160,7 +160,7 @@ def test_bad_booleans() -> None:
     to_item = mapper({"b": {"field": "b", "type": "BOOL"}}, key={"pk": "X", "sk": "Y"})
     assert reject(to_item({"b": "maybe"})) == (
         "bad_bool",
-        "b: 'maybe' is not a boolean (true/false, 1/0, yes/no)",
+        "b: 'maybe' is not a boolean (true/false, 1/0, yes/no, y/n, t/f)",
     )
     assert reject(to_item({"b": ""}))[0] == "empty_value"
 

@@ -89,3 +89,18 @@ def test_a_failed_shard_s_cause_is_the_job_s_error_with_its_line_in_the_object()
         "where": "Shards",
     }
     assert build(counts(1, 1, 0, 0, read=1, written=1))["shards"]["failures"] == []
+
+
+def test_the_graph_line_says_what_the_local_store_holds_and_never_loaded_none() -> None:
+    from mapload.reports import report_lines
+
+    base = {"records": {}, "shards": {"done": 1, "total": 1}, "seconds": 1}
+    blocked = {"staged": 4, "loaded": None, "status": "BLOCKED"}
+    line = next(x for x in report_lines({**base, "graph": blocked}) if x.startswith("  graph"))
+    assert "None" not in line and "not loaded · BLOCKED" in line
+    store = {"statements": 0, "path": None, "vertices": 2, "edges": 1}
+    loaded = {"staged": 3, "loaded": 3, "status": "LOAD_COMPLETED", "store": store}
+    line = next(x for x in report_lines({**base, "graph": loaded}) if x.startswith("  graph"))
+    assert "store 2 vertices, 1 edges" in line and "statements" not in line
+    rdf = {**loaded, "store": {"statements": 5, "path": None}}
+    assert any("store 5 statements" in x for x in report_lines({**base, "graph": rdf}))

@@ -175,6 +175,50 @@ def _property_references(where: str, properties: Properties) -> Iterator[tuple[s
             yield f"{path}.field", value.field
 
 
+def required_fields(spec: JobSpec) -> frozenset[str] | None:
+    """The record fields a record must have: those a key, a template, a typed attribute that is not
+    optional or a graph term, vertex or edge that is not optional reads (a short CSV row may leave
+    out only the others: logic/parsing.py). None: every field (`"attributes": "*"` copies each)."""
+    required: set[str] = set()
+    target = spec.dynamodb
+    if target is not None:
+        if target.copy_all:
+            return None
+        for value in [*target.key.values(), *target.mapped.values()]:
+            if isinstance(value, Template):
+                required.update(value.fields)
+            elif not value.optional:
+                required.add(value.field)
+    graph = spec.graph
+    if graph is None:
+        return frozenset(required)
+    for statement in graph.statements:
+        for part in STATEMENT_PARTS:
+            term = getattr(statement, part)
+            if term is not None and not getattr(term, "optional", False):
+                required.update(term_template(term).fields)
+    for element in [*graph.vertices, *graph.edges]:
+        if not element.optional:
+            required.update(_element_reads(element))
+    return frozenset(required)
+
+
+def _element_reads(element: Vertex | Edge) -> Iterator[str]:
+    """The fields a vertex or edge must have: its templates' and its properties' (not optional)."""
+    if isinstance(element, Vertex):
+        templates: list[Template | None] = [element.id, *element.labels]
+    else:
+        templates = [element.from_, element.to, element.label, element.id]
+    for template in templates:
+        if template is not None:
+            yield from template.fields
+    for value in element.properties.values():
+        if isinstance(value, Template):
+            yield from value.fields
+        elif not value.optional:
+            yield value.field
+
+
 def check_property_types(section: str, elements: Sequence[Vertex | Edge]) -> None:
     """A staged file has one column per property name: one type per name across the section."""
     first: dict[str, tuple[str, int]] = {}

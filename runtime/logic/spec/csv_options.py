@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from logic.described import kind
-from logic.spec.fields import END, Model, WholeNumber, fail, matches
+from logic.spec.fields import END, Model, WholeNumber, fail, matches, omit_default
 
 # csv.maxRecordBytes: a CSV record's bound, and so its longest quoted field (a quote left open at a
 # field's start costs at most this much).
@@ -32,6 +32,14 @@ Comment = Annotated[
     str,
     matches(COMMENT_PATTERN, lambda v: f"must be null or a non-empty one-line prefix like '#', got {v!r}"),
 ]
+
+
+# The words a BOOL attribute reads from text whatever csv.trueValues and csv.falseValues add (any case).
+TRUE_WORDS = ("true", "1", "yes", "y", "t")
+FALSE_WORDS = ("false", "0", "no", "n", "f")
+
+Word = Annotated[str, Field(min_length=1)]
+Cell = Annotated[str, matches(r"^[^\n\r]*" + END, lambda v: f"must be one-line text, got {v!r}")]
 
 
 _NO_COLUMNS = "only allowed when csv.header is false (the header line names the columns)"
@@ -68,6 +76,25 @@ class _CsvLines(Model):
         description="A record whose quoted field is still open past this many bytes is rejected "
         "(record_too_large) and parsing resumes at its next line; a quoted field up to this size loads. "
         "Each shard also reads this much before its start.",
+    )
+    null_values: list[Cell] = omit_default(
+        [],
+        description='Cells that mean "no value", e.g. ["NA", "\\\\N"] or [""] for empty (compared as '
+        "written, after skipInitialSpace): the attribute is left out when optional, a required one is "
+        "the reject missing_field (a NULL attribute holds NULL).",
+    )
+    true_values: list[Word] = omit_default(
+        [],
+        description="Words a BOOL attribute reads as true (any case), beside true, 1, yes, y and t; "
+        "they win over the default false words and over falseValues.",
+    )
+    false_values: list[Word] = omit_default(
+        [],
+        description="Words a BOOL attribute reads as false (any case), beside false, 0, no, n and f; "
+        "they win over the default true words.",
+    )
+    skip_initial_space: bool = omit_default(
+        False, description="Spaces after a delimiter are not part of the next field (header line too)."
     )
 
 

@@ -78,6 +78,7 @@ class Common(Model):
         gt=0,
         le=MAX_SHARD_SIZE_MIB,
         description="Bytes of source per shard (one Worker invocation), in MiB; fractions make small shards. "
+        "Absent: Plan chooses a shard per maxConcurrency worker, 1 to 64 MiB (the default shown). "
         "A property graph's shard is also bounded by the Worker's memory (Plan names the largest).",
     )
     max_concurrency: Annotated[int, WholeNumber] = Field(
