@@ -200,7 +200,11 @@ def _sequence(mode: str, steps: list[str], monkeypatch: pytest.MonkeyPatch) -> l
         assert shards["done"] == len(own) and shards["carried"] == len(done)
         assert shards["total"] == shards["done"] + shards["carried"] + shards["failed"]
         assert records["read"] == records["written"] + records["skipped"] + records["rejected"]
-        assert sum(run["shards"] for run in report["carried"]["runs"]) == len(done)
+        assert (
+            sum(run["shards"] for run in report["carried"]["runs"])
+            == report["carried"]["shards"]
+            == len(done)
+        )
         if report["lines"] is not None:
             lines = report["lines"]
             assert lines["total"] == lines["accepted"] + lines["rejected"] + lines["ignored"]

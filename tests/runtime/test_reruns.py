@@ -86,7 +86,8 @@ def test_a_rerun_of_a_finished_plan_is_refused_in_one_line_and_a_reload_repairs_
     assert reloaded["status"] == "SUCCEEDED", reloaded["cause"]
     assert report["records"]["written"] == ROWS and report["lines"]["total"] == ROWS
     assert report["shards"]["done"] == report["shards"]["total"] and report["shards"]["carried"] == 0
-    assert report["carried"] == {"runs": []}
+    zeros = dict.fromkeys(("read", "written", "skipped", "rejected"), 0)
+    assert report["carried"] == {"shards": 0, "records": zeros, "runs": []}
     assert "Item" in _table().get_item(TableName="target", Key=key)  # repaired
 
     with pytest.raises(JobAlreadyLoadedError, match="in run run-3 at"):
