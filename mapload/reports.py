@@ -51,7 +51,9 @@ def reconciliation_problems(report: Mapping[str, Any] | None, status: str) -> li
     if read != balanced(records):
         problems.append(f"records read {read} != written {written} + skipped {skipped} + rejected {rejected}")
     shards = report.get("shards") or {}
-    if shards.get("done") != shards.get("total") or shards.get("missing"):
+    if int(shards.get("done") or 0) + int(shards.get("carried") or 0) != shards.get("total") or shards.get(
+        "missing"
+    ):
         problems.append(f"shards done {shards.get('done')} of {shards.get('total')}")
     return problems
 
@@ -109,7 +111,9 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         + (f" + skipped {rec['skipped']:,}" if rec.get("skipped") else "")
         + f" + rejected {rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
         f"  shards    {shards.get('done')}/{shards.get('total')} done"
-        + (f" ({shards['sizeMiB']:g} MiB each)" if shards.get("sizeMiB") else ""),
+        + (f" ({shards['sizeMiB']:g} MiB each)" if shards.get("sizeMiB") else "")
+        # Shards an earlier run of the job finished: not redone, their records not in this run's.
+        + (f" · {shards['carried']:,} shards done by an earlier run" if shards.get("carried") else ""),
         f"  seconds   {report.get('seconds')}",
     ]
     if report.get("writeMode") is not None or not isinstance(report.get("graph"), dict):

@@ -278,7 +278,12 @@ class LoaderFunctions:
                 "WRITE_CONCURRENCY": str(config.write_concurrency),
                 "MAX_WRITE_CONCURRENCY": str(config.max_write_concurrency),
             },
-            "Finalize": {**common, "TABLE_ARN": data.table.table_arn},
+            "Finalize": {
+                **common,
+                "TABLE_ARN": data.table.table_arn,
+                # After a failed Map Run it records until when the job's Workers may still write.
+                "WORKER_TIMEOUT_SECONDS": str(config.worker_timeout_seconds),
+            },
         }
 
     def _load_functions(

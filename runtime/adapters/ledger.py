@@ -237,19 +237,23 @@ class Ledger:
             return None
         return {k: next(iter(v.values())) for k, v in item.items()}
 
-    def finish_job(self, job_id: str, run_id: str, status: str) -> None:
+    def finish_job(self, job_id: str, run_id: str, status: str, *, writers_until: int | None = None) -> None:
+        """Close the run's claim with its status; `writers_until` (epoch seconds): a run whose shards
+        did not all finish records until when its Workers may still write (Plan refuses a re-run
+        before then: `writers_still_running`)."""
+        values = {":status": {"S": status}, ":now": {"N": str(int(time.time()))}, ":run": {"S": run_id}}
+        update = "SET #s = :status, finishedAt = :now"
+        if writers_until is not None:
+            update += ", writersUntil = :until"
+            values[":until"] = {"N": str(writers_until)}
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key={"pk": _job_pk(job_id), "sk": {"S": "JOB"}},
-                UpdateExpression="SET #s = :status, finishedAt = :now",
+                UpdateExpression=update,
                 ConditionExpression="runId = :run",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":status": {"S": status},
-                    ":now": {"N": str(int(time.time()))},
-                    ":run": {"S": run_id},
-                },
+                ExpressionAttributeValues=values,
             )
         except ClientError as error:
             # Plan failed before it recorded the job, or another run owns it: nothing of ours to close.
@@ -257,13 +261,17 @@ class Ledger:
                 raise
 
     def record_shard(self, job_id: str, plan_id: str, index: int, counts: dict[str, Any]) -> bool:
-        """Store a finished shard's counts once; False when a previous attempt already did."""
+        """Store a finished shard's counts once; False when a previous attempt already did. The
+        counts carry `runId`, the run (execution name) whose Worker wrote them: Finalize reports a
+        shard another run finished apart from this run's (`carried`)."""
         try:
             self._db.put_item(
                 TableName=self._table,
                 Item={
                     **shard_key(job_id, plan_id, index),
                     "index": {"N": str(index)},
+                    "runId": {"S": str(counts.get("runId") or "")},
+                    "recordedAt": {"N": str(int(time.time()))},
                     "counts": {"S": json.dumps(counts, separators=(",", ":"))},
                     "expiresAt": self._expires(),
                 },
@@ -333,6 +341,72 @@ class Ledger:
         ):
             items.extend(page.get("Items", []))
         return items
+
+    # -- a plan's record: whether it was loaded whole, and its reload generation ------------------
+
+    def plan_record(self, job_id: str, plan_id: str) -> dict[str, Any]:
+        """The job's record of a plan (`PLAN#<planId>` under the job's key): `generation` (how many
+        times `"reload": true` started it afresh; 0 when never), `loaded` (JSON: the run that
+        finished its last shard of that generation, when, and the job's counts) when every shard is
+        recorded. Empty when the plan never ran."""
+        item = self._db.get_item(
+            TableName=self._table,
+            Key={"pk": _job_pk(job_id), "sk": {"S": plan_sk(plan_id)}},
+            ConsistentRead=True,
+        ).get("Item")
+        if not item:
+            return {}
+        return {
+            "generation": int(item.get("generation", {}).get("N", "0")),
+            "loaded": json.loads(item["loaded"]["S"]) if "loaded" in item else None,
+        }
+
+    def reload_plan(self, job_id: str, plan_id: str, run_id: str) -> int:
+        """Start the plan afresh for `run_id` (`"reload": true`): the next generation, whose shards
+        are recorded under their own keys (logic/job.py PlannedJob.plan), and no `loaded`. A retry of
+        the same Plan gets the generation its first attempt made."""
+        try:
+            answer = self._db.update_item(
+                TableName=self._table,
+                Key={"pk": _job_pk(job_id), "sk": {"S": plan_sk(plan_id)}},
+                UpdateExpression="SET generation = if_not_exists(generation, :zero) + :one, "
+                "reloadRunId = :run, expiresAt = :expires REMOVE loaded",
+                ConditionExpression="attribute_not_exists(reloadRunId) OR reloadRunId <> :run",
+                ExpressionAttributeValues={
+                    ":zero": {"N": "0"},
+                    ":one": {"N": "1"},
+                    ":run": {"S": run_id},
+                    ":expires": self._expires(),
+                },
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return int(self.plan_record(job_id, plan_id)["generation"])
+        return int(answer["Attributes"]["generation"]["N"])
+
+    def record_loaded(self, job_id: str, plan_id: str, generation: int, loaded: Mapping[str, Any]) -> None:
+        """Record that every shard of the plan's `generation` is done (`loaded`: the run, when, the
+        counts): a re-run of the plan is refused (plans/service.py) unless it reloads. Only while
+        the plan is still at that generation (a later reload started it afresh: nothing to say)."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": _job_pk(job_id), "sk": {"S": plan_sk(plan_id)}},
+                UpdateExpression="SET loaded = :loaded, expiresAt = :expires",
+                ConditionExpression=(
+                    "generation = :generation" if generation else "attribute_not_exists(generation)"
+                ),
+                ExpressionAttributeValues={
+                    ":loaded": {"S": json.dumps(loaded, separators=(",", ":"))},
+                    ":expires": self._expires(),
+                    **({":generation": {"N": str(generation)}} if generation else {}),
+                },
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
 
     # -- the CSV start-state chain (adapters/csvchain.py) ----------------------------------------
 
@@ -430,6 +504,10 @@ class Ledger:
 
 def csv_state_sk(index: int, kind: str) -> str:
     return f"CSV#{index:06d}#{kind}"
+
+
+def plan_sk(plan_id: str) -> str:
+    return f"PLAN#{plan_id}"
 
 
 def graph_load_sk(run_id: str) -> str:

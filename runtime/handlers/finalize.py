@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters import clients
@@ -17,15 +18,19 @@ from reports.service import finalize
 SETTINGS_CLASS = FinalizeSettings
 
 
-def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def handle(
+    event: Mapping[str, Any], env: Mapping[str, str], now: Callable[[], float] = time.time
+) -> dict[str, Any]:
     """The event is the execution's `state` (its input, Plan's `plan`, a caught `error`) and its
-    `execution`; the result is the job's status, its report and the report's location."""
+    `execution`; the result is the job's status, its report and the report's location. `now`: the
+    clock of the `writersUntil` a failed Map Run leaves (the emulator's, in a test)."""
     settings = FinalizeSettings.from_env(env)
     return finalize(
         event,
         settings,
         S3Store(clients.s3()),
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        now,
     )
 
 

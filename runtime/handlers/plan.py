@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters import clients
@@ -19,9 +20,12 @@ from plans.service import plan
 SETTINGS_CLASS = PlanSettings
 
 
-def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def handle(
+    event: Mapping[str, Any], env: Mapping[str, str], now: Callable[[], float] = time.time
+) -> dict[str, Any]:
     """The event is the execution's `input` and its `execution` (name, id); the result is the
-    planned `job`, the manifest's key and what the Shards map reads."""
+    planned `job`, the manifest's key and what the Shards map reads. `now`: the clock a failed
+    run's `writersUntil` is compared with (the emulator's, in a test)."""
     settings = PlanSettings.from_env(env)
     return plan(
         event,
@@ -31,6 +35,7 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         functools.partial(
             execution_ended, clients.stepfunctions(), worker_timeout_seconds=settings.worker_timeout_seconds
         ),
+        now,
     )
 
 

@@ -13,6 +13,8 @@ from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from adapters.executions import LAMBDA_MAX_TIMEOUT_SECONDS
+
 # Read by Powertools (Logger/Metrics) in lambda_handler, not by the settings classes; every
 # function's template sets exactly these besides its SETTINGS_CLASS.ENV_NAMES (contract test).
 POWERTOOLS_ENV_NAMES: tuple[str, ...] = ("POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE")
@@ -132,6 +134,9 @@ class FinalizeSettings(_Ledger):
     table_name: Name
     # The report names the table by ARN too: its region and account say where the items went.
     table_arn: Name
+    # The Worker function's timeout: after a failed Map Run, the job's Workers may still write
+    # until this (+60 s) after Finalize, which records when (Plan refuses a re-run before then).
+    worker_timeout_seconds: Positive = LAMBDA_MAX_TIMEOUT_SECONDS
 
 
 class PollGraphLoadSettings(_Ledger):

@@ -40,6 +40,11 @@ class JobAlreadyRunningError(MaploadError):
     """Another run of the same jobId is still RUNNING."""
 
 
+class JobAlreadyLoadedError(MaploadError):
+    """Every shard of this plan (same objects and spec) is already recorded for the jobId: a re-run
+    would write nothing and report an earlier run's counts. `"reload": true` runs it again."""
+
+
 class JobTakenOverError(MaploadError):
     """Another run took this run's jobId over (a redriven execution of a displaced run)."""
 

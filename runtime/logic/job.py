@@ -67,6 +67,9 @@ class PlannedJob(_Wire):
     run_id: str = Field(alias="runId")
     # The plan's fingerprint (logic/planning.py plan_id); absent in executions before it existed.
     plan_id: str | None = Field(default=None, alias="planId")
+    # How many times `"reload": true` started the plan afresh (adapters/ledger.py reload_plan);
+    # absent: never (0).
+    generation: int | None = None
     spec: dict[str, Any]  # the normalized input (logic/spec.py spec_to_json)
     # The table's key schema, partition key first (what the Worker parses the spec against).
     table_key: dict[str, str] | None = Field(default=None, alias="tableKey")
@@ -77,8 +80,11 @@ class PlannedJob(_Wire):
 
     @property
     def plan(self) -> str:
-        """The plan the shards are recorded under: its id, or the run's in an older execution."""
-        return str(self.plan_id or self.run_id)
+        """The plan the shards are recorded under: its id (with the reload generation after
+        `.`, once reloaded: a reload's shards are recorded afresh), or the run's in an older
+        execution."""
+        plan = str(self.plan_id or self.run_id)
+        return f"{plan}.{self.generation}" if self.generation else plan
 
     @property
     def source_format(self) -> str:

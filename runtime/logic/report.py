@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -154,6 +155,8 @@ SUMMED = (
 )
 # Recorded by every shard of a plan format 2 or later (logic/planning.py PLAN_FORMAT).
 LINE_COUNTS = ("recordLines", "rejectedLines", "ignoredLines")
+# The report's `lines`.
+LINE_TOTALS = ("total", "accepted", "rejected", "ignored")
 
 
 def build(
@@ -181,8 +184,10 @@ def build(
         # The shards' own causes say more than the Map's "a child failed" or a missing count.
         unexplained = len(set(missing) - set(failures or {}))
         error = _failed_shards_error(total, missing, causes, unexplained)
-    totals, by_reason, unbalanced = _sum_shards(shards)
-    lines = line_section(totals, shards)
+    # This run's shards are its counts; shards an earlier run of the job finished are reported apart.
+    ran = {index: counts for index, counts in shards.items() if ran_in(counts, run_id)}
+    totals, by_reason, unbalanced = _sum_shards(ran)
+    lines = line_section(totals, ran) if ran or len(shards) == 0 else dict.fromkeys(LINE_TOTALS, 0)
     max_rejected = float(_given(spec, "maxRejectedPercent"))
     rejected_percent = 100.0 * totals["rejected"] / totals["read"] if totals["read"] else 0.0
     if error is None:
@@ -204,12 +209,14 @@ def build(
         "lines": lines,
         "shards": {
             "total": total,
-            "done": len(shards),
+            "done": len(ran),
             "failed": len(missing),
             "missing": missing[:MISSING_LISTED],
             "failures": causes,
             "sizeMiB": (spec or {}).get("shardSizeMiB"),
+            "carried": len(shards) - len(ran),
         },
+        "carried": carried_section(shards, run_id),
         "bytes": totals["bytes"],
         "seconds": seconds,
         "dynamodb": {
@@ -220,7 +227,7 @@ def build(
             "throttles": totals["throttles"],
         },
         "s3": {"retries": totals["s3Retries"]},
-        "skipped": {"count": totals["skipped"], "sample": _skipped_sample(shards)},
+        "skipped": {"count": totals["skipped"], "sample": _skipped_sample(ran)},
         "rejects": {
             "count": totals["rejected"],
             "percent": round(rejected_percent, 4),
@@ -229,6 +236,64 @@ def build(
             "sample": sample[:SAMPLE_SIZE],
             "location": rejects_location,
         },
+    }
+
+
+def ran_in(counts: Mapping[str, Any], run_id: str) -> bool:
+    """Whether a shard's recorded counts are this run's: its Worker recorded them under `runId`
+    (a record without one predates it, and is taken as the run's own)."""
+    return str(counts.get("runId", run_id)) == run_id
+
+
+CARRIED_RECORDS = ("read", "written", "skipped", "rejected")
+# Earlier runs the report lists by name (their totals are all in `carried.shards`, `.records`).
+CARRIED_LISTED = 20
+
+
+def carried_section(shards: Mapping[int, Mapping[str, Any]], run_id: str) -> dict[str, Any]:
+    """What earlier runs of the job did on the shards this run did not redo: their `shards` and
+    `records` in all, and the first CARRIED_LISTED of those `runs` (the report travels in 256 KiB
+    state payloads, whatever the number of runs before it)."""
+    runs = carried_runs(shards, run_id)
+    return {
+        "shards": sum(run["shards"] for run in runs),
+        "records": {name: sum(run["records"][name] for run in runs) for name in CARRIED_RECORDS},
+        "runs": runs[:CARRIED_LISTED],
+    }
+
+
+def carried_runs(shards: Mapping[int, Mapping[str, Any]], run_id: str) -> list[dict[str, Any]]:
+    """The earlier runs of the job whose recorded shards this run did not redo, in the order of
+    their first shard: `{runId, shards, records: {read, written, skipped, rejected}}` each."""
+    runs: dict[str, dict[str, Any]] = {}
+    for _, counts in sorted(shards.items()):
+        if ran_in(counts, run_id):
+            continue
+        entry = runs.setdefault(
+            str(counts["runId"]), {"runId": str(counts["runId"]), "shards": 0, "records": Counter()}
+        )
+        entry["shards"] += 1
+        entry["records"].update({name: int(counts.get(name) or 0) for name in CARRIED_RECORDS})
+    return [
+        {**entry, "records": {name: entry["records"][name] for name in CARRIED_RECORDS}}
+        for entry in runs.values()
+    ]
+
+
+def loaded(
+    result: Mapping[str, Any], shards: Mapping[int, Mapping[str, Any]], now: float | None = None
+) -> dict[str, Any]:
+    """What the ledger keeps of a run that finished a plan's last shard (adapters/ledger.py
+    record_loaded), for Plan's refusal of a re-run: the run, when (epoch seconds), the plan's
+    records over every run that did its shards, and those runs."""
+    records = {name: sum(int(c.get(name) or 0) for c in shards.values()) for name in CARRIED_RECORDS}
+    runs = [str(result["runId"])] + [str(run["runId"]) for run in result["carried"]["runs"]]
+    return {  # the runs listed: this one and the first CARRIED_LISTED before it
+        "runId": result["runId"],
+        "at": int(time.time() if now is None else now),
+        "status": result["status"],
+        "records": records,
+        "runs": runs,
     }
 
 

@@ -6,13 +6,16 @@ the jobId claimed in the ledger, the manifest written to staging.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
 from logic import layout, parquet, planning
-from logic.errors import InputValidationError
+from logic.errors import InputValidationError, JobAlreadyLoadedError, JobAlreadyRunningError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
 from logic.spec.checks import check_graph_database, check_shard_memory, check_source_bucket, fit_shard_size
@@ -29,10 +32,12 @@ def plan(
     store: S3Store,
     ledger: Ledger,
     ended: Callable[[str], bool] | None = None,
+    now: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     """Plan the execution's input (`event`: `input`, `execution`): the manifest is written to
     staging, the jobId claimed; the result is the planned `job` and what the Map reads.
-    `ended(execution id)`: whether the execution holding the jobId is over (then taken over)."""
+    `ended(execution id)`: whether the execution holding the jobId is over (then taken over);
+    `now`: the clock a failed run's `writersUntil` is compared with."""
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
     raw_input = dict(event.get("input") or {})
@@ -49,8 +54,17 @@ def plan(
     # objects and spec finds the shards an earlier run finished, and skips them.
     plan_id = planning.plan_id(shards, spec_json)
     counted = _counted_plan(spec, ledger, plan_id)
+    current = ledger.get_job(job_id) or {}
+    writers_still_running(current, job_id, run_id, now())
+    recorded = ledger.plan_record(job_id, plan_id)
+    # A run that holds the jobId is refused as running (or taken over) by start_job, first.
+    held = current.get("status") == "RUNNING" and current.get("runId") != run_id
+    if not spec.reload and not held:
+        refuse_loaded(job_id, recorded.get("loaded"))
     execution_id = str(execution.get("id") or run_id)
     ledger.start_job(job_id, run_id, execution_id, len(shards), counted_plan=counted, ended=ended)
+    # A reload records its shards afresh, under the plan's next generation (logic/job.py PlannedJob.plan).
+    generation = ledger.reload_plan(job_id, plan_id, run_id) if spec.reload else recorded.get("generation", 0)
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
     max_concurrency = min(spec.max_concurrency, settings.max_concurrency_cap)
@@ -58,6 +72,7 @@ def plan(
         jobId=job_id,
         runId=run_id,
         planId=plan_id,
+        **({"generation": generation} if generation else {}),
         spec=spec_json,
         tableKey=dict(settings.table_key),
         objects=len(objects),
@@ -93,6 +108,13 @@ def _counted_plan(spec: JobSpec, ledger: Ledger, plan_id: str) -> str | None:
     target = write_plan(spec.dynamodb) if spec.dynamodb is not None else None
     if target is None or not target.counters:
         return None
+    if spec.reload:
+        raise InputValidationError(
+            "reload",
+            f"not with a numeric update add ({', '.join(target.counters)}): each record is added exactly "
+            "once per plan, through retries and re-runs, so a reload would add nothing; to add the "
+            "records again, load them under a new jobId",
+        )
     earlier = (ledger.get_job(spec.job_id) or {}).get("countedPlanId")
     if earlier is not None and earlier != plan_id:
         raise InputValidationError(
@@ -102,6 +124,35 @@ def _counted_plan(spec: JobSpec, ledger: Ledger, plan_id: str) -> str | None:
             "start the corrected load under a new jobId (the earlier additions stay)",
         )
     return plan_id
+
+
+def refuse_loaded(job_id: str, loaded: Mapping[str, Any] | None) -> None:
+    """Refuse (JobAlreadyLoadedError) a run of a plan every shard of which is recorded for the
+    jobId (`loaded`, from the ledger's plan record): it would write nothing and repair nothing."""
+    if not loaded:
+        return
+    at = datetime.fromtimestamp(int(loaded.get("at") or 0), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    records = loaded.get("records") or {}
+    raise JobAlreadyLoadedError(
+        f"jobId {job_id} loaded this plan in run {loaded.get('runId')} at {at} (written "
+        f"{int(records.get('written') or 0):,}, skipped {int(records.get('skipped') or 0):,}, rejected "
+        f'{int(records.get("rejected") or 0):,}): use a new jobId or "reload": true'
+    )
+
+
+def writers_still_running(job: Mapping[str, Any], job_id: str, run_id: str, now: float) -> None:
+    """Refuse (JobAlreadyRunningError) a run while Workers of the job's last run may still write:
+    its Map Run failed, and Step Functions does not stop the Lambda invocations already running
+    (they go on up to the Worker timeout; Finalize recorded `writersUntil`, the takeover rule's
+    Worker timeout + 60 s). `job`: the ledger's job item. The refusal says when the run may start."""
+    until = int(job.get("writersUntil") or 0)
+    if job.get("runId") == run_id or until <= now:
+        return
+    at = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    raise JobAlreadyRunningError(
+        f"jobId {job_id}: Workers of its failed run {job.get('runId')} may still write until {at}; "
+        f"start this run after then (in {math.ceil(until - now)} s)"
+    )
 
 
 def _shards(

@@ -7,11 +7,12 @@ What the shards recorded (ledger) and the plan's manifest (staging) → the reje
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+from adapters.executions import SETTLE_MARGIN_SECONDS
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
 from logic import layout, report
@@ -22,10 +23,15 @@ from reports.settings import ReportSettings
 
 
 def finalize(
-    event: Mapping[str, Any], settings: ReportSettings, store: S3Store, ledger: Ledger
+    event: Mapping[str, Any],
+    settings: ReportSettings,
+    store: S3Store,
+    ledger: Ledger,
+    now: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     """Report on the execution's job (`event`: `state`, the execution's state, and `execution`);
-    the result is what Finalize returns to the state machine (`_answer`)."""
+    the result is what Finalize returns to the state machine (`_answer`). `now`: the clock of the
+    ledger's `writersUntil` and `loaded.at`."""
     state = event.get("state") or {}
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
@@ -33,7 +39,7 @@ def finalize(
     job = PlannedJob.parse(plan["job"]) if plan and plan.get("job") else None
     spec: Mapping[str, Any] = job.spec if job else {}
     job_id = job.job_id if job else str(state.get("jobId") or run_id)
-    plan_id = str(job.plan_id or run_id) if job else run_id
+    plan_id = job.plan if job else run_id  # the ledger's key of its shards (a reload's generation)
     error = _caught_error(state, planned=plan is not None)
     manifest: list[dict[str, Any]] | None = None
     shards: dict[int, dict[str, Any]] = {}
@@ -46,8 +52,15 @@ def finalize(
         missing = {int(shard["index"]) for shard in manifest or []} - set(shards)
         # Why the shards without counts failed, as their Workers recorded it (none read if none).
         failures = ledger.shard_failures(job_id, plan_id, missing) if missing else {}
+        # This run's rejects only: a shard an earlier run finished wrote its rejects beside that
+        # run's report (its line counts still number the lines after it).
         rejects_location, sample = merge_rejects(
-            store, settings.staging_bucket, job_id, run_id, manifest or [], shards
+            store,
+            settings.staging_bucket,
+            job_id,
+            run_id,
+            manifest or [],
+            {i: c if report.ran_in(c, run_id) else {**c, "rejectsKey": None} for i, c in shards.items()},
         )
     if not spec:  # Plan failed: say what was asked for as far as it can be read
         spec = _asked_for(state)
@@ -65,29 +78,45 @@ def finalize(
         sample=sample,
         failures=failures,
     )
-    _add_skipped_and_graph(result, settings, spec, shards, (job_id, run_id, plan_id))
+    _add_graph(result, settings, spec, shards, (job_id, plan_id))
     key = layout.report_key(job_id, run_id)
     store.put_json(settings.staging_bucket, key, result)
     answer = _answer(result, f"s3://{settings.staging_bucket}/{key}")
+    if job is not None and manifest is not None and not result["shards"]["failed"] and not job.graph:
+        # Every shard of the plan is recorded: a re-run of it is refused (plans/service.py). Not a
+        # graph job's: its re-run loads the statements its shards staged again (a failed load's retry).
+        ledger.record_loaded(
+            job_id, str(job.plan_id or run_id), job.generation or 0, report.loaded(result, shards, now())
+        )
     # The claim on the jobId lasts until the run's last state: PollGraphLoad's end when a graph
     # load follows (a second run must not start meanwhile), else here.
     if plan is not None and not answer["graphLoad"]:
-        ledger.finish_job(job_id, run_id, result["status"])
+        ledger.finish_job(
+            job_id, run_id, result["status"], writers_until=_writers_until(state, result, settings, now())
+        )
     return answer
 
 
-def _add_skipped_and_graph(
+def _writers_until(
+    state: Mapping[str, Any], result: Mapping[str, Any], settings: ReportSettings, now: float
+) -> int | None:
+    """Until when the job's Workers may still write (epoch seconds), when the Map Run failed with
+    shards not done: Step Functions stops its children, not the Lambda invocations they started,
+    which run on up to the Worker's timeout (+ the takeover rule's margin). None otherwise."""
+    if not state.get("error") or not result["shards"]["failed"]:
+        return None
+    return int(now) + settings.worker_timeout_seconds + SETTLE_MARGIN_SECONDS
+
+
+def _add_graph(
     result: dict[str, Any],
     settings: ReportSettings,
     spec: Mapping[str, Any],
     shards: Mapping[int, Mapping[str, Any]],
-    ids: tuple[str, str, str],
+    ids: tuple[str, str],
 ) -> None:
-    """The report's shards an earlier run finished, and its graph section (a graph job's);
-    `ids`: the job's, run's and plan's."""
-    job_id, run_id, plan_id = ids
-    # Shards an earlier run of this job finished (same plan): not redone, still counted.
-    result["shards"]["skipped"] = sum(1 for c in shards.values() if c.get("runId", run_id) != run_id)
+    """The report's graph section (a graph job's); `ids`: the job's and plan's."""
+    job_id, plan_id = ids
     graph = report.graph_section(
         spec,
         shards,

@@ -139,14 +139,13 @@ def test_a_failed_job_rerun_skips_the_shards_done_and_finishes_the_rest(
     second = run_local(source, spec, report_path=tmp_path / "r2.json", quiet=True)
 
     assert second["status"] == "SUCCEEDED", second["error"]
-    assert second["shards"]["skipped"] == second["shards"]["total"] - 1
-    assert second["records"] == {
-        "read": 2_000,
-        "written": 2_000,
-        "skipped": 0,
-        "rejected": 0,
-        "duplicates": 0,
-    }
+    assert second["shards"]["carried"] == second["shards"]["total"] - 1 and second["shards"]["done"] == 1
+    assert [run["runId"] for run in second["carried"]["runs"]] == [failed["runId"]]
+    carried = second["carried"]["runs"][0]["records"]
+    # This run's records are its own shard's; the earlier run's are carried, and both add up.
+    assert second["records"]["read"] + carried["read"] == 2_000
+    assert second["records"]["written"] + carried["written"] == 2_000
+    assert second["records"]["read"] == second["records"]["written"] > 0
     assert _table_count(moto_server, second["dynamodb"]["table"]) == 2_000
 
 
@@ -321,3 +320,47 @@ def test_a_failed_shard_s_cause_reaches_the_report_and_the_summary_line(
     assert "line 51" in error["message"] and f"cannot map {failing}" in error["message"]
     line = failure_line(report, tmp_path / "r.json")
     assert "Bug in Shards: shard 0 failed at line 51" in line and f"cannot map {failing}" in line
+
+
+def test_a_rerun_of_a_finished_job_is_refused_in_one_line_and_a_reload_repairs_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto_server: str
+) -> None:
+    """Issue 41 item 1, as a user meets it: a fixed jobId (the README's console input), an item
+    deleted and one changed by hand, the same file and spec again. Before: SUCCEEDED, 'written
+    181', both items still broken. Now the run is refused in one line, and "reload" repairs."""
+    from mapload.local import summary
+    from mapload.reports import failure_line
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", moto_server)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_server)
+    source = write_csv(tmp_path / "p.csv", 181)
+    spec = {**SPEC, "jobId": "postcodes-fixed"}
+    first = run_local(source, spec, report_path=tmp_path / "r1.json", quiet=True)
+    assert first["status"] == "SUCCEEDED", first["error"]
+    table = first["dynamodb"]["table"]
+    db = _dynamodb(moto_server)
+    deleted, changed = sorted(_table_items(moto_server, table))[:2]
+    db.delete_item(TableName=table, Key={"pk": {"S": deleted}, "sk": {"S": "LOCATION"}})
+    db.put_item(
+        TableName=table, Item={"pk": {"S": changed}, "sk": {"S": "LOCATION"}, "latitude": {"N": "-1"}}
+    )
+
+    again = run_local(source, spec, report_path=tmp_path / "r2.json", quiet=True)
+
+    error = again["error"]
+    assert (again["status"], error["type"], error["where"]) == ("FAILED", "JobAlreadyLoadedError", "Plan")
+    assert error["message"].startswith(f"jobId postcodes-fixed loaded this plan in run {first['runId']} at ")
+    assert error["message"].endswith(
+        '(written 181, skipped 0, rejected 0): use a new jobId or "reload": true'
+    )
+    line = failure_line(again, tmp_path / "r2.json")
+    assert f"JobAlreadyLoadedError in Plan: {error['message']}" in line and "\n" not in line
+    assert error["message"] in summary(again, tmp_path / "r2.json")
+    assert deleted not in _table_items(moto_server, table)  # nothing was done
+
+    reloaded = run_local(source, {**spec, "reload": True}, report_path=tmp_path / "r3.json", quiet=True)
+
+    assert reloaded["status"] == "SUCCEEDED", reloaded["error"]
+    assert reloaded["records"]["written"] == 181 and reloaded["shards"]["carried"] == 0
+    items = _table_items(moto_server, table)
+    assert len(items) == 181 and items[changed] != "-1"  # repaired

@@ -285,12 +285,21 @@ def _workers_held() -> Iterator[None]:
         worker.handle = original  # type: ignore[assignment]
 
 
-def _stopped_mid_way(emu: Emulator, deployment: Deployment, source: str, name: str) -> str:
-    """Start a run of jobId `held`, stop it once Plan has claimed the jobId and while its first
-    Worker is held (StopExecution: no Finalize runs), and return its ARN."""
+def _stopped_mid_way(
+    emu: Emulator, deployment: Deployment, source: str, name: str, *, reload: bool = False
+) -> str:
+    """Start a run of jobId `held` (`reload`: of a plan an earlier run loaded), stop it once Plan
+    has claimed the jobId and while its first Worker is held (StopExecution: no Finalize runs),
+    and return its ARN."""
     db, sfn = emu.client("dynamodb"), emu.client("stepfunctions")
     ledger = deployment.output("LedgerTableName")
-    payload = {**SPEC, "source": source, "jobId": "held", "maxConcurrency": 1}
+    payload = {
+        **SPEC,
+        "source": source,
+        "jobId": "held",
+        "maxConcurrency": 1,
+        **({"reload": True} if reload else {}),
+    }
     key = {"pk": {"S": "JOB#held"}, "sk": {"S": "JOB"}}
     with _workers_held():
         arn = emu.start(deployment.output("StateMachineArn"), name, payload)
@@ -341,7 +350,7 @@ def test_a_run_stopped_mid_way_does_not_block_its_job_id_and_release_frees_it(
     assert cli.main(["release", "--env", "dev", "run"]) in (0, 2)  # racing its end: never frees a live run
     capsys.readouterr()
     emu.wait(running)
-    _stopped_mid_way(emu, deployment, source, "fourth")
+    _stopped_mid_way(emu, deployment, source, "fourth", reload=True)  # "second" loaded the file
     assert cli.main(["release", "--env", "dev", "held"]) == 0
     out, err = capsys.readouterr()
     assert "released jobId 'held'" in out

@@ -46,7 +46,14 @@ CONTRACT_ENV = {
         "WRITE_CONCURRENCY",
         "MAX_WRITE_CONCURRENCY",
     },
-    "Finalize": {"STAGING_BUCKET", "LEDGER_TABLE", "TABLE_NAME", "TABLE_ARN", "LEDGER_TTL_DAYS"},
+    "Finalize": {
+        "STAGING_BUCKET",
+        "LEDGER_TABLE",
+        "TABLE_NAME",
+        "TABLE_ARN",
+        "LEDGER_TTL_DAYS",
+        "WORKER_TIMEOUT_SECONDS",
+    },
 }
 HANDLERS = {
     "Prepare": "handlers.prepare.lambda_handler",

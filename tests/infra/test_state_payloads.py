@@ -273,7 +273,10 @@ class MemoryLedger:
     def shard_failures(self, job_id: str, plan_id: str, indices: Any) -> dict[int, dict[str, Any]]:
         return {index: self._failures[index] for index in indices if index in self._failures}
 
-    def finish_job(self, job_id: str, run_id: str, status: str) -> None:
+    def finish_job(self, job_id: str, run_id: str, status: str, *, writers_until: int | None = None) -> None:
+        return None
+
+    def record_loaded(self, job_id: str, plan_id: str, generation: int, loaded: Any) -> None:
         return None
 
     def get_job(self, job_id: str) -> None:
@@ -391,9 +394,12 @@ def worst_load_answers(char: str, plan_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def finalized(states: Mapping[str, Any], char: str, *, max_percent: float, missing: int = 0) -> Any:
+def finalized(
+    states: Mapping[str, Any], char: str, *, max_percent: float, missing: int = 0, earlier: bool = False
+) -> Any:
     """Prepare, Plan and Finalize as the definition passes their answers on: (the run, the state
-    after Finalize, the staging objects, the plan id). `missing`: shards without counts."""
+    after Finalize, the staging objects, the plan id). `missing`: shards without counts;
+    `earlier`: every other shard done by an earlier run of its own (the longest execution names)."""
     given = {**INPUT, "graph": {**INPUT["graph"], "maxDanglingPercent": max_percent}}
     spec_json = spec_to_json(parse_spec(given, table_key=TABLE_KEY, execution_name=RUN_ID))
     plan_id = planning.plan_id([], spec_json)
@@ -404,6 +410,8 @@ def finalized(states: Mapping[str, Any], char: str, *, max_percent: float, missi
     for index in range(SHARDS - missing, SHARDS):
         del shards[index]
         failures[index] = cause
+    for index in range(0, SHARDS, 2) if earlier else ():
+        shards[index] = {**shards[index], "runId": f"{index:080d}"}
     run = Run(states)
     prepared = {"preparedKey": layout.run_prefix(JOB_ID, RUN_ID) + "p.json", "objects": 1, "compressed": 0}
     state = run.task("Prepare", json.loads(json.dumps(given)), lambda _: prepared)
@@ -482,5 +490,16 @@ def test_a_job_failed_at_finalize_with_the_most_shards_listed_stays_within_the_p
     assert state["result"]["status"] == "FAILED" and len(state["result"]["report"]["shards"]["missing"]) == 20
     assert len(state["result"]["report"]["shards"]["failures"]) == 5
     assert state["result"]["error"] == "RuntimeError"
+    name, raw, escaped = run.largest()
+    assert max(raw, escaped) < LOOP_BUDGET_BYTES, (name, raw, escaped)
+
+
+@pytest.mark.parametrize("char", CHARACTERS[:1], ids=[f"U+{ord(c):04X}" for c in CHARACTERS[:1]])
+def test_a_run_after_as_many_earlier_runs_as_shards_stays_within_the_payload_limit(
+    dev: Synth, char: str
+) -> None:
+    run, state, _, _ = finalized(definition(dev)["States"], char, max_percent=100, earlier=True)
+    carried = state["result"]["report"]["carried"]
+    assert carried["shards"] == state["result"]["report"]["shards"]["carried"] > len(carried["runs"]) == 20
     name, raw, escaped = run.largest()
     assert max(raw, escaped) < LOOP_BUDGET_BYTES, (name, raw, escaped)

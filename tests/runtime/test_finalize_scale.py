@@ -49,8 +49,11 @@ class MemoryLedger:
         wanted = set(indices)
         return {index: json.loads(body) for index, body in self.failures.items() if index in wanted}
 
-    def finish_job(self, job_id: str, run_id: str, status: str) -> None:
+    def finish_job(self, job_id: str, run_id: str, status: str, *, writers_until: int | None = None) -> None:
         self.finished.append((job_id, run_id, status))
+
+    def record_loaded(self, job_id: str, plan_id: str, generation: int, loaded: Any) -> None:
+        self.loaded = loaded
 
     def get_job(self, job_id: str) -> None:
         return None  # no other run holds it

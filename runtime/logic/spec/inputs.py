@@ -26,7 +26,17 @@ from pydantic.json_schema import GenerateJsonSchema
 from logic.s3uri import S3_URI_PATTERN, s3_parts, s3_uri_message
 from logic.spec.csv_options import Csv, CsvOptions
 from logic.spec.dynamodb import ExportTarget, RecordTarget
-from logic.spec.fields import ABSENT, END, Model, NotNull, WholeNumber, fail, matches, no_default
+from logic.spec.fields import (
+    ABSENT,
+    END,
+    Model,
+    NotNull,
+    WholeNumber,
+    fail,
+    matches,
+    no_default,
+    omit_default,
+)
 from logic.spec.graph import OpencypherGraph, RdfGraph, RecordGraphs
 
 VERSION = 1
@@ -100,6 +110,12 @@ class Common(Model):
     )
     dry_run: bool = Field(
         default=False, description="Parse, map and count every record without writing to the table."
+    )
+    reload: bool = omit_default(
+        False,
+        description="Process every shard again although a run of the same jobId already loaded this plan "
+        "(same objects and spec), which is otherwise refused (JobAlreadyLoadedError); not with a numeric "
+        "update `add`.",
     )
     write_units_per_second: Annotated[float, Field(gt=0, le=MAX_WRITE_UNITS_PER_SECOND)] | None = Field(
         default=None,
