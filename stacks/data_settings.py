@@ -76,6 +76,22 @@ class DataConfig(Site):
         NULLABLE,
         Says("a DynamoDB table name or table ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"),
     ] = None
+    table_existing_key: Annotated[
+        str | None,
+        Field(
+            alias="existing_table_key",
+            pattern=f"^{KMS_KEY_ARN}$",
+            description="the customer managed KMS key an `existing_table` is encrypted with, if its owner "
+            "chose one (`aws dynamodb describe-table` shows it as `SSEDescription.KMSMasterKeyArn`); null "
+            "when the table uses an AWS owned or AWS managed key. DynamoDB uses a table's customer "
+            "managed key with the caller's own KMS permissions, so the Worker is granted this key "
+            "through DynamoDB as it is the data key (`kms:Decrypt`, `kms:GenerateDataKey`); without it "
+            "every write to such a table is refused (AccessDenied). Only with `existing_table`; a key "
+            "in the environment's region. Its key policy must let this account's IAM policies grant it",
+        ),
+        NULLABLE,
+        Says("null or a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
+    ] = None
     table_billing_mode: Annotated[
         BillingMode,
         Field(
@@ -176,10 +192,16 @@ class DataConfig(Site):
     @model_validator(mode="after")
     def _key_in_region(self) -> Self:
         # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
-        key = self.data_key_arn
-        if key is not None and self.region is not None and key.split(":")[3] != self.region:
+        keys = (("data_key", self.data_key_arn), ("existing_table_key", self.table_existing_key))
+        for setting, key in keys:
+            if key is not None and self.region is not None and key.split(":")[3] != self.region:
+                raise rule_error(
+                    setting, f"must be a key in the environment's region {self.region}, got {key!r}"
+                )
+        if self.table_existing_key is not None and self.table_existing is None:
             raise rule_error(
-                "data_key", f"must be a key in the environment's region {self.region}, got {key!r}"
+                "existing_table_key",
+                "only with existing_table (a created table uses data_key, or the AWS managed key)",
             )
         return self
 

@@ -20,11 +20,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # The variant synthesized besides plain dev and prod: a table the app does not own, extra
 # source buckets, and single-value overrides the way `-c mapload:<field>=...` passes them.
 EXISTING_TABLE_ARN = "arn:aws:dynamodb:eu-west-2:123456789012:table/People"
+# The existing table's own customer managed key (`existing_table_key`).
+EXISTING_TABLE_KEY = "arn:aws:kms:eu-west-2:123456789012:key/5e5e5e5e-1111-2222-3333-444455556666"
 EXTRA_BUCKETS = ("alpha-source", "beta.source.example")
 SOURCE_KMS_KEY = "arn:aws:kms:eu-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 VARIANT_CONTEXT: dict[str, Any] = {
     "env": "dev",
     "mapload:existing_table": EXISTING_TABLE_ARN,
+    "mapload:existing_table_key": EXISTING_TABLE_KEY,
     "mapload:extra_source_buckets": ",".join(EXTRA_BUCKETS),
     "mapload:source_kms_keys": SOURCE_KMS_KEY,
     "mapload:retry_interval_seconds": "1",

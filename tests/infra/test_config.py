@@ -116,6 +116,22 @@ def test_overrides_win_and_arrive_as_strings_from_the_cli() -> None:
             {"existing_table": "arn:aws:s3:::not-a-table"},
             "mapload.environments.dev.existing_table: must be",
         ),
+        (
+            {"existing_table_key": "arn:aws:kms:eu-west-2:123456789012:key/k1"},
+            "mapload.environments.dev.existing_table_key: only with existing_table",
+        ),
+        (
+            {"existing_table": "People", "existing_table_key": "alias/mine"},
+            "mapload.environments.dev.existing_table_key: must be null or a KMS key ARN",
+        ),
+        (
+            {
+                "region": "eu-west-2",
+                "existing_table": "People",
+                "existing_table_key": "arn:aws:kms:us-east-1:123456789012:key/k1",
+            },
+            "mapload.environments.dev.existing_table_key: must be a key in the environment's region",
+        ),
         ({"extra_source_buckets": ["Bad_Name"]}, "mapload.environments.dev.extra_source_buckets[0]:"),
         ({"extra_source_buckets": ["a-b", "a-b"]}, "mapload.environments.dev.extra_source_buckets: must"),
         ({"extra_source_buckets": 3}, "mapload.environments.dev.extra_source_buckets: must be a list"),
