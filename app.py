@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import cx_api
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.assembly_checks import BUNDLING_STACKS, report_packages, report_validation
@@ -19,6 +20,7 @@ from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
 from stacks.pipeline_settings import load_pipeline
 from stacks.settings import MaploadConfigError
 from stacks.stage import MaploadStage, stage_id
+from stacks.stateful import DEPLOYED_CONTEXT, load_deployed, refusals
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_ENV = "dev"
@@ -121,6 +123,25 @@ def requested_bundling() -> list[str]:
     return ["**"] if requested is None else [str(pattern) for pattern in requested]
 
 
+def report_stateful(assembly: cx_api.CloudAssembly, context: dict[str, Any]) -> bool:
+    """With `-c mapload-deployed=FILE` (make deploy: what CloudFormation holds now, from
+    scripts/deployed_state.py), print a line for each deployed stateful resource the synthesized
+    templates would replace or remove; True if there is one (stacks/stateful.py)."""
+    path = context.get(DEPLOYED_CONTEXT)
+    if not path:
+        return False
+    try:
+        deployed = load_deployed(str(path))
+    except ValueError as error:
+        print(f"mapload: {error}", file=sys.stderr)
+        return True
+    synthesized = {stack.stack_name: dict(stack.template) for stack in assembly.stacks_recursively}
+    lines = refusals(deployed, synthesized, str(context.get("env", DEFAULT_ENV)))
+    for line in lines:
+        print(line, file=sys.stderr)
+    return bool(lines)
+
+
 def main() -> int:
     running_under_cli = "CDK_OUTDIR" in os.environ or "CDK_CONTEXT_JSON" in os.environ
     try:
@@ -132,6 +153,8 @@ def main() -> int:
         return 2
     assembly = built.synth()
     if report_packages(built, requested_bundling()):
+        return 2
+    if report_stateful(assembly, cli_context() if running_under_cli else {}):
         return 2
     # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
     # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.
