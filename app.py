@@ -15,6 +15,7 @@ from cdk_nag import AwsSolutionsChecks
 from stacks.assembly_checks import BUNDLING_STACKS, report_packages, report_validation
 from stacks.config import EnvironmentConfig, environment_names, load_environment, overrides_from_context
 from stacks.data_settings import check_existing_table
+from stacks.idle_cost import idle_cost_line
 from stacks.loader_settings import check_reservations
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
 from stacks.pipeline_settings import load_pipeline
@@ -142,6 +143,17 @@ def report_stateful(assembly: cx_api.CloudAssembly, context: dict[str, Any]) -> 
     return bool(lines)
 
 
+def report_idle_cost(assembly: cx_api.CloudAssembly) -> None:
+    """Print what each environment synthesized costs a month idle (stacks/idle_cost.py)."""
+    stages: dict[str, dict[str, Any]] = {}
+    for stack in assembly.stacks_recursively:
+        stage, _, _stack_id = stack.stack_name.rpartition("-")
+        if stage.startswith(stage_id("")):
+            stages.setdefault(stage, {})[stack.stack_name] = dict(stack.template)
+    for stage, templates in sorted(stages.items()):
+        print(idle_cost_line(stage, templates), file=sys.stderr)
+
+
 def main() -> int:
     running_under_cli = "CDK_OUTDIR" in os.environ or "CDK_CONTEXT_JSON" in os.environ
     try:
@@ -156,6 +168,7 @@ def main() -> int:
         return 2
     if report_stateful(assembly, cli_context() if running_under_cli else {}):
         return 2
+    report_idle_cost(assembly)
     # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
     # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.
     return 1 if report_validation(assembly.directory) else 0

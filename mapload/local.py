@@ -18,7 +18,9 @@ from mapload.synth import synthesize
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
 # local run that retries a shard quick without changing the state machine's shape.
-LOCAL_CONTEXT = {"mapload:retry_interval_seconds": 1}
+# The embedded run builds every graph path whatever cdk.json's `graph_enabled` says: locally
+# the graph costs nothing (a test or caller may still pass `mapload:graph_enabled` to leave it out).
+LOCAL_CONTEXT = {"mapload:retry_interval_seconds": 1, "mapload:graph_enabled": "true"}
 
 
 class LocalRunError(Exception):
