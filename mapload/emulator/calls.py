@@ -459,8 +459,19 @@ def _resources(
     if service == "states":
         if operation == "StartExecution":
             return [("states:StartExecution", str(params.get("stateMachineArn", "")))]
-        if operation in ("DescribeExecution", "StopExecution", "GetExecutionHistory"):
+        if operation in ("DescribeExecution", "StopExecution", "GetExecutionHistory", "ListMapRuns"):
             return [(f"states:{operation}", str(params.get("executionArn", "")))]
+        if operation == "ListExecutions":
+            return [("states:ListExecutions", str(params.get("stateMachineArn", "")))]
+        if operation == "DescribeMapRun":
+            return [("states:DescribeMapRun", str(params.get("mapRunArn", "")))]
+    if service == "cloudformation" and operation == "DescribeStacks":
+        # The operator's commands find an environment by its stacks' outputs.
+        stack = str(params.get("StackName", "*"))
+        if not stack.startswith("arn:"):
+            stack = f"arn:aws:cloudformation:{region}:{account}:stack/{stack}/*"
+        arn = stack
+        return [("cloudformation:DescribeStacks", arn)]
     return []
 
 
