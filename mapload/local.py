@@ -103,8 +103,7 @@ def run_local(
     graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
 ) -> dict[str, Any]:
     """Run FILE (or every file of a folder, as a prefix) through the state machine; `inspect` sees
-    the emulator before it is torn down, `prepare` once the stacks are provisioned (a test's
-    `existing_table`, created there as its owner would have).
+    the emulator before it is torn down, `prepare` once it is provisioned (a test's own tables).
 
     The emulator and every table and bucket it creates are in `region` (default: AWS_REGION,
     AWS_DEFAULT_REGION, the profile's, us-east-1), so a kept endpoint shows them where the
@@ -126,8 +125,7 @@ def run_local(
         deployment = emu.provision(stacks)
         for warning in deployment.warnings:  # said even with --quiet: the run goes on regardless
             print(f"mapload run-local: {warning}", file=sys.stderr)
-        if prepare is not None:
-            prepare(emu)
+        (prepare or _nothing)(emu)
         with long_lived():  # the emulator's models stay out of the collector's full passes
             described, final = _execute(emu, deployment, file, spec, run_id, quiet)
         report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)
@@ -149,6 +147,10 @@ def run_local(
     if not quiet:
         print(summary(report, report_path))
     return report
+
+
+def _nothing(_emu: Emulator) -> None:
+    """No `prepare` step."""
 
 
 def _execute(

@@ -159,8 +159,10 @@ class DataConfig(Site):
             "alias) or the ARN of an existing key in the environment's region "
             "(`arn:aws:kms:REGION:ACCOUNT:key/ID`). With a key, the source and staging buckets use "
             "SSE-KMS with S3 Bucket Keys, the created target table and the ledger use it as their "
-            "customer managed key, and so do the log groups of the functions, the state machine and the "
-            "VPC flow logs; the access-log bucket stays SSE-S3 (S3 server access logging cannot deliver "
+            "customer managed key, so does the Neptune cluster's storage (set, changed or dropped on a "
+            "deployed cluster, it replaces the cluster: `make deploy` refuses that), and so do the log "
+            "groups of the functions, the state machine and the VPC flow logs; the access-log bucket "
+            "stays SSE-S3 (S3 server access logging cannot deliver "
             'to an SSE-KMS bucket). See "The data key" below',
         ),
         NULLABLE,

@@ -249,8 +249,9 @@ def test_a_graph_engine_older_than_neptunes_fine_grained_iam_is_refused_naming_t
     # ReadDataViaQuery, ... as the stack grants them)
     for old in ("1.1.1.0", "1.0.5.0"):
         # When the environment is loaded, from cdk.json or from the command line
-        message = error(graph_engine_version=old)
-        override = error(overrides={"graph_engine_version": old})
+        # (dev states graph_enabled: false, so its graph settings are not read unless it is on)
+        message = error(graph_engine_version=old, graph_enabled=True)
+        override = error(overrides={"graph_engine_version": old}, graph_enabled=True)
         # Then it is refused, naming the setting, the minimum and why
         assert message.startswith(
             f"mapload.environments.dev.graph_engine_version: must be 1.2.0.0 or later, got '{old}'"
@@ -262,9 +263,10 @@ def test_a_graph_engine_older_than_neptunes_fine_grained_iam_is_refused_naming_t
         )
     # ... while the minimum itself is accepted, and versions compare as numbers, not as text
     for new, family in (("1.2.0.0", "neptune1.2"), ("1.10.0.0", "neptune1.10")):
-        graph = load(graph_engine_version=new).graph
+        graph = load(graph_engine_version=new, graph_enabled=True).graph
         assert graph is not None and graph.parameter_group_family == family
-    assert "must be a Neptune engine version like 1.4.5.1" in error(graph_engine_version="1.4")
+    short = error(graph_engine_version="1.4", graph_enabled=True)
+    assert "must be a Neptune engine version like 1.4.5.1" in short
 
 
 def test_the_schema_and_the_settings_tables_are_generated_from_the_one_model() -> None:
