@@ -131,3 +131,42 @@ def test_cdk_deploy_with_the_deployed_state_fails_at_synth_with_one_line(
     context.pop(DEPLOYED_CONTEXT)
     monkeypatch.setenv("CDK_CONTEXT_JSON", json.dumps(context))
     assert app.main() == 0
+
+
+def test_the_deployed_state_is_read_from_cloudformation_stack_by_stack(tmp_path: Path) -> None:
+    """scripts/deployed_state.py: each of the environment's stacks' deployed templates; a stack
+    that does not exist adds nothing (a first deploy compares nothing)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("deployed_state", "scripts/deployed_state.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    graph = {
+        "Resources": {
+            "Cluster": {"Type": "AWS::Neptune::DBCluster", "Properties": {"StorageEncrypted": True}}
+        }
+    }
+
+    class Missing(Exception):
+        pass
+
+    class CloudFormation:
+        class exceptions:
+            ClientError = Missing
+
+        def get_template(self, StackName: str, TemplateStage: str) -> dict[str, Any]:
+            if StackName == "Mapload-dev-Graph":
+                return {"TemplateBody": json.dumps(graph)}
+            raise Missing(f"Stack with id {StackName} does not exist")
+
+    templates = script.deployed_templates(CloudFormation(), "dev")
+    assert templates == {"Mapload-dev-Graph": graph}
+    assert stateful_resources(graph) == {
+        "Cluster": {
+            "Type": "AWS::Neptune::DBCluster",
+            "KmsKeyId": None,
+            "StorageEncrypted": True,
+            "DBClusterIdentifier": None,
+        }
+    }
