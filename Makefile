@@ -93,8 +93,11 @@ test: lint typecheck scan all-tests
 synth: setup
 	node_modules/.bin/cdk synth -c env=$(ENV) -o cdk.out
 
+# What the environment holds now first (stacks/stateful.py): synth refuses a settings change that
+# would replace or remove its table, buckets, Neptune cluster or data key.
 deploy: setup
-	node_modules/.bin/cdk deploy -c env=$(ENV) 'Mapload-$(ENV)/*'
+	$(BIN)/python scripts/deployed_state.py $(ENV) .cache/deployed-$(ENV).json
+	node_modules/.bin/cdk deploy -c env=$(ENV) -c mapload-deployed=.cache/deployed-$(ENV).json 'Mapload-$(ENV)/*'
 
 clean:
 	rm -rf $(VENV) $(VENV)-scan node_modules cdk.out .cache demo-out

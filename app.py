@@ -9,16 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import cx_api
 from cdk_nag import AwsSolutionsChecks
 
 from stacks.assembly_checks import BUNDLING_STACKS, report_packages, report_validation
 from stacks.config import EnvironmentConfig, environment_names, load_environment, overrides_from_context
 from stacks.data_settings import check_existing_table
+from stacks.idle_cost import idle_cost_line
 from stacks.loader_settings import check_reservations
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
 from stacks.pipeline_settings import load_pipeline
 from stacks.settings import MaploadConfigError
 from stacks.stage import MaploadStage, stage_id
+from stacks.stateful import DEPLOYED_CONTEXT, load_deployed, refusals
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_ENV = "dev"
@@ -121,6 +124,36 @@ def requested_bundling() -> list[str]:
     return ["**"] if requested is None else [str(pattern) for pattern in requested]
 
 
+def report_stateful(assembly: cx_api.CloudAssembly, context: dict[str, Any]) -> bool:
+    """With `-c mapload-deployed=FILE` (make deploy: what CloudFormation holds now, from
+    scripts/deployed_state.py), print a line for each deployed stateful resource the synthesized
+    templates would replace or remove; True if there is one (stacks/stateful.py)."""
+    path = context.get(DEPLOYED_CONTEXT)
+    if not path:
+        return False
+    try:
+        deployed = load_deployed(str(path))
+    except ValueError as error:
+        print(f"mapload: {error}", file=sys.stderr)
+        return True
+    synthesized = {stack.stack_name: dict(stack.template) for stack in assembly.stacks_recursively}
+    lines = refusals(deployed, synthesized, str(context.get("env", DEFAULT_ENV)))
+    for line in lines:
+        print(line, file=sys.stderr)
+    return bool(lines)
+
+
+def report_idle_cost(assembly: cx_api.CloudAssembly) -> None:
+    """Print what each environment synthesized costs a month idle (stacks/idle_cost.py)."""
+    stages: dict[str, dict[str, Any]] = {}
+    for stack in assembly.stacks_recursively:
+        stage, _, _stack_id = stack.stack_name.rpartition("-")
+        if stage.startswith(stage_id("")):
+            stages.setdefault(stage, {})[stack.stack_name] = dict(stack.template)
+    for stage, templates in sorted(stages.items()):
+        print(idle_cost_line(stage, templates), file=sys.stderr)
+
+
 def main() -> int:
     running_under_cli = "CDK_OUTDIR" in os.environ or "CDK_CONTEXT_JSON" in os.environ
     try:
@@ -133,6 +166,9 @@ def main() -> int:
     assembly = built.synth()
     if report_packages(built, requested_bundling()):
         return 2
+    if report_stateful(assembly, cli_context() if running_under_cli else {}):
+        return 2
+    report_idle_cost(assembly)
     # Under the CLI, CDK leaves validation failures to the CLI, which only reports on the stacks
     # a command selected: a bare `cdk synth` selects none of the stage's stacks and passed.
     return 1 if report_validation(assembly.directory) else 0

@@ -20,7 +20,9 @@ from mapload.synth import synthesize
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
 # local run that retries a shard quick without changing the state machine's shape.
-LOCAL_CONTEXT = {"mapload:retry_interval_seconds": 1}
+# The embedded run builds every graph path whatever cdk.json's `graph_enabled` says: locally
+# the graph costs nothing (a test or caller may still pass `mapload:graph_enabled` to leave it out).
+LOCAL_CONTEXT = {"mapload:retry_interval_seconds": 1, "mapload:graph_enabled": "true"}
 
 
 class LocalRunError(Exception):
@@ -96,13 +98,14 @@ def run_local(
     quiet: bool = False,
     context: dict[str, Any] | None = None,
     inspect: Callable[[Emulator, Deployment], None] | None = None,
+    prepare: Callable[[Emulator], None] | None = None,
     graph_store: Path | None = None,
     region: str | None = None,
     clock: Clock | None = None,
     graph_loader: Callable[[Path | None], LocalNeptuneLoader] = LocalNeptuneLoader,
 ) -> dict[str, Any]:
     """Run FILE (or every file of a folder, as a prefix) through the state machine; `inspect` sees
-    the emulator before it is torn down.
+    the emulator before it is torn down, `prepare` once it is provisioned (a test's own tables).
 
     The emulator and every table and bucket it creates are in `region` (default: AWS_REGION,
     AWS_DEFAULT_REGION, the profile's, us-east-1), so a kept endpoint shows them where the
@@ -125,6 +128,7 @@ def run_local(
         deployment = emu.provision(stacks)
         for warning in deployment.warnings:  # said even with --quiet: the run goes on regardless
             print(f"mapload run-local: {warning}", file=sys.stderr)
+        (prepare or _nothing)(emu)
         with long_lived():  # the emulator's models stay out of the collector's full passes
             described, final = _execute(emu, deployment, file, spec, run_id, quiet)
         report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)
@@ -158,6 +162,10 @@ GONE = (
     "  kept      nothing: the table and buckets were in memory and went with the run; to keep and "
     "query them, start `mapload serve` in another terminal, export what it prints, and run again"
 )
+
+
+def _nothing(_emu: Emulator) -> None:
+    """No `prepare` step."""
 
 
 def _execute(

@@ -44,7 +44,7 @@ def variants() -> dict[str, dict[str, Any]]:
     keyed["environments"]["dev"]["data_key"] = support.DATA_KEY_ARN
     keyed["environments"]["staging"]["data_key"] = "create"
     return {
-        "dev": {"env": "dev"},
+        "dev": support.DEV_CONTEXT,
         "staging": {"env": "staging"},
         "prod": {"env": "prod"},
         "variant": support.VARIANT_CONTEXT,

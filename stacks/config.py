@@ -120,7 +120,10 @@ SETTING_NAMES: Final[frozenset[str]] = frozenset(setting_defaults())
 # Per-environment defaults (the models hold the common ones); cdk.json only states what differs.
 # Prod keeps data and allows the large fan-out the design is for; dev and staging are smaller.
 ENVIRONMENT_DEFAULTS: Final[Mapping[str, Mapping[str, Any]]] = {
-    "dev": {},
+    # No Neptune in dev unless asked for: its cluster costs ~$117 a month idle (docs/DEPLOY.md);
+    # cdk.json states the choice in each environment's block, and `mapload run-local` keeps
+    # every graph path whatever it says (mapload/local.py LOCAL_CONTEXT).
+    "dev": {"graph_enabled": False},
     # Up to 800 Workers of a 1,000 quota. No reservation by default (worker_reserved_concurrency):
     # Lambda would refuse one at deploy on an account whose quota is below it + 100.
     "staging": {"max_concurrency_cap": 800},

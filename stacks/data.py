@@ -74,6 +74,8 @@ class SharedData:
     ledger_table: dynamodb.ITable
     # The customer managed key of the buckets, tables and log groups (None: `data_key` unset).
     key: kms.IKey | None = None
+    # An `existing_table`'s own customer managed key (`existing_table_key`), by its ARN.
+    table_key_arn: str | None = None
 
 
 class DataStore(Construct):
@@ -395,6 +397,7 @@ class DataStack(cdk.Stack):
             table = existing_table(consumer, "TableRef", self._data_config.table_existing)
         return SharedData(
             key=self.shared_key(consumer),
+            table_key_arn=self._data_config.table_existing_key,
             source_bucket=s3.Bucket.from_bucket_attributes(
                 consumer,
                 "SourceBucketRef",

@@ -76,6 +76,22 @@ class DataConfig(Site):
         NULLABLE,
         Says("a DynamoDB table name or table ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"),
     ] = None
+    table_existing_key: Annotated[
+        str | None,
+        Field(
+            alias="existing_table_key",
+            pattern=f"^{KMS_KEY_ARN}$",
+            description="the customer managed KMS key an `existing_table` is encrypted with, if its owner "
+            "chose one (`aws dynamodb describe-table` shows it as `SSEDescription.KMSMasterKeyArn`); null "
+            "when the table uses an AWS owned or AWS managed key. DynamoDB uses a table's customer "
+            "managed key with the caller's own KMS permissions, so the Worker is granted this key "
+            "through DynamoDB as it is the data key (`kms:Decrypt`, `kms:GenerateDataKey`); without it "
+            "every write to such a table is refused (AccessDenied). Only with `existing_table`; a key "
+            "in the environment's region. Its key policy must let this account's IAM policies grant it",
+        ),
+        NULLABLE,
+        Says("null or a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
+    ] = None
     table_billing_mode: Annotated[
         BillingMode,
         Field(
@@ -143,8 +159,10 @@ class DataConfig(Site):
             "alias) or the ARN of an existing key in the environment's region "
             "(`arn:aws:kms:REGION:ACCOUNT:key/ID`). With a key, the source and staging buckets use "
             "SSE-KMS with S3 Bucket Keys, the created target table and the ledger use it as their "
-            "customer managed key, and so do the log groups of the functions, the state machine and the "
-            "VPC flow logs; the access-log bucket stays SSE-S3 (S3 server access logging cannot deliver "
+            "customer managed key, so does the Neptune cluster's storage (set, changed or dropped on a "
+            "deployed cluster, it replaces the cluster: `make deploy` refuses that), and so do the log "
+            "groups of the functions, the state machine and the VPC flow logs; the access-log bucket "
+            "stays SSE-S3 (S3 server access logging cannot deliver "
             'to an SSE-KMS bucket). See "The data key" below',
         ),
         NULLABLE,
@@ -176,10 +194,16 @@ class DataConfig(Site):
     @model_validator(mode="after")
     def _key_in_region(self) -> Self:
         # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
-        key = self.data_key_arn
-        if key is not None and self.region is not None and key.split(":")[3] != self.region:
+        keys = (("data_key", self.data_key_arn), ("existing_table_key", self.table_existing_key))
+        for setting, key in keys:
+            if key is not None and self.region is not None and key.split(":")[3] != self.region:
+                raise rule_error(
+                    setting, f"must be a key in the environment's region {self.region}, got {key!r}"
+                )
+        if self.table_existing_key is not None and self.table_existing is None:
             raise rule_error(
-                "data_key", f"must be a key in the environment's region {self.region}, got {key!r}"
+                "existing_table_key",
+                "only with existing_table (a created table uses data_key, or the AWS managed key)",
             )
         return self
 

@@ -41,7 +41,10 @@ class GraphConfig(Site):
         bool,
         Field(
             description="build the Graph stack (VPC, Neptune, loader role) and the graph-load functions; "
-            "`false`: no Neptune, and Plan refuses a graph input"
+            "`false`: no Neptune, and Plan refuses a graph input. Off in `dev` by default: the cluster "
+            "costs ~$117 a month idle at its 1-NCU floor (docs/DEPLOY.md); cdk.json states it in each "
+            "environment's block. `mapload run-local` builds the graph whatever it says. On a deployed "
+            "environment with a cluster, `make deploy` refuses `false` (it would delete the graph)"
         ),
         FLAG,
     ] = True

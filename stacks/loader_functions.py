@@ -109,6 +109,9 @@ class LoaderData:
     ledger_table: dynamodb.ITable
     graph: GraphTarget | None
     data_key: kms.IKey | None
+    # An `existing_table`'s own customer managed key (`existing_table_key`), used by DynamoDB with
+    # the Worker's permissions on every write.
+    table_key_arn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,7 @@ class LoaderFunctions:
         if data.graph is not None:
             self.start_graph_load_function, self.poll_graph_load_function = self._graph_functions(data.graph)
         self._grant_data_key()
+        self._grant_table_key()
         self._acknowledge()
 
     @property
@@ -409,6 +413,15 @@ class LoaderFunctions:
                 },
             )
         )
+
+    def _grant_table_key(self) -> None:
+        """An `existing_table`'s own customer key: the Worker, the one function that reads or writes
+        the table's items, uses it through DynamoDB as it uses the data key."""
+        arn = self._data.table_key_arn
+        if arn is None:
+            return
+        key = kms.Key.from_key_arn(self._scope, "ExistingTableKeyRef", arn)
+        self.worker_function.add_to_role_policy(key_use(self._scope, key, KEY_WRITE, "dynamodb"))
 
     def _grant_data_key(self) -> None:
         """The data key, per function, for exactly the services through which it touches encrypted

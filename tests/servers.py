@@ -51,6 +51,12 @@ def one_record_at_a_time(self, request, body=None):
         return record(self, request, body)
 
 Recorder._record_request = one_record_at_a_time
+
+# S3's part checksums: a part whose checksum does not match is refused, and ListParts names each
+# part's (mapload upload compares parts by CRC32: under SSE-KMS an ETag differs per copy).
+from mapload.emulator.s3_checksums import PART_CHECKSUMS
+
+PART_CHECKSUMS.install()
 server.main(sys.argv[1:])
 """
 _LISTENING = re.compile(r"Running on (http://127\.0\.0\.1:\d+)")

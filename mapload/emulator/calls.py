@@ -335,10 +335,35 @@ class Watcher:
         if who is not None:
             for action, resource in found:
                 if action in DYNAMODB_ITEM_ACTIONS:
-                    key = self.keys.get(resource.split("/index/", 1)[0])
+                    key = self.table_key(resource.split("/index/", 1)[0])
                     kms += self._kms(who, "dynamodb", region, key, ("kms:Decrypt",))
         context = (("aws:RequestedRegion", region),)
         self.emit(AwsCall(who, f"dynamodb:{operation}", tuple(found), context, kms, body))
+
+    def table_key(self, table_arn: str) -> str | None:
+        """The customer managed key a table is encrypted with: a created table's from its template;
+        any other (an `existing_table`, created by its owner) from the table itself, as DynamoDB
+        knows it (moto's record of its SSESpecification), so a call on it needs that key too."""
+        if table_arn in self.keys:
+            return self.keys[table_arn]
+        from moto.dynamodb.models import dynamodb_backends
+
+        _arn, _aws, _service, region, account, resource = table_arn.split(":", 5)
+        name = resource.removeprefix("table/")
+        backends = dynamodb_backends.get(account)
+        table = backends[region].tables.get(name) if backends is not None and region in backends else None
+        sse = getattr(table, "sse_specification", None) or {}
+        key = sse.get("KMSMasterKeyId") if sse.get("Enabled") and sse.get("SSEType") == "KMS" else None
+        if not key or ":key/" not in str(key):
+            return None
+        # moto fills in the AWS managed key (alias/aws/dynamodb) when none is named: not a
+        # customer managed key, and DynamoDB grants itself that one.
+        from moto.kms.models import kms_backends
+
+        kms = kms_backends[account][region]
+        alias = "alias/aws/dynamodb"
+        managed = kms.describe_key(alias).arn if kms.alias_exists(alias) else None
+        return None if key == managed else str(key)
 
     @staticmethod
     def _kms(
@@ -434,8 +459,19 @@ def _resources(
     if service == "states":
         if operation == "StartExecution":
             return [("states:StartExecution", str(params.get("stateMachineArn", "")))]
-        if operation in ("DescribeExecution", "StopExecution", "GetExecutionHistory"):
+        if operation in ("DescribeExecution", "StopExecution", "GetExecutionHistory", "ListMapRuns"):
             return [(f"states:{operation}", str(params.get("executionArn", "")))]
+        if operation == "ListExecutions":
+            return [("states:ListExecutions", str(params.get("stateMachineArn", "")))]
+        if operation == "DescribeMapRun":
+            return [("states:DescribeMapRun", str(params.get("mapRunArn", "")))]
+    if service == "cloudformation" and operation == "DescribeStacks":
+        # The operator's commands find an environment by its stacks' outputs.
+        stack = str(params.get("StackName", "*"))
+        if not stack.startswith("arn:"):
+            stack = f"arn:aws:cloudformation:{region}:{account}:stack/{stack}/*"
+        arn = stack
+        return [("cloudformation:DescribeStacks", arn)]
     return []
 
 

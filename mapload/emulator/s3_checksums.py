@@ -2,7 +2,8 @@
 its bytes is refused (BadDigest), as S3 refuses it, and the checksum checked there is kept with
 the part; CompleteMultipartUpload composes the object's checksum from the kept ones, as S3 does.
 moto checked nothing on arrival and hashed every part again when completing, serially, on the
-request that completes (0.35 s of a 512 MiB object's SHA-256 at the end of every upload)."""
+request that completes (0.35 s of a 512 MiB object's SHA-256 at the end of every upload).
+ListParts names each part's kept checksum (`ChecksumCRC32`), as S3 does."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ CHECKED = ("SHA256", "SHA1", "CRC32")
 _UPLOAD_PART = "moto.s3.responses:S3Response.upload_part"
 _COMPLETE = "moto.s3.models:FakeMultipart.complete"
 _ADD_PART = "moto.s3.models:MultipartChecksumBuilder.addPart"
+_LIST_PARTS = "moto.s3.responses:S3Response.list_parts"
 _kept = threading.local()  # the completing request's kept part checksums, in part order
 
 
@@ -67,6 +69,29 @@ def _add_part(self: Any, part: bytes) -> None:
     self.part_count += 1
 
 
+def _list_parts(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """ListParts names each part's checksum, as S3 does for an upload created with a checksum
+    algorithm (moto listed only ETag and size): what `mapload upload` compares parts by, since
+    under SSE-KMS an ETag differs each time the same bytes are sent."""
+    upload = self.backend.get_bucket(self.bucket_name).multiparts.get(self._get_param("uploadId"))
+    serialized = self.serialized
+
+    def with_checksums(action: Any) -> Any:
+        for listed in action.result.get("Parts", []) if upload is not None else []:
+            part = upload.parts.get(int(listed["PartNumber"]))
+            if part is not None and getattr(part, "checksum_value", None) and part.checksum_algorithm:
+                listed[f"Checksum{part.checksum_algorithm}"] = part.checksum_value
+        return serialized(action)
+
+    self.serialized = with_checksums
+    try:
+        return PART_CHECKSUMS.original(_LIST_PARTS)(self, *args, **kwargs)
+    finally:
+        del self.serialized
+
+
 PART_CHECKSUMS = Patch(
-    "part-checksums", (_UPLOAD_PART, _COMPLETE, _ADD_PART), (_upload_part, _complete, _add_part)
+    "part-checksums",
+    (_UPLOAD_PART, _COMPLETE, _ADD_PART, _LIST_PARTS),
+    (_upload_part, _complete, _add_part, _list_parts),
 )

@@ -12,7 +12,7 @@ import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import xxhash
@@ -88,6 +88,31 @@ def _conditionally(write: Callable[[], object]) -> bool:
             return False
         raise
     return True
+
+
+@dataclass(frozen=True)
+class ListedPart:
+    """A part as S3's ListParts shows it."""
+
+    etag: str
+    size: int
+    crc32: str  # base64, S3's ChecksumCRC32 ("" when S3 returned none)
+
+
+_UNLISTED = ListedPart("", -1, "")
+
+
+def same_bytes(listed: ListedPart, recorded: UploadedPart) -> bool:
+    """S3 holds the recorded bytes for this part. By CRC32 and size, not ETag: under SSE-KMS (or
+    SSE-C) a part's ETag is not the MD5 of its bytes and differs each time the same bytes are sent,
+    so two hosts sending one part leave S3 holding an ETag only the later one recorded. S3 returns
+    the part's CRC32 because the upload was created with ChecksumAlgorithm CRC32 (it also checked
+    it on receipt); an older record without one is compared by ETag."""
+    if listed.size != recorded.size:
+        return False
+    if listed.crc32 and recorded.crc32:
+        return listed.crc32 == recorded.crc32
+    return listed.etag == recorded.etag
 
 
 @dataclass(frozen=True)
@@ -241,15 +266,18 @@ class S3Multipart:
             raise
         return str(response["ETag"])
 
-    def list_parts(self, upload_id: str) -> dict[int, tuple[str, int]]:
-        """Part number -> (ETag, size) of the parts S3 holds for this upload."""
-        found: dict[int, tuple[str, int]] = {}
+    def list_parts(self, upload_id: str) -> dict[int, ListedPart]:
+        """Part number -> (ETag, size, CRC32) of the parts S3 holds for this upload (the CRC32 as
+        S3 returns it for an upload created with ChecksumAlgorithm CRC32; "" without)."""
+        found: dict[int, ListedPart] = {}
         marker: dict[str, Any] = {}
         try:
             while True:  # pages by hand: a paginator loads a model of every service's (~10-40 ms)
                 page = self._s3.list_parts(Bucket=self.bucket, Key=self.key, UploadId=upload_id, **marker)
                 for part in page.get("Parts", []):
-                    found[int(part["PartNumber"])] = (str(part["ETag"]), int(part["Size"]))
+                    found[int(part["PartNumber"])] = ListedPart(
+                        str(part["ETag"]), int(part["Size"]), str(part.get("ChecksumCRC32") or "")
+                    )
                 if not page.get("IsTruncated"):
                     break
                 marker = {"PartNumberMarker": page["NextPartNumberMarker"]}
@@ -260,6 +288,8 @@ class S3Multipart:
         return found
 
     def complete(self, upload_id: str, parts: Iterable[UploadedPart]) -> str:
+        """Each part by the ETag S3 holds for it now (a part sent again has another ETag under
+        SSE-KMS or SSE-C, the same bytes), checked by its recorded CRC32."""
         ordered = sorted(parts, key=lambda p: p.number)
         response = self._s3.complete_multipart_upload(
             Bucket=self.bucket,
@@ -797,7 +827,7 @@ class CoordinatedUpload:
             before = recorded.get(part.number)
             if before is not None and (before.xxh128 != identity or before.size != part.size):
                 raise PartMismatchError(_mismatch(self.s3.uri, mine, before))
-            if before is not None and listed.get(part.number, ("", -1))[0] == before.etag:
+            if before is not None and same_bytes(listed.get(part.number, _UNLISTED), before):
                 with lock:
                     stats["skipped"] += 1
                 if progress:
@@ -866,19 +896,25 @@ class CoordinatedUpload:
                     f"{self.s3.uri}: cannot complete, parts {missing[:20]} are not recorded"
                 )
             listed = listing.result()
-        wrong = [n for n, p in parts.items() if listed.get(n, ("", -1))[0] != p.etag]
+        wrong = [n for n, p in parts.items() if not same_bytes(listed.get(n, _UNLISTED), p)]
         if wrong and known is not None:
-            # Another process may have sent and recorded one of these parts again since (the same
-            # bytes; under SSE-KMS or SSE-C, another ETag): the records decide, not this copy.
+            # Another process may have recorded one of these parts since: the records decide.
             parts = self.ledger.parts(upload_id)
-            wrong = [n for n in range(1, total + 1) if listed.get(n, ("", -1))[0] != parts.get(n, _NONE).etag]
+            wrong = [
+                n
+                for n in range(1, total + 1)
+                if not same_bytes(listed.get(n, _UNLISTED), parts.get(n, _NONE))
+            ]
         if wrong:
             raise PartMismatchError(
                 f"{self.s3.uri}: S3 holds other bytes than recorded for parts {wrong[:20]} "
                 "(two processes uploaded different files for the same part); run `mapload upload --abort`"
             )
+        # S3 completes a part only by the ETag it holds now (a part sent again since it was
+        # recorded has another under SSE-KMS): the listed one, the bytes checked above by CRC32.
+        current = (replace(parts[n], etag=listed[n].etag) for n in range(1, total + 1))
         try:
-            etag = self.s3.complete(upload_id, (parts[n] for n in range(1, total + 1)))
+            etag = self.s3.complete(upload_id, current)
         except ClientError as error:
             if _code(error) == "NoSuchUpload" and self.ledger.get() is None:
                 return ""  # another process completed it and removed the records meanwhile

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("e2e")]
 
 @pytest.fixture(scope="module")
 def stacks() -> list[StackTemplate]:
-    return synthesize({"env": "dev", "mapload:retry_interval_seconds": 1})
+    return synthesize({"env": "dev", "mapload:retry_interval_seconds": 1, "mapload:graph_enabled": "true"})
 
 
 def _resources(stacks: list[StackTemplate], kind: str) -> dict[str, dict[str, Any]]:

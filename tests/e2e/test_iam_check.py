@@ -28,6 +28,7 @@ from mapload.emulator.calls import (
 )
 from mapload.local import run_local
 from mapload.sample import postcodes
+from mapload.tables import wait_until_active
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -354,3 +355,61 @@ def test_putifabsent_s_insert_batch_needs_partiql_insert_on_its_table() -> None:
     assert _dynamodb("BatchExecuteStatement", body, arn) == [("dynamodb:PartiQLInsert", arn + "People")]
     select = {"Statements": [{"Statement": "SELECT * FROM People WHERE pk = 'a'"}]}
     assert _dynamodb("BatchExecuteStatement", select, arn) == []  # not mapped: reported, not guessed
+
+
+# An `existing_table` its owner encrypted with a customer managed key of their own: DynamoDB uses
+# that key with the caller's permissions on every item read or write (DynamoDB developer guide,
+# "Encryption at rest: how it works"), so the Worker needs it, as it needs the data key.
+TABLE_KEY = "arn:aws:kms:us-east-1:123456789012:key/7a7a7a7a-1111-2222-3333-444455556666"
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["key not named", "existing_table_key"])
+def test_an_existing_table_under_its_own_key_needs_that_key_and_gets_it_when_named(
+    tmp_path: Any, named: bool
+) -> None:
+    people = tmp_path / "people.csv"
+    people.write_text("id,name\n" + "".join(f"{i},person {i}\n" for i in range(20)))
+    written: dict[str, int] = {}
+
+    def create_the_owners_table(emu: Any) -> None:
+        db = emu.client("dynamodb")
+        db.create_table(
+            TableName="People",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+            SSESpecification={"Enabled": True, "SSEType": "KMS", "KMSMasterKeyId": TABLE_KEY},
+        )
+        wait_until_active(db, "People")
+
+    def count(emu: Any, _deployment: Any) -> None:
+        written["items"] = emu.client("dynamodb").scan(TableName="People", Select="COUNT")["Count"]
+
+    context = {"mapload:existing_table": "People", "mapload:graph_enabled": "false"}
+    if named:
+        context["mapload:existing_table_key"] = TABLE_KEY
+    RECORDER.take()
+    with watching(RECORDER):
+        report = run_local(
+            people,
+            INSERTING,
+            report_path=tmp_path / "report.json",
+            quiet=True,
+            context=context,
+            region="us-east-1",
+            prepare=create_the_owners_table,
+            inspect=count,
+        )
+    calls, unmapped = RECORDER.take()
+    assert report["status"] == "SUCCEEDED", report
+    assert written == {"items": 20} and not unmapped
+    on_the_key = [c for c in calls if c.resource == TABLE_KEY]
+    assert {(c.principal.name, c.action) for c in on_the_key} == {("function worker", "kms:Decrypt")}
+    denied = [c.describe() for c in calls if not decide(c.principal.statements, c).allowed]
+    assert denied == ([] if named else [c.describe() for c in on_the_key])

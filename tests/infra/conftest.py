@@ -18,6 +18,7 @@ if str(ROOT) not in sys.path:
 from tests.infra.support import (  # noqa: E402
     DATA_KEY_CREATED_CONTEXT,
     DATA_KEY_IMPORTED_CONTEXT,
+    DEV_CONTEXT,
     VARIANT_CONTEXT,
     Synth,
     synthesize,
@@ -26,7 +27,7 @@ from tests.infra.support import (  # noqa: E402
 
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synthesize({"env": "dev"}, tmp_path_factory.mktemp("dev"))
+    return synthesize(DEV_CONTEXT, tmp_path_factory.mktemp("dev"))
 
 
 @pytest.fixture(scope="session")

@@ -20,11 +20,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # The variant synthesized besides plain dev and prod: a table the app does not own, extra
 # source buckets, and single-value overrides the way `-c mapload:<field>=...` passes them.
 EXISTING_TABLE_ARN = "arn:aws:dynamodb:eu-west-2:123456789012:table/People"
+# The existing table's own customer managed key (`existing_table_key`).
+EXISTING_TABLE_KEY = "arn:aws:kms:eu-west-2:123456789012:key/5e5e5e5e-1111-2222-3333-444455556666"
 EXTRA_BUCKETS = ("alpha-source", "beta.source.example")
 SOURCE_KMS_KEY = "arn:aws:kms:eu-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 VARIANT_CONTEXT: dict[str, Any] = {
     "env": "dev",
     "mapload:existing_table": EXISTING_TABLE_ARN,
+    "mapload:existing_table_key": EXISTING_TABLE_KEY,
     "mapload:extra_source_buckets": ",".join(EXTRA_BUCKETS),
     "mapload:source_kms_keys": SOURCE_KMS_KEY,
     "mapload:retry_interval_seconds": "1",
@@ -34,10 +37,15 @@ VARIANT_CONTEXT: dict[str, Any] = {
 }
 
 
+# dev as the tests synthesize it: with its Graph stack, which cdk.json leaves out of dev by default
+# (~$117 a month idle), so that the Graph stack stays synthesized and checked.
+GRAPH_ON: dict[str, Any] = {"mapload:graph_enabled": "true"}
+DEV_CONTEXT: dict[str, Any] = {"env": "dev", **GRAPH_ON}
+
 # Variants with a customer managed data key: created by the Data stack, or an existing one by ARN.
 DATA_KEY_ARN = "arn:aws:kms:eu-west-2:123456789012:key/0f0e0d0c-1111-2222-3333-444455556666"
-DATA_KEY_CREATED_CONTEXT: dict[str, Any] = {"env": "dev", "mapload:data_key": "create"}
-DATA_KEY_IMPORTED_CONTEXT: dict[str, Any] = {"env": "dev", "mapload:data_key": DATA_KEY_ARN}
+DATA_KEY_CREATED_CONTEXT: dict[str, Any] = {**DEV_CONTEXT, "mapload:data_key": "create"}
+DATA_KEY_IMPORTED_CONTEXT: dict[str, Any] = {**DEV_CONTEXT, "mapload:data_key": DATA_KEY_ARN}
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,22 @@ def test_overrides_win_and_arrive_as_strings_from_the_cli() -> None:
             {"existing_table": "arn:aws:s3:::not-a-table"},
             "mapload.environments.dev.existing_table: must be",
         ),
+        (
+            {"existing_table_key": "arn:aws:kms:eu-west-2:123456789012:key/k1"},
+            "mapload.environments.dev.existing_table_key: only with existing_table",
+        ),
+        (
+            {"existing_table": "People", "existing_table_key": "alias/mine"},
+            "mapload.environments.dev.existing_table_key: must be null or a KMS key ARN",
+        ),
+        (
+            {
+                "region": "eu-west-2",
+                "existing_table": "People",
+                "existing_table_key": "arn:aws:kms:us-east-1:123456789012:key/k1",
+            },
+            "mapload.environments.dev.existing_table_key: must be a key in the environment's region",
+        ),
         ({"extra_source_buckets": ["Bad_Name"]}, "mapload.environments.dev.extra_source_buckets[0]:"),
         ({"extra_source_buckets": ["a-b", "a-b"]}, "mapload.environments.dev.extra_source_buckets: must"),
         ({"extra_source_buckets": 3}, "mapload.environments.dev.extra_source_buckets: must be a list"),
@@ -233,8 +249,9 @@ def test_a_graph_engine_older_than_neptunes_fine_grained_iam_is_refused_naming_t
     # ReadDataViaQuery, ... as the stack grants them)
     for old in ("1.1.1.0", "1.0.5.0"):
         # When the environment is loaded, from cdk.json or from the command line
-        message = error(graph_engine_version=old)
-        override = error(overrides={"graph_engine_version": old})
+        # (dev states graph_enabled: false, so its graph settings are not read unless it is on)
+        message = error(graph_engine_version=old, graph_enabled=True)
+        override = error(overrides={"graph_engine_version": old}, graph_enabled=True)
         # Then it is refused, naming the setting, the minimum and why
         assert message.startswith(
             f"mapload.environments.dev.graph_engine_version: must be 1.2.0.0 or later, got '{old}'"
@@ -246,9 +263,10 @@ def test_a_graph_engine_older_than_neptunes_fine_grained_iam_is_refused_naming_t
         )
     # ... while the minimum itself is accepted, and versions compare as numbers, not as text
     for new, family in (("1.2.0.0", "neptune1.2"), ("1.10.0.0", "neptune1.10")):
-        graph = load(graph_engine_version=new).graph
+        graph = load(graph_engine_version=new, graph_enabled=True).graph
         assert graph is not None and graph.parameter_group_family == family
-    assert "must be a Neptune engine version like 1.4.5.1" in error(graph_engine_version="1.4")
+    short = error(graph_engine_version="1.4", graph_enabled=True)
+    assert "must be a Neptune engine version like 1.4.5.1" in short
 
 
 def test_the_schema_and_the_settings_tables_are_generated_from_the_one_model() -> None:

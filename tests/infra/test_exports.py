@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from tests.infra.support import Synth, synthesize
+from tests.infra.support import DEV_CONTEXT, Synth, synthesize
 
 pytestmark = pytest.mark.infra
 
@@ -42,13 +42,13 @@ CHANGES = {
 
 @pytest.fixture(scope="module")
 def key_changed(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    context = {"env": "dev", "mapload:partition_key": '{"name": "id", "type": "S"}'}
+    context = {**DEV_CONTEXT, "mapload:partition_key": '{"name": "id", "type": "S"}'}
     return synthesize(context, tmp_path_factory.mktemp("key_changed"))
 
 
 @pytest.fixture(scope="module")
 def zones_chosen(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    context = {"env": "dev", "mapload:graph_availability_zones": "eu-west-2a,eu-west-2b"}
+    context = {**DEV_CONTEXT, "mapload:graph_availability_zones": "eu-west-2a,eu-west-2b"}
     return synthesize(context, tmp_path_factory.mktemp("zones_chosen"))
 
 

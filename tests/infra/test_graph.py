@@ -12,7 +12,17 @@ import pytest
 
 from logic import compression, layout
 from stacks.data import STAGING_GRAPH_EDGE_FILES, STAGING_GRAPH_ID_FILES, STAGING_REPORTS
-from tests.infra.support import Synth, cfn_lint, flat, grants, only, policy_statements, resources, synthesize
+from tests.infra.support import (
+    DEV_CONTEXT,
+    Synth,
+    cfn_lint,
+    flat,
+    grants,
+    only,
+    policy_statements,
+    resources,
+    synthesize,
+)
 from tests.infra.test_state_machine import (
     LAMBDA_ERRORS,
     THROTTLE_RETRIER,
@@ -82,7 +92,7 @@ ZONES = ("eu-west-2a", "eu-west-2c")
 
 @pytest.fixture(scope="module")
 def chosen_zones(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    context = {"env": "dev", "mapload:graph_availability_zones": ",".join(ZONES)}
+    context = {**DEV_CONTEXT, "mapload:graph_availability_zones": ",".join(ZONES)}
     return synthesize(context, tmp_path_factory.mktemp("zones"))
 
 
@@ -101,7 +111,7 @@ def test_the_azs_setting_is_refused_unless_two_or_more_distinct_zones_of_the_reg
     from stacks.config import load_environment
     from stacks.settings import MaploadConfigError
 
-    block = {"environments": {"dev": {"region": "eu-west-2"}}}
+    block = {"environments": {"dev": {"region": "eu-west-2", "graph_enabled": True}}}
     assert load_environment(block, "dev").graph.availability_zones == ()  # type: ignore[union-attr]
     chosen = load_environment(block, "dev", {"graph_availability_zones": "eu-west-2b, eu-west-2c"})
     assert chosen.graph.availability_zones == ("eu-west-2b", "eu-west-2c")  # type: ignore[union-attr]
@@ -420,7 +430,7 @@ def test_graph_settings_are_validated_with_the_field_named() -> None:
     from stacks.config import load_environment
     from stacks.settings import MaploadConfigError
 
-    block = {"environments": {"dev": {}, "prod": {}}}
+    block = {"environments": {"dev": {"graph_enabled": True}, "prod": {}}}
     dev = load_environment(block, "dev")
     assert dev.graph is not None and dev.graph.serverless and not dev.graph.retain
     assert load_environment(block, "prod").graph.retain  # type: ignore[union-attr]

@@ -162,7 +162,7 @@ def needed_libraries(path: Path) -> list[str]:
 def bundled_host(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, Path]]:
     """A synth that bundles (as `cdk synth` does) for this machine's architecture."""
     built = app_module.build_app(
-        {"env": "dev", "mapload:lambda_architecture": HOST},
+        {"env": "dev", "mapload:lambda_architecture": HOST, "mapload:graph_enabled": "true"},
         bundle=True,
         outdir=str(tmp_path_factory.mktemp("bundled")),
     )

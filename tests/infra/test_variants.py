@@ -9,6 +9,7 @@ import pytest
 
 from tests.infra.support import (
     EXISTING_TABLE_ARN,
+    EXISTING_TABLE_KEY,
     EXTRA_BUCKETS,
     SOURCE_KMS_KEY,
     Synth,
@@ -51,6 +52,26 @@ def test_existing_table_is_not_created_and_is_what_the_worker_writes(variant: Sy
     }
     for name in ("Plan", "Finalize"):
         assert not any(resource == EXISTING_TABLE_ARN for _, resource in role_grants(variant, name))
+
+
+def test_the_existing_tables_own_key_is_granted_to_the_worker_through_dynamodb_only(variant: Synth) -> None:
+    statements = [
+        statement
+        for name in ("Prepare", "Plan", "Worker", "Finalize")
+        for statement in policy_statements(
+            variant.loader_json,
+            variant.loader_json["Resources"][output_target(variant.loader_json, f"{name}FunctionName")][
+                "Properties"
+            ]["Role"]["Fn::GetAtt"][0],
+        )
+        if statement.get("Resource") == EXISTING_TABLE_KEY
+    ]
+    assert len(statements) == 1
+    (statement,) = statements
+    assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    via = statement["Condition"]["StringEquals"]["kms:ViaService"]
+    assert "dynamodb." in json.dumps(via)
+    assert ("kms:Decrypt", EXISTING_TABLE_KEY) in role_grants(variant, "Worker")
 
 
 def test_existing_table_by_name_gets_an_arn_in_the_stack_account() -> None:

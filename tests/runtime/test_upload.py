@@ -1016,7 +1016,7 @@ def test_records_and_s3_parts_are_read_page_by_page(server: MotoServer) -> None:
     the object): every page of part records and of ListParts is read, following the server's
     LastEvaluatedKey and NextPartNumberMarker (the records here all on one of the PART_KEYS keys,
     the others queried once each, empty)."""
-    from adapters.multipart import PART_KEYS, S3Multipart, UploadedPart, UploadLedger
+    from adapters.multipart import PART_KEYS, ListedPart, S3Multipart, UploadedPart, UploadLedger
 
     s3, db = boto3.client("s3"), boto3.client("dynamodb")
     upload._create_local(s3, db, "us-east-1", "page-bkt", upload.LOCAL_LEDGER_TABLE)
@@ -1035,7 +1035,7 @@ def test_records_and_s3_parts_are_read_page_by_page(server: MotoServer) -> None:
     ledger.record_parts(upload_id, records)
 
     assert ledger.parts(upload_id) == {p.number: p for p in records}
-    assert multipart.list_parts(upload_id) == {p.number: (p.etag, MIN_PART) for p in parts}
+    assert multipart.list_parts(upload_id) == {p.number: ListedPart(p.etag, MIN_PART, p.crc32) for p in parts}
     assert paged_db.pages == 3 + PART_KEYS - 1 and paged_s3.pages == 3
 
 
@@ -1121,6 +1121,61 @@ def test_a_completer_whose_own_copy_of_a_record_is_stale_reads_the_records(
 
     assert _object("stale-bkt", "d") == b"".join(blobs)
     assert _ledger_items() == []
+
+
+def test_two_hosts_sending_one_part_under_sse_kms_complete_by_its_crc32_not_its_etag(
+    server: MotoServer,
+) -> None:
+    """Under SSE-KMS a part's ETag is not the MD5 of its bytes: host A and host B send the same
+    part 1, S3 keeps B's copy (B's ETag) while the record the completer reads holds A's ETag
+    (A recorded last; the condition lets the same bytes be recorded again). The bytes are the
+    same, and S3 returns each part's CRC32 (the upload asked for it): it completes, naming each
+    part by the ETag S3 holds, and reports no "other bytes"."""
+    from adapters.multipart import CoordinatedUpload, S3Multipart, UploadedPart, UploadLedger
+
+    s3, db = boto3.client("s3"), boto3.client("dynamodb")
+    upload._create_local(s3, db, "us-east-1", "kms-bkt", upload.LOCAL_LEDGER_TABLE)
+    multipart = S3Multipart(s3, "kms-bkt", "d")
+    ledger = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "kms-bkt", "d")
+    upload_id = multipart.create()
+    blobs = [os.urandom(MIN_PART), os.urandom(10)]
+    parts = {}
+    for number, data in enumerate(blobs, 1):
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        etag = multipart.upload_part(upload_id, number, data, crc)
+        parts[number] = UploadedPart(number, etag, len(data), f"hash{number}", crc)
+    # Host A's record of part 1: the same bytes (hash, size, CRC32), the ETag S3 gave A's copy.
+    host_a = UploadedPart(1, '"etag-of-host-a-copy-under-sse-kms"', MIN_PART, "hash1", parts[1].crc32)
+    ledger.record_parts(upload_id, [host_a, parts[2]])
+
+    CoordinatedUpload(multipart, ledger).complete(upload_id, 2)
+
+    assert _object("kms-bkt", "d") == b"".join(blobs)
+    assert _ledger_items() == []
+
+
+def test_other_bytes_in_s3_than_recorded_are_still_refused_by_crc32(server: MotoServer) -> None:
+    from adapters.multipart import (
+        CoordinatedUpload,
+        PartMismatchError,
+        S3Multipart,
+        UploadedPart,
+        UploadLedger,
+    )
+
+    s3, db = boto3.client("s3"), boto3.client("dynamodb")
+    upload._create_local(s3, db, "us-east-1", "other-bkt", upload.LOCAL_LEDGER_TABLE)
+    multipart = S3Multipart(s3, "other-bkt", "d")
+    ledger = UploadLedger(db, upload.LOCAL_LEDGER_TABLE, "other-bkt", "d")
+    upload_id = multipart.create()
+    data = os.urandom(10)
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    etag = multipart.upload_part(upload_id, 1, data, crc)
+    other = base64.b64encode(zlib.crc32(b"x" * 10).to_bytes(4, "big")).decode()
+    ledger.record_parts(upload_id, [UploadedPart(1, etag, 10, "hash-of-other-bytes", other)])
+
+    with pytest.raises(PartMismatchError, match=r"S3 holds other bytes than recorded for parts \[1\]"):
+        CoordinatedUpload(multipart, ledger).complete(upload_id, 1)
 
 
 def test_upload_local_waits_for_the_ledger_it_creates_and_turns_its_ttl_on(server: MotoServer) -> None:
