@@ -208,9 +208,15 @@ class LoadDefinition(Construct):
             self,
             "Worker",
             function=worker_function,
-            payload=sfn.TaskInput.from_json_path_at("$"),
+            payload=sfn.TaskInput.from_object(
+                {"shard": sfn.JsonPath.object_at("$.shard"), "job": sfn.JsonPath.object_at("$.job")}
+            ),
             retries=None,
-            result_selector={"index": sfn.JsonPath.number_at("$.Payload.index")},
+            result_selector={
+                "index": sfn.JsonPath.number_at("$.Payload.index"),
+                "more": sfn.JsonPath.string_at("$.Payload.more"),
+            },
+            result_path="$.turn",
             # A little beyond the function's own timeout: States.Timeout then means the
             # invocation itself hung, and the shard is retried.
             task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(timeout)),
@@ -241,7 +247,13 @@ class LoadDefinition(Construct):
             # EXPRESS children cost less per shard but end after 5 minutes (checked in config).
             map_execution_type=sfn.StateMachineType[self._config.map_execution_type],
         )
-        shards.item_processor(worker)
+        # A Worker that stopped before its deadline at a checkpoint (`more`) is invoked again and
+        # resumes there (runtime/logic/checkpoints.py): a few history events a turn, each child
+        # its own history (tests/infra/test_history.py bounds the turns).
+        more = sfn.Choice(self, "MoreOfShard", state_name="MoreOfShard")
+        done = sfn.Succeed(self, "ShardDone", state_name="ShardDone", output_path="$.turn")
+        more.when(sfn.Condition.boolean_equals("$.turn.more", True), worker).otherwise(done)
+        shards.item_processor(worker.next(more))
         return shards
 
     def _finalize(

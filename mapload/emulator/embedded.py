@@ -139,7 +139,7 @@ class Invocations:
             if fn.role == "plan" and isinstance(result, dict):
                 self.shard_total = int(result.get("shardCount", 0))
             elif fn.role == "worker" and isinstance(result, dict):
-                self.shards_done += 1
+                self.shards_done += 0 if result.get("more") else 1  # else stopped at a checkpoint
                 self.records_read += int(result.get("read", 0))
             elif fn.role == "finalize" and isinstance(result, dict):
                 self.final = result
@@ -192,9 +192,20 @@ def _call(fn: FunctionDef, event: Any) -> Any:
     module = importlib.import_module(fn.module)
     # The function's own environment, as the template defines it: many functions share
     # this process, so nothing may come from process-wide variables.
-    takes_now = fn.now is not None and "now" in inspect.signature(module.handle).parameters
+    parameters = inspect.signature(module.handle).parameters
+    takes_now = fn.now is not None and "now" in parameters
+    extra: dict[str, Any] = {"now": fn.now} if takes_now else {}
+    if "remaining" in parameters:  # the Worker's deadline, as Lambda's context gives it
+        extra["remaining"] = _remaining(fn.timeout_seconds)
     with calls.acting_as(fn.principal):
-        return module.handle(event, fn.env, now=fn.now) if takes_now else module.handle(event, fn.env)
+        return module.handle(event, fn.env, **extra)
+
+
+def _remaining(timeout_seconds: float) -> Callable[[], float]:
+    """The invocation's time left in seconds (Lambda's `get_remaining_time_in_millis`): the
+    function's Timeout from now, in real time, as `limits.run_with_timeout` enforces it."""
+    deadline = time.monotonic() + timeout_seconds
+    return lambda: deadline - time.monotonic()
 
 
 def _bucket_name(env_name: str, logical_id: str) -> str:

@@ -283,6 +283,44 @@ class Ledger:
             raise
         return True
 
+    def checkpoint(self, job_id: str, plan_id: str, index: int) -> dict[str, Any] | None:
+        """The shard's checkpoint (how far its earlier invocations got: logic/checkpoints.py), or
+        None when none stopped before its end."""
+        item = self._db.get_item(
+            TableName=self._table, Key=checkpoint_key(job_id, plan_id, index), ConsistentRead=True
+        ).get("Item")
+        if not item:
+            return None
+        return {**json.loads(item["checkpoint"]["S"]), "seq": int(item["seq"]["N"])}
+
+    def advance_checkpoint(
+        self, job_id: str, plan_id: str, index: int, body: Mapping[str, Any], previous: int
+    ) -> bool:
+        """Store the shard's next checkpoint (sequence `previous` + 1) only while its checkpoint is
+        still at `previous` (0: none yet): two invocations resumed from one checkpoint cannot both
+        advance it. False when another did first (this invocation's segment is not counted)."""
+        condition = "attribute_not_exists(sk)" if previous == 0 else "seq = :previous"
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    **checkpoint_key(job_id, plan_id, index),
+                    "index": {"N": str(index)},
+                    "seq": {"N": str(previous + 1)},
+                    "runId": {"S": str(body.get("runId") or "")},
+                    "recordedAt": {"N": str(int(time.time()))},
+                    "checkpoint": {"S": json.dumps(body, separators=(",", ":"))},
+                    "expiresAt": self._expires(),
+                },
+                ConditionExpression=condition,
+                **({"ExpressionAttributeValues": {":previous": {"N": str(previous)}}} if previous else {}),
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
     def record_shard_failure(self, job_id: str, plan_id: str, index: int, failure: Mapping[str, Any]) -> None:
         """Store why a shard's attempt failed (its error's name, message, the record's line when one
         record caused it: logic/report.py shard_failure), for Finalize to report; a later attempt's
@@ -500,6 +538,11 @@ class Ledger:
             existing = self.graph_load(job_id, run_id) or {}
             return str(existing.get("loadId") or load_id)
         return load_id
+
+
+def checkpoint_key(job_id: str, plan_id: str, index: int) -> dict[str, dict[str, str]]:
+    """The key of a shard's checkpoint: beside its record, in its block."""
+    return {"pk": block_pk(job_id, plan_id, block_of(index)), "sk": {"S": f"CKPT#{index:06d}"}}
 
 
 def csv_state_sk(index: int, kind: str) -> str:

@@ -49,13 +49,15 @@ def job_keys(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def record_metrics(result: Mapping[str, Any]) -> None:
-    """A finished shard's counts as EMF metrics (a skipped, already-counted shard adds nothing)."""
+    """A shard's counts as EMF metrics (a skipped, already-counted shard adds nothing): a segment's
+    when the Worker stopped at a checkpoint (`more`), the shard counted completed at its last."""
     if result.get("skipped"):
         return
     for field, (name, unit) in WORKER_METRICS.items():
         if field in result:
             metrics.add_metric(name=name, unit=unit, value=int(result[field]))
-    metrics.add_metric(name="ShardsCompleted", unit=MetricUnit.Count, value=1)
+    if not result.get("more"):
+        metrics.add_metric(name="ShardsCompleted", unit=MetricUnit.Count, value=1)
 
 
 def record_graph_load(result: Mapping[str, Any]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters import clients
@@ -16,9 +16,13 @@ from shards.service import process_shard
 SETTINGS_CLASS = WorkerSettings
 
 
-def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def handle(
+    event: Mapping[str, Any], env: Mapping[str, str], remaining: Callable[[], float] | None = None
+) -> dict[str, Any]:
     """The event is one manifest entry (`shard`) and the planned job (`job`); the result is the
-    shard's `index` and its metric fields (or `skipped` when the ledger has it done)."""
+    shard's `index`, `more` (it stopped before its deadline at a checkpoint: the state machine
+    invokes the Worker again) and its metric fields (or `skipped` when the ledger has it done).
+    `remaining`: the invocation's time left in seconds (Lambda's context, the emulator's clock)."""
     settings = WorkerSettings.from_env(env)
     pool = settings.write_ceiling + 2  # a connection for each request in flight, at most
     return process_shard(
@@ -29,9 +33,10 @@ def handle(event: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
         # BatchWriteItem and the single-item PutItem/UpdateItem/DeleteItem: adapters/dynamodb_wire.py
         clients.batch_writes(pool),
+        remaining=remaining,
     )
 
 
 @entry_point("Worker", emit_metrics=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return handle(event, os.environ)
+    return handle(event, os.environ, remaining=lambda: context.get_remaining_time_in_millis() / 1000)

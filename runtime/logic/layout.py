@@ -16,8 +16,12 @@ def map_results_prefix(job_id: str, run_id: str) -> str:
     return run_prefix(job_id, run_id) + "map-results"
 
 
-def shard_rejects_key(job_id: str, run_id: str, index: int) -> str:
-    return run_prefix(job_id, run_id) + f"rejects/{index:06d}.jsonl"
+def shard_rejects_key(job_id: str, run_id: str, index: int, segment: str = "") -> str:
+    """A shard's rejects file; a Worker that may stop before the shard's end (logic/checkpoints.py)
+    names its segment's own (`segment`: the checkpoint it starts from and the invocation), so
+    two invocations never write one file."""
+    suffix = f"-{segment}" if segment else ""
+    return run_prefix(job_id, run_id) + f"rejects/{index:06d}{suffix}.jsonl"
 
 
 def rejects_key(job_id: str, run_id: str) -> str:

@@ -230,12 +230,14 @@ def plan_id(
     """A fingerprint of what a plan will do: the same objects (ETags), the same shard cuts and
     the same parsing and mapping, read by the same `PLAN_FORMAT`, give the same id, so a re-run of
     a job can trust the shards an earlier run recorded under it — and a changed file or spec, or
-    an upgraded reader, starts afresh. `reload` is not in it: a reload runs the same plan again.
+    an upgraded reader, starts afresh. `reload` is not in it: a reload runs the same plan again;
+    nor is `writeUnitsPerSecond`: a budget paces the writes, so raising it to rescue a slow job
+    keeps the shards it finished.
     """
     relevant = {
         k: v
         for k, v in spec_json.items()
-        if k not in ("jobId", "maxConcurrency", "maxRejectedPercent", "reload")
+        if k not in ("jobId", "maxConcurrency", "maxRejectedPercent", "reload", "writeUnitsPerSecond")
     }
     if isinstance(relevant.get("graph"), Mapping):
         # How the load runs (and whether it may start) changes nothing staged: a job held back by

@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from adapters.s3 import S3Store
-from logic import layout, report
+from logic import checkpoints, layout, report
 
 # Shards' rejects files read at once (one GET each for most): 100,000 shards at 20 ms a GET take
 # ~63 s of Finalize's 900 s instead of 2,000 s one after another.
@@ -37,9 +37,8 @@ def merge_rejects(
     """
     bases = report.line_numbers(manifest, shards)
     sample: list[dict[str, Any]] = []
-    keyed = sorted(
-        (index, str(shards[index]["rejectsKey"])) for index in shards if shards[index].get("rejectsKey")
-    )
+    # A shard that stopped before its end (logic/checkpoints.py) has a file per segment, in order.
+    keyed = [(index, key) for index in sorted(shards) for key in checkpoints.rejects_keys(shards[index])]
     if not keyed:
         return None, sample
     key = layout.rejects_key(job_id, run_id)

@@ -60,7 +60,10 @@ def finalize(
             job_id,
             run_id,
             manifest or [],
-            {i: c if report.ran_in(c, run_id) else {**c, "rejectsKey": None} for i, c in shards.items()},
+            {
+                i: c if report.ran_in(c, run_id) else {**c, "rejectsKey": None, "rejectsKeys": None}
+                for i, c in shards.items()
+            },
         )
     if not spec:  # Plan failed: say what was asked for as far as it can be read
         spec = _asked_for(state)

@@ -9,6 +9,7 @@ from typing import Any
 from adapters.property_graph import PropertyGraphStager
 from adapters.rdf import GraphStager, line_parser, to_quad
 from logic import opencypher
+from logic.checkpoints import Stop
 from logic.csvrecords import CutRecord, ShardRecords
 from logic.errors import mark_record
 from logic.graph import is_rdf_comment, make_graph_mapper
@@ -124,17 +125,25 @@ def process(
     graph: Stager | None = None,
     *,
     source: str = "",
+    stop: Stop | None = None,
 ) -> dict[str, int]:
     """The per-record loop; `writer` and `graph` are None in a dry run (or without that target).
     `source` names the records' object (and member): a property graph's edge ids derive from it.
+    `stop`: when to stop before the shard's end (logic/checkpoints.py): `stop.at` is then the first
+    byte of the first record not read.
 
     CSV comes as ShardRecords: a record may span lines, and a cut one is rejected as it is."""
     if isinstance(lines, ShardRecords):
+        records = _until(lines, stop, lambda line: line.offset)
         if spec.format == "opencypher":
-            counts = process_opencypher(lines, spec, header, graph, rejects)
+            counts = process_opencypher(records, spec, header, graph, rejects)
         else:
-            counts = _process_records(lines, spec, header, writer, rejects, graph, source)
+            counts = _process_records(records, spec, header, writer, rejects, graph, source)
+        if stop is not None and stop.at is not None:
+            # Stopped at a record's first byte: the lines owned so far are the records' own.
+            return {**counts, "lines": counts["recordLines"] + counts["ignoredLines"]}
         return {**counts, "lines": lines.lines}
+    lines = _until(lines, stop, lambda line: line.offset)
     if spec.format in RDF_FORMATS:
         return process_rdf(lines, spec, graph, rejects)
     return _process_records(lines, spec, header, writer, rejects, graph, source)
@@ -162,6 +171,7 @@ def process_parquet(
     graph: Stager | None = None,
     *,
     source: str = "",
+    stop: Stop | None = None,
 ) -> dict[str, int]:
     """Parquet rows (shards/sources.py `parquet_rows`): each row is one record, counted in `lines`
     as one line (a row is the unit every count of a Parquet job reconciles), mapped as a JSON Lines
@@ -169,13 +179,27 @@ def process_parquet(
     tally = _Tally()
 
     def counted() -> Iterator[ParquetRow]:
-        for row in rows:
+        # `stop.at`, once stopped: the rows of the shard read before this segment and in it.
+        for row in _until(rows, stop, lambda row: row.number - 1):
             tally.owned += 1
             tally.read += 1
             tally.record_lines += 1
             yield row
 
     return _map_records(counted(), _row_fields, spec, writer, rejects, graph, source, tally)
+
+
+def _until(records: Iterable[Any], stop: Stop | None, position: Callable[[Any], int]) -> Iterator[Any]:
+    """`records` until `stop` is due: its `at` is then the position of the first record not read."""
+    if stop is None:
+        yield from records
+        return
+    for record in records:
+        if stop.due():
+            stop.stopped_at(position(record))
+            return
+        stop.passed()
+        yield record
 
 
 def _row_fields(row: ParquetRow) -> Fields | Reject:

@@ -20,8 +20,11 @@ class RejectSink:
     """Rejected records with everything needed to fix and reload them, written to `out` as they
     come (the Worker's `out` streams to S3 in parts: nothing is spooled to /tmp)."""
 
-    def __init__(self, source: str, member: str | None = None, *, out: Writable) -> None:
+    def __init__(self, source: str, member: str | None = None, *, out: Writable, line_base: int = 0) -> None:
         self._member = member
+        # The shard's lines before this segment's first (logic/checkpoints.py): shardLine counts
+        # from the shard's first line in every segment.
+        self._line_base = line_base
         self._source = source
         self._file = out
         self.count = 0
@@ -45,7 +48,7 @@ class RejectSink:
         record = {
             "source": self._source,
             **({"member": self._member} if self._member else {}),
-            "shardLine": line.number,
+            "shardLine": self._line_base + line.number,
             "lines": lines,
             "offset": line.offset,
             "code": code,

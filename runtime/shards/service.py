@@ -7,12 +7,14 @@ Read the byte range (`sources`) → records → mapped writes and stagings (`rec
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import secrets
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from logic import layout, report
+from logic import checkpoints, layout, report
+from logic.checkpoints import Stop
 from logic.errors import SourceNotAllowedError
 from logic.job import ManifestEntry, PlannedJob
 from logic.spec.parse import parse_spec
@@ -33,13 +35,16 @@ def process_shard(
     ledger: Ledger,
     db: Any,
     item_db: Any = None,
+    remaining: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
     """Process one shard of the manifest (`shard`) of a planned `job`, once: a shard the ledger has
     done is skipped. `db` sends BatchWriteItem; `item_db` (default `db`) the single-item calls of
-    another write mode. Both are parsed here, once (logic/job.py), and passed on as models."""
+    another write mode. Both are parsed here, once (logic/job.py), and passed on as models.
+    `remaining`: the invocation's time left in seconds; with it the Worker stops before its
+    deadline at a checkpoint and answers `more` (logic/checkpoints.py)."""
     shard, job = ManifestEntry.parse(shard), PlannedJob.parse(job)
     try:
-        return _process(shard, job, settings, store, ledger, db, item_db)
+        return _process(shard, job, settings, store, ledger, db, item_db, remaining)
     except Exception as error:
         # Why the shard failed, where Finalize reads it: the Map's failed child says only that
         # the Lambda failed, and a shard without recorded counts said nothing more.
@@ -57,19 +62,30 @@ def _process(
     ledger: Ledger,
     db: Any,
     item_db: Any,
+    remaining: Callable[[], float] | None,
 ) -> dict[str, Any]:
     job_id, run_id, plan_id, index = job.job_id, job.run_id, job.plan, shard.index
     _check_source(shard, settings)
     if ledger.shard_done(job_id, plan_id, index):
         # A retry after the counts were recorded, or a re-run of the job whose earlier run
         # finished this shard: the items are written, count nothing twice.
-        return {"index": index, "skipped": True}
+        return {"index": index, "skipped": True, "more": False}
     spec = parse_spec(job.spec, table_key=job.table_key or {})
+    # A graph job's staged files are one per shard (its endpoint check reads them by shard): it
+    # runs to its shard's end in one invocation.
+    stop = Stop(remaining) if remaining is not None and spec.graph is None else None
+    checkpoint = ledger.checkpoint(job_id, plan_id, index) if stop is not None else None
+    seq = int(checkpoint["seq"]) if checkpoint else 0
+    earlier: dict[str, Any] | None = checkpoint["counts"] if checkpoint else None
     obj = ObjectInfo(shard.bucket, shard.key, shard.object_size, shard.etag)
-    start, end = shard.start, shard.end
+    start, end = (int(checkpoint["offset"]) if checkpoint else shard.start), shard.end
     parquet = spec.format == "parquet"
-    chain = None if parquet else sources.csv_chain(store, obj, spec, ledger, job_id, plan_id, index)
-    lines = None if parquet else sources.shard_lines(store, obj, spec, start, end, shard.data_start, chain)
+    # The CSV start chain is the shard's first segment's: a later one starts at a record's first byte.
+    chain = (
+        None if parquet or checkpoint else sources.csv_chain(store, obj, spec, ledger, job_id, plan_id, index)
+    )
+    data_start = start if checkpoint else shard.data_start
+    lines = None if parquet else sources.shard_lines(store, obj, spec, start, end, data_start, chain)
     source = shard.source_uri
     # The records' object and member, for property graph edge ids.
     origin = staging.origin(source, shard.member)
@@ -77,29 +93,48 @@ def _process(
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.
-    rejects_key = layout.shard_rejects_key(job_id, run_id, index)
+    segment = f"{seq:04d}-{secrets.token_hex(4)}" if stop is not None else ""
+    rejects_key = layout.shard_rejects_key(job_id, run_id, index, segment)
     graph_keys = staging.graph_keys(spec, job_id, plan_id, index)
+    line_base = int(earlier.get("lines") or 0) if earlier else 0
     with contextlib.ExitStack() as outputs:
-        rejects, graph = staging.sinks(outputs, store, settings, spec, shard, source, rejects_key, graph_keys)
+        rejects, graph = staging.sinks(
+            outputs, store, settings, spec, shard, source, rejects_key, graph_keys, line_base
+        )
         try:
             workers = job.workers or 1  # Plan's min(maxConcurrency, shards)
             with writing.budget(writer, spec, ledger, settings, job_id, run_id, index, workers):
                 if lines is None:  # Parquet: the shard's row groups
-                    rows = sources.parquet_rows(store, obj, spec, shard)
-                    counts = process_parquet(rows, spec, writer, rejects, graph, source=origin)
+                    skip = int(checkpoint["rows"]) if checkpoint else 0
+                    rows = sources.parquet_rows(store, obj, spec, shard, skip)
+                    counts = process_parquet(rows, spec, writer, rejects, graph, source=origin, stop=stop)
                 else:
-                    counts = process(lines, spec, shard.header, writer, rejects, graph, source=origin)
+                    header = shard.header
+                    counts = process(lines, spec, header, writer, rejects, graph, source=origin, stop=stop)
         finally:
             stats = writer.close() if writer is not None else None
         if chain is not None:
             chain.published()  # the shard's CSV start state is stored before it is recorded done
-        ids_keys = layout.graph_ids_keys(job_id, plan_id, index)
-        staging.finish_graph(graph, store, settings.staging_bucket, ids_keys)
-    result = _result(counts, stats, writer, spec, end - start, store.retries)
+        stopped = stop is not None and stop.at is not None
+        if not stopped:
+            ids_keys = layout.graph_ids_keys(job_id, plan_id, index)
+            staging.finish_graph(graph, store, settings.staging_bucket, ids_keys)
+    read_to = (start if parquet else int(stop.at)) if stop is not None and stop.at is not None else end
+    segment_bytes = (shard.end - shard.start if not stopped else 0) if parquet else read_to - start
+    result = _result(counts, stats, writer, spec, segment_bytes, store.retries)
     result.update(rejected=rejects.count, rejectedLines=rejects.lines)
     result.update(staging.outputs(rejects, rejects_key, graph, graph_keys))
-    ledger.record_shard(job_id, plan_id, index, {**result, "runId": run_id})
-    return {"index": index, **{name: result[name] for name in METRIC_FIELDS}}
+    metrics = {name: result[name] for name in METRIC_FIELDS}
+    total = {**checkpoints.merged(earlier, result), "runId": run_id} if stop is not None else result
+    if stopped:
+        assert stop is not None and stop.at is not None
+        position = {"rows": stop.at, "offset": shard.start} if parquet else {"offset": stop.at}
+        # Conditional on the checkpoint it started from: when another invocation advanced it
+        # first, this segment is not counted and the next invocation resumes from that one's.
+        ledger.advance_checkpoint(job_id, plan_id, index, {**position, "counts": total, "runId": run_id}, seq)
+        return {"index": index, "more": True, **metrics}
+    ledger.record_shard(job_id, plan_id, index, {**total, "runId": run_id})
+    return {"index": index, "more": False, **metrics}
 
 
 def _result(

@@ -84,10 +84,11 @@ PARQUET_BUFFER_BYTES = 1024 * 1024
 
 
 def parquet_rows(
-    store: S3Store, obj: ObjectInfo, spec: JobSpec, shard: ManifestEntry | Mapping[str, Any]
+    store: S3Store, obj: ObjectInfo, spec: JobSpec, shard: ManifestEntry | Mapping[str, Any], skip: int = 0
 ) -> Iterator[ParquetRow]:
     """The rows of the shard's row groups (`rowGroups`: [first, stop)), only the columns the mapping
-    reads, through ranged GETs pinned to the planned ETag. A row group whose pages cannot be decoded
+    reads, through ranged GETs pinned to the planned ETag; the first `skip` rows (an earlier
+    segment's) are not yielded, whole row groups of them not read. A row group whose pages cannot be decoded
     gives its rows not yet read as `undecodable_page` rejects; the next row group is read anyway."""
     import pyarrow  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -102,6 +103,10 @@ def parquet_rows(
     row, number = entry.first_row or 0, 0
     for group in range(first, stop):
         rows = source.metadata.row_group(group).num_rows
+        if number + rows <= skip:  # read by an earlier segment (logic/checkpoints.py): not read again
+            number += rows
+            row += rows
+            continue
         done = 0
         try:
             batches = source.iter_batches(
@@ -110,7 +115,8 @@ def parquet_rows(
             for batch in batches:
                 for fields in batch_fields(batch):
                     number += 1
-                    yield ParquetRow(number, group, row + done, fields)
+                    if number > skip:
+                        yield ParquetRow(number, group, row + done, fields)
                     done += 1
         except (pyarrow.ArrowException, OSError) as error:
             if ranged.failure is not None:  # S3 failed, not the data: the shard is retried
@@ -118,5 +124,6 @@ def parquet_rows(
             reason = f"row group {group} cannot be decoded: {' '.join(str(error).split())}"
             for lost in range(done, rows):
                 number += 1
-                yield ParquetRow(number, group, row + lost, Reject("undecodable_page", reason))
+                if number > skip:
+                    yield ParquetRow(number, group, row + lost, Reject("undecodable_page", reason))
         row += rows

@@ -28,6 +28,7 @@ def sinks(
     source: str,
     rejects_key: str,
     graph_keys: tuple[str, ...],
+    line_base: int = 0,
 ) -> tuple[RejectSink, Stager | None]:
     """The shard's rejects and (unless the job has no graph, or is a dry run) its staged statements,
     each an upload closed with `outputs`."""
@@ -35,6 +36,7 @@ def sinks(
     rejects = RejectSink(
         source,
         shard.member,
+        line_base=line_base,
         out=outputs.enter_context(
             store.upload_if_written(settings.staging_bucket, rejects_key, "application/x-ndjson")
         ),

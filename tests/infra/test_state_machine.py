@@ -193,10 +193,21 @@ def test_worker_task_inside_the_map(dev: Synth) -> None:
     processor = definition(dev)["States"]["Shards"]["ItemProcessor"]
     assert processor["StartAt"] == "Worker"
     worker = processor["States"]["Worker"]
-    assert set(processor["States"]) == {"Worker"}
-    assert worker["End"] is True
-    assert worker["Parameters"] == {"FunctionName": function_arn(dev, "Worker"), "Payload.$": "$"}
-    assert worker["ResultSelector"] == {"index.$": "$.Payload.index"}
+    assert set(processor["States"]) == {"Worker", "MoreOfShard", "ShardDone"}
+    assert worker["Next"] == "MoreOfShard"
+    assert worker["Parameters"] == {
+        "FunctionName": function_arn(dev, "Worker"),
+        "Payload": {"shard.$": "$.shard", "job.$": "$.job"},
+    }
+    assert worker["ResultSelector"] == {"index.$": "$.Payload.index", "more.$": "$.Payload.more"}
+    assert worker["ResultPath"] == "$.turn"
+    # A Worker that stopped at a checkpoint is invoked again (runtime/logic/checkpoints.py).
+    assert processor["States"]["MoreOfShard"] == {
+        "Type": "Choice",
+        "Choices": [{"Variable": "$.turn.more", "BooleanEquals": True, "Next": "Worker"}],
+        "Default": "ShardDone",
+    }
+    assert processor["States"]["ShardDone"] == {"Type": "Succeed", "OutputPath": "$.turn"}
     assert worker["Retry"] == [
         *lambda_retriers(),
         retrier(["ShardWriteError", "Sandbox.Timedout", "States.Timeout"], 2),

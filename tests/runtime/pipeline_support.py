@@ -36,6 +36,10 @@ class FakeContext:
     invoked_function_arn: str = "arn:aws:lambda:eu-west-2:123456789012:function:mapload-worker"
     aws_request_id: str = "req-1"
 
+    def get_remaining_time_in_millis(self) -> int:
+        """The Worker's deadline (a fresh invocation of a 900 s function)."""
+        return 900_000
+
 
 def run_pipeline(s3: Any, spec: dict[str, Any], run: str = "run-1") -> dict[str, Any]:
     """Plan, every Worker, Finalize — the handlers as the state machine calls them, in order.

@@ -139,7 +139,7 @@ def test_a_retried_shard_writes_its_items_and_is_counted_once(aws: Any) -> None:
         worker.handle({"shard": shard, "job": planned["job"]}, ENV)
     again = worker.handle({"shard": manifest[0], "job": planned["job"]}, ENV)
 
-    assert again == {"index": 0, "skipped": True}
+    assert again == {"index": 0, "skipped": True, "more": False}
     result = finalize.handle({"state": {"plan": planned}, "execution": {"name": "run-1"}}, ENV)
     assert result["status"] == "SUCCEEDED", result["cause"]
     assert result["report"]["writeMode"] == "put"

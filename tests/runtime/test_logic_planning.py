@@ -203,3 +203,14 @@ def test_the_plan_id_carries_the_plan_format_so_an_upgraded_reader_never_trusts_
     cuts = [("src", "in.csv", "e", 0, 10)]
     before = hashlib.sha256(json.dumps([spec, cuts], sort_keys=True, default=str).encode()).hexdigest()[:20]
     assert plan_id(shards, spec) != before
+
+
+def test_a_write_budget_is_no_part_of_the_plan_so_raising_it_keeps_the_finished_shards() -> None:
+    """Raising `writeUnitsPerSecond` to rescue a slow job (issue 42 item 1) must not start the plan
+    afresh: a budget paces the writes, it changes nothing a shard writes or counts."""
+    from logic.planning import plan_id
+
+    shards = [{"bucket": "src", "key": "in.csv", "etag": "e", "start": 0, "end": 10}]
+    spec = {"source": "s3://src/in.csv", "format": "csv", "csv": {"header": True}}
+    slow = plan_id(shards, {**spec, "writeUnitsPerSecond": 10_000})
+    assert plan_id(shards, {**spec, "writeUnitsPerSecond": 40_000}) == slow == plan_id(shards, spec)

@@ -72,7 +72,7 @@ def test_a_csv_file_in_shards_is_written_and_its_counts_reconcile(aws: Any) -> N
     ledger, results = run_shards(job, manifest)
 
     assert [r["index"] for r in results] == [s["index"] for s in manifest]
-    assert all(set(r) == {"index", *METRIC_FIELDS} for r in results)
+    assert all(set(r) == {"index", "more", *METRIC_FIELDS} and r["more"] is False for r in results)
     counts = recorded(ledger, job)
     assert len(counts) == len(manifest)
     total = {name: sum(c[name] for c in counts) for name in ("read", "written", "rejected", "duplicates")}
@@ -84,7 +84,7 @@ def test_a_csv_file_in_shards_is_written_and_its_counts_reconcile(aws: Any) -> N
     assert [json.loads(line)["raw"] for line in body.splitlines()] == ["BAD 1CD,north"]
 
     again = run_shards(job, manifest)[1]
-    assert again == [{"index": s["index"], "skipped": True} for s in manifest]
+    assert again == [{"index": s["index"], "skipped": True, "more": False} for s in manifest]
 
 
 def test_an_nquads_shard_is_staged_not_written(aws: Any) -> None:
