@@ -65,8 +65,10 @@ class WriteStats:
     window_decreases: int = 0
     min_window: int = 0
     budget_wait_seconds: float = 0.0
-    # Single-item writes: records whose condition was not met (logic/writemodes.py).
+    # Single-item writes: records whose condition was not met (logic/writemodes.py); of them, those
+    # a redone range (`replayed`) found stored with another item, whose writer it cannot tell.
     skipped: int = 0
+    uncertain: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,9 @@ class _PacedWriter:
         self._gate = threading.Condition(self._lock)
         self._active = 0
         self.stats.min_window = self.window.allowed
+        # The records are a range an earlier attempt of this run started and did not finish (the
+        # shard service's attempt marker): a refused condition may be that attempt's own write.
+        self.replayed = False
 
     def set_rate(self, rate: float | None) -> None:
         """Write units per second from now on (None: as fast as DynamoDB accepts)."""
@@ -394,6 +399,10 @@ class ItemWriter(_PacedWriter):
         for thread in self._lanes:
             thread.start()
 
+    @property
+    def plan(self) -> WritePlan:
+        return self._plan
+
     def units(self, item_size: int) -> int:
         """Write units one record's request costs (the write budget's price: WritePlan.units)."""
         return self._plan.units(item_size)
@@ -519,8 +528,8 @@ class ItemWriter(_PacedWriter):
                 code = exc.response.get("Error", {}).get("Code")
                 if code == "ConditionalCheckFailedException":
                     stored = exc.response.get("Item")
-                    if not (attempt > 1 and written_by_us(item, stored)):
-                        self._skipped(key)
+                    if not ((attempt > 1 or self.replayed) and written_by_us(item, stored)):
+                        self._skipped(key, uncertain=self.replayed)
                     return 0, None
                 if code in REFUSED_CODES:
                     self._refuse(record, str(code), str(exc.response.get("Error", {}).get("Message", "")))
@@ -644,8 +653,9 @@ class ItemWriter(_PacedWriter):
         conflicts = {str(r) for r in reasons} <= {"TransactionConflict", "None"}
         return entries, (Contended(why) if conflicts else why)
 
-    def _skipped(self, key: tuple[Any, ...]) -> None:
+    def _skipped(self, key: tuple[Any, ...], *, uncertain: bool = False) -> None:
         with self._lock:
             self.stats.skipped += 1
+            self.stats.uncertain += int(uncertain)
             if len(self.skipped_keys) < self._sample:
                 self.skipped_keys.append(key)

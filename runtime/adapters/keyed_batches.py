@@ -127,6 +127,10 @@ class KeyedBatchWriter(_PacedWriter):
         self._freed = threading.Condition(self._lock)
         self._futures: list[Future[None]] = []
 
+    @property
+    def plan(self) -> WritePlan:
+        return self._plan
+
     def units(self, item_size: int) -> int:
         """Write units booked for one record (a delete's real units are charged after its answer)."""
         return self._plan.units(item_size)
@@ -249,7 +253,7 @@ class KeyedBatchWriter(_PacedWriter):
                         continue
                     code = str(failed.get("Code", ""))
                     if code in KEY_EXISTS_CODES:
-                        if key in ambiguous:
+                        if key in ambiguous or self.replayed:
                             settle.append(key)
                         else:
                             self._skipped(key)
@@ -284,7 +288,7 @@ class KeyedBatchWriter(_PacedWriter):
         self._retrying(attempt_once)
         for key in [*oversized, *settle]:
             item, units, record = batch[key]
-            self._settle(key, item, units, record, ambiguous=key in ambiguous)
+            self._settle(key, item, units, record, ambiguous=key in ambiguous or self.replayed)
 
     def _settle(self, key: Key, item: dict[str, Any], units: int, record: Any, *, ambiguous: bool) -> None:
         """One conditional PutItem of the record (logic/writemodes.py): written, or skipped unless

@@ -321,6 +321,25 @@ class Ledger:
             raise
         return True
 
+    def start_attempt(self, job_id: str, plan_id: str, index: int, run_id: str, seq: int) -> bool:
+        """Mark that an invocation of this run starts the shard from checkpoint `seq` (0: its
+        start); True when an earlier invocation of this run started from there too and did not
+        advance it (it crashed or timed out): this one redoes that range, and a conditional write
+        mode's "the key exists" may be that attempt's own write (adapters/dynamodb.py `replayed`)."""
+        earlier = self._db.put_item(
+            TableName=self._table,
+            Item={
+                "pk": block_pk(job_id, plan_id, block_of(index)),
+                "sk": {"S": f"ATTEMPT#{index:06d}"},
+                "index": {"N": str(index)},
+                "runId": {"S": run_id},
+                "seq": {"N": str(seq)},
+                "expiresAt": self._expires(),
+            },
+            ReturnValues="ALL_OLD",
+        ).get("Attributes")
+        return bool(earlier) and earlier["runId"]["S"] == run_id and int(earlier["seq"]["N"]) == seq
+
     def record_shard_failure(self, job_id: str, plan_id: str, index: int, failure: Mapping[str, Any]) -> None:
         """Store why a shard's attempt failed (its error's name, message, the record's line when one
         record caused it: logic/report.py shard_failure), for Finalize to report; a later attempt's

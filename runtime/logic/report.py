@@ -136,11 +136,14 @@ def line_numbers(
     return bases
 
 
+# The report's `records`.
+RECORD_COUNTS = ("read", "written", "skipped", "uncertain", "rejected", "duplicates")
 # The per-shard counts a report sums.
 SUMMED = (
     "read",
     "written",
     "skipped",
+    "uncertain",
     "rejected",
     "duplicates",
     "retries",
@@ -205,7 +208,8 @@ def build(
         "format": (spec or {}).get("format"),
         "dryRun": bool(_given(spec, "dryRun")),
         "writeMode": ((spec or {}).get("dynamodb") or {}).get("writeMode"),
-        "records": {name: totals[name] for name in ("read", "written", "skipped", "rejected", "duplicates")},
+        # `uncertain` only when a redone range could not tell (docs/REPORT.md).
+        "records": {name: totals[name] for name in RECORD_COUNTS if name != "uncertain" or totals[name]},
         "lines": lines,
         "shards": {
             "total": total,

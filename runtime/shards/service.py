@@ -90,6 +90,9 @@ def _process(
     # The records' object and member, for property graph edge ids.
     origin = staging.origin(source, shard.member)
     writer = writing.writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index))
+    if writer is not None and writing.conditional(writer):
+        # A conditional mode's write replayed after this run's crashed attempt is this run's write.
+        writer.replayed = ledger.start_attempt(job_id, plan_id, index, run_id, seq)
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
     # read (an object only if something is written): a 10 GiB shard needs no /tmp for them. An
     # error aborts both; a retried shard writes the same keys afresh.
@@ -147,6 +150,7 @@ def _result(
         **counts,
         "written": counts["written"] - skipped,
         "skipped": skipped,
+        "uncertain": stats.uncertain if stats else 0,
         "skippedSample": writing.skipped_keys(writer, spec),
         "bytes": shard_bytes,
         "requests": stats.requests if stats else 0,

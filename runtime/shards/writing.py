@@ -160,6 +160,13 @@ def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, marker
     return build(db, item_db, settings, write_plan(spec.dynamodb), markers)
 
 
+def conditional(writer: Writer | None) -> bool:
+    """Whether `writer` writes with a condition a replayed write can fail (putIfAbsent, newerWins)."""
+    if isinstance(writer, KeyedBatchWriter):
+        return issubclass(writer.plan.mode, PutIfAbsentTarget)
+    return isinstance(writer, ItemWriter) and writer.plan.version is not None
+
+
 def skipped_keys(writer: Writer | None, spec: JobSpec) -> list[dict[str, str]]:
     """The sample of skipped keys as JSON: {key attribute: value} (numbers as text, binary as base64)."""
     if not isinstance(writer, ItemWriter | KeyedBatchWriter) or spec.dynamodb is None:
