@@ -94,3 +94,19 @@ def test_the_largest_accepted_graph_input_stays_under_25000_events(dev: Synth) -
 
 def test_the_default_graph_input_is_accepted() -> None:
     assert polling.poll_count(720, 30) <= polling.MAX_POLLS
+
+
+def test_a_shard_s_child_loops_within_its_own_history(dev: Synth) -> None:
+    """A Map child's history is its own (25,000 events): a Worker that stops at a checkpoint turns
+    Worker → MoreOfShard → Worker (issue 42 item 1). A turn without retries adds 7 events (over
+    3,000 turns); with every retrier of every turn spent, still over 64 turns: over 13 hours of one
+    shard at the Worker's 900 s less its stop margin."""
+    from logic.checkpoints import STOP_MARGIN_SECONDS
+
+    processor = definition(dev)["States"]["Shards"]["ItemProcessor"]["States"]
+    room = 25_000 - 2 - state_events(processor["ShardDone"])
+    plain = 5 + state_events(processor["MoreOfShard"])
+    worst = state_events(processor["Worker"]) + state_events(processor["MoreOfShard"])
+    assert room // plain > 3_000
+    assert room // worst >= 64, worst
+    assert room // worst * (900 - STOP_MARGIN_SECONDS) > 13 * 3_600
