@@ -179,3 +179,32 @@ def test_a_rerun_after_a_crash_mid_shard_resumes_from_the_checkpoint(
     assert len(turns) == 1 and turns[0]["read"] == ROWS - 100  # from the checkpoint, not byte 0
     report = _check(aws, _finalize(again, "run-2"))
     assert report["shards"]["done"] == 1 and report["carried"]["shards"] == 0
+
+
+def test_a_parquet_shard_stopped_mid_row_group_resumes_at_its_next_row(aws: Any) -> None:
+    """A Parquet checkpoint holds the rows read: the next segment skips the row groups read
+    whole and the rows read of the one it stopped in."""
+    from test_parquet_pipeline import parquet_bytes, table
+
+    aws.put_object(Bucket="src", Key="p.parquet", Body=parquet_bytes(table(0, 300), row_group_size=100))
+    event = {
+        "input": {
+            "jobId": "pq",
+            "format": "parquet",
+            "source": "s3://src/p.parquet",
+            "dynamodb": {
+                "key": {"pk": "ID#{id}", "sk": "ROW"},
+                "attributes": {"n": {"field": "n", "type": "N"}},
+            },
+            "shardSizeMiB": 1,
+        },
+        "execution": {"name": "run-1", "id": "arn:run-1"},
+    }
+    planned = plan.handle(event, ENV, now=CLOCK.time)
+    turns = list(_turns(_shard(aws, planned), records=70))
+    assert [t["read"] for t in turns] == [70, 70, 70, 70, 20]
+    answer = _finalize(planned, "run-1")
+    assert answer["status"] == "SUCCEEDED", answer.get("cause")
+    records = answer["report"]["records"]
+    assert records["read"] == records["written"] == _items() == 300
+    assert answer["report"]["lines"]["total"] == 300
