@@ -56,6 +56,10 @@ ENV = {
     "MAX_CONCURRENCY_CAP": "1000",
     "WORKER_MEMORY_MIB": "1024",
     "WORKER_TIMEOUT_SECONDS": "900",
+    # Plan's own timeout and memory, as the stack gives them at the defaults (stacks/loader_settings.py
+    # control_timeout_seconds, control_memory_mib): the objects it accepts follow from them.
+    "PLAN_TIMEOUT_SECONDS": "300",
+    "PLAN_MEMORY_MIB": "512",
 }
 CASES = (
     ("postcodes (3 columns, all mapped)", "postcodes"),

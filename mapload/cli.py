@@ -292,6 +292,8 @@ def _add_sample(sub: Any) -> None:
 
 
 def _add_sample_and_estimate(sub: Any) -> None:
+    """`mapload sample` and `mapload estimate`. Kept whole: the two commands' argparse declarations,
+    one option after another."""
     from logic.spec.dynamodb import WRITE_MODES
     from mapload import estimate
 

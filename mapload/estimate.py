@@ -243,7 +243,9 @@ def estimate(
     lower of that and what `concurrency` workers write; each shard is one worker.
     A `write_mode` other than put writes single items: the same write units, 25 times the
     requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second`
-    replaces); `numeric_add` (update only), a transaction a record (`units_per_record`)."""
+    replaces); `numeric_add` (update only), a transaction a record (`units_per_record`).
+    Kept whole: the model's steps in order, each feeding the next (size, records, shards, table
+    model, time)."""
     _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add)
     if warm_wcu is not None and (warm_wcu < 1 or wcu is not None):
         raise ValueError(

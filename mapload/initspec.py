@@ -167,6 +167,8 @@ def _sample_lines(path: Path) -> tuple[bytes, bool]:
 def _csv(
     path: Path, header: bool | None, say: Callable[[str], None]
 ) -> tuple[dict[str, Any], list[_Column], list[Any]]:
+    """A delimited file's csv options, columns and sampled records. Kept whole: the header,
+    delimiter and comment decisions share one sample and build on each other."""
     from logic.csvrecords import reference_records
     from logic.errors import InputValidationError
     from logic.parsing import is_skipped, make_parser, split_csv_line

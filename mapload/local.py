@@ -13,8 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from mapload import region as regions
-from mapload.emulator import Clock, Deployment, Emulator, LocalNeptuneLoader, long_lived, observing
-from mapload.emulator.embedded import DATA_ENDPOINTS
+from mapload.emulator import (
+    DATA_ENDPOINTS,
+    Clock,
+    Deployment,
+    Emulator,
+    LocalNeptuneLoader,
+    long_lived,
+    observing,
+)
 from mapload.reports import report_lines
 from mapload.synth import synthesize
 
@@ -109,7 +116,8 @@ def run_local(
 
     The emulator and every table and bucket it creates are in `region` (default: AWS_REGION,
     AWS_DEFAULT_REGION, the profile's, us-east-1), so a kept endpoint shows them where the
-    user's own tools look. `clock` and `graph_loader` go to the Emulator (tests inject them)."""
+    user's own tools look. `clock` and `graph_loader` go to the Emulator (tests inject them).
+    Kept whole: the run's steps in the order they happen, each line one step."""
     if not file.is_file() and not file.is_dir():
         raise LocalRunError(f"{file}: no such file or folder")
     if "source" in spec:

@@ -99,7 +99,8 @@ def _store(store: Any) -> str:
 
 def report_lines(report: Mapping[str, Any]) -> list[str]:
     """A report's counts, shards, time, table, graph load, rejects and error, a line each
-    (`mapload status` and `mapload run-local` print them the same way)."""
+    (`mapload status` and `mapload run-local` print them the same way).
+    Kept whole: the summary's lines in the order they are printed."""
     rec = report.get("records") or {}
     shards = report.get("shards") or {}
     # A dry run writes nothing: its counts are what a real run would write.

@@ -95,7 +95,8 @@ def _chunks(open_file: Callable[[], IO[bytes]], first: int) -> Iterator[bytes]:
 
 
 def records(path: Path, spec: Any) -> Iterator[Any]:
-    """The file's records as the Worker parses them: Fields, or a Reject."""
+    """The file's records as the Worker parses them: Fields, or a Reject.
+    Kept whole: one generator over the file's records, per format, as the Worker reads them."""
     from logic.csvrecords import ShardRecords
     from logic.errors import InputValidationError
     from logic.parsing import is_skipped, make_parser
@@ -205,9 +206,9 @@ def _shown_value(typed: Mapping[str, Any] | None) -> str:
 
 def differences(target: Any, item: Mapping[str, Any], stored: Mapping[str, Any]) -> list[str]:
     """The attributes where `stored` is not what writing `item` with the target's writeMode leaves."""
-    from logic.spec.dynamodb import SET, TypedField
+    from logic.spec.dynamodb import SET, TypedField, UpdateTarget
 
-    if target.name == "update":
+    if isinstance(target, UpdateTarget):
         found = []
         for name, value in item.items():
             if name in target.key:
@@ -321,8 +322,10 @@ def _judge(
 ) -> None:
     """Count one item: equal, missing or differing (the first SHOWN of each kept to show)."""
     outcome.items += 1
+    from logic.spec.dynamodb import DeleteTarget
+
     shown = _shown_key({name: item[name] for name in key_names})
-    if target.name == "delete":
+    if isinstance(target, DeleteTarget):
         if got is None:
             outcome.equal += 1
         else:
@@ -471,6 +474,8 @@ def verify(
 ) -> tuple[Outcome, str]:
     from botocore.exceptions import BotoCoreError, ClientError
 
+    from logic.spec.dynamodb import DeleteTarget
+
     try:
         client, name = _client(env, table, region)
         key, item_count = _table_key(client, name)
@@ -484,7 +489,7 @@ def verify(
             outcome.extra_note = f"not counted ({about}--extra scans the table: it reads every item)"
         elif kept.overflow:
             outcome.extra_note = f"not counted: the file has more than {MAX_KEPT_KEYS:,} keys"
-        elif spec.dynamodb.name == "delete":
+        elif isinstance(spec.dynamodb, DeleteTarget):
             outcome.extra_note = "not counted (writeMode delete)"
         else:
             outcome.extra, where = count_extra(client, name, spec, len(kept))

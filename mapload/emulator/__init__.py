@@ -13,12 +13,13 @@ what it exports below.
 """
 
 from mapload.emulator.clock import Clock
-from mapload.emulator.embedded import Deployment, Emulator, observing
+from mapload.emulator.embedded import DATA_ENDPOINTS, Deployment, Emulator, observing
 from mapload.emulator.heap import long_lived
 from mapload.emulator.neptune_local import LocalNeptuneLoader
 from mapload.emulator.server import serving
 
 __all__ = [
+    "DATA_ENDPOINTS",
     "Clock",
     "Deployment",
     "Emulator",

@@ -37,7 +37,8 @@ def plan(
     """Plan the execution's input (`event`: `input`, `execution`): the manifest is written to
     staging, the jobId claimed; the result is the planned `job` and what the Map reads.
     `ended(execution id)`: whether the execution holding the jobId is over (then taken over);
-    `now`: the clock a failed run's `writersUntil` is compared with."""
+    `now`: the clock a failed run's `writersUntil` is compared with.
+    Kept whole: Plan's steps in the order the ledger needs them (plan, refusals, claim, manifest)."""
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
     raw_input = dict(event.get("input") or {})
@@ -59,7 +60,9 @@ def plan(
     recorded = ledger.plan_record(job_id, plan_id)
     # A run that holds the jobId is refused as running (or taken over) by start_job, first.
     held = current.get("status") == "RUNNING" and current.get("runId") != run_id
-    if not spec.reload and not held:
+    # A plan of no shards writes nothing whatever its objects (their ETags are in the shards' cuts,
+    # so its id does not tell one empty source from another): it runs again, reporting 0.
+    if not spec.reload and not held and shards:
         refuse_loaded(job_id, recorded.get("loaded"))
     execution_id = str(execution.get("id") or run_id)
     ledger.start_job(job_id, run_id, execution_id, len(shards), counted_plan=counted, ended=ended)

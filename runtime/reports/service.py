@@ -31,7 +31,8 @@ def finalize(
 ) -> dict[str, Any]:
     """Report on the execution's job (`event`: `state`, the execution's state, and `execution`);
     the result is what Finalize returns to the state machine (`_answer`). `now`: the clock of the
-    ledger's `writersUntil` and `loaded.at`."""
+    ledger's `writersUntil` and `loaded.at`.
+    Kept whole: Finalize's steps in the order the ledger needs them (counts, report, loaded, close)."""
     state = event.get("state") or {}
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")

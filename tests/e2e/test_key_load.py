@@ -37,8 +37,9 @@ SPEC: dict[str, Any] = {
 }
 # Per shard on its block key: shard_done, its CSV state, its record (and a retry of each).
 PER_SHARD_CALLS = 6
-# The job's own key: Plan's reads and claim, Finalize's close: a few per run, whatever the shards.
-PER_RUN_JOB_CALLS = 6
+# The job's own key: Plan's reads and claim, the plan's `loaded` record, Finalize's close: a few per
+# run, whatever the shards.
+PER_RUN_JOB_CALLS = 7
 
 
 def test_no_ledger_key_takes_every_shards_requests(tmp_path: Path) -> None:

@@ -248,11 +248,14 @@ def test_each_report_says_what_its_run_wrote(
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
         monkeypatch.delenv(name, raising=False)
-    with mock_aws(), monkeypatch.context() as patches:
+    with mock_aws():
         clients.reset()
         moto_patches.TRANSACTIONS.install()  # as the embedded run does
         try:
-            seen = _sequence(mode, steps, patches)
+            # The test's own wrappers undone before the patch they wrap (else moto's class keeps
+            # this example's patched transaction, and the next example's holds its items twice).
+            with monkeypatch.context() as patches:
+                seen = _sequence(mode, steps, patches)
         finally:
             moto_patches.TRANSACTIONS.uninstall()
             clients.reset()
