@@ -626,15 +626,19 @@ class ItemWriter(_PacedWriter):
     ) -> tuple[list[_Entry], str | None]:
         """A counted transaction (an update and the records' markers) cancelled: the records still
         to send and why (None: none to retry; _ALONE: each on its own). A record whose marker is
-        stored is skipped (`applied_before`: no attempt of this one may have applied it; else it
-        was, and counts written); a refused update is the record's when it is alone, else each is
+        stored was applied: by an earlier run (the marker names another run: skipped) or by this
+        run (its own: an unanswered attempt, or an attempt of this run that crashed, whose counts
+        were never recorded: written); a marker naming no run (stored before markers named one)
+        is skipped when `applied_before` (no attempt of this one may have applied it); a refused update is the record's when it is alone, else each is
         sent alone to find it; the reasons that allow it are retried, else the records given up."""
         cancelled = exc.response.get("CancellationReasons", [])
         reasons = [r.get("Code") for r in cancelled]
         found = {i for i, reason in enumerate(reasons[1:]) if reason == "ConditionalCheckFailed"}
         if found:
-            if applied_before:
-                for _ in found:
+            run_id = self._markers.run_id if self._markers is not None else ""
+            for i in found:
+                stored = cancelled[i + 1].get("Item", {}).get("runId", {}).get("S")
+                if (stored != run_id) if stored else applied_before:
                     self._skipped(key)
             left = [e for i, e in enumerate(entries) if i not in found]
             return left, (Contended("the other records' markers were stored: sent again") if left else None)

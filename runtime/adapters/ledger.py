@@ -81,13 +81,16 @@ def marker_bucket(offset: int) -> int:
 class Markers:
     """Where one shard's applied-record markers go (logic/writemodes.py `counted_update`): one
     ledger item per record, keyed by job, plan, shard and the record's byte offset, spread over
-    MARKER_BUCKETS partition keys by the offset (see the module docstring)."""
+    MARKER_BUCKETS partition keys by the offset (see the module docstring). Each names the run
+    that stored it (`run_id`), so that a record found applied is told apart: by an earlier run
+    (skipped) or by this run's own crashed or unanswered attempt (written, by this run)."""
 
     table: str
     job_id: str
     plan_id: str
     index: int
     expires_at: int
+    run_id: str = ""
 
     def item(self, offset: int) -> dict[str, dict[str, str]]:
         shard = f"MARK#{self.job_id}#PLAN#{self.plan_id}#SHARD#{self.index:06d}"
@@ -95,6 +98,7 @@ class Markers:
             "pk": {"S": f"{shard}#{marker_bucket(offset):02d}"},
             "sk": {"S": f"OFFSET#{offset}"},
             "expiresAt": {"N": str(self.expires_at)},
+            **({"runId": {"S": self.run_id}} if self.run_id else {}),
         }
 
 
@@ -115,8 +119,8 @@ class Ledger:
     def _expires(self) -> dict[str, str]:
         return {"N": str(int(time.time()) + self._ttl_days * DAY)}
 
-    def markers(self, job_id: str, plan_id: str, index: int) -> Markers:
-        return Markers(self._table, job_id, plan_id, index, int(self._expires()["N"]))
+    def markers(self, job_id: str, plan_id: str, index: int, run_id: str = "") -> Markers:
+        return Markers(self._table, job_id, plan_id, index, int(self._expires()["N"]), run_id)
 
     def start_job(
         self,

@@ -137,7 +137,7 @@ def counted_update(
     """TransactWriteItems arguments that apply `item`'s update (with its numeric ADDs) together
     with a Put of each marker (its key attributes `pk` and `sk`; one, or one per record `item`
     combines) if no marker has that key: all or none, so a record is added once however often it
-    is sent."""
+    is sent. A marker found stored is returned in the cancellation (ALL_OLD): who stored it."""
     markers = [markers] if isinstance(markers, Mapping) else list(markers)
     if not 1 <= len(markers) <= MAX_COUNTED_RECORDS:
         raise ValueError(f"a counted update carries 1 to {MAX_COUNTED_RECORDS} markers, got {len(markers)}")
@@ -150,6 +150,7 @@ def counted_update(
                         "TableName": marker_table,
                         "Item": marker,
                         "ConditionExpression": "attribute_not_exists(sk)",
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                     }
                 }
                 for marker in markers
