@@ -629,8 +629,9 @@ class ItemWriter(_PacedWriter):
         stored was applied: by an earlier run (the marker names another run: skipped) or by this
         run (its own: an unanswered attempt, or an attempt of this run that crashed, whose counts
         were never recorded: written); a marker naming no run (stored before markers named one)
-        is skipped when `applied_before` (no attempt of this one may have applied it); a refused update is the record's when it is alone, else each is
-        sent alone to find it; the reasons that allow it are retried, else the records given up."""
+        is skipped when `applied_before` (no attempt of this one may have applied it). A refused
+        update is the record's when it is alone, else each is sent alone to find it; the reasons
+        that allow it are retried, else the records given up."""
         cancelled = exc.response.get("CancellationReasons", [])
         reasons = [r.get("Code") for r in cancelled]
         found = {i for i, reason in enumerate(reasons[1:]) if reason == "ConditionalCheckFailed"}
