@@ -237,8 +237,12 @@ def plan_id(
     relevant = {
         k: v
         for k, v in spec_json.items()
-        if k not in ("jobId", "maxConcurrency", "maxRejectedPercent", "reload", "writeUnitsPerSecond")
+        if k not in ("jobId", "maxConcurrency", "maxRejectedPercent", "reload")
     }
+    if "writeUnitsPerSecond" in relevant:
+        # As without a budget (the normalized form's null): the ids of plans made before the
+        # budget left the id, and of plans without one, stay as they were.
+        relevant["writeUnitsPerSecond"] = None
     if isinstance(relevant.get("graph"), Mapping):
         # How the load runs (and whether it may start) changes nothing staged: a job held back by
         # its endpoint check, or whose load failed, re-runs with other loader options on its shards.
