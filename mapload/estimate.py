@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from adapters.ledger import MARKED_IN_FLIGHT
 from logic.mapping import MAX_ITEM_BYTES
 from logic.planning import chosen_shard_mib
+from logic.shardtime import ShardTime, shard_time
 from logic.spec.dynamodb import WRITE_MODES, PutTarget, write_mode_type
 from logic.spec.inputs import Common
-from logic.writemodes import MARKER_UNITS
+from logic.writemodes import record_units
 
 # The defaults of what is estimated: the input's (maxConcurrency, shardSizeMiB), read from its
 # models; the environment's (worker_memory_mib, lambda_architecture) from stacks/loader_settings.py, which
@@ -23,6 +24,7 @@ DEFAULT_CONCURRENCY: int = Common.model_fields["max_concurrency"].default
 DEFAULT_SHARD_MIB: float = float(Common.model_fields["shard_size_mib"].default)
 DEFAULT_MEMORY_MIB = 1024
 DEFAULT_ARCHITECTURE = "arm64"
+DEFAULT_WORKER_TIMEOUT_SECONDS = 900
 ARCHITECTURES = ("arm64", "x86_64")
 
 # -- documented limits (DynamoDB developer guide, "Service, account, and table quotas" and
@@ -128,11 +130,9 @@ def counts(write_mode: str) -> bool:
 
 
 def units_per_record(item_bytes: int, numeric_add: bool = False) -> int:
-    """Write units one record consumes: its item's (one per started KB); with a numeric add, a
-    transaction's, twice those of its two items, the item and its ledger marker (DynamoDB's
-    transactional writes cost 2 units a KB; logic/writemodes.py WritePlan.units)."""
-    units = math.ceil(item_bytes / WRITE_UNIT_BYTES)
-    return 2 * (units + MARKER_UNITS) if numeric_add else units
+    """Write units one record consumes (logic/writemodes.py `record_units`): its item's, one per
+    started KB; with a numeric add, a transaction's (twice the item's and its ledger marker's)."""
+    return record_units(item_bytes, numeric_add)
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,9 @@ class Estimate:
     step_functions_usd: float
     # Workers that saturate the table: more only wait (and are billed for waiting).
     workers_needed: int
+    # With --wcu as a writeUnitsPerSecond budget: a shard's time and the Workers Plan runs for it
+    # (logic/shardtime.py, Plan's rule); None without one.
+    shard_time: ShardTime | None = None
 
     @property
     def total_usd(self) -> float:
@@ -233,6 +236,7 @@ def estimate(
     write_mode: str = PutTarget.name,
     numeric_add: bool = False,
     warm_wcu: int | None = None,
+    worker_timeout_seconds: int = DEFAULT_WORKER_TIMEOUT_SECONDS,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 
@@ -244,6 +248,8 @@ def estimate(
     A `write_mode` other than put writes single items: the same write units, 25 times the
     requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second`
     replaces); `numeric_add` (update only), a transaction a record (`units_per_record`).
+    With `wcu`, as a `writeUnitsPerSecond` budget, a shard's time and the Workers Plan would run
+    for it (`shard_time`, Plan's rule: a shard within half of `worker_timeout_seconds`).
     Kept whole: the model's steps in order, each feeding the next (size, records, shards, table
     model, time)."""
     _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add)
@@ -280,6 +286,19 @@ def estimate(
     bound = "table" if table_items < workers else "workers"
     items_per_second = rows / seconds
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
+    record_bytes = row_bytes if row_bytes is not None else item_bytes
+    timing = (
+        None
+        if wcu is None
+        else shard_time(
+            min(rows, shard_mib * 2**20 / record_bytes),
+            item_bytes,
+            wcu,
+            running,
+            worker_timeout_seconds,
+            numeric_add=numeric_add,
+        )
+    )
     return Estimate(
         rows=rows,
         item_bytes=item_bytes,
@@ -304,6 +323,7 @@ def estimate(
         lambda_usd=_lambda_usd(running, seconds, shards, memory_mib, architecture),
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
         workers_needed=math.ceil(table_items / per_worker),
+        shard_time=timing,
     )
 
 
@@ -353,6 +373,7 @@ def render(e: Estimate) -> str:
         ("rate (bound by)", f"{e.items_per_second:,.0f} items/s ({e.bound})"),
         ("workers that saturate the table", f"{e.workers_needed:,} (maxConcurrency)"),
         ("time", f"{int(minutes)} min {secs:.0f} s"),
+        *([("shard time (--wcu as writeUnitsPerSecond)", e.shard_time.describe())] if e.shard_time else []),
         ("DynamoDB on demand", usd(e.dynamodb_on_demand_usd)),
     ]
     if e.dynamodb_provisioned_usd is not None:

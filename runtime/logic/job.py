@@ -77,6 +77,9 @@ class PlannedJob(_Wire):
     source_bytes: int | None = Field(default=None, alias="bytes")
     # The Workers that can run at once: min(maxConcurrency, shards).
     workers: int | None = None
+    # Under a write budget: the largest shard's estimated seconds at the Workers' share
+    # (logic/shardtime.py); absent without a budget.
+    shard_seconds: float | None = Field(default=None, alias="shardSeconds")
 
     @property
     def plan(self) -> str:

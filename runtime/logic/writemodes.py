@@ -77,10 +77,16 @@ class WritePlan:
             raise ValueError("a counter is an attribute that update ADDs")
 
     def units(self, item_size: int) -> int:
-        """Write units one record's request consumes: a transaction (counters) costs twice the
-        units of its two items, the item and its marker (one unit: a few dozen bytes)."""
-        units = write_units((item_size,))
-        return 2 * (units + MARKER_UNITS) if self.counters else units
+        """Write units one record's request consumes (`record_units`)."""
+        return record_units(item_size, numeric_add=bool(self.counters))
+
+
+def record_units(item_size: int, numeric_add: bool = False) -> int:
+    """Write units one record consumes: its item's (one per started KB); with a numeric add, a
+    transaction's, twice the units of its two items, the item and its ledger marker (one unit: a
+    few dozen bytes). The one rule for the Worker's budget, Plan's shard time and `mapload estimate`."""
+    units = write_units((item_size,))
+    return 2 * (units + MARKER_UNITS) if numeric_add else units
 
 
 def write_plan(target: DynamoDbTarget) -> WritePlan | None:

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.ledger import Ledger
-from adapters.s3 import S3Store
-from logic import layout, parquet, planning
+from adapters.s3 import ObjectInfo, S3Store
+from logic import layout, parquet, planning, shardtime
 from logic.errors import InputValidationError, JobAlreadyLoadedError, JobAlreadyRunningError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
@@ -48,7 +48,7 @@ def plan(
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     given = "shardSizeMiB" in raw_input
-    objects, shards, spec = _shards(store, settings, bucket, key, prepared, spec, given)
+    objects, shards, spec, row_bytes = _shards(store, settings, bucket, key, prepared, spec, given)
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same
@@ -71,6 +71,11 @@ def plan(
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
     max_concurrency = min(spec.max_concurrency, settings.max_concurrency_cap)
+    # Under a budget, fewer Workers where that keeps a shard within half the Worker's timeout.
+    timing = _shard_time(store, settings, spec, shards, max_concurrency, row_bytes)
+    if timing is not None:
+        max_concurrency = timing.workers
+    timed: dict[str, Any] = {"shardSeconds": round(timing.seconds, 1)} if timing is not None else {}
     job = PlannedJob(  # named as in the JSON; to_json() gives them in the model's field order
         jobId=job_id,
         runId=run_id,
@@ -82,6 +87,7 @@ def plan(
         bytes=sum(o.size for o in objects),
         # The Workers that can run at once: the write budget's share is never above budget / this.
         workers=max(1, min(max_concurrency, len(shards))),
+        **timed,
     )
     return {
         "job": job.to_json(),
@@ -89,7 +95,42 @@ def plan(
         "mapResultsPrefix": layout.map_results_prefix(job_id, run_id),
         "maxConcurrency": max_concurrency,
         "shardCount": len(shards),
+        **({"shardTime": timing.describe()} if timing is not None else {}),
     }
+
+
+def _shard_time(
+    store: S3Store,
+    settings: PlanningSettings,
+    spec: JobSpec,
+    shards: list[dict[str, Any]],
+    concurrency: int,
+    row_bytes: float | None,
+) -> shardtime.ShardTime | None:
+    """The largest shard's time at the job's write budget and the Workers chosen for it
+    (logic/shardtime.py); None without a budget that paces writes (none given, a dry run, no
+    DynamoDB target) or shards. A text shard's records are measured from the largest one's first
+    bytes (one ranged GET); a Parquet shard's are its rows, of the row groups' uncompressed bytes a row."""
+    budget = spec.write_units_per_second
+    if budget is None or spec.dry_run or spec.dynamodb is None or not shards:
+        return None
+    largest = max(shards, key=lambda s: s.get("rows") or s["end"] - s["start"])
+    if row_bytes is not None:  # Parquet: rows counted in the footers
+        records, item_bytes = float(largest["rows"] or 0), row_bytes
+    else:
+        obj = ObjectInfo(largest["bucket"], largest["key"], largest["objectSize"], largest["etag"])
+        last = min(largest["end"], largest["start"] + shardtime.SAMPLE_BYTES) - 1
+        sample = store.read_range(obj, largest["start"], last) if last >= largest["start"] else b""
+        records, item_bytes = shardtime.text_shard_records([largest["end"] - largest["start"]], sample)
+    plan = write_plan(spec.dynamodb)
+    return shardtime.shard_time(
+        records,
+        item_bytes,
+        budget,
+        min(concurrency, len(shards)),
+        settings.worker_timeout_seconds,
+        numeric_add=plan is not None and bool(plan.counters),
+    )
 
 
 def _checked_spec(raw_input: Mapping[str, Any], settings: PlanningSettings, run_id: str) -> JobSpec:
@@ -166,10 +207,11 @@ def _shards(
     prepared: Mapping[str, Any],
     spec: JobSpec,
     given: bool,
-) -> tuple[list[Any], list[dict[str, Any]], JobSpec]:
+) -> tuple[list[Any], list[dict[str, Any]], JobSpec, float | None]:
     """The source's objects and the shards cut from them: whole row groups from Parquet footers,
-    byte ranges from the other formats' objects; and the spec, with the shard size chosen for the
-    source when the input gave none (`given` false: planning.with_chosen_shard_size)."""
+    byte ranges from the other formats' objects; the spec, with the shard size chosen for the
+    source when the input gave none (`given` false: planning.with_chosen_shard_size); and, for
+    Parquet, the row groups' uncompressed bytes a row (None for the other formats)."""
     workers = min(spec.max_concurrency, settings.max_concurrency_cap)
     if spec.format == "parquet":  # shards of whole row groups, from the objects' footers
         objects = sources.parquet_objects(store, bucket, key)
@@ -185,6 +227,9 @@ def _shards(
             uncompressed=graph_held is not None,
             held_bytes=graph_held,
         )
+        groups = [g for f in footers for g in f.row_groups]
+        row_bytes = sum(g.uncompressed for g in groups) / max(1, sum(g.rows for g in groups))
+        return objects, shards, spec, row_bytes
     else:
         objects, origin = sources.objects(store, settings.staging_bucket, bucket, key, prepared, spec.format)
         read = "header line" if planning.has_header(spec) else None
@@ -194,7 +239,7 @@ def _shards(
         spec = planning.with_chosen_shard_size(spec, data_bytes, workers, given=given)
         shards = planning.cut_shards(planned, spec.shard_size_bytes)
         sources.number_and_attribute(shards, line_bases, origin)
-    return objects, shards, spec
+    return objects, shards, spec, None
 
 
 def _check_objects(settings: PlanningSettings, objects: int, read: str | None, source: str) -> None:

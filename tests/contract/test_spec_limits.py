@@ -55,4 +55,5 @@ def test_mapload_estimates_with_the_environments_defaults() -> None:
     loader = loader_settings.LoaderConfig.model_fields
     assert loader["worker_memory_mib"].default == estimate.DEFAULT_MEMORY_MIB
     assert loader["lambda_architecture"].default == estimate.DEFAULT_ARCHITECTURE
+    assert loader["worker_timeout_seconds"].default == estimate.DEFAULT_WORKER_TIMEOUT_SECONDS
     assert estimate.ARCHITECTURES == loader_settings.LAMBDA_ARCHITECTURES

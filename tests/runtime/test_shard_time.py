@@ -1,0 +1,122 @@
+"""How long a shard takes under a write budget (issue 42 item 1): Plan lowers the Workers it runs
+until a shard takes at most half the Worker's timeout, where one Worker can, and says so; a shard
+that takes longer even alone goes on at checkpoints (not refused); `mapload estimate` prints the
+same estimate, from the same function (logic/shardtime.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pipeline_support import ENV
+
+from handlers import plan
+from logic import shardtime
+from logic.spec.inputs import Common
+from logic.writemodes import record_units
+from mapload import estimate as est
+
+pytestmark = pytest.mark.runtime
+
+MiB = 2**20
+WORKER_TIMEOUT = int(ENV["WORKER_TIMEOUT_SECONDS"])  # 900: Lambda's most, the deployment's default
+SPEC = {
+    "format": "csv",
+    "dynamodb": {"key": {"pk": "P#{id}", "sk": "R"}, "attributes": {"text": {"field": "text"}}},
+    "jobId": "paced",
+    "shardSizeMiB": 0.1,
+}
+
+
+def _csv(size: int, record: int = 200) -> bytes:
+    """A CSV of records of `record` bytes each (line break included) up to `size` bytes."""
+    rows = [b"id,text\n"]
+    total, i = len(rows[0]), 0
+    while total < size:
+        head = f"{i:08d},".encode()
+        row = head + b"x" * (record - len(head) - 1) + b"\n"
+        rows.append(row)
+        total += len(row)
+        i += 1
+    return b"".join(rows)
+
+
+def _plan(aws: Any, **extra: Any) -> dict[str, Any]:
+    aws.put_object(Bucket="src", Key="paced.csv", Body=_csv(MiB - 400))
+    event = {
+        "input": {**SPEC, "source": "s3://src/paced.csv", **extra},
+        "execution": {"name": "run-1", "id": "arn:run-1"},
+    }
+    return plan.handle(event, ENV)
+
+
+def test_at_the_defaults_a_budget_of_10000_runs_few_enough_workers_for_a_shard_in_half_the_timeout() -> None:
+    # The issue's numbers, from the code's own constants: 64 MiB shards of ~200-byte records
+    # (~335,544 of one write unit), maxConcurrency 100, a budget of 10,000 write units/s.
+    shard_bytes = Common.model_fields["shard_size_mib"].default * MiB
+    concurrency = Common.model_fields["max_concurrency"].default
+    records = shard_bytes / 200
+    assert (shard_bytes, concurrency, round(records), record_units(200)) == (64 * MiB, 100, 335_544, 1)
+    # At all 100 Workers each writes 100 units/s: 3,355 s a shard against the 900 s timeout.
+    assert shardtime.shard_seconds(records, 1, 10_000, concurrency) == pytest.approx(3355.4, abs=0.1)
+    timing = shardtime.shard_time(records, 200, 10_000, concurrency, WORKER_TIMEOUT)
+    assert timing.workers == 13 and timing.fits
+    assert timing.seconds == pytest.approx(436.2, abs=0.1) and timing.seconds <= WORKER_TIMEOUT / 2
+    # ... and the next Worker would pass half the timeout: 13 is the most that fit.
+    assert shardtime.shard_seconds(records, 1, 10_000, 14) > WORKER_TIMEOUT / 2
+
+
+def test_a_records_size_is_its_sampled_lines_average_and_a_numeric_add_costs_a_transaction() -> None:
+    assert shardtime.record_bytes(b"a,b\n" * 10 + b"partial") == 4.0  # the cut record is left out
+    assert shardtime.record_bytes(b"no line break") == 13.0
+    added = shardtime.shard_time(1000, 200, 100, 10, WORKER_TIMEOUT, numeric_add=True)
+    assert added.units_per_record == 4  # twice (the item's unit + the marker's)
+    assert added.workers == 10 and added.seconds == pytest.approx(400.0)
+
+
+def test_plan_lowers_the_workers_under_a_budget_and_says_how_long_a_shard_takes(aws: Any) -> None:
+    planned = _plan(aws, writeUnitsPerSecond=5)
+    # 1 MiB of 200-byte records in 0.1 MiB shards: 10 shards of ~524 records, 10 Workers allowed
+    # (the cap): each would write at 0.5 units/s, 1,049 s a shard; 4 Workers write one in ~419 s.
+    assert planned["shardCount"] == 10
+    assert planned["maxConcurrency"] == 4 and planned["job"]["workers"] == 4
+    assert 400 < planned["job"]["shardSeconds"] <= WORKER_TIMEOUT / 2
+    assert (
+        "over 4 Worker(s)" in planned["shardTime"]
+        and "within half the Worker's timeout" in planned["shardTime"]
+    )
+    # The budget (and so the Workers chosen) is no part of the plan: a re-run at another keeps its shards.
+    assert planned["job"]["planId"] == _plan(aws, writeUnitsPerSecond=500)["job"]["planId"]
+
+
+def test_a_shard_too_slow_even_for_one_worker_is_planned_to_go_on_at_checkpoints(aws: Any) -> None:
+    planned = _plan(aws, writeUnitsPerSecond=0.5)
+    assert planned["maxConcurrency"] == 1 and planned["job"]["workers"] == 1
+    assert planned["job"]["shardSeconds"] > WORKER_TIMEOUT / 2
+    assert (
+        "even on one Worker: each shard stops at checkpoints and takes ~2 invocations" in planned["shardTime"]
+    )
+
+
+def test_without_a_budget_plan_keeps_its_concurrency_and_says_nothing_of_shard_time(aws: Any) -> None:
+    planned = _plan(aws)
+    assert planned["maxConcurrency"] == 10 and "shardTime" not in planned
+    assert "shardSeconds" not in planned["job"]
+    # A dry run writes nothing, so no budget paces it.
+    assert "shardTime" not in _plan(aws, writeUnitsPerSecond=5, dryRun=True)
+
+
+def test_estimate_prints_the_shard_time_at_the_budget_from_the_same_rule(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    e = est.estimate(100_000_000, 200, wcu=10_000)
+    timing = shardtime.shard_time(64 * MiB / 200, 200, 10_000, 100, est.DEFAULT_WORKER_TIMEOUT_SECONDS)
+    assert e.shard_time == timing and e.shard_time.workers == 13
+    from mapload.cli import main
+
+    assert main(["estimate", "--rows", "100000000", "--item-bytes", "200", "--wcu", "10000"]) == 0
+    out = capsys.readouterr().out
+    assert "shard time (--wcu as writeUnitsPerSecond)" in out and "over 13 Worker(s)" in out
+    assert "~436 s a shard" in out
+    # Without a budget there is no shard time to give.
+    assert est.estimate(1000, 200).shard_time is None
