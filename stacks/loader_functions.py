@@ -275,6 +275,8 @@ class LoaderFunctions:
                 # ... and a source with more objects to read than fit in half of its own timeout.
                 "PLAN_TIMEOUT_SECONDS": str(config.control_timeout_seconds),
                 "PLAN_MEMORY_MIB": str(config.control_memory_mib),
+                # ... and, for EXPRESS children (5 minutes each), a job whose shard takes longer.
+                "MAP_EXECUTION_TYPE": config.map_execution_type,
             },
             "Worker": {
                 **sources,

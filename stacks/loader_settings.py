@@ -229,8 +229,9 @@ class LoaderConfig(Site):
             "`worker_timeout_seconds` keeps more retries; it must keep at least 3 throttling "
             "retries and 1 CSV start retry, so `worker_timeout_seconds` must be at most 146 with "
             "the default retry settings — synth fails otherwise, naming the largest — and "
-            "`shardSizeMiB` small enough for a shard to finish in that time; a shard whose retries "
-            "ran out fails the job, and a re-run of the jobId resumes it)"
+            "`shardSizeMiB` small enough for a shard to finish in that time (under a "
+            "`writeUnitsPerSecond` budget Plan refuses a job whose shard it estimates at longer); a "
+            "shard whose retries ran out fails the job, and a re-run of the jobId resumes it)"
         ),
     ] = "STANDARD"
     # Step Functions rejects an IntervalSeconds below 1 (and so does moto's interpreter).

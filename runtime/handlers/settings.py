@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -115,6 +115,9 @@ class PlanSettings(_Ledger):
     # source with more objects to read than fit in half of that time (plans/reads.py).
     plan_timeout_seconds: Positive
     plan_memory_mib: Positive
+    # The Shards Map's child executions (map_execution_type): an EXPRESS child ends after 5
+    # minutes, so Plan refuses a job whose shard would take longer (logic/shardtime.py).
+    map_execution_type: Literal["STANDARD", "EXPRESS"] = "STANDARD"
 
 
 class WorkerSettings(_Ledger):

@@ -74,6 +74,7 @@ def plan(
     # Under a budget, fewer Workers where that keeps a shard within half the Worker's timeout.
     timing = _shard_time(store, settings, spec, shards, max_concurrency, row_bytes)
     if timing is not None:
+        _check_express(timing, settings.map_execution_type)
         max_concurrency = timing.workers
     timed: dict[str, Any] = {"shardSeconds": round(timing.seconds, 1)} if timing is not None else {}
     job = PlannedJob(  # named as in the JSON; to_json() gives them in the model's field order
@@ -97,6 +98,19 @@ def plan(
         "shardCount": len(shards),
         **({"shardTime": timing.describe()} if timing is not None else {}),
     }
+
+
+def _check_express(timing: shardtime.ShardTime, map_execution_type: str) -> None:
+    """Refuse a job whose shard takes longer than an EXPRESS child execution runs (5 minutes, its
+    Worker turns and retries included): it would end with the shard unfinished, every time."""
+    if map_execution_type == "EXPRESS" and timing.seconds > shardtime.EXPRESS_CHILD_SECONDS:
+        raise InputValidationError(
+            "writeUnitsPerSecond",
+            f"{timing.budget:,.0f} write units/s leaves a shard ~{timing.seconds:,.0f} s on "
+            f"{timing.workers} Worker(s), more than the {shardtime.EXPRESS_CHILD_SECONDS} s an EXPRESS "
+            "child execution runs (map_execution_type EXPRESS): raise writeUnitsPerSecond, lower "
+            "shardSizeMiB, or deploy with map_execution_type STANDARD",
+        )
 
 
 def _shard_time(

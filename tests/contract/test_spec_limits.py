@@ -57,3 +57,12 @@ def test_mapload_estimates_with_the_environments_defaults() -> None:
     assert loader["lambda_architecture"].default == estimate.DEFAULT_ARCHITECTURE
     assert loader["worker_timeout_seconds"].default == estimate.DEFAULT_WORKER_TIMEOUT_SECONDS
     assert estimate.ARCHITECTURES == loader_settings.LAMBDA_ARCHITECTURES
+
+
+def test_plan_refuses_a_shard_longer_than_an_express_child_by_the_deployments_limit() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "runtime"))
+    from logic import shardtime
+
+    assert shardtime.EXPRESS_CHILD_SECONDS == loader_settings.EXPRESS_MAX_SECONDS

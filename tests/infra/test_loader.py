@@ -36,6 +36,7 @@ CONTRACT_ENV = {
         "WORKER_TIMEOUT_SECONDS",
         "PLAN_TIMEOUT_SECONDS",
         "PLAN_MEMORY_MIB",
+        "MAP_EXECUTION_TYPE",
     },
     "Worker": {
         "SOURCE_BUCKETS",

@@ -60,6 +60,9 @@ def test_provisioned_warm_table_x86_functions_and_express_children(fast: Synth) 
     machine = only(resources(fast.loader_json, "AWS::StepFunctions::StateMachine"))["Properties"]
     definition = str(machine["DefinitionString"])
     assert '\\"ExecutionType\\":\\"EXPRESS\\"' in definition or '"ExecutionType":"EXPRESS"' in definition
+    # Plan knows: it refuses a job whose shard outlasts an EXPRESS child (tests/runtime/test_shard_time.py).
+    plan = fast.loader_json["Resources"][output_target(fast.loader_json, "PlanFunctionName")]
+    assert plan["Properties"]["Environment"]["Variables"]["MAP_EXECUTION_TYPE"] == "EXPRESS"
 
 
 def test_on_demand_table_can_be_pre_warmed() -> None:

@@ -120,3 +120,26 @@ def test_estimate_prints_the_shard_time_at_the_budget_from_the_same_rule(
     assert "~436 s a shard" in out
     # Without a budget there is no shard time to give.
     assert est.estimate(1000, 200).shard_time is None
+
+
+def test_with_express_children_plan_refuses_a_shard_longer_than_five_minutes(aws: Any) -> None:
+    from logic.errors import InputValidationError
+
+    express = {**ENV, "MAP_EXECUTION_TYPE": "EXPRESS", "WORKER_TIMEOUT_SECONDS": "240"}
+    aws.put_object(Bucket="src", Key="paced.csv", Body=_csv(MiB - 400))
+    event = {
+        "input": {**SPEC, "source": "s3://src/paced.csv"},
+        "execution": {"name": "run-1", "id": "arn:run-1"},
+    }
+    # ~524 records a shard at 0.5 units/s on one Worker: ~1,048 s, past an EXPRESS child's 300 s.
+    paced = {**event, "input": {**event["input"], "writeUnitsPerSecond": 0.5}}
+    with pytest.raises(InputValidationError) as refused:
+        plan.handle(paced, express)
+    assert refused.value.field == "writeUnitsPerSecond"
+    assert "more than the 300 s an EXPRESS child execution runs" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    # STANDARD children loop Worker → MoreOfShard for as long as it takes: planned, not refused.
+    assert plan.handle(paced, ENV)["maxConcurrency"] == 1
+    # A budget under which a shard fits: at 5 units/s one Worker writes one in ~105 s (half of 240: 120).
+    fits = plan.handle({**event, "input": {**event["input"], "writeUnitsPerSecond": 5}}, express)
+    assert fits["maxConcurrency"] == 1 and fits["job"]["shardSeconds"] <= 120
