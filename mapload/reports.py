@@ -113,6 +113,12 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         + f" + rejected {rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
         f"  shards    {shards.get('done')}/{shards.get('total')} done"
         + (f" ({shards['sizeMiB']:g} MiB each)" if shards.get("sizeMiB") else "")
+        + (
+            f" · ~{shards['estimatedSeconds']:,.0f} s a shard on {shards.get('workers')} Workers "
+            "at the budget"
+            if shards.get("estimatedSeconds") is not None
+            else ""
+        )
         # Shards an earlier run of the job finished: not redone, their records not in this run's.
         + (f" · {shards['carried']:,} shards done by an earlier run" if shards.get("carried") else ""),
         f"  seconds   {report.get('seconds')}",

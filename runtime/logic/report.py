@@ -176,6 +176,7 @@ def build(
     rejects_location: str | None,
     sample: list[dict[str, Any]],
     failures: Mapping[int, Mapping[str, Any]] | None = None,
+    paced: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The job's report from its shards' recorded counts. Kept whole: most of it is the report's
     shape, one literal that reads top to bottom as schemas/report.schema.json does."""
@@ -219,6 +220,8 @@ def build(
             "failures": causes,
             "sizeMiB": (spec or {}).get("shardSizeMiB"),
             "carried": len(shards) - len(ran),
+            # Under a write budget: the Workers Plan ran and a shard's estimated seconds at their share.
+            **(paced or {}),
         },
         "carried": carried_section(shards, run_id),
         "bytes": totals["bytes"],

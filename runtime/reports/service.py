@@ -81,6 +81,7 @@ def finalize(
         rejects_location=rejects_location,
         sample=sample,
         failures=failures,
+        paced=_paced(job),
     )
     _add_graph(result, settings, spec, shards, (job_id, plan_id))
     key = layout.report_key(job_id, run_id)
@@ -138,6 +139,14 @@ def _seconds(started: str | None) -> float | None:
         return round(time.time() - datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp(), 3)
     except ValueError:
         return None
+
+
+def _paced(job: PlannedJob | None) -> dict[str, Any] | None:
+    """`shards.workers` and `shards.estimatedSeconds` of a job Plan paced under a write budget
+    (its `job.shardSeconds`); None for any other."""
+    if job is None or job.shard_seconds is None:
+        return None
+    return {"workers": job.workers, "estimatedSeconds": job.shard_seconds}
 
 
 def _caught_error(state: Mapping[str, Any], *, planned: bool) -> dict[str, str] | None:

@@ -143,3 +143,50 @@ def test_with_express_children_plan_refuses_a_shard_longer_than_five_minutes(aws
     # A budget under which a shard fits: at 5 units/s one Worker writes one in ~105 s (half of 240: 120).
     fits = plan.handle({**event, "input": {**event["input"], "writeUnitsPerSecond": 5}}, express)
     assert fits["maxConcurrency"] == 1 and fits["job"]["shardSeconds"] <= 120
+
+
+def test_a_parquet_shards_records_are_its_rows_counted_in_the_footers(aws: Any) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    table = pa.table({"id": [f"{i:06d}" for i in range(10_000)], "n": list(range(10_000))})
+    pq.write_table(table, out, row_group_size=1000)  # 10 row groups of 1,000 rows
+    aws.put_object(Bucket="src", Key="t/rows.parquet", Body=out.getvalue())
+    spec = {
+        "format": "parquet",
+        "source": "s3://src/t/",
+        "jobId": "rows",
+        "shardSizeMiB": 0.001,  # a row group a shard
+        "dynamodb": {"key": {"pk": "ID#{id}", "sk": "X"}, "attributes": {"n": {"field": "n", "type": "N"}}},
+        "writeUnitsPerSecond": 10,
+    }
+    planned = plan.handle({"input": spec, "execution": {"name": "run-1", "id": "arn:run-1"}}, ENV)
+    # 1,000 rows of one unit each: 10 Workers would take 1,000 s a shard; 4 take 400 s (5: 500 s).
+    assert planned["shardCount"] == 10
+    assert planned["maxConcurrency"] == 4 and planned["job"]["shardSeconds"] == 400.0
+    assert planned["shardTime"].startswith("~1,000 records of 1 write unit(s) a shard")
+
+
+def test_the_report_and_its_summary_show_the_workers_and_the_shard_time_plan_chose(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline_support import run_pipeline
+
+    from mapload.reports import report_lines
+
+    # A 1 s Worker timeout (a limit of 0.5 s), so that a budget the test can wait for lowers the
+    # Workers: 10 shards of ~131 records at 2,000 units/s; 10 Workers, 0.66 s a shard; 7, 0.46 s.
+    monkeypatch.setitem(ENV, "WORKER_TIMEOUT_SECONDS", "1")
+    aws.put_object(Bucket="src", Key="paced.csv", Body=_csv(MiB // 4 - 400))
+    spec = {**SPEC, "source": "s3://src/paced.csv", "shardSizeMiB": 0.025, "writeUnitsPerSecond": 2000}
+    result = run_pipeline(aws, spec)
+    report = result["report"]
+    assert report["status"] == "SUCCEEDED" and report["shards"]["total"] == 10
+    assert report["shards"]["workers"] == 7 and 0.4 < report["shards"]["estimatedSeconds"] <= 0.5
+    assert "s a shard on 7 Workers at the budget" in "\n".join(report_lines(report))
+    # Without a budget the report has neither.
+    unpaced = run_pipeline(aws, {**SPEC, "source": "s3://src/paced.csv", "jobId": "unpaced"})["report"]
+    assert "workers" not in unpaced["shards"] and "estimatedSeconds" not in unpaced["shards"]
