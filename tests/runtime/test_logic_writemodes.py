@@ -209,8 +209,14 @@ def test_a_counted_update_is_the_update_and_its_marker_in_one_transaction() -> N
         "sk": {"S": "S"},
     }
     assert update["Update"]["UpdateExpression"] == "ADD #a0 :a0"
+    # A marker found stored comes back (ALL_OLD): its run id says whether this run applied it.
     assert put == {
-        "Put": {"TableName": "ledger", "Item": marker, "ConditionExpression": "attribute_not_exists(sk)"}
+        "Put": {
+            "TableName": "ledger",
+            "Item": marker,
+            "ConditionExpression": "attribute_not_exists(sk)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
     }
 
 
