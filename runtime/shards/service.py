@@ -64,6 +64,11 @@ def _process(
     item_db: Any,
     remaining: Callable[[], float] | None,
 ) -> dict[str, Any]:
+    """One invocation's segment of the shard: from its checkpoint (or start) to its end or to a
+    stop before the deadline, then its checkpoint advanced or the shard recorded. Kept whole: the
+    reading, the sinks the segment writes to and the writer are opened and closed in one
+    ExitStack, and what is recorded after (the checkpoint's offset, the segment's rejects key,
+    the summed counts) is read from all of them; split, each part would take a dozen of them."""
     job_id, run_id, plan_id, index = job.job_id, job.run_id, job.plan, shard.index
     _check_source(shard, settings)
     if ledger.shard_done(job_id, plan_id, index):

@@ -20,9 +20,11 @@ def test_at_100000_shards_the_map_result_would_pass_256_kib_so_it_goes_to_s3(dev
     states = definition(dev)["States"]
     shards = states["Shards"]
     worker = shards["ItemProcessor"]["States"]["Worker"]
-    # Each child's output is its Worker's ResultSelector applied to a result: {"index": <n>}.
-    assert worker["ResultSelector"] == {"index.$": "$.Payload.index"}
-    collected = json.dumps([{"index": i} for i in range(DEFAULT_MAX_SHARDS)])
+    # Each child's output is its last Worker turn's ResultSelector applied to a result:
+    # {"index": <n>, "more": false} (ShardDone's output).
+    assert worker["ResultSelector"] == {"index.$": "$.Payload.index", "more.$": "$.Payload.more"}
+    assert shards["ItemProcessor"]["States"]["ShardDone"]["OutputPath"] == "$.turn"
+    collected = json.dumps([{"index": i, "more": False} for i in range(DEFAULT_MAX_SHARDS)])
     # Collected in state they would fail the Map (from about 17,000 shards: the scale test's plan
     # of 20,000 in tests/e2e/test_scale.py is past that).
     assert len(collected.encode()) > STATE_PAYLOAD_BYTES

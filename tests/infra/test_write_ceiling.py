@@ -56,7 +56,7 @@ def test_the_workers_writers_and_http_pool_follow_the_ceiling(monkeypatch: pytes
     monkeypatch.setattr(clients, "batch_writes", lambda pool: pools.append(pool) or object())
     monkeypatch.setattr(clients, "s3", lambda: None)
     monkeypatch.setattr(clients, "ledger_dynamodb", lambda: None)
-    monkeypatch.setattr(worker, "process_shard", lambda *arguments: {})
+    monkeypatch.setattr(worker, "process_shard", lambda *arguments, **_: {})
     worker.handle({"shard": {}, "job": {}}, {**WORKER_ENV, "MAX_WRITE_CONCURRENCY": "40"})
     assert pools == [42]
 

@@ -377,7 +377,7 @@ def test_the_worker_sends_single_item_writes_through_the_wire_client(monkeypatch
 
     seen: dict[str, Any] = {}
 
-    def process_shard(*arguments: Any) -> dict[str, Any]:
+    def process_shard(*arguments: Any, **_: Any) -> dict[str, Any]:
         seen["db"], seen["item_db"] = arguments[5], (arguments[6] if len(arguments) > 6 else arguments[5])
         return {}
 
