@@ -150,6 +150,7 @@ def _estimate(args: argparse.Namespace) -> int:
             item_bytes,
             row_bytes=row_bytes,
             wcu=args.wcu,
+            budget=_first(args.budget, from_spec.get("budget")),
             warm_wcu=args.warm_wcu,
             concurrency=_first(args.concurrency, from_spec.get("concurrency"), estimate.DEFAULT_CONCURRENCY),
             shard_mib=_first(args.shard_mib, from_spec.get("shard_mib"), None),
@@ -316,8 +317,14 @@ def _add_sample_and_estimate(sub: Any) -> None:
     est.add_argument(
         "--wcu",
         type=int,
-        help="write units/s the load may use, a fixed ceiling: provisioned capacity or a "
-        "writeUnitsPerSecond budget (default: an on-demand table that grows, see --warm-wcu)",
+        help="the table's provisioned write capacity (units/s), a fixed ceiling (default: an "
+        "on-demand table that grows, see --warm-wcu)",
+    )
+    est.add_argument(
+        "--budget",
+        type=int,
+        help="the job's writeUnitsPerSecond (default: the spec's, else none): the load writes no "
+        "faster, and Plan runs only the Workers that keep a shard within half the Worker's timeout",
     )
     est.add_argument(
         "--warm-wcu",

@@ -149,7 +149,7 @@ class Estimate:
     worker_items_per_second: float  # one worker, in this write mode
     workers_items_per_second: float
     table_write_units_per_second: float
-    bound: str  # "table" or "workers" (at the end of the load)
+    bound: str  # "table", "budget" or "workers" (at the end of the load)
     shard_mib: float
     shard_chosen: bool  # the size Plan would choose (the input gives none), not a given one
     table_model: str  # how the table's write ceiling was modelled, in words
@@ -161,8 +161,8 @@ class Estimate:
     step_functions_usd: float
     # Workers that saturate the table: more only wait (and are billed for waiting).
     workers_needed: int
-    # With --wcu as a writeUnitsPerSecond budget: a shard's time and the Workers Plan runs for it
-    # (logic/shardtime.py, Plan's rule); None without one.
+    # With a writeUnitsPerSecond budget (--budget): a shard's time and the Workers Plan runs for
+    # it (logic/shardtime.py, Plan's rule), which `concurrency` is then; None without one.
     shard_time: ShardTime | None = None
 
     @property
@@ -183,6 +183,7 @@ def _check_arguments(
     architecture: str,
     write_mode: str,
     numeric_add: bool = False,
+    budget: float | None = None,
 ) -> None:
     """ValueError naming the option, for an argument no load can have."""
     if rows < 1:
@@ -193,6 +194,8 @@ def _check_arguments(
         )
     if wcu is not None and wcu < 1:
         raise ValueError(f"--wcu must be at least 1, got {wcu}")
+    if budget is not None and budget < 1:
+        raise ValueError(f"--budget (writeUnitsPerSecond) must be at least 1, got {budget}")
     if concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     if architecture not in LAMBDA_USD_PER_GB_SECOND:
@@ -227,6 +230,7 @@ def estimate(
     item_bytes: int,
     *,
     wcu: int | None = None,
+    budget: float | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     shard_mib: float | None = None,
     row_bytes: int | None = None,
@@ -240,19 +244,20 @@ def estimate(
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 
-    `wcu`: the write units/s the load may use (provisioned capacity or a `writeUnitsPerSecond`
-    budget), a fixed ceiling. Without it the table is on demand (`on_demand_seconds`): it starts at
-    `warm_wcu` (its warm throughput: `table_warm_write_units`, or the peak it has reached; default a
-    new table's 4,000/s) and doubles each 30 minutes up to the table quota. The load runs at the
-    lower of that and what `concurrency` workers write; each shard is one worker.
+    `wcu`: the table's provisioned write capacity (units/s), a fixed ceiling. Without it the table
+    is on demand (`on_demand_seconds`): it starts at `warm_wcu` (its warm throughput:
+    `table_warm_write_units`, or the peak it has reached; default a new table's 4,000/s) and
+    doubles each 30 minutes up to the table quota. The load runs at the lowest of that, the
+    budget and what `concurrency` workers write; each shard is one worker.
     A `write_mode` other than put writes single items: the same write units, 25 times the
     requests, fewer items/s per worker (`worker_rate`, whose loop rate `worker_items_per_second`
     replaces); `numeric_add` (update only), a transaction a record (`units_per_record`).
-    With `wcu`, as a `writeUnitsPerSecond` budget, a shard's time and the Workers Plan would run
-    for it (`shard_time`, Plan's rule: a shard within half of `worker_timeout_seconds`).
+    `budget`: the job's `writeUnitsPerSecond`, a ceiling of its own below the table's; with it, a
+    shard's time and the Workers Plan runs for it (`shard_time`, Plan's rule: a shard within half
+    of `worker_timeout_seconds`), which then run (and are billed) instead of `concurrency`.
     Kept whole: the model's steps in order, each feeding the next (size, records, shards, table
     model, time)."""
-    _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add)
+    _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add, budget)
     if warm_wcu is not None and (warm_wcu < 1 or wcu is not None):
         raise ValueError(
             "--warm-wcu must be at least 1" if warm_wcu < 1 else "--warm-wcu is for on demand: not with --wcu"
@@ -265,17 +270,34 @@ def estimate(
         shard_mib = chosen_shard_mib(source_bytes, concurrency)
     shards = max(1, math.ceil(source_bytes / (shard_mib * 2**20)))
     running = min(concurrency, shards)
+    record_bytes = row_bytes if row_bytes is not None else item_bytes
+    timing = (
+        None
+        if budget is None
+        else shard_time(
+            min(rows, shard_mib * 2**20 / record_bytes),
+            item_bytes,
+            budget,
+            running,
+            worker_timeout_seconds,
+            numeric_add=numeric_add,
+        )
+    )
+    if timing is not None:
+        running = timing.workers  # Plan's: the most that keep a shard within half the timeout
     per_worker = worker_rate(
         write_mode, loop_items_per_second=worker_items_per_second, numeric_add=numeric_add
     )
     workers = running * per_worker
+    # The Workers write no faster than the budget lets them, whatever the table accepts.
+    sending = workers if budget is None else min(workers, budget / units_per_item)
     if wcu is not None:
         table = float(wcu)
-        seconds = rows / min(table / units_per_item, workers)
+        seconds = rows / min(table / units_per_item, sending)
         model = f"fixed at {wcu:,} write units/s (--wcu)"
     else:
         warm = float(warm_wcu if warm_wcu is not None else NEW_ON_DEMAND_WRITE_UNITS)
-        seconds, table = on_demand_seconds(rows, units_per_item, workers, warm)
+        seconds, table = on_demand_seconds(rows, units_per_item, sending, warm)
         model = (
             f"on demand: from {warm:,.0f} write units/s ("
             + ("--warm-wcu" if warm_wcu is not None else "a new table's warm throughput")
@@ -283,22 +305,9 @@ def estimate(
             f"{max(TABLE_WRITE_QUOTA, warm):,.0f} quota"
         )
     table_items = table / units_per_item
-    bound = "table" if table_items < workers else "workers"
+    bound = "table" if table_items < sending else ("budget" if sending < workers else "workers")
     items_per_second = rows / seconds
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
-    record_bytes = row_bytes if row_bytes is not None else item_bytes
-    timing = (
-        None
-        if wcu is None
-        else shard_time(
-            min(rows, shard_mib * 2**20 / record_bytes),
-            item_bytes,
-            wcu,
-            running,
-            worker_timeout_seconds,
-            numeric_add=numeric_add,
-        )
-    )
     return Estimate(
         rows=rows,
         item_bytes=item_bytes,
@@ -363,7 +372,9 @@ def render(e: Estimate) -> str:
         ("write requests", f"{e.requests:,}"),
         (
             "shards / workers in flight",
-            f"{e.shards:,} / {e.concurrency:,} ({e.shard_mib:g} MiB each"
+            f"{e.shards:,} / {e.concurrency:,} ("
+            + ("Plan's under the budget; " if e.shard_time else "")
+            + f"{e.shard_mib:g} MiB each"
             + (", chosen as Plan chooses it: no shardSizeMiB given)" if e.shard_chosen else ")"),
         ),
         ("one worker writes", f"{e.worker_items_per_second:,.0f} items/s"),
@@ -373,7 +384,7 @@ def render(e: Estimate) -> str:
         ("rate (bound by)", f"{e.items_per_second:,.0f} items/s ({e.bound})"),
         ("workers that saturate the table", f"{e.workers_needed:,} (maxConcurrency)"),
         ("time", f"{int(minutes)} min {secs:.0f} s"),
-        *([("shard time (--wcu as writeUnitsPerSecond)", e.shard_time.describe())] if e.shard_time else []),
+        *([("shard time (--budget, writeUnitsPerSecond)", e.shard_time.describe())] if e.shard_time else []),
         ("DynamoDB on demand", usd(e.dynamodb_on_demand_usd)),
     ]
     if e.dynamodb_provisioned_usd is not None:

@@ -295,7 +295,7 @@ def _records(spec: Any, body: bytes, start: int) -> Iterable[Any]:
 
 def job_settings(measured: Measured) -> dict[str, Any]:
     """What the spec says about the load's shape: its write mode (and whether an update adds
-    numbers: a transaction a record), shard size and concurrency."""
+    numbers: a transaction a record), shard size, concurrency and write budget."""
     spec = measured.spec
     return {
         "write_mode": spec.dynamodb.write_mode if spec.dynamodb is not None else None,
@@ -303,6 +303,7 @@ def job_settings(measured: Measured) -> dict[str, Any]:
         # None: the input gives none, and estimate chooses it as Plan does (planning.chosen_shard_mib)
         "shard_mib": spec.shard_size_mib if "shard_size_mib" in spec.model_fields_set else None,
         "concurrency": spec.max_concurrency,
+        "budget": spec.write_units_per_second,
     }
 
 

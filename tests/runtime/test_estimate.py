@@ -210,7 +210,11 @@ def test_the_command_estimates_from_a_file_with_the_specs_write_mode(
 
     out = capsys.readouterr().out
     assert f"{source}: 10 rows (sampled 10 records, 0 rejected)" in out
-    assert "(putIfAbsent)" in out and "TransactWriteItems" not in out
+    assert "(putIfAbsent)" in out and "TransactWriteItems" not in out and "shard time" not in out
+    # The spec's writeUnitsPerSecond is the budget: the shard time row, from Plan's rule.
+    budgeted = {**spec, "writeUnitsPerSecond": 2}
+    assert main(["estimate", "--file", str(source), "--spec", str(_spec_file(tmp_path, budgeted))]) == 0
+    assert "shard time (--budget, writeUnitsPerSecond)" in capsys.readouterr().out
     # An update that adds to a number: a transaction a record, read from the spec.
     adds = {"field": "stock", "type": "N", "update": "add"}
     spec = {**PRODUCT_SPEC, "dynamodb": {**PRODUCT_SPEC["dynamodb"], "writeMode": "update"}}

@@ -109,17 +109,23 @@ def test_without_a_budget_plan_keeps_its_concurrency_and_says_nothing_of_shard_t
 def test_estimate_prints_the_shard_time_at_the_budget_from_the_same_rule(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    e = est.estimate(100_000_000, 200, wcu=10_000)
+    e = est.estimate(100_000_000, 200, wcu=40_000, budget=10_000)  # a table faster than the budget
     timing = shardtime.shard_time(64 * MiB / 200, 200, 10_000, 100, est.DEFAULT_WORKER_TIMEOUT_SECONDS)
     assert e.shard_time == timing and e.shard_time.workers == 13
+    # Plan's 13 Workers run (and are billed), not maxConcurrency's 100; the budget bounds the rate.
+    assert e.concurrency == 13 and e.bound == "budget"
+    assert e.items_per_second == pytest.approx(10_000)
+    hundred = est.estimate(100_000_000, 200, wcu=10_000)
+    assert hundred.concurrency == 100 and hundred.seconds == pytest.approx(e.seconds)
+    assert e.lambda_usd < hundred.lambda_usd / 5
     from mapload.cli import main
 
-    assert main(["estimate", "--rows", "100000000", "--item-bytes", "200", "--wcu", "10000"]) == 0
+    assert main(["estimate", "--rows", "100000000", "--item-bytes", "200", "--budget", "10000"]) == 0
     out = capsys.readouterr().out
-    assert "shard time (--wcu as writeUnitsPerSecond)" in out and "over 13 Worker(s)" in out
-    assert "~436 s a shard" in out
-    # Without a budget there is no shard time to give.
-    assert est.estimate(1000, 200).shard_time is None
+    assert "shard time (--budget, writeUnitsPerSecond)" in out and "over 13 Worker(s)" in out
+    assert "~436 s a shard" in out and "/ 13 (Plan's under the budget; 64 MiB each" in out
+    # Provisioned capacity (--wcu) is no budget: Plan keeps maxConcurrency, no shard time to give.
+    assert hundred.shard_time is None and est.estimate(1000, 200).shard_time is None
 
 
 def test_with_express_children_plan_refuses_a_shard_longer_than_five_minutes(aws: Any) -> None:
