@@ -37,6 +37,15 @@ def allows(allowed: Collection[str], name: str) -> bool:
     )
 
 
+def check_not_ledger(name: str, ledger_table: str) -> None:
+    """Refuse the environment's ledger as a target (a `tables` prefix may match its name)."""
+    if name == ledger_table:
+        raise InputValidationError(
+            "dynamodb.table",
+            f"table {name!r} is this environment's ledger, which holds mapload's own records",
+        )
+
+
 def check_allowed(name: str, allowed: Collection[str]) -> None:
     """Refuse a table the environment may not load, naming the setting and what it allows."""
     if not allows(allowed, name):

@@ -29,6 +29,7 @@ def target(raw_input: Mapping[str, Any], settings: PlanningSettings, describe: D
     name = tables.named_table(raw_input)
     if name is None or name == settings.table_name:
         return Target(settings.table_name, dict(settings.table_key), named=name is not None)
+    tables.check_not_ledger(name, settings.ledger_table)
     tables.check_allowed(name, {settings.table_name, *settings.tables})
     key = tables.check_ready(name, describe(name))
     tables.check_key(name, key, raw_input)

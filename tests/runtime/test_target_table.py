@@ -165,3 +165,17 @@ def test_the_report_of_a_refused_table_names_the_table_asked_for(aws: Any) -> No
     assert result["status"] == "FAILED"
     assert result["report"]["dynamodb"]["table"] == "payroll"
     assert "its `tables` setting allows" in result["cause"]
+
+
+def test_the_ledger_is_never_a_target_even_when_a_prefix_matches_it(aws: Any) -> None:
+    aws.put_object(Bucket="src", Key="c.csv", Body=CSV)
+    event = {
+        "input": {
+            "source": "s3://src/c.csv",
+            "format": "csv",
+            "dynamodb": {"key": {"pk": "{sku}", "sk": "X"}, "table": "ledger"},
+        },
+        "execution": {"name": "run-1", "id": "arn:run-1"},
+    }
+    with pytest.raises(InputValidationError, match="table 'ledger' is this environment's ledger"):
+        plan.handle(event, {**ENV, "TABLES": "*"})
