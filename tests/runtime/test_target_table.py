@@ -179,3 +179,12 @@ def test_the_ledger_is_never_a_target_even_when_a_prefix_matches_it(aws: Any) ->
     }
     with pytest.raises(InputValidationError, match="table 'ledger' is this environment's ledger"):
         plan.handle(event, {**ENV, "TABLES": "*"})
+
+
+def test_estimate_measures_a_spec_that_names_its_table(tmp_path: Any) -> None:
+    from mapload import measure
+
+    source = tmp_path / "c.csv"
+    source.write_bytes(CSV)
+    measured = measure.measure(source, {"format": "csv", "dynamodb": {**CATALOG, "table": "catalog-eu"}})
+    assert measured.rows == 3
