@@ -188,3 +188,17 @@ def test_estimate_measures_a_spec_that_names_its_table(tmp_path: Any) -> None:
     source.write_bytes(CSV)
     measured = measure.measure(source, {"format": "csv", "dynamodb": {**CATALOG, "table": "catalog-eu"}})
     assert measured.rows == 3
+
+
+def test_start_leaves_a_named_tables_key_to_plan(tmp_path: Any) -> None:
+    # `mapload start` checks a spec against the environment's TableKey (pk, sk) before uploading:
+    # a spec naming a table keyed by sku is Plan's to check, not refused here.
+    from mapload.environment import OpsError
+    from mapload.ops import check_spec
+
+    source = tmp_path / "c.csv"
+    source.write_bytes(CSV)
+    named = {"format": "csv", "dynamodb": {**CATALOG, "table": "catalog-eu"}}
+    check_spec(named, "s3://src/c.csv", {"pk": "S", "sk": "S"}, "run-1", source)
+    with pytest.raises(OpsError, match=r"dynamodb\.key\.sku: not a key attribute of the table"):
+        check_spec({"format": "csv", "dynamodb": CATALOG}, "s3://src/c.csv", {"pk": "S", "sk": "S"}, "run-1")
