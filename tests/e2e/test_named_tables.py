@@ -85,3 +85,25 @@ def test_an_existing_named_table_with_another_key_is_refused_before_any_shard(
         "template for exactly the table's key attributes"
     )
     assert "created" not in printed
+
+
+def test_on_mapload_serve_the_named_table_is_created_once_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a kept endpoint the table outlives the run: the next run finds it and creates nothing."""
+    import boto3
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", served)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", served)
+    catalog = tmp_path / "catalog.csv"
+    catalog.write_text("sku,name\n" + "".join(f"S{i},thing {i}\n" for i in range(5)))
+
+    first = run_local(catalog, CATALOG, report_path=tmp_path / "r1.json")
+    assert "  created   table catalog-eu (key sku S)" in capsys.readouterr().out
+    second = run_local(catalog, CATALOG, report_path=tmp_path / "r2.json")
+    assert "created" not in capsys.readouterr().out
+
+    keys = {"aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    db = boto3.client("dynamodb", endpoint_url=served, region_name="us-east-1", **keys)
+    assert first["status"] == second["status"] == "SUCCEEDED"
+    assert db.scan(TableName="catalog-eu", Select="COUNT")["Count"] == 5
