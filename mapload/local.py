@@ -7,11 +7,14 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import ClientError
+
+from logic.tables import key_schema, named_table
 from mapload import region as regions
 from mapload.emulator import (
     DATA_ENDPOINTS,
@@ -24,6 +27,7 @@ from mapload.emulator import (
 )
 from mapload.reports import report_lines
 from mapload.synth import synthesize
+from mapload.tables import wait_until_active
 
 # Step Functions' Retry intervals really elapse in the emulator; a short interval keeps a
 # local run that retries a shard quick without changing the state machine's shape.
@@ -123,7 +127,7 @@ def run_local(
     if "source" in spec:
         raise LocalRunError("the spec must not name 'source': run-local uploads FILE and fills it in")
     try:
-        stacks = synthesize({"env": env_name, **LOCAL_CONTEXT, **(context or {})})
+        stacks = synthesize({"env": env_name, **LOCAL_CONTEXT, **_named(spec), **(context or {})})
     except RuntimeError as error:
         raise LocalRunError(str(error)) from error
     kept = kept_endpoint()  # read before the emulator points the environment at itself
@@ -137,6 +141,7 @@ def run_local(
         for warning in deployment.warnings:  # said even with --quiet: the run goes on regardless
             print(f"mapload run-local: {warning}", file=sys.stderr)
         (prepare or _nothing)(emu)
+        created = _create_named_table(emu, spec)
         with long_lived():  # the emulator's models stay out of the collector's full passes
             described, final = _execute(emu, deployment, file, spec, run_id, quiet)
         report = dict(final["report"]) if final else _fallback_report(described, job_id, run_id)
@@ -156,8 +161,42 @@ def run_local(
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     if not quiet:
-        print(summary(report, report_path, kept=kept))
+        print(summary(report, report_path, kept=kept, created=created))
     return report
+
+
+def _named(spec: Mapping[str, Any]) -> dict[str, str]:
+    """Locally a job may name any table: the run's environment allows exactly the one its spec
+    names (`tables`), so the roles grant that table and no other (the IAM check holds them to it);
+    a named table that does not exist is created (`_create_named_table`)."""
+    name = named_table(spec)
+    return {"mapload:tables": name} if name is not None else {}
+
+
+def _create_named_table(emu: Emulator, spec: Mapping[str, Any]) -> str | None:
+    """Create the table the spec names (`dynamodb.table`) when it does not exist, keyed as its
+    `dynamodb.key` names (in its order, the partition key first; strings), and wait until it is
+    ACTIVE; what was created, for the summary (None: nothing named, or it exists)."""
+    name = named_table(spec)
+    if name is None:
+        return None
+    db = emu.client("dynamodb")
+    try:
+        db.describe_table(TableName=name)
+        return None
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+            raise
+    key = (spec.get("dynamodb") or {}).get("key")
+    if not isinstance(key, Mapping) or not 1 <= len(key) <= 2:
+        raise LocalRunError(
+            f"dynamodb.table: table {name!r} does not exist, and dynamodb.key does not name the 1 or 2 "
+            "key attributes to create it with"
+        )
+    table_key = {str(attribute): "S" for attribute in key}
+    db.create_table(TableName=name, BillingMode="PAY_PER_REQUEST", **key_schema(table_key))
+    wait_until_active(db, name, poll_seconds=emu.table_poll_seconds)
+    return f"{name} (key {', '.join(f'{attribute} S' for attribute in table_key)})"
 
 
 def kept_endpoint() -> bool:
@@ -235,11 +274,16 @@ def _complete(report: dict[str, Any], described: dict[str, Any], run_id: str) ->
         report["status"] = "FAILED"  # trust the execution's end over a report it could not finish
 
 
-def summary(report: dict[str, Any], report_path: Path, *, kept: bool = True) -> str:
-    """The run's summary; without a kept endpoint (`kept` false) a last line says the data went
-    with the run and how to keep it."""
+def summary(
+    report: dict[str, Any], report_path: Path, *, kept: bool = True, created: str | None = None
+) -> str:
+    """The run's summary; `created`: the table the run created for the spec's `dynamodb.table`;
+    without a kept endpoint (`kept` false) a last line says the data went with the run and how to
+    keep it."""
     dry = " (DRY RUN: nothing written)" if report.get("dryRun") else ""
     lines = [f"mapload run {report.get('runId', '')}: {report['status']}{dry}", *report_lines(report)]
+    if created is not None:
+        lines.append(f"  created   table {created}: the spec named it and it did not exist")
     lines.append(f"  report    {report_path}")
     if not kept:
         lines.append(GONE)

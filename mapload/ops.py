@@ -104,15 +104,20 @@ def check_spec(
     from logic.planning import probe_header
     from logic.spec.checks import check_fields, check_graph_database
     from logic.spec.parse import parse_spec, spec_to_json
+    from logic.tables import named_table
 
     refused = "the spec is not valid (nothing uploaded or started)"
+    # A table the spec names is Plan's to check (allowed, ACTIVE, its key): its key is not the
+    # environment's TableKey output.
+    key = table_key if named_table(spec) is None else None
     try:
-        parsed = parse_spec({**spec, "source": source_uri}, table_key=table_key, execution_name=name)
+        parsed = parse_spec({**spec, "source": source_uri}, table_key=key, execution_name=name)
         check_input_size({**spec, "source": source_uri}, spec_to_json(parsed))
         check_graph_database(parsed, spec, graph_enabled=graph_enabled)
     except InputValidationError as error:
         raise OpsError(f"{refused}: {error}") from error
-    if local_file is not None and parsed.format == "dynamodb-json" and local_file.is_file():
+    keyed = key is not None and local_file is not None and local_file.is_file()
+    if keyed and local_file is not None and parsed.format == "dynamodb-json":
         problem = first_item_problem(parsed, local_file)
         if problem is not None:
             raise OpsError(f"{refused}: {problem} (first item of {local_file})")

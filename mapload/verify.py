@@ -440,6 +440,17 @@ def _table_key(client: Any, table: str) -> tuple[dict[str, str], int]:
     )
 
 
+def _named_table(path: str) -> str | None:
+    """The table the spec at `path` names (`dynamodb.table`); None when it names none or cannot be
+    read (`_spec` then says why)."""
+    from logic.tables import named_table
+
+    try:
+        return named_table(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
 def _spec(path: str, key: Mapping[str, str]) -> Any:
     from logic.errors import InputValidationError
     from logic.spec.parse import parse_spec
@@ -477,7 +488,8 @@ def verify(
     from logic.spec.dynamodb import DeleteTarget
 
     try:
-        client, name = _client(env, table, region)
+        # No --table: the table the spec names (`dynamodb.table`), else the environment's.
+        client, name = _client(env, table or _named_table(spec_path), region)
         key, item_count = _table_key(client, name)
         spec = _spec(spec_path, key)
         # By default only a local server's table, and a small one: a Scan reads every item.
@@ -540,7 +552,9 @@ def add_command(sub: Any) -> None:
         "--env", type=environment, help="a deployed environment's table (default: the local server's)"
     )
     cmd.add_argument(
-        "--table", help="the table's name (default: the environment's, or the local server's one)"
+        "--table",
+        help="the table's name (default: the spec's dynamodb.table, else the environment's, or the "
+        "local server's one)",
     )
     cmd.add_argument(
         "--extra",

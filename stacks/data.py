@@ -74,8 +74,10 @@ class SharedData:
     ledger_table: dynamodb.ITable
     # The customer managed key of the buckets, tables and log groups (None: `data_key` unset).
     key: kms.IKey | None = None
-    # An `existing_table`'s own customer managed key (`existing_table_key`), by its ARN.
-    table_key_arn: str | None = None
+    # The customer managed keys of the tables the Worker writes (`existing_table_key`, `table_keys`).
+    table_key_arns: tuple[str, ...] = ()
+    # The other tables a job may name (`tables`: names, prefixes ending in `*`, or their ARNs).
+    tables: tuple[str, ...] = ()
 
 
 class DataStore(Construct):
@@ -397,7 +399,8 @@ class DataStack(cdk.Stack):
             table = existing_table(consumer, "TableRef", self._data_config.table_existing)
         return SharedData(
             key=self.shared_key(consumer),
-            table_key_arn=self._data_config.table_existing_key,
+            table_key_arns=self._data_config.table_key_arns,
+            tables=self._data_config.tables,
             source_bucket=s3.Bucket.from_bucket_attributes(
                 consumer,
                 "SourceBucketRef",

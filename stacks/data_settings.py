@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Final, Literal, Self, get_args
 
-from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from stacks.settings import (
@@ -16,7 +16,9 @@ from stacks.settings import (
     MaploadConfigError,
     Says,
     Site,
+    as_list,
     from_json,
+    once,
     rule_error,
 )
 
@@ -32,6 +34,13 @@ MIN_WARM_WRITE_UNITS: Final[int] = 4000
 MAX_TABLE_UNITS: Final[int] = 10_000_000
 _TABLE_NAME = r"[A-Za-z0-9_.-]{3,255}"
 _TABLE_ARN = re.compile(rf"^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{{12}}:table/(?P<name>{_TABLE_NAME})$")
+# A `tables` entry: a table name, a name prefix ending in `*` (`*` alone: any table), or either as
+# the ARN of the environment's own account and region.
+_TABLE_ENTRY_NAME = r"(?:[A-Za-z0-9_.-]{3,255}|[A-Za-z0-9_.-]{0,254}\*)"
+_TABLE_ENTRY_ARN = r"arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/"
+_TABLE_ENTRY = re.compile(rf"^(?:{_TABLE_ENTRY_ARN})?(?P<name>{_TABLE_ENTRY_NAME})$")
+TableEntry = Annotated[str, Field(pattern=rf"^(?:{_TABLE_ENTRY_ARN})?{_TABLE_ENTRY_NAME}$")]
+KmsKeyArn = Annotated[str, Field(pattern=rf"^{KMS_KEY_ARN}$")]
 TableUnits = Annotated[int | None, Field(ge=1, le=MAX_TABLE_UNITS), INTEGER, NULLABLE]
 
 
@@ -92,6 +101,34 @@ class DataConfig(Site):
         NULLABLE,
         Says("null or a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
     ] = None
+    tables: Annotated[
+        tuple[TableEntry, ...],
+        BeforeValidator(as_list),
+        AfterValidator(once("table")),
+        Field(
+            description="the tables, besides the environment's own (always allowed), that a job may name "
+            "as its target (`dynamodb.table`): names, or prefixes ending in `*` (`catalog-*`; `*` alone: "
+            "any table), each a name or the ARN of a table of the environment's own account and region "
+            "(synth fails otherwise, as for `existing_table`). IAM grants the Worker its writes and Plan "
+            "`dynamodb:DescribeTable` on exactly these tables (a prefix: its ARN pattern, which may also "
+            "match the ledger's name: Plan never loads the ledger); Plan refuses any other name. Empty: "
+            "only the environment's own table",
+        ),
+        Says(
+            "a list of table names, prefixes ending in *, or table ARNs", item="a table name, prefix* or ARN"
+        ),
+    ] = ()
+    table_keys: Annotated[
+        tuple[KmsKeyArn, ...],
+        BeforeValidator(as_list),
+        AfterValidator(once("key")),
+        Field(
+            description="the customer managed KMS keys the `tables` are encrypted with, where their owners "
+            "chose one; granted to the Worker through DynamoDB exactly as `existing_table_key` is. Keys "
+            "in the environment's region",
+        ),
+        Says("a list of KMS key ARNs", item="a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
+    ] = ()
     table_billing_mode: Annotated[
         BillingMode,
         Field(
@@ -194,7 +231,11 @@ class DataConfig(Site):
     @model_validator(mode="after")
     def _key_in_region(self) -> Self:
         # S3, DynamoDB and CloudWatch Logs only use a key in their own region.
-        keys = (("data_key", self.data_key_arn), ("existing_table_key", self.table_existing_key))
+        keys = (
+            ("data_key", self.data_key_arn),
+            ("existing_table_key", self.table_existing_key),
+            *(("table_keys", key) for key in self.table_keys),
+        )
         for setting, key in keys:
             if key is not None and self.region is not None and key.split(":")[3] != self.region:
                 raise rule_error(
@@ -212,7 +253,20 @@ class DataConfig(Site):
         refused = existing_table_refusal(self, self.account, self.region)
         if refused:
             raise rule_error("existing_table", refused)
+        refused = tables_refusal(self, self.account, self.region)
+        if refused:
+            raise rule_error("tables", refused)
         return self
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        """The `tables` by name or prefix (an ARN's name part), as Plan compares a job's table."""
+        return tuple(_entry_name(entry) for entry in self.tables)
+
+    @property
+    def table_key_arns(self) -> tuple[str, ...]:
+        """Every customer managed key of a table the Worker writes: `existing_table_key`, `table_keys`."""
+        return (*((self.table_existing_key,) if self.table_existing_key else ()), *self.table_keys)
 
     @property
     def data_key_arn(self) -> str | None:
@@ -236,13 +290,34 @@ class DataConfig(Site):
         return match.group("name") if match else self.table_existing
 
 
+def _entry_name(entry: str) -> str:
+    match = _TABLE_ENTRY.match(entry)
+    return match.group("name") if match else entry
+
+
 def existing_table_refusal(config: DataConfig, account: str | None, region: str | None) -> str | None:
     """Why an `existing_table` ARN cannot be loaded from the `account` and `region` the environment
     deploys to (either None: unknown, not compared); None when it can."""
     match = _TABLE_ARN.match(config.table_existing or "")
     if match is None:
         return None
-    table_region, table_account = match.group(0).split(":")[3:5]
+    return _elsewhere(match.group(0), account, region)
+
+
+def tables_refusal(config: DataConfig, account: str | None, region: str | None) -> str | None:
+    """Why a `tables` entry's ARN cannot be loaded from the environment's `account` and `region`
+    (either None: not compared); None when every entry can."""
+    for entry in config.tables:
+        if entry.startswith("arn:"):
+            refused = _elsewhere(entry, account, region)
+            if refused:
+                return f"{entry}: {refused}"
+    return None
+
+
+def _elsewhere(arn: str, account: str | None, region: str | None) -> str | None:
+    """Why the table of `arn` is not of the environment's account and region; None when it is."""
+    table_region, table_account = arn.split(":")[3:5]
     for what, table_value, own in (("account", table_account, account), ("region", table_region, region)):
         if own is not None and table_value != own:
             return (
@@ -255,7 +330,12 @@ def existing_table_refusal(config: DataConfig, account: str | None, region: str 
 
 
 def check_existing_table(config: DataConfig, cli_account: str | None, cli_region: str | None) -> None:
-    """At synth: an environment whose `account`/`region` is null deploys to the CLI's."""
-    refused = existing_table_refusal(config, config.account or cli_account, config.region or cli_region)
+    """At synth: an environment whose `account`/`region` is null deploys to the CLI's; its
+    `existing_table` and `tables` ARNs must be of that account and region."""
+    account, region = config.account or cli_account, config.region or cli_region
+    refused = existing_table_refusal(config, account, region)
     if refused:
         raise MaploadConfigError(f"mapload.environments.{config.name}.existing_table", refused)
+    refused = tables_refusal(config, account, region)
+    if refused:
+        raise MaploadConfigError(f"mapload.environments.{config.name}.tables", refused)

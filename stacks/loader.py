@@ -63,7 +63,8 @@ class ShardedLoader(Construct):
         ledger_table: dynamodb.ITable,
         graph: GraphTarget | None = None,
         data_key: kms.IKey | None = None,
-        table_key_arn: str | None = None,
+        table_key_arns: tuple[str, ...] = (),
+        tables: tuple[str, ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.loader_functions = LoaderFunctions(
@@ -77,7 +78,8 @@ class ShardedLoader(Construct):
                 ledger_table=ledger_table,
                 graph=graph,
                 data_key=data_key,
-                table_key_arn=table_key_arn,
+                table_key_arns=table_key_arns,
+                tables=tables,
             ),
         )
         functions = self.loader_functions
@@ -214,7 +216,8 @@ class LoaderStack(cdk.Stack):
             ledger_table=shared.ledger_table,
             graph=graph.share_with(self) if graph is not None else None,
             data_key=shared.key,
-            table_key_arn=shared.table_key_arn,
+            table_key_arns=shared.table_key_arns,
+            tables=shared.tables,
         )
         cdk.CfnOutput(self, "StateMachineArn", value=self.loader.state_machine.state_machine_arn)
         cdk.CfnOutput(self, "StateMachineName", value=self.loader.state_machine.state_machine_name)

@@ -93,6 +93,15 @@ def package_of(name: str) -> str:
     return PARQUET if name in PARQUET_FUNCTIONS else CORE
 
 
+# What the Worker calls on the target table, one call per write mode (see _grant_worker).
+TABLE_WRITES: tuple[str, ...] = (
+    "dynamodb:BatchWriteItem",
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+)
+
+
 def allow(function: lambda_.IFunction, actions: list[str], resources: list[str]) -> None:
     """One statement on the function's role: exactly these actions on exactly these resources."""
     function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=resources))
@@ -109,9 +118,11 @@ class LoaderData:
     ledger_table: dynamodb.ITable
     graph: GraphTarget | None
     data_key: kms.IKey | None
-    # An `existing_table`'s own customer managed key (`existing_table_key`), used by DynamoDB with
-    # the Worker's permissions on every write.
-    table_key_arn: str | None = None
+    # The customer managed keys of the tables the Worker writes (`existing_table_key`, `table_keys`),
+    # used by DynamoDB with the Worker's permissions on every write.
+    table_key_arns: tuple[str, ...] = ()
+    # The other tables a job may name (`tables`: names, prefixes ending in `*`, or their ARNs).
+    tables: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,6 +276,8 @@ class LoaderFunctions:
                 **sources,
                 **common,
                 "TABLE_KEY": table_key,
+                # The other tables a job may name (`tables`): Plan refuses any other.
+                "TABLES": ",".join(self.table_names),
                 "MAX_CONCURRENCY_CAP": str(config.max_concurrency_cap),
                 # Plan refuses a graph input where there is no cluster to load it into.
                 "GRAPH_ENABLED": "true" if data.graph is not None else "false",
@@ -348,6 +361,9 @@ class LoaderFunctions:
         # Whether the execution holding a jobId still runs (runtime/adapters/executions.py): this
         # state machine's executions only, by its name's prefix (its ARN would be a cycle).
         allow(function, ["states:DescribeExecution"], [self.executions_arn])
+        # A table the job names (`tables`): whether it exists, is ACTIVE and has the job's key.
+        if self._data.tables:
+            allow(function, ["dynamodb:DescribeTable"], self.other_table_arns)
         self._grant_source_keys(function)
 
     @property
@@ -375,13 +391,10 @@ class LoaderFunctions:
         # UpdateItem (update) — no reads, no other table. A numeric ADD's TransactWriteItems needs
         # its parts' actions: UpdateItem here, PutItem on the ledger (its marker; already granted
         # below for the shard counts, so no narrower statement helps).
-        self._data.table.grant(
-            function,
-            "dynamodb:BatchWriteItem",
-            "dynamodb:PartiQLInsert",
-            "dynamodb:PutItem",
-            "dynamodb:UpdateItem",
-        )
+        self._data.table.grant(function, *TABLE_WRITES)
+        # ... and exactly the other tables a job may name (`tables`; Plan checks the name first).
+        if self._data.tables:
+            allow(function, list(TABLE_WRITES), self.other_table_arns)
         # Query: the CSV start-state walk-back; UpdateItem and BatchGetItem: the write budget's
         # heartbeat counters (runtime/adapters/budget.py).
         self._data.ledger_table.grant(
@@ -417,13 +430,29 @@ class LoaderFunctions:
         )
 
     def _grant_table_key(self) -> None:
-        """An `existing_table`'s own customer key: the Worker, the one function that reads or writes
-        the table's items, uses it through DynamoDB as it uses the data key."""
-        arn = self._data.table_key_arn
-        if arn is None:
-            return
-        key = kms.Key.from_key_arn(self._scope, "ExistingTableKeyRef", arn)
-        self.worker_function.add_to_role_policy(key_use(self._scope, key, KEY_WRITE, "dynamodb"))
+        """The customer keys of the tables the Worker writes (`existing_table_key`, `table_keys`):
+        the Worker, the one function that reads or writes their items, uses them through DynamoDB
+        as it uses the data key."""
+        for index, arn in enumerate(self._data.table_key_arns):
+            key = kms.Key.from_key_arn(self._scope, f"ExistingTableKeyRef{index or ''}", arn)
+            self.worker_function.add_to_role_policy(key_use(self._scope, key, KEY_WRITE, "dynamodb"))
+
+    @property
+    def other_table_arns(self) -> list[str]:
+        """The ARNs of the `tables` a job may name besides the environment's own (a prefix's ARN
+        pattern ends in `*`); an entry given as an ARN is taken as it is."""
+        stack = cdk.Stack.of(self._scope)
+        return [
+            entry
+            if entry.startswith("arn:")
+            else stack.format_arn(service="dynamodb", resource="table", resource_name=entry)
+            for entry in self._data.tables
+        ]
+
+    @property
+    def table_names(self) -> list[str]:
+        """The `tables` by name or prefix, as Plan compares a job's table (TABLES)."""
+        return [entry.rsplit(":table/", 1)[-1] for entry in self._data.tables]
 
     def _grant_data_key(self) -> None:
         """The data key, per function, for exactly the services through which it touches encrypted
@@ -609,6 +638,18 @@ class LoaderFunctions:
                 )
             },
         )
+        prefixes = {
+            resource_finding(scope, arn): (
+                "A `tables` prefix the environment's owner configured: a job may name any table whose "
+                "name starts so (Plan checks the name, and that the table exists and has the job's key, "
+                "before any shard); the Worker only writes it, Plan only describes it."
+            )
+            for arn in self.other_table_arns
+            if arn.endswith("*")
+        }
+        if prefixes:
+            acknowledge_wildcards(default_policy(self.plan_function.role), prefixes)
+            acknowledge_wildcards(default_policy(self.worker_function.role), prefixes)
         acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
         acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **prepare_sources})
 

@@ -14,6 +14,7 @@ from logic import compression
 from logic.dynamodb_json import not_data
 from logic.spec.checks import check_source_bucket
 from logic.spec.parse import parse_s3_uri, parse_spec
+from logic.tables import named_table
 
 # Memory ~ PART_BYTES x (IN_FLIGHT + 1) for the buffered parts, well inside the function's memory.
 PART_BYTES = 16 * 1024 * 1024
@@ -49,8 +50,11 @@ def prepare(
     nothing is compressed) and counts the objects."""
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
-    # The whole input is validated here, so a typo fails before a long decompression.
-    spec = parse_spec(event.get("input") or {}, table_key=settings.table_key, execution_name=run_id)
+    # The whole input is validated here, so a typo fails before a long decompression; the key of a
+    # table the input names is Plan's to check (plans/target.py), once it has read that table.
+    raw = event.get("input") or {}
+    table_key = settings.table_key if named_table(raw) is None else None
+    spec = parse_spec(raw, table_key=table_key, execution_name=run_id)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     if spec.format == "parquet":  # compressed page by page inside the file: never a gzip or zip

@@ -13,6 +13,7 @@ from adapters import clients
 from adapters.executions import execution_ended
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
+from adapters.tables import describe_table
 from handlers.observability import entry_point
 from handlers.settings import PlanSettings
 from plans.service import plan
@@ -36,6 +37,7 @@ def handle(
             execution_ended, clients.stepfunctions(), worker_timeout_seconds=settings.worker_timeout_seconds
         ),
         now,
+        functools.partial(describe_table, clients.dynamodb()),
     )
 
 

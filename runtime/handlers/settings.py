@@ -44,6 +44,8 @@ Positive = Annotated[int, Field(gt=0)]
 Port = Annotated[int, Field(gt=0, le=65535)]
 # Comma-separated bucket names a source may name.
 Buckets = Annotated[frozenset[str], BeforeValidator(_bucket_list), Field(min_length=1)]
+# Comma-separated table names, or prefixes ending in `*`, a job may name (logic/tables.py).
+Tables = Annotated[frozenset[str], BeforeValidator(_bucket_list)]
 # JSON object, partition key first: {"pk": "S", "sk": "S"}.
 TableKey = Annotated[dict[str, str], BeforeValidator(_json_object), Field(min_length=1)]
 
@@ -103,6 +105,8 @@ class PlanSettings(_Ledger):
     source_buckets: Buckets
     table_name: Name
     table_key: TableKey
+    # The tables a job may name besides TABLE_NAME (the `tables` setting; empty: that one alone).
+    tables: Tables = frozenset()
     max_concurrency_cap: Positive
     # false: the environment has no Neptune cluster, so a graph input is refused at once.
     graph_enabled: bool = True

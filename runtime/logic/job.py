@@ -73,6 +73,9 @@ class PlannedJob(_Wire):
     spec: dict[str, Any]  # the normalized input (logic/spec.py spec_to_json)
     # The table's key schema, partition key first (what the Worker parses the spec against).
     table_key: dict[str, str] | None = Field(default=None, alias="tableKey")
+    # The table the input named (`dynamodb.table`) and Plan checked; absent: the environment's own
+    # (each function's TABLE_NAME), as in every job that names none.
+    table: str | None = None
     objects: int | None = None
     source_bytes: int | None = Field(default=None, alias="bytes")
     # The Workers that can run at once: min(maxConcurrency, shards).
@@ -88,6 +91,10 @@ class PlannedJob(_Wire):
         execution."""
         plan = str(self.plan_id or self.run_id)
         return f"{plan}.{self.generation}" if self.generation else plan
+
+    def target_table(self, environment_table: str) -> str:
+        """The table the job writes: the one it named, else the environment's."""
+        return self.table or environment_table
 
     @property
     def source_format(self) -> str:

@@ -24,6 +24,12 @@ from logic.spec.parse import parse_s3_uri, parse_spec, spec_to_json
 from logic.writemodes import check_update_limits, write_plan
 from plans import reads, sources
 from plans.settings import PlanningSettings
+from plans.target import Describe, target
+
+
+def _no_table(name: str) -> Mapping[str, Any] | None:
+    """No DescribeTable at hand: every named table is missing."""
+    return None
 
 
 def plan(
@@ -33,18 +39,21 @@ def plan(
     ledger: Ledger,
     ended: Callable[[str], bool] | None = None,
     now: Callable[[], float] = time.time,
+    describe: Describe = _no_table,
 ) -> dict[str, Any]:
     """Plan the execution's input (`event`: `input`, `execution`): the manifest is written to
     staging, the jobId claimed; the result is the planned `job` and what the Map reads.
     `ended(execution id)`: whether the execution holding the jobId is over (then taken over);
-    `now`: the clock a failed run's `writersUntil` is compared with.
+    `now`: the clock a failed run's `writersUntil` is compared with; `describe(table name)`:
+    DescribeTable's `Table` (None: no such table), for a table the input names (plans/target.py).
     Kept whole: Plan's steps in the order the ledger needs them (plan, refusals, claim, manifest)."""
     execution = event.get("execution") or {}
     run_id = str(execution.get("name") or "local")
     raw_input = dict(event.get("input") or {})
     # Prepare's result ($.prepare in the state machine): the plain objects it wrote, if any.
     prepared = raw_input.pop("prepare", None) or {}
-    spec = _checked_spec(raw_input, settings, run_id)
+    table = target(raw_input, settings, describe)
+    spec = _checked_spec(raw_input, settings, run_id, table.key)
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     given = "shardSizeMiB" in raw_input
@@ -76,14 +85,17 @@ def plan(
     if timing is not None:
         _check_express(timing, settings.map_execution_type)
         max_concurrency = timing.workers
+    named: dict[str, Any] = {"table": table.name} if table.named else {}
+    reloaded: dict[str, Any] = {"generation": generation} if generation else {}
     timed: dict[str, Any] = {"shardSeconds": round(timing.seconds, 1)} if timing is not None else {}
     job = PlannedJob(  # named as in the JSON; to_json() gives them in the model's field order
         jobId=job_id,
         runId=run_id,
         planId=plan_id,
-        **({"generation": generation} if generation else {}),
+        **reloaded,
         spec=spec_json,
-        tableKey=dict(settings.table_key),
+        tableKey=table.key,
+        **named,
         objects=len(objects),
         bytes=sum(o.size for o in objects),
         # The Workers that can run at once: the write budget's share is never above budget / this.
@@ -147,9 +159,12 @@ def _shard_time(
     )
 
 
-def _checked_spec(raw_input: Mapping[str, Any], settings: PlanningSettings, run_id: str) -> JobSpec:
-    """The input parsed and checked against this environment, its shard size fitted to the Worker."""
-    spec = parse_spec(raw_input, table_key=settings.table_key, execution_name=run_id)
+def _checked_spec(
+    raw_input: Mapping[str, Any], settings: PlanningSettings, run_id: str, table_key: Mapping[str, str]
+) -> JobSpec:
+    """The input parsed and checked against this environment and the target table's key, its shard
+    size fitted to the Worker."""
+    spec = parse_spec(raw_input, table_key=table_key, execution_name=run_id)
     check_input_size(raw_input, spec_to_json(spec))
     check_graph_database(spec, raw_input, graph_enabled=settings.graph_enabled)
     spec = fit_shard_size(spec, worker_memory_mib=settings.worker_memory_mib)

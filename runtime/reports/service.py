@@ -15,7 +15,7 @@ from typing import Any
 from adapters.executions import SETTLE_MARGIN_SECONDS
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
-from logic import layout, report
+from logic import layout, report, tables
 from logic.errors import JobTakenOverError
 from logic.job import PlannedJob
 from reports.rejects import merge_rejects
@@ -68,6 +68,10 @@ def finalize(
         )
     if not spec:  # Plan failed: say what was asked for as far as it can be read
         spec = _asked_for(state)
+    # The job's table: the one its input named (or asked for, when Plan refused it), beside the
+    # environment's own (same region and account), else the environment's own.
+    named = job.table if job else tables.named_table(state)
+    table = named or settings.table_name
     result = report.build(
         job_id=job_id,
         run_id=run_id,
@@ -75,8 +79,8 @@ def finalize(
         manifest=manifest,
         shards=shards,
         error=error,
-        table=settings.table_name,
-        table_arn=settings.table_arn,
+        table=table,
+        table_arn=tables.table_arn(settings.table_arn, table),
         seconds=_seconds(execution.get("startTime")),
         rejects_location=rejects_location,
         sample=sample,

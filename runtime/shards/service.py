@@ -94,7 +94,8 @@ def _process(
     source = shard.source_uri
     # The records' object and member, for property graph edge ids.
     origin = staging.origin(source, shard.member)
-    writer = writing.writer(db, item_db or db, spec, settings, ledger.markers(job_id, plan_id, index, run_id))
+    markers = ledger.markers(job_id, plan_id, index, run_id)
+    writer = writing.writer(db, item_db or db, spec, settings, markers, job.target_table(settings.table_name))
     if writer is not None and writing.conditional(writer):
         # A conditional mode's write replayed after this run's crashed attempt is this run's write.
         writer.replayed = ledger.start_attempt(job_id, plan_id, index, run_id, seq)

@@ -87,27 +87,25 @@ class Sender:
             self._writer.submit([i.attributes for i in batch], write_units(i.size for i in batch))
 
 
-# What a writer is built from: the clients (batches, single items), the settings, the mode's plan
-# (None for put) and the shard's markers (a numeric ADD's).
-WriterFactory = Callable[[Any, Any, ShardSettings, WritePlan | None, Markers], Writer]
+# What a writer is built from: the clients (batches, single items), the settings, the table it
+# writes (the job's), the mode's plan (None for put) and the shard's markers (a numeric ADD's).
+WriterFactory = Callable[[Any, Any, ShardSettings, str, WritePlan | None, Markers], Writer]
 
 
 def _batch_writer(
-    db: Any, _item_db: Any, settings: ShardSettings, _plan: WritePlan | None, _m: Markers
+    db: Any, _item_db: Any, settings: ShardSettings, table: str, _plan: WritePlan | None, _m: Markers
 ) -> Writer:
-    return BatchWriter(
-        db, settings.table_name, in_flight=settings.write_concurrency, max_in_flight=settings.write_ceiling
-    )
+    return BatchWriter(db, table, in_flight=settings.write_concurrency, max_in_flight=settings.write_ceiling)
 
 
 def _keyed_batch_writer(
-    db: Any, item_db: Any, settings: ShardSettings, plan: WritePlan | None, _markers: Markers
+    db: Any, item_db: Any, settings: ShardSettings, table: str, plan: WritePlan | None, _markers: Markers
 ) -> Writer:
     assert plan is not None
     return KeyedBatchWriter(
         db,
         item_db,
-        settings.table_name,
+        table,
         plan,
         in_flight=settings.write_concurrency,
         max_in_flight=settings.write_ceiling,
@@ -116,12 +114,12 @@ def _keyed_batch_writer(
 
 
 def _item_writer(
-    _db: Any, item_db: Any, settings: ShardSettings, plan: WritePlan | None, markers: Markers
+    _db: Any, item_db: Any, settings: ShardSettings, table: str, plan: WritePlan | None, markers: Markers
 ) -> Writer:
     assert plan is not None
     return ItemWriter(
         item_db,
-        settings.table_name,
+        table,
         plan,
         in_flight=settings.write_concurrency,
         max_in_flight=settings.write_ceiling,
@@ -151,13 +149,15 @@ def writer_factory(mode: type[DynamoDbTarget], engine: Engine = API) -> WriterFa
     raise ValueError(f"no writer for {mode.__name__} with engine {engine!r}")
 
 
-def writer(db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, markers: Markers) -> Writer | None:
-    """The writer of the spec's write mode (WRITERS), with its plan and the shard's markers; None in
-    a dry run or without a DynamoDB target."""
+def writer(
+    db: Any, item_db: Any, spec: JobSpec, settings: ShardSettings, markers: Markers, table: str | None = None
+) -> Writer | None:
+    """The writer of the spec's write mode (WRITERS) into `table` (the job's; None: the environment's),
+    with its plan and the shard's markers; None in a dry run or without a DynamoDB target."""
     if spec.dry_run or spec.dynamodb is None:
         return None
     build = writer_factory(type(spec.dynamodb))
-    return build(db, item_db, settings, write_plan(spec.dynamodb), markers)
+    return build(db, item_db, settings, table or settings.table_name, write_plan(spec.dynamodb), markers)
 
 
 def conditional(writer: Writer | None) -> bool:

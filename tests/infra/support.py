@@ -24,12 +24,17 @@ EXISTING_TABLE_ARN = "arn:aws:dynamodb:eu-west-2:123456789012:table/People"
 EXISTING_TABLE_KEY = "arn:aws:kms:eu-west-2:123456789012:key/5e5e5e5e-1111-2222-3333-444455556666"
 EXTRA_BUCKETS = ("alpha-source", "beta.source.example")
 SOURCE_KMS_KEY = "arn:aws:kms:eu-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+# The other tables a job may name (`tables`: a name and a prefix) and their own key (`table_keys`).
+OTHER_TABLES = ("orders", "catalog-*")
+OTHER_TABLES_KEY = "arn:aws:kms:eu-west-2:123456789012:key/7a7a7a7a-1111-2222-3333-444455556666"
 VARIANT_CONTEXT: dict[str, Any] = {
     "env": "dev",
     "mapload:existing_table": EXISTING_TABLE_ARN,
     "mapload:existing_table_key": EXISTING_TABLE_KEY,
     "mapload:extra_source_buckets": ",".join(EXTRA_BUCKETS),
     "mapload:source_kms_keys": SOURCE_KMS_KEY,
+    "mapload:tables": ",".join(OTHER_TABLES),
+    "mapload:table_keys": OTHER_TABLES_KEY,
     "mapload:retry_interval_seconds": "1",
     "mapload:max_concurrency_cap": 42,
     # No Graph stack: the state machine ends at Done, as before the graph target existed.

@@ -30,6 +30,7 @@ CONTRACT_ENV = {
         "LEDGER_TABLE",
         "TABLE_NAME",
         "TABLE_KEY",
+        "TABLES",  # the other tables a job may name (`tables`; dev: none)
         "MAX_CONCURRENCY_CAP",
         "LEDGER_TTL_DAYS",
         "WORKER_MEMORY_MIB",

@@ -21,7 +21,7 @@ import app as app_module
 from stacks.pipeline import PIPELINE_STACK_ID, PipelineStack
 from stacks.pipeline_settings import load_pipeline
 from stacks.settings import MaploadConfigError
-from tests.infra.support import ROOT, only, resources, stack_output
+from tests.infra.support import ROOT, grants, only, resources, stack_output
 
 # One worker synthesizes the pipeline once (a module fixture would run once per xdist worker).
 pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("pipeline")]
@@ -35,6 +35,7 @@ REGION = "eu-west-2"
 CONNECTION = (
     f"arn:aws:codeconnections:{REGION}:{PIPELINE_ACCOUNT}:connection/0a1b2c3d-1111-2222-3333-444455556666"
 )
+STAGING_ORDERS = f"arn:aws:dynamodb:{REGION}:{STAGING_ACCOUNT}:table/orders"
 PIPELINE_BLOCK = {
     "account": PIPELINE_ACCOUNT,
     "region": REGION,
@@ -53,6 +54,8 @@ def mapload_block(cdk_json: dict[str, Any], pipeline: dict[str, Any] | None = No
     for name, env in block["environments"].items():
         env["account"] = ACCOUNTS[name]
         env["region"] = REGION
+    # Each stage carries its own `tables`: staging may load an orders table, by its ARN.
+    block["environments"]["staging"]["tables"] = [STAGING_ORDERS]
     return block
 
 
@@ -159,6 +162,41 @@ def test_prod_stacks_are_termination_protected_and_dev_stacks_are_not(pipeline: 
     assert {r.get("DeletionPolicy") for r in resources(dev_data, "AWS::DynamoDB::Table").values()} == {
         "Delete"
     }
+
+
+def test_each_stage_carries_its_own_tables(pipeline: PipelineStack) -> None:
+    for name, tables in (("dev", ""), ("staging", "orders"), ("prod", "")):
+        loader = Template.from_stack(pipeline.stages[name].loader).to_json()
+        plans = [
+            fn["Properties"]["Environment"]["Variables"]
+            for fn in resources(loader, "AWS::Lambda::Function").values()
+            if fn["Properties"]["Handler"] == "handlers.plan.lambda_handler"
+        ]
+        assert [variables["TABLES"] for variables in plans] == [tables], name
+    staging = Template.from_stack(pipeline.stages["staging"].loader).to_json()
+    statements = [
+        statement
+        for policy in resources(staging, "AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert sorted(a for a, r in grants(statements) if r == STAGING_ORDERS) == [
+        "dynamodb:BatchWriteItem",
+        "dynamodb:DescribeTable",
+        "dynamodb:PartiQLInsert",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    ]
+
+
+def test_a_stage_whose_tables_name_a_table_in_another_account_is_refused(cdk_json: dict[str, Any]) -> None:
+    block = mapload_block(cdk_json)
+    block["environments"]["prod"]["tables"] = [STAGING_ORDERS]  # staging's account, not prod's
+    with pytest.raises(
+        MaploadConfigError,
+        match=rf"^mapload\.environments\.prod\.tables: {STAGING_ORDERS}: names a table in account "
+        rf"{STAGING_ACCOUNT}, but the environment deploys to account {PROD_ACCOUNT}",
+    ):
+        app_module.build_app({"mapload": block, "pipeline": "true"})
 
 
 def test_smoke_test_runs_after_staging_deploys_and_runs_mapload_start(template: dict[str, Any]) -> None:

@@ -11,6 +11,8 @@ from tests.infra.support import (
     EXISTING_TABLE_ARN,
     EXISTING_TABLE_KEY,
     EXTRA_BUCKETS,
+    OTHER_TABLES,
+    OTHER_TABLES_KEY,
     SOURCE_KMS_KEY,
     Synth,
     grants,
@@ -64,14 +66,45 @@ def test_the_existing_tables_own_key_is_granted_to_the_worker_through_dynamodb_o
                 "Properties"
             ]["Role"]["Fn::GetAtt"][0],
         )
-        if statement.get("Resource") == EXISTING_TABLE_KEY
+        if EXISTING_TABLE_KEY in json.dumps(statement.get("Resource"))
     ]
     assert len(statements) == 1
     (statement,) = statements
+    # One statement for every table's own key: `existing_table_key` and `table_keys`.
+    assert sorted(statement["Resource"]) == sorted([EXISTING_TABLE_KEY, OTHER_TABLES_KEY])
     assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
     via = statement["Condition"]["StringEquals"]["kms:ViaService"]
     assert "dynamodb." in json.dumps(via)
     assert ("kms:Decrypt", EXISTING_TABLE_KEY) in role_grants(variant, "Worker")
+
+
+def test_the_tables_a_job_may_name_are_granted_exactly(variant: Synth) -> None:
+    """`tables`: the Worker writes, and Plan describes, exactly those tables (a prefix: its ARN
+    pattern) besides the environment's own; no index, no read; their own key goes to the Worker."""
+    stack = "arn:${Ref:AWS::Partition}:dynamodb:${Ref:AWS::Region}:${Ref:AWS::AccountId}:table/"
+    arns = {stack + table for table in OTHER_TABLES}
+    writes = {"dynamodb:BatchWriteItem", "dynamodb:PartiQLInsert", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+    worker = role_grants(variant, "Worker")
+    others = {(a, r) for a, r in worker if ":table/" in r and r != EXISTING_TABLE_ARN and "Ledger" not in r}
+    assert others == {(action, arn) for action in writes for arn in arns}
+    plan = role_grants(variant, "Plan")
+    assert {(a, r) for a, r in plan if ":table/" in r and "Ledger" not in r} == {
+        ("dynamodb:DescribeTable", arn) for arn in arns
+    }
+    assert variables(variant, "Plan")["TABLES"] == ",".join(OTHER_TABLES)
+    assert ("kms:GenerateDataKey", OTHER_TABLES_KEY) in worker
+    assert not any(r == OTHER_TABLES_KEY for _, r in role_grants(variant, "Plan"))
+    assert not any(r in arns for _, r in role_grants(variant, "Finalize"))
+
+
+def test_a_tables_arn_in_another_region_is_refused() -> None:
+    from stacks.config import load_environment
+    from stacks.settings import MaploadConfigError
+
+    other = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
+    block = {"region": "eu-west-2", "tables": [other]}
+    with pytest.raises(MaploadConfigError, match=r"tables.*names a table in region us-east-1"):
+        load_environment({"environments": {"dev": block}}, "dev")
 
 
 def test_existing_table_by_name_gets_an_arn_in_the_stack_account() -> None:

@@ -338,3 +338,22 @@ def test_a_rejected_json_line_does_not_make_later_fields_optional(tmp_path: Path
     source.write_text('{"id": broken\n{"id": "a", "n": 1}\n{"id": "b", "n": 2}\n')
     spec = initspec.infer(source, ["{id}", "X"], KEY)
     assert spec["dynamodb"]["attributes"]["n"] == {"field": "n", "type": "N"}
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "catalog-eu"), ("other", "other")])
+def test_verify_compares_with_the_table_the_spec_names_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str | None, expected: str
+) -> None:
+    table = Described([_stored(1, "1")], 1)
+    asked: list[str | None] = []
+
+    def client(env: str | None, name: str | None, region: str | None) -> tuple[Any, str]:
+        asked.append(name)
+        return table, str(name)
+
+    monkeypatch.setattr(verify, "_client", client)
+    source, spec = tmp_path / "a.jsonl", tmp_path / "spec.json"
+    source.write_text('{"id": 1, "n": 1}\n')
+    spec.write_text(json.dumps({"format": "jsonl", "dynamodb": {**PUT, "table": "catalog-eu"}}))
+    _, name = verify.verify(source, str(spec), env=None, table=given, region=None, extra=False)
+    assert asked == [expected] and name == expected

@@ -20,6 +20,7 @@ from pydantic.config import JsonDict
 
 from logic.batching import BATCH_ITEMS
 from logic.spec.fields import (
+    END,
     KeyTemplateText,
     Model,
     NotNull,
@@ -27,9 +28,20 @@ from logic.spec.fields import (
     TemplateText,
     absent,
     fail,
+    matches,
     shape,
     shown_name,
 )
+
+# A DynamoDB table name (3-255 letters, digits, `_`, `.`, `-`).
+TABLE_NAME_PATTERN = r"^[A-Za-z0-9_.-]{3,255}" + END
+TableName = Annotated[
+    str,
+    matches(
+        TABLE_NAME_PATTERN,
+        lambda value: f"not a DynamoDB table name (3-255 letters, digits, '_', '.', '-'), got {value!r}",
+    ),
+]
 
 AttributeType = Literal["S", "N", "BOOL", "NULL", "B", "SS", "NS", "BS", "L", "M"]
 ATTRIBUTE_TYPES = get_args(AttributeType)
@@ -216,6 +228,12 @@ class DynamoDbTarget(Model):
     key: dict[str, KeyTemplateText] = Field(
         description="A template for each key attribute of the target table (and no other).",
         examples=[{"pk": "POSTCODE#{postcode}", "sk": "LOCATION"}],
+    )
+    # The target table by name; absent: the environment's own. Plan checks it is among the tables
+    # the environment may load, exists, is ACTIVE and has the key `key` fills (plans/target.py).
+    table: Annotated[TableName | None, NotNull] = absent(
+        "The target table's name: one of the tables the environment allows (its `tables` setting). "
+        "Absent: the environment's own table."
     )
 
     # How the mode writes its items (each mode's model sets them; a test checks every one does).

@@ -52,21 +52,24 @@ def parse_template(text: object, field: str, *, allow_empty: bool = True) -> Tem
 def parse_spec(
     raw: Mapping[str, Any],
     *,
-    table_key: Mapping[str, str],
+    table_key: Mapping[str, str] | None,
     execution_name: str | None = None,
 ) -> JobSpec:
     """Validate an execution input against the target table's key schema.
 
-    `table_key` maps key attribute names to S|N|B, partition key first (the TABLE_KEY setting).
-    `execution_name` is the jobId when the input gives none. Raises InputValidationError.
+    `table_key` maps key attribute names to S|N|B, partition key first (the TABLE_KEY setting, or
+    the named table's key Plan read); None: the key is left as given, unchecked (Prepare, before
+    Plan has read a named table's key). `execution_name` is the jobId when the input gives none.
+    Raises InputValidationError.
     """
-    key_schema = _table_key(table_key)
+    key_schema = _table_key(table_key) if table_key is not None else None
     if not isinstance(raw, Mapping):
         raise InputValidationError("$", f"the execution input must be a JSON object, got {kind_of(raw)}")
     try:
         given = _INPUT.validate_python(dict(raw), context={"table_key": key_schema})
     except ValidationError as error:
-        raise _input_error(error.errors()[0], _described(key_schema)) from None
+        described = _described(key_schema) if key_schema is not None else "the table's key"
+        raise _input_error(error.errors()[0], described) from None
     spec = given.model_copy(update={"job_id": _job_id(given.job_id or None, execution_name)})
     if isinstance(spec.graph, PropertyGraph):
         check_property_types("vertices", spec.graph.vertices)
