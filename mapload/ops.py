@@ -98,11 +98,9 @@ def check_spec(
     file's header is Plan's to read, after Prepare); for a local DynamoDB JSON file (plain or
     gzip, as an export writes it), its first item against the table's key; for a local Parquet
     file or folder, every data file's footer and the columns the spec names."""
-    from logic.compression import detect
     from logic.errors import InputValidationError
     from logic.payloads import check_input_size
-    from logic.planning import probe_header
-    from logic.spec.checks import check_fields, check_graph_database
+    from logic.spec.checks import check_graph_database
     from logic.spec.parse import parse_spec, spec_to_json
     from logic.tables import named_table
 
@@ -135,6 +133,17 @@ def check_spec(
             raise OpsError(f"{refused}: {error}") from error
     if local_file is None or parsed.csv is None or not local_file.is_file():
         return  # a missing file is the upload's to name
+    _check_local_header(parsed, local_file, refused)
+
+
+def _check_local_header(parsed: Any, local_file: Path, refused: str) -> None:
+    """A local plain CSV file's header against the fields the spec names (a compressed file's
+    header is Plan's to read, after Prepare)."""
+    from logic.compression import detect
+    from logic.errors import InputValidationError
+    from logic.planning import probe_header
+    from logic.spec.checks import check_fields
+
     with local_file.open("rb") as handle:
 
         def read_range(first: int, last: int) -> bytes:
