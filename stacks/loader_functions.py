@@ -20,11 +20,13 @@ from stacks.bundling import CORE, PACKAGES, PARQUET, lambda_code
 from stacks.data import (
     KEY_READ,
     KEY_WRITE,
+    STAGING_DATASETS_PREFIX,
     STAGING_GRAPH_EDGE_FILES,
     STAGING_GRAPH_ID_FILES,
     STAGING_JOBS_PREFIX,
     STAGING_PREPARED_PREFIX,
     STAGING_REPORTS,
+    STAGING_SYNC_SHARD_FILES,
     key_use,
 )
 from stacks.graph import GraphTarget
@@ -137,6 +139,9 @@ class ObjectArns:
     staging_graph_check: list[str]
     # PollGraphLoad: the run's report, which it rewrites when the load ends.
     staging_reports: str
+    # writeMode sync: the shards' staged items and the datasets' merged buckets (baselines).
+    staging_sync_shards: str
+    staging_datasets: str
 
     @classmethod
     def of(cls, scope: Construct, config: LoaderConfig, data: LoaderData) -> ObjectArns:
@@ -156,6 +161,8 @@ class ObjectArns:
                 for pattern in (STAGING_GRAPH_ID_FILES, STAGING_GRAPH_EDGE_FILES)
             ],
             staging_reports=data.staging_bucket.arn_for_objects(STAGING_REPORTS),
+            staging_sync_shards=data.staging_bucket.arn_for_objects(STAGING_SYNC_SHARD_FILES),
+            staging_datasets=data.staging_bucket.arn_for_objects(f"{STAGING_DATASETS_PREFIX}*"),
         )
 
 
@@ -384,6 +391,11 @@ class LoaderFunctions:
         self._grant_source_keys(function)
         # Rejects and graph files stream as multipart uploads (PutObject), aborted on an error.
         allow(function, ["s3:PutObject", "s3:AbortMultipartUpload"], [arns.staging_jobs])
+        # writeMode sync: the Sync Map's Worker reads the shards' staged items and the baseline's
+        # buckets, and writes its run's merged buckets (runtime/shards/sync_buckets.py); its deletes
+        # are DeleteRequests in BatchWriteItem (granted below).
+        allow(function, ["s3:GetObject"], [arns.staging_sync_shards])
+        allow(function, ["s3:GetObject", "s3:PutObject"], [arns.staging_datasets])
         # The write mode is chosen per execution (the input's dynamodb.writeMode), so the Worker holds
         # what every mode calls: BatchWriteItem (put; delete's DeleteRequests), PartiQLInsert
         # (putIfAbsent's INSERTs in BatchExecuteStatement: DynamoDB developer guide, "IAM security
@@ -647,6 +659,20 @@ class LoaderFunctions:
             for arn in self.other_table_arns
             if arn.endswith("*")
         }
+        acknowledge_wildcards(
+            default_policy(self.worker_function.role),
+            {
+                resource_finding(scope, arns.staging_sync_shards): (
+                    "writeMode sync: the shards' staged items only (jobs/<jobId>/<planId>/sync/...), "
+                    "read (s3:GetObject) by the Sync Map's Worker; job and plan ids are per run."
+                ),
+                resource_finding(scope, arns.staging_datasets): (
+                    "writeMode sync: the datasets' merged buckets only (datasets/<table>/<dataset>/"
+                    "<jobId>/<planId>/...): the Sync Map's Worker writes its run's and reads the "
+                    "baseline's; datasets are named per execution."
+                ),
+            },
+        )
         if prefixes:
             acknowledge_wildcards(default_policy(self.plan_function.role), prefixes)
             acknowledge_wildcards(default_policy(self.worker_function.role), prefixes)

@@ -149,6 +149,13 @@ class S3Store:
     def get_bytes(self, bucket: str, key: str) -> bytes:
         return bytes(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
 
+    def get_bytes_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of an object (a sync shard's bucket section)."""
+        if end <= start:
+            return b""
+        response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+        return bytes(response["Body"].read())
+
     def get_staged(self, bucket: str, key: str) -> bytes:
         """A file an earlier step staged; StagedFileGoneError when it is no longer there."""
         try:

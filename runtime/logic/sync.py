@@ -25,9 +25,11 @@ BUCKET_SOURCE_BYTES: Final = 128 * 1024 * 1024
 MAX_BUCKETS: Final = 1000
 
 
-def bucket_count(source_bytes: int, per_bucket: int = BUCKET_SOURCE_BYTES) -> int:
-    """The buckets of a dataset's first sync of `source_bytes`: one per `per_bucket`, 1 to MAX_BUCKETS."""
-    return max(1, min(MAX_BUCKETS, -(-source_bytes // max(1, per_bucket))))
+def bucket_count(source_bytes: int, per_bucket: int | None = None) -> int:
+    """The buckets of a dataset's first sync of `source_bytes`: one per `per_bucket` (default
+    BUCKET_SOURCE_BYTES), 1 to MAX_BUCKETS."""
+    per = BUCKET_SOURCE_BYTES if per_bucket is None else per_bucket
+    return max(1, min(MAX_BUCKETS, -(-source_bytes // max(1, per))))
 
 
 def _plain(value: Any) -> Any:

@@ -88,12 +88,22 @@ def finalize(
         paced=_paced(job),
     )
     _add_graph(result, settings, spec, shards, (job_id, plan_id))
+    if job is not None and job.sync is not None and manifest is not None:
+        _add_sync(result, ledger, job, shards, table)
     key = layout.report_key(job_id, run_id)
     store.put_json(settings.staging_bucket, key, result)
     answer = _answer(result, f"s3://{settings.staging_bucket}/{key}")
-    if job is not None and manifest is not None and not result["shards"]["failed"] and not job.graph:
+    settled = job is None or job.sync is None or result["status"] == "SUCCEEDED"
+    if (
+        job is not None
+        and manifest is not None
+        and not result["shards"]["failed"]
+        and not job.graph
+        and settled
+    ):
         # Every shard of the plan is recorded: a re-run of it is refused (plans/service.py). Not a
-        # graph job's: its re-run loads the statements its shards staged again (a failed load's retry).
+        # graph job's: its re-run loads the statements its shards staged again (a failed load's retry);
+        # nor a failed sync's: its re-run finishes the buckets and switches the baseline.
         ledger.record_loaded(
             job_id, str(job.plan_id or run_id), job.generation or 0, report.loaded(result, shards, now())
         )
@@ -104,6 +114,36 @@ def finalize(
             job_id, run_id, result["status"], writers_until=_writers_until(state, result, settings, now())
         )
     return answer
+
+
+def _add_sync(
+    result: dict[str, Any], ledger: Ledger, job: PlannedJob, shards: Mapping[int, Any], table: str
+) -> None:
+    """writeMode sync: the records the Sync Map counted, and, when the run succeeded, this run's
+    merged buckets made the dataset's baseline in one conditional switch (a failed run leaves the
+    previous one in force)."""
+    sync = job.sync or {}
+    baseline = str(sync.get("baseline") or "")
+    buckets = ledger.sync_buckets(job.job_id, job.plan, int(sync["buckets"]), baseline)
+    error = report.sync_section(result, shards, buckets, sync)
+    if result["error"] is None and error is None:
+        switched = ledger.switch_baseline(
+            table,
+            str(sync["dataset"]),
+            sync.get("baseline"),
+            {"prefix": sync["prefix"], "buckets": sync["buckets"], "jobId": job.job_id, "runId": job.run_id},
+        )
+        if switched:
+            result["sync"]["baseline"] = sync["prefix"]
+        else:
+            error = {
+                "type": "SyncConflictError",
+                "message": f"another sync of dataset {sync['dataset']!r} switched its baseline while this "
+                "one ran: what this run wrote stays written; run it again to compare with that one",
+                "where": "Finalize",
+            }
+    if result["error"] is None and error is not None:
+        result["error"], result["status"] = error, "FAILED"
 
 
 def _writers_until(
