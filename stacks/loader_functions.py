@@ -422,6 +422,8 @@ class LoaderFunctions:
         """Finalize streams the merged rejects as a multipart upload (aborted if the merge fails)."""
         function = self.finalize_function
         allow(function, ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], [self.arns.staging_jobs])
+        # writeMode sync: the superseded baseline's buckets, deleted once the new one is switched in.
+        allow(function, ["s3:DeleteObject"], [self.arns.staging_datasets])
         self._data.ledger_table.grant(
             function, "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"
         )
@@ -677,6 +679,15 @@ class LoaderFunctions:
             acknowledge_wildcards(default_policy(self.plan_function.role), prefixes)
             acknowledge_wildcards(default_policy(self.worker_function.role), prefixes)
         acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
+        acknowledge_wildcards(
+            default_policy(self.finalize_function.role),
+            {
+                resource_finding(scope, arns.staging_datasets): (
+                    "writeMode sync: the datasets' merged buckets only (datasets/<table>/<dataset>/"
+                    "...): Finalize deletes (s3:DeleteObject only) a baseline a sync superseded."
+                )
+            },
+        )
         acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **prepare_sources})
 
     def staging_jobs_finding(self) -> dict[str, str]:

@@ -131,7 +131,8 @@ def _sync(
 ) -> dict[str, Any] | None:
     """writeMode sync: the dataset's buckets (its baseline's, else chosen from the source size at
     its first sync), the baseline to compare with and this run's prefix; None for other modes."""
-    if spec.dynamodb is None or not spec.dynamodb.staged:
+    if spec.dynamodb is None or not spec.dynamodb.staged or spec.dry_run:
+        # A dry run stages nothing: its report counts what the shards would stage.
         return None
     dataset = str(spec.dynamodb.dataset)
     baseline = ledger.dataset(table, dataset)

@@ -6,11 +6,14 @@ What the shards recorded (ledger) and the plan's manifest (staging) → the reje
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from adapters.executions import SETTLE_MARGIN_SECONDS
 from adapters.ledger import Ledger
@@ -20,6 +23,8 @@ from logic.errors import JobTakenOverError
 from logic.job import PlannedJob
 from reports.rejects import merge_rejects
 from reports.settings import ReportSettings
+
+LOG = logging.getLogger(__name__)
 
 
 def finalize(
@@ -89,7 +94,7 @@ def finalize(
     )
     _add_graph(result, settings, spec, shards, (job_id, plan_id))
     if job is not None and job.sync is not None and manifest is not None:
-        _add_sync(result, ledger, job, shards, table)
+        _add_sync(result, store, settings, ledger, job, shards, table)
     key = layout.report_key(job_id, run_id)
     store.put_json(settings.staging_bucket, key, result)
     answer = _answer(result, f"s3://{settings.staging_bucket}/{key}")
@@ -117,7 +122,13 @@ def finalize(
 
 
 def _add_sync(
-    result: dict[str, Any], ledger: Ledger, job: PlannedJob, shards: Mapping[int, Any], table: str
+    result: dict[str, Any],
+    store: S3Store,
+    settings: ReportSettings,
+    ledger: Ledger,
+    job: PlannedJob,
+    shards: Mapping[int, Any],
+    table: str,
 ) -> None:
     """writeMode sync: the records the Sync Map counted, and, when the run succeeded, this run's
     merged buckets made the dataset's baseline in one conditional switch (a failed run leaves the
@@ -135,6 +146,7 @@ def _add_sync(
         )
         if switched:
             result["sync"]["baseline"] = sync["prefix"]
+            _drop_baseline(store, settings.staging_bucket, sync)
         else:
             error = {
                 "type": "SyncConflictError",
@@ -144,6 +156,20 @@ def _add_sync(
             }
     if result["error"] is None and error is not None:
         result["error"], result["status"] = error, "FAILED"
+
+
+def _drop_baseline(store: S3Store, bucket: str, sync: Mapping[str, Any]) -> None:
+    """The superseded baseline's buckets deleted once the switch is made (a sync's staged shards
+    under jobs/ expire with it). Best effort: one left behind costs storage, never correctness
+    (no baseline record names it any more)."""
+    previous = sync.get("baseline")
+    if not previous or previous == sync["prefix"]:
+        return
+    keys = [layout.sync_bucket_key(str(previous), b) for b in range(int(sync["buckets"]))]
+    try:
+        store.delete_keys(bucket, keys)
+    except ClientError as error:
+        LOG.warning("the superseded baseline %s was not deleted: %s", previous, error)
 
 
 def _writers_until(

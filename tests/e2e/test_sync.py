@@ -101,6 +101,13 @@ def test_two_syncs_write_only_the_changes_and_delete_what_disappeared(
     assert records["unchanged"] == len(second_rows) - records["written"]
     assert records["read"] == records["written"] + records["unchanged"] + records["rejected"]
     assert not second["sync"]["firstSync"]
+    # The first sync's baseline is superseded and deleted; the second's is kept, a bucket an object.
+    s3 = boto3.client("s3", endpoint_url=served, region_name="us-east-1", **KEYS)
+    staging = next(b["Name"] for b in s3.list_buckets()["Buckets"] if "staging" in b["Name"])
+    kept = {o["Key"] for o in s3.list_objects_v2(Bucket=staging, Prefix="datasets/").get("Contents", [])}
+    assert kept == {
+        f"{second['sync']['baseline']}bucket-{b:05d}.jsonl.gz" for b in range(second["sync"]["buckets"])
+    }
     assert _table(db) == {**_expected(second_rows), "PC#P0001X": foreign}
 
 

@@ -242,6 +242,7 @@ def test_finalize_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("s3:PutObject", STAGING_JOBS),
         # The merged rejects go up as a streamed multipart upload, aborted if the merge fails.
         ("s3:AbortMultipartUpload", STAGING_JOBS),
+        ("s3:DeleteObject", STAGING_DATASETS),  # writeMode sync: a superseded baseline
         ("dynamodb:Query", LEDGER),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:UpdateItem", LEDGER),
