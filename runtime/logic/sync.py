@@ -13,13 +13,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-# Source bytes per bucket at a dataset's first sync: a bucket's items (staged and baseline) are
-# held by one SyncWorker; 128 MiB of source is well within a Worker's memory with room.
-BUCKET_SOURCE_BYTES: Final = 128 * 1024 * 1024
+# Source bytes per bucket at a dataset's first sync: a bucket's staged and baseline lines are held
+# by one Worker, ~9 times their source bytes each (postcode rows, measured; ~20 at the peak while
+# a section is split into lines): 16 MiB of source is ~300-400 MB of a 1,024 MiB Worker. At
+# MAX_BUCKETS that is a 16 GiB source; a larger first sync gets larger buckets.
+BUCKET_SOURCE_BYTES: Final = 16 * 1024 * 1024
 # At most this many buckets: one SyncWorker each in the Sync Map, and each shard's record in the
 # ledger lists one section per bucket (a few bytes each, far from the 400 KB item limit).
 MAX_BUCKETS: Final = 1000
@@ -81,22 +83,24 @@ def bucket_of(key: str, buckets: int) -> int:
 
 
 def staged_line(key: str, item: Mapping[str, Any]) -> bytes:
-    """One staged item: JSON Lines of {"k": key text, "i": item as JSON}."""
-    return json.dumps({"k": key, "i": item}, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    """One staged item: its key text, a tab, the item as canonical JSON (sorted names, sets
+    sorted by `plain_item`), a newline. The key's JSON holds no raw tab, so the first tab splits."""
+    return key.encode() + b"\t" + json.dumps(item, sort_keys=True, separators=(",", ":")).encode() + b"\n"
 
 
-def read_lines(data: bytes) -> Iterable[tuple[str, dict[str, Any]]]:
-    """The (key text, item as JSON) of staged lines, in order."""
+def read_lines(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """The (key text, item JSON) of staged lines, in order, as bytes: a bucket is held as its
+    lines (a parsed item takes ~47 times its source bytes in memory, its line ~9)."""
     for line in data.splitlines():
         if line:
-            found = json.loads(line)
-            yield found["k"], found["i"]
+            key, _, item = line.partition(b"\t")
+            yield key, item
 
 
-def merge(sections: Iterable[Iterable[tuple[str, dict[str, Any]]]]) -> tuple[dict[str, dict[str, Any]], int]:
+def merge(sections: Iterable[Iterable[tuple[bytes, bytes]]]) -> tuple[dict[bytes, bytes], int]:
     """A bucket's items by key from its sections in file order (shard by shard): the later record
     of a key wins, as with put; the superseded ones are counted (duplicates)."""
-    items: dict[str, dict[str, Any]] = {}
+    items: dict[bytes, bytes] = {}
     duplicates = 0
     for section in sections:
         for key, item in section:
@@ -106,8 +110,9 @@ def merge(sections: Iterable[Iterable[tuple[str, dict[str, Any]]]]) -> tuple[dic
     return items, duplicates
 
 
-def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+def merged_lines(items: Mapping[bytes, bytes]) -> bytes:
+    """A merged bucket as staged lines (what the next sync reads as its baseline)."""
+    return b"".join(key + b"\t" + item + b"\n" for key, item in items.items())
 
 
 @dataclass
@@ -120,19 +125,18 @@ class Diff:
     unchanged: int = 0
 
 
-def diff(
-    new: Mapping[str, Mapping[str, Any]], old: Mapping[str, Mapping[str, Any]], key_names: Sequence[str]
-) -> Diff:
-    """The puts (new keys, changed items: any attribute or type differs), deletes (keys of `old`
-    not in `new`) and unchanged count of a bucket; `old` is empty at a dataset's first sync."""
+def diff(new: Mapping[bytes, bytes], old: Mapping[bytes, bytes], key_names: Sequence[str]) -> Diff:
+    """The puts (new keys, changed items: any attribute or type differs; canonical JSON compared),
+    deletes (keys of `old` not in `new`) and unchanged count of a bucket; `old` is empty at a
+    dataset's first sync."""
     result = Diff()
     for key, item in new.items():
-        before = old.get(key)
-        if before is not None and _same(before, item):
+        if old.get(key) == item:
             result.unchanged += 1
         else:
-            result.puts.append(dict(item))
+            result.puts.append(json.loads(item))
     for key, item in old.items():
         if key not in new:
-            result.deletes.append({name: item[name] for name in key_names})
+            stored = json.loads(item)
+            result.deletes.append({name: stored[name] for name in key_names})
     return result

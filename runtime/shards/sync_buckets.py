@@ -11,7 +11,7 @@ ledger has recorded for that baseline is skipped.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from adapters.dynamodb import BatchWriter
@@ -22,6 +22,21 @@ from logic.batching import BATCH_ITEMS
 from logic.job import PlannedJob
 from logic.spec.parse import parse_spec
 from shards.settings import ShardSettings
+
+
+def _sections(
+    store: S3Store, staging: str, shards: Mapping[int, Mapping[str, Any]], bucket: int
+) -> Iterator[Iterator[tuple[bytes, bytes]]]:
+    """The bucket's section of each shard's staged object, in shard order, each read when the
+    merge reaches it (one shard's section in memory at a time, beside the merged lines)."""
+    for index in sorted(shards):
+        counts = shards[index]
+        start, end = (counts.get("syncSections") or {}).get(str(bucket), [0, 0])
+        if end > start:
+            yield sync.read_lines(
+                gzip.decompress(store.get_bytes_range(staging, counts["syncKey"], start, end))
+            )
+
 
 # What a bucket without a baseline compares with (the dataset's first sync).
 NO_BASELINE = ""
@@ -45,18 +60,9 @@ def sync_bucket(
     assert spec.dynamodb is not None
     key_names = tuple(spec.dynamodb.key)
     shards = ledger.shards(job.job_id, job.plan, int(job.sync["shards"]))
-    sections = []
-    for index in sorted(shards):
-        counts = shards[index]
-        start, end = (counts.get("syncSections") or {}).get(str(bucket), [0, 0])
-        data = (
-            store.get_bytes_range(settings.staging_bucket, counts["syncKey"], start, end)
-            if end > start
-            else b""
-        )
-        sections.append(sync.read_lines(gzip.decompress(data)) if data else iter(()))
+    sections = _sections(store, settings.staging_bucket, shards, bucket)
     items, duplicates = sync.merge(sections)
-    old: dict[str, dict[str, Any]] = {}
+    old: dict[bytes, bytes] = {}
     if baseline:
         old = dict(
             sync.read_lines(
@@ -83,7 +89,7 @@ def sync_bucket(
         stats = writer.close()
     # The bucket as this run has it: the next sync's baseline once this run succeeds. Written for
     # every bucket, even empty, so the next sync reads known keys.
-    merged = b"".join(sync.staged_line(key, item) for key, item in items.items())
+    merged = sync.merged_lines(items)
     store.put_bytes(
         settings.staging_bucket,
         layout.sync_bucket_key(str(job.sync["prefix"]), bucket),

@@ -37,28 +37,45 @@ def test_wire_round_trip_and_sets_in_order() -> None:
     assert sync.wire_item(plain) == {**wire, "s": {"SS": ["a", "b"]}}
 
 
-def test_staged_lines_read_back() -> None:
-    data = sync.staged_line("a", _item("a")) + sync.staged_line("b", _item("b"))
-    assert list(sync.read_lines(data)) == [("a", _item("a")), ("b", _item("b"))]
+def _line(key: str, item: dict[str, object]) -> tuple[bytes, bytes]:
+    (found,) = sync.read_lines(sync.staged_line(key, sync.plain_item(item)))
+    return found
+
+
+def test_staged_lines_read_back_and_merged_lines_are_staged_lines() -> None:
+    data = sync.staged_line('["a"]', _item("a")) + sync.staged_line('["b\\tc"]', _item("b"))
+    lines = list(sync.read_lines(data))
+    assert [key for key, _ in lines] == [b'["a"]', b'["b\\tc"]']
+    assert sync.merged_lines(dict(lines)) == data
 
 
 def test_merge_keeps_the_later_and_counts_duplicates() -> None:
-    first = [("a", _item("a", v={"S": "1"})), ("a", _item("a", v={"S": "2"}))]
-    second = [("a", _item("a", v={"S": "3"})), ("b", _item("b"))]
-    items, duplicates = sync.merge([first, second])
-    assert items == {"a": _item("a", v={"S": "3"}), "b": _item("b")}
+    first = [_line("a", _item("a", v={"S": "1"})), _line("a", _item("a", v={"S": "2"}))]
+    second = [_line("a", _item("a", v={"S": "3"})), _line("b", _item("b"))]
+    items, duplicates = sync.merge([iter(first), iter(second)])
+    assert items == dict([_line("a", _item("a", v={"S": "3"})), _line("b", _item("b"))])
     assert duplicates == 2
 
 
 def test_diff_puts_changed_and_new_deletes_removed() -> None:
-    old = {"a": _item("a", v={"S": "1"}), "b": _item("b", v={"N": "1"}), "c": _item("c")}
-    new = {"a": _item("a", v={"S": "1"}), "b": _item("b", v={"S": "1"}), "d": _item("d")}
+    old = dict(
+        [_line("a", _item("a", v={"S": "1"})), _line("b", _item("b", v={"N": "1"})), _line("c", _item("c"))]
+    )
+    new = dict(
+        [_line("a", _item("a", v={"S": "1"})), _line("b", _item("b", v={"S": "1"})), _line("d", _item("d"))]
+    )
     result = sync.diff(new, old, KEY)
     assert result.unchanged == 1
     assert result.puts == [_item("b", v={"S": "1"}), _item("d")]  # b's type changed
     assert result.deletes == [{"pk": {"S": "c"}}]
 
 
+def test_an_item_whose_set_is_given_in_another_order_is_unchanged() -> None:
+    before = dict([_line("a", _item("a", s={"SS": ["x", "y"]}))])
+    after = dict([_line("a", _item("a", s={"SS": ["y", "x"]}))])
+    assert sync.diff(after, before, KEY).unchanged == 1
+
+
 def test_first_sync_deletes_nothing() -> None:
-    result = sync.diff({"a": _item("a")}, {}, KEY)
+    result = sync.diff(dict([_line("a", _item("a"))]), {}, KEY)
     assert (result.puts, result.deletes, result.unchanged) == ([_item("a")], [], 0)
