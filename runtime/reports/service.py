@@ -137,6 +137,9 @@ def _add_sync(
     baseline = str(sync.get("baseline") or "")
     buckets = ledger.sync_buckets(job.job_id, job.plan, int(sync["buckets"]), baseline)
     error = report.sync_section(result, shards, buckets, sync)
+    caught = result["error"]
+    if caught is not None and caught["where"] == "Shards" and not result["shards"]["failed"]:
+        caught["where"] = "Sync"  # every shard is done: the Sync Map's Worker failed
     if result["error"] is None and error is None:
         switched = ledger.switch_baseline(
             table,

@@ -144,6 +144,8 @@ def test_a_sync_stopped_between_its_maps_and_run_again_converges(
     monkeypatch.setattr(handlers.worker, "sync_bucket", failing)
     stopped = run_local(second_file, SPEC, report_path=tmp_path / "r2.json", quiet=True)
     assert stopped["status"] == "FAILED"
+    assert stopped["error"]["where"] == "Sync"
+    assert "stopped between the two Maps" in stopped["error"]["message"]
     assert stopped["sync"]["baseline"] is None and stopped["sync"]["synced"] < stopped["sync"]["buckets"]
     assert _table(db) != _expected(second_rows)
 
