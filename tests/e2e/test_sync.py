@@ -110,6 +110,22 @@ def test_two_syncs_write_only_the_changes_and_delete_what_disappeared(
     }
     assert _table(db) == {**_expected(second_rows), "PC#P0001X": foreign}
 
+    # Another dataset in the same table: its first sync deletes nothing of postcodes', and the
+    # next postcodes sync deletes nothing of its.
+    other_spec = {**SPEC, "jobId": "other-sync", "dynamodb": {**SPEC["dynamodb"], "dataset": "other"}}
+    other_rows = {f"O{i}": ("2", f"other {i}") for i in range(3)}
+    other = run_local(
+        _write(tmp_path / "o.csv", other_rows), other_spec, report_path=tmp_path / "o.json", quiet=True
+    )
+    assert other["status"] == "SUCCEEDED" and other["records"]["deleted"] == 0
+    third_rows = {**second_rows, "P0001": ("9", "moved")}
+    third = run_local(
+        _write(tmp_path / "v3.csv", third_rows), SPEC, report_path=tmp_path / "r3.json", quiet=True
+    )
+    assert third["status"] == "SUCCEEDED", third.get("error")
+    assert (third["records"]["written"], third["records"]["deleted"]) == (1, 0)
+    assert _table(db) == {**_expected(third_rows), **_expected(other_rows), "PC#P0001X": foreign}
+
 
 def test_a_sync_stopped_between_its_maps_and_run_again_converges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str, small_buckets: None
