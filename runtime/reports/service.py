@@ -13,8 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from adapters.executions import SETTLE_MARGIN_SECONDS
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
@@ -169,10 +167,9 @@ def _drop_baseline(store: S3Store, bucket: str, sync: Mapping[str, Any]) -> None
     if not previous or previous == sync["prefix"]:
         return
     keys = [layout.sync_bucket_key(str(previous), b) for b in range(int(sync["buckets"]))]
-    try:
-        store.delete_keys(bucket, keys)
-    except ClientError as error:
-        LOG.warning("the superseded baseline %s was not deleted: %s", previous, error)
+    failed = store.delete_keys(bucket, keys)
+    if failed is not None:
+        LOG.warning("the superseded baseline %s was not deleted: %s", previous, failed)
 
 
 def _writers_until(
