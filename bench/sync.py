@@ -53,6 +53,7 @@ def _keys(db: Any, table: str) -> set[str]:
 
 
 def main() -> None:
+    """The two files, the four runs and the table. Kept whole: one benchmark row's steps in order."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

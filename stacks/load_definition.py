@@ -156,12 +156,7 @@ class LoadDefinition(Construct):
         prepare.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.prepareError")
         plan.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
         shards.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
-        syncs = self._syncs(functions.worker_function)
-        syncs.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
-        synced = sfn.Choice(self, "SyncChoice", state_name="Sync?")
-        synced.when(sfn.Condition.is_present("$.plan.syncBuckets[0]"), syncs.next(finalize)).otherwise(
-            finalize
-        )
+        synced = self._sync_choice(functions.worker_function, finalize)
         done = self._done(functions, execution)
         finalize.next(done)
         self.chain: sfn.IChainable = prepare.next(plan).next(shards).next(synced)
@@ -266,6 +261,15 @@ class LoadDefinition(Construct):
         more.when(sfn.Condition.boolean_equals("$.turn.more", True), worker).otherwise(done)
         shards.item_processor(worker.next(more))
         return shards
+
+    def _sync_choice(self, worker_function: lambda_.IFunction, finalize: tasks.LambdaInvoke) -> sfn.Choice:
+        """Sync? after Shards: the Sync Map when Plan planned buckets (writeMode sync), then
+        Finalize (also on the Map's error); straight to Finalize otherwise."""
+        syncs = self._syncs(worker_function)
+        syncs.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
+        synced = sfn.Choice(self, "SyncChoice", state_name="Sync?")
+        has_buckets = sfn.Condition.is_present("$.plan.syncBuckets[0]")
+        return synced.when(has_buckets, syncs.next(finalize)).otherwise(finalize)
 
     def _syncs(self, worker_function: lambda_.IFunction) -> sfn.Map:
         """writeMode sync's second Map: one Worker per bucket of the dataset (Plan's `syncBuckets`,

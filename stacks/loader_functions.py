@@ -200,6 +200,7 @@ class LoaderFunctions:
         self._grant_data_key()
         self._grant_table_key()
         self._acknowledge()
+        self._acknowledge_sync()
 
     @property
     def all(self) -> tuple[lambda_.Function, ...]:
@@ -661,6 +662,15 @@ class LoaderFunctions:
             for arn in self.other_table_arns
             if arn.endswith("*")
         }
+        if prefixes:
+            acknowledge_wildcards(default_policy(self.plan_function.role), prefixes)
+            acknowledge_wildcards(default_policy(self.worker_function.role), prefixes)
+        acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
+        acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **prepare_sources})
+
+    def _acknowledge_sync(self) -> None:
+        """writeMode sync's wildcards: the shards' staged items and the datasets' buckets."""
+        scope, arns = self._scope, self.arns
         acknowledge_wildcards(
             default_policy(self.worker_function.role),
             {
@@ -675,10 +685,6 @@ class LoaderFunctions:
                 ),
             },
         )
-        if prefixes:
-            acknowledge_wildcards(default_policy(self.plan_function.role), prefixes)
-            acknowledge_wildcards(default_policy(self.worker_function.role), prefixes)
-        acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
         acknowledge_wildcards(
             default_policy(self.finalize_function.role),
             {
@@ -688,7 +694,6 @@ class LoaderFunctions:
                 )
             },
         )
-        acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **prepare_sources})
 
     def staging_jobs_finding(self) -> dict[str, str]:
         """The staging jobs/* wildcard, explained, for the state machine's role as well."""

@@ -50,7 +50,9 @@ def sync_bucket(
     ledger: Ledger,
     db: Any,
 ) -> dict[str, Any]:
-    """Sync bucket `bucket` of the planned `job` (writeMode sync) into its table through `db`."""
+    """Sync bucket `bucket` of the planned `job` (writeMode sync) into its table through `db`.
+    Kept whole: the bucket's steps in the order its idempotence needs (done? read, compare,
+    write, stage the merged bucket, record once), each a few lines."""
     job = PlannedJob.parse(job)
     assert job.sync is not None, "not a sync job"
     baseline = str(job.sync.get("baseline") or NO_BASELINE)
