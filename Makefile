@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit all-tests scan synth deploy clean bench-upload bench bench-graph bench-coldstart schemas
+.PHONY: setup demo test lint typecheck unit all-tests scan synth deploy clean bench-upload bench bench-graph bench-coldstart bench-sync schemas
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -38,6 +38,11 @@ bench-upload: setup
 # the local loader's store; LINES=1000000 for more.
 bench-graph: setup
 	$(BIN)/python bench/graph.py $(if $(LINES),--lines $(LINES))
+
+# writeMode sync's monthly refresh against a plain put reload (issue 47); ROWS=1770000 for the
+# postcode file's size.
+bench-sync: setup
+	$(BIN)/python bench/sync.py $(if $(ROWS),--rows $(ROWS))
 
 # Each function's cold import in CPython 3.12: the package as built (precompiled) vs without .pyc.
 bench-coldstart: setup

@@ -99,6 +99,8 @@ def _mode_spec(mode: str) -> dict[str, Any]:
         raw["dynamodb"]["version"] = "latitude"
     if mode == "delete":
         del raw["dynamodb"]["attributes"]
+    if mode == "sync":  # a first sync of the dataset "bench": every item put
+        raw["dynamodb"]["dataset"] = "bench"
     if mode == "update+add":  # latitude ADDed: each record a TransactWriteItems with its marker
         raw["dynamodb"]["writeMode"] = "update"
         raw["dynamodb"]["attributes"]["latitude"]["update"] = "add"

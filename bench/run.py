@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "runtime"))
 
 from proxy import Proxy  # noqa: E402
 
-from logic.spec.dynamodb import WRITE_MODES  # noqa: E402
+from logic.spec.dynamodb import WRITE_MODES, write_mode_type  # noqa: E402
 from mapload import sample  # noqa: E402
 from mapload.estimate import (  # noqa: E402
     BENCH_ROUND_TRIP_MS,
@@ -458,6 +458,8 @@ class _Rows:
         head = _head(csv_path, n)
         put_table = ""
         for mode in WRITE_MODES:
+            if write_mode_type(mode).staged:  # its Worker stages, the Sync Map writes: pipeline only
+                continue
             on = {"table": put_table} if mode == "delete" and put_table else {}
             table = self.run(
                 mode,

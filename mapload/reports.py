@@ -110,7 +110,14 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         f"{'would write' if dry else 'written'} {rec.get('written', 0):,}"
         # skipped: a write mode's condition not met; shown when there are any
         + (f" + skipped {rec['skipped']:,}" if rec.get("skipped") else "")
-        + f" + rejected {rec.get('rejected', 0):,}  (duplicates in a batch: {rec.get('duplicates', 0):,})",
+        # writeMode sync: the items equal to the baseline's, not written
+        + (f" + unchanged {rec['unchanged']:,}" if "unchanged" in rec else "")
+        + f" + rejected {rec.get('rejected', 0):,}"
+        + (
+            f" + duplicates {rec.get('duplicates', 0):,} · deleted {rec['deleted']:,}"
+            if "deleted" in rec
+            else f"  (duplicates in a batch: {rec.get('duplicates', 0):,})"
+        ),
         f"  shards    {shards.get('done')}/{shards.get('total')} done"
         + (f" ({shards['sizeMiB']:g} MiB each)" if shards.get("sizeMiB") else "")
         + (

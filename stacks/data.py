@@ -22,6 +22,13 @@ LEDGER_SORT_KEY = "sk"
 LEDGER_TTL_ATTRIBUTE = "expiresAt"
 # Staged manifests, rejects and reports live under this prefix (CONTRACTS "Staging bucket layout").
 STAGING_JOBS_PREFIX = "jobs/"
+# writeMode sync: a shard's staged items (runtime/logic/layout.py sync_shard_key:
+# jobs/<jobId>/<planId>/sync/shard-<index>.jsonl.gz), which the Sync Map's Workers read.
+STAGING_SYNC_SHARD_FILES = f"{STAGING_JOBS_PREFIX}*/*/sync/*"
+# writeMode sync: each sync's merged buckets, the dataset's baseline once the sync succeeds
+# (layout.py sync_prefix: datasets/<table>/<dataset>/<jobId>/<planId>/); not under jobs/, whose
+# objects expire: a baseline lasts until a later sync replaces it.
+STAGING_DATASETS_PREFIX = "datasets/"
 # Decompressed (gzip/zip) sources written by Prepare: prepared/<jobId>/<runId>/...
 STAGING_PREPARED_PREFIX = "prepared/"
 # What StartGraphLoad's edge endpoint check reads under jobs/<jobId>/<planId>/ (runtime/logic/

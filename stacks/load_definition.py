@@ -1,4 +1,5 @@
-"""The state machine's definition: Prepare → Plan → Shards (Distributed Map of Workers) → Finalize → Done.
+"""The state machine's definition: Prepare → Plan → Shards (Distributed Map of Workers) → Sync? →
+[Sync (Map of the Worker per bucket, writeMode sync)] → Finalize → Done.
 
 With a graph target Finalize hands over to the graph load's loop (stacks/graph_load.py):
 StartGraphLoad → PollGraphLoad → GraphLoaded? → GraphWait → PollGraphLoad ↺, until the load ends.
@@ -44,6 +45,8 @@ CSV_START_PENDING_ERRORS: Final[Sequence[str]] = ("CsvStartPendingError",)
 EXPRESS_MIN_THROTTLE_ATTEMPTS: Final[int] = 3
 EXPRESS_MIN_CSV_START_ATTEMPTS: Final[int] = 1
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
+# writeMode sync: the buckets synced at once (an inline Map's iterations run at most ~40 at once).
+SYNC_CONCURRENCY: Final[int] = 40
 
 
 class ManifestItemReader(sfn.S3JsonItemReader):
@@ -141,6 +144,7 @@ class LoadDefinition(Construct):
                     "maxConcurrency": "number",
                     "shardCount": "number",
                     "mapResultsPrefix": "string",
+                    "syncBuckets": "object",
                 }
             ),
             result_path="$.plan",
@@ -152,8 +156,10 @@ class LoadDefinition(Construct):
         prepare.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.prepareError")
         plan.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
         shards.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
+        synced = self._sync_choice(functions.worker_function, finalize)
         done = self._done(functions, execution)
-        self.chain: sfn.IChainable = prepare.next(plan).next(shards).next(finalize).next(done)
+        finalize.next(done)
+        self.chain: sfn.IChainable = prepare.next(plan).next(shards).next(synced)
 
     def _worker_retriers(self, worker_timeout_seconds: int) -> list[tuple[Sequence[str], int, int | None]]:
         """The Worker Task's retriers (errors, attempts, max delay) for a Worker timeout."""
@@ -255,6 +261,53 @@ class LoadDefinition(Construct):
         more.when(sfn.Condition.boolean_equals("$.turn.more", True), worker).otherwise(done)
         shards.item_processor(worker.next(more))
         return shards
+
+    def _sync_choice(self, worker_function: lambda_.IFunction, finalize: tasks.LambdaInvoke) -> sfn.Choice:
+        """Sync? after Shards: the Sync Map when Plan planned buckets (writeMode sync), then
+        Finalize (also on the Map's error); straight to Finalize otherwise."""
+        syncs = self._syncs(worker_function)
+        syncs.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
+        synced = sfn.Choice(self, "SyncChoice", state_name="Sync?")
+        has_buckets = sfn.Condition.is_present("$.plan.syncBuckets[0]")
+        return synced.when(has_buckets, syncs.next(finalize)).otherwise(finalize)
+
+    def _syncs(self, worker_function: lambda_.IFunction) -> sfn.Map:
+        """writeMode sync's second Map: one Worker per bucket of the dataset (Plan's `syncBuckets`,
+        at most logic/sync.py MAX_BUCKETS: an inline Map's few events per bucket stay far below the
+        execution's 25,000-event history), each comparing its bucket with the baseline and writing
+        the difference (runtime/shards/sync_buckets.py)."""
+        timeout = self._config.worker_timeout_seconds + WORKER_TASK_MARGIN_SECONDS
+        sync_worker = lambda_task(
+            self,
+            "SyncWorker",
+            function=worker_function,
+            payload=sfn.TaskInput.from_object(
+                {"bucket": sfn.JsonPath.number_at("$.bucket"), "job": sfn.JsonPath.object_at("$.job")}
+            ),
+            retries=None,
+            # Only the bucket: the Map's collected output stays a few bytes a bucket.
+            result_selector={"bucket": sfn.JsonPath.number_at("$.Payload.bucket")},
+            task_timeout=sfn.Timeout.duration(cdk.Duration.seconds(timeout)),
+        )
+        for errors, attempts, max_delay in [
+            *self._retries.lambda_errors(),
+            (WORKER_RETRY_ERRORS, WORKER_RETRY_ATTEMPTS, None),
+        ]:
+            self._retries.add(sync_worker, errors, attempts, max_delay)
+        syncs = sfn.Map(
+            self,
+            "SyncMap",
+            state_name="Sync",
+            items_path=sfn.JsonPath.string_at("$.plan.syncBuckets"),
+            item_selector={
+                "bucket": sfn.JsonPath.number_at("$$.Map.Item.Value"),
+                "job": sfn.JsonPath.object_at("$.plan.job"),
+            },
+            max_concurrency=SYNC_CONCURRENCY,
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        syncs.item_processor(sync_worker)
+        return syncs
 
     def _finalize(
         self, function: lambda_.IFunction, execution: Mapping[str, Any], graph_enabled: bool

@@ -20,11 +20,13 @@ from stacks.bundling import CORE, PACKAGES, PARQUET, lambda_code
 from stacks.data import (
     KEY_READ,
     KEY_WRITE,
+    STAGING_DATASETS_PREFIX,
     STAGING_GRAPH_EDGE_FILES,
     STAGING_GRAPH_ID_FILES,
     STAGING_JOBS_PREFIX,
     STAGING_PREPARED_PREFIX,
     STAGING_REPORTS,
+    STAGING_SYNC_SHARD_FILES,
     key_use,
 )
 from stacks.graph import GraphTarget
@@ -137,6 +139,9 @@ class ObjectArns:
     staging_graph_check: list[str]
     # PollGraphLoad: the run's report, which it rewrites when the load ends.
     staging_reports: str
+    # writeMode sync: the shards' staged items and the datasets' merged buckets (baselines).
+    staging_sync_shards: str
+    staging_datasets: str
 
     @classmethod
     def of(cls, scope: Construct, config: LoaderConfig, data: LoaderData) -> ObjectArns:
@@ -156,6 +161,8 @@ class ObjectArns:
                 for pattern in (STAGING_GRAPH_ID_FILES, STAGING_GRAPH_EDGE_FILES)
             ],
             staging_reports=data.staging_bucket.arn_for_objects(STAGING_REPORTS),
+            staging_sync_shards=data.staging_bucket.arn_for_objects(STAGING_SYNC_SHARD_FILES),
+            staging_datasets=data.staging_bucket.arn_for_objects(f"{STAGING_DATASETS_PREFIX}*"),
         )
 
 
@@ -193,6 +200,7 @@ class LoaderFunctions:
         self._grant_data_key()
         self._grant_table_key()
         self._acknowledge()
+        self._acknowledge_sync()
 
     @property
     def all(self) -> tuple[lambda_.Function, ...]:
@@ -384,6 +392,11 @@ class LoaderFunctions:
         self._grant_source_keys(function)
         # Rejects and graph files stream as multipart uploads (PutObject), aborted on an error.
         allow(function, ["s3:PutObject", "s3:AbortMultipartUpload"], [arns.staging_jobs])
+        # writeMode sync: the Sync Map's Worker reads the shards' staged items and the baseline's
+        # buckets, and writes its run's merged buckets (runtime/shards/sync_buckets.py); its deletes
+        # are DeleteRequests in BatchWriteItem (granted below).
+        allow(function, ["s3:GetObject"], [arns.staging_sync_shards])
+        allow(function, ["s3:GetObject", "s3:PutObject"], [arns.staging_datasets])
         # The write mode is chosen per execution (the input's dynamodb.writeMode), so the Worker holds
         # what every mode calls: BatchWriteItem (put; delete's DeleteRequests), PartiQLInsert
         # (putIfAbsent's INSERTs in BatchExecuteStatement: DynamoDB developer guide, "IAM security
@@ -410,6 +423,8 @@ class LoaderFunctions:
         """Finalize streams the merged rejects as a multipart upload (aborted if the merge fails)."""
         function = self.finalize_function
         allow(function, ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], [self.arns.staging_jobs])
+        # writeMode sync: the superseded baseline's buckets, deleted once the new one is switched in.
+        allow(function, ["s3:DeleteObject"], [self.arns.staging_datasets])
         self._data.ledger_table.grant(
             function, "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"
         )
@@ -652,6 +667,33 @@ class LoaderFunctions:
             acknowledge_wildcards(default_policy(self.worker_function.role), prefixes)
         acknowledge_wildcards(default_policy(self.finalize_function.role), staging)
         acknowledge_wildcards(default_policy(self.prepare_function.role), {**prepared, **prepare_sources})
+
+    def _acknowledge_sync(self) -> None:
+        """writeMode sync's wildcards: the shards' staged items and the datasets' buckets."""
+        scope, arns = self._scope, self.arns
+        acknowledge_wildcards(
+            default_policy(self.worker_function.role),
+            {
+                resource_finding(scope, arns.staging_sync_shards): (
+                    "writeMode sync: the shards' staged items only (jobs/<jobId>/<planId>/sync/...), "
+                    "read (s3:GetObject) by the Sync Map's Worker; job and plan ids are per run."
+                ),
+                resource_finding(scope, arns.staging_datasets): (
+                    "writeMode sync: the datasets' merged buckets only (datasets/<table>/<dataset>/"
+                    "<jobId>/<planId>/...): the Sync Map's Worker writes its run's and reads the "
+                    "baseline's; datasets are named per execution."
+                ),
+            },
+        )
+        acknowledge_wildcards(
+            default_policy(self.finalize_function.role),
+            {
+                resource_finding(scope, arns.staging_datasets): (
+                    "writeMode sync: the datasets' merged buckets only (datasets/<table>/<dataset>/"
+                    "...): Finalize deletes (s3:DeleteObject only) a baseline a sync superseded."
+                )
+            },
+        )
 
     def staging_jobs_finding(self) -> dict[str, str]:
         """The staging jobs/* wildcard, explained, for the state machine's role as well."""

@@ -270,10 +270,17 @@ class BatchWriter(_PacedWriter):
 
     def submit(self, items: list[dict[str, Any]], units: int | None = None) -> None:
         """Queue one batch; `units` = its write units (default one per item)."""
-        if not items:
+        self._submit([{"PutRequest": {"Item": item}} for item in items], units)
+
+    def submit_deletes(self, keys: list[dict[str, Any]], units: int | None = None) -> None:
+        """Queue one batch of DeleteRequests by key (writeMode sync's removed keys)."""
+        self._submit([{"DeleteRequest": {"Key": key}} for key in keys], units)
+
+    def _submit(self, requests: list[dict[str, Any]], units: int | None) -> None:
+        if not requests:
             return
         self._slots.acquire()
-        future = self._pool.submit(self._write, items, len(items) if units is None else units)
+        future = self._pool.submit(self._write, requests, len(requests) if units is None else units)
         future.add_done_callback(lambda _f: self._slots.release())
         self._futures.append(future)
         if len(self._futures) > 256:  # keep the list short on long shards
@@ -285,8 +292,8 @@ class BatchWriter(_PacedWriter):
             future.result()
         return self._raise_if_not_written()
 
-    def _write(self, items: list[dict[str, Any]], units: int) -> None:
-        pending = [{"PutRequest": {"Item": item}} for item in items]
+    def _write(self, requests: list[dict[str, Any]], units: int) -> None:
+        pending, items = requests, requests
 
         def attempt_once(_attempt: int) -> tuple[int, str | None]:
             nonlocal pending

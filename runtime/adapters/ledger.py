@@ -403,6 +403,86 @@ class Ledger:
             items.extend(page.get("Items", []))
         return items
 
+    # -- writeMode sync: a dataset's baseline and a sync's bucket counts ---------------------------
+
+    def dataset(self, table: str, dataset: str) -> dict[str, Any] | None:
+        """The dataset's baseline (`prefix`, `buckets`, `jobId`, `runId`), None before its first
+        successful sync."""
+        item = self._db.get_item(
+            TableName=self._table, Key=dataset_key(table, dataset), ConsistentRead=True
+        ).get("Item")
+        return json.loads(item["baseline"]["S"]) if item else None
+
+    def switch_baseline(
+        self, table: str, dataset: str, previous: str | None, baseline: Mapping[str, Any]
+    ) -> bool:
+        """Make `baseline` the dataset's, in one conditional write: only while the baseline is still
+        `previous` (the one this sync compared with; None: none yet), or already this one (a
+        retried switch). False when another sync switched it first."""
+        prefix = str(baseline["prefix"])
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    **dataset_key(table, dataset),
+                    "prefix": {"S": prefix},
+                    "baseline": {"S": json.dumps(dict(baseline), separators=(",", ":"))},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR prefix IN (:previous, :mine)"
+                if previous is not None
+                else "attribute_not_exists(pk) OR prefix = :mine",
+                ExpressionAttributeValues={
+                    ":mine": {"S": prefix},
+                    **({":previous": {"S": previous}} if previous is not None else {}),
+                },
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def record_sync_bucket(
+        self, job_id: str, plan_id: str, bucket: int, baseline: str, counts: Mapping[str, Any]
+    ) -> bool:
+        """Store a synced bucket's counts once; False when an earlier attempt did."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    **sync_bucket_key(job_id, plan_id, bucket, baseline),
+                    "counts": {"S": json.dumps({**counts, "bucket": bucket, "baseline": baseline})},
+                    "expiresAt": self._expires(),
+                },
+                ConditionExpression="attribute_not_exists(sk)",
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def sync_bucket_done(self, job_id: str, plan_id: str, bucket: int, baseline: str) -> bool:
+        item = self._db.get_item(
+            TableName=self._table,
+            Key=sync_bucket_key(job_id, plan_id, bucket, baseline),
+            ConsistentRead=True,
+            ProjectionExpression="sk",
+        ).get("Item")
+        return item is not None
+
+    def sync_buckets(self, job_id: str, plan_id: str, count: int, baseline: str) -> dict[int, dict[str, Any]]:
+        """The recorded buckets among the first `count` that compared with `baseline`."""
+        found: dict[int, dict[str, Any]] = {}
+        blocks = range(block_of(count - 1) + 1) if count > 0 else range(0)
+        with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="ledger") as pool:
+            for items in pool.map(lambda block: self._block(job_id, plan_id, block, "SYNC#"), blocks):
+                for item in items:
+                    counts = json.loads(item["counts"]["S"])
+                    if counts.get("baseline") == baseline:
+                        found[int(counts["bucket"])] = counts
+        return found
+
     # -- a plan's record: whether it was loaded whole, and its reload generation ------------------
 
     def plan_record(self, job_id: str, plan_id: str) -> dict[str, Any]:
@@ -561,6 +641,18 @@ class Ledger:
             existing = self.graph_load(job_id, run_id) or {}
             return str(existing.get("loadId") or load_id)
         return load_id
+
+
+def dataset_key(table: str, dataset: str) -> dict[str, dict[str, str]]:
+    """writeMode sync: a dataset's baseline record (kept: no expiry)."""
+    return {"pk": {"S": f"DATASET#{table}#{dataset}"}, "sk": {"S": "BASELINE"}}
+
+
+def sync_bucket_key(job_id: str, plan_id: str, bucket: int, baseline: str) -> dict[str, dict[str, str]]:
+    """writeMode sync: a bucket's recorded counts, under its block, for the baseline it compared
+    with (a re-run after another sync of the dataset compares again)."""
+    tag = format(zlib.crc32(baseline.encode()), "08x")
+    return {"pk": block_pk(job_id, plan_id, block_of(bucket)), "sk": {"S": f"SYNC#{bucket:05d}#{tag}"}}
 
 
 def checkpoint_key(job_id: str, plan_id: str, index: int) -> dict[str, dict[str, str]]:

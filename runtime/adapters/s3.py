@@ -8,7 +8,7 @@ import http.client
 import io
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +148,24 @@ class S3Store:
 
     def get_bytes(self, bucket: str, key: str) -> bytes:
         return bytes(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+    def delete_keys(self, bucket: str, keys: Sequence[str]) -> str | None:
+        """Delete objects, 1,000 a DeleteObjects request (a key that is not there is no error);
+        S3's error as text when a request fails (the caller's deletes are best effort), else None."""
+        try:
+            for start in range(0, len(keys), 1000):
+                objects = [{"Key": key} for key in keys[start : start + 1000]]
+                self._s3.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+        except ClientError as error:
+            return str(error)
+        return None
+
+    def get_bytes_range(self, bucket: str, key: str, start: int, end: int) -> bytes:
+        """Bytes [start, end) of an object (a sync shard's bucket section)."""
+        if end <= start:
+            return b""
+        response = self._s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")
+        return bytes(response["Body"].read())
 
     def get_staged(self, bucket: str, key: str) -> bytes:
         """A file an earlier step staged; StagedFileGoneError when it is no longer there."""

@@ -12,6 +12,7 @@ from adapters.s3 import S3Store
 from handlers.observability import entry_point
 from handlers.settings import WorkerSettings
 from shards.service import process_shard
+from shards.sync_buckets import sync_bucket
 
 SETTINGS_CLASS = WorkerSettings
 
@@ -22,9 +23,19 @@ def handle(
     """The event is one manifest entry (`shard`) and the planned job (`job`); the result is the
     shard's `index`, `more` (it stopped before its deadline at a checkpoint: the state machine
     invokes the Worker again) and its metric fields (or `skipped` when the ledger has it done).
-    `remaining`: the invocation's time left in seconds (Lambda's context, the emulator's clock)."""
+    `remaining`: the invocation's time left in seconds (Lambda's context, the emulator's clock).
+    An event of the Sync Map (writeMode sync) is a `bucket` and the job: that bucket is synced."""
     settings = WorkerSettings.from_env(env)
     pool = settings.write_ceiling + 2  # a connection for each request in flight, at most
+    if "bucket" in event:  # writeMode sync's second Map: one bucket (shards/sync_buckets.py)
+        return sync_bucket(
+            int(event["bucket"]),
+            event["job"],
+            settings,
+            S3Store(clients.s3()),
+            Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+            clients.batch_writes(pool),
+        )
     return process_shard(
         event["shard"],
         event["job"],

@@ -83,6 +83,14 @@ class PlannedJob(_Wire):
     # Under a write budget: the largest shard's estimated seconds at the Workers' share
     # (logic/shardtime.py); absent without a budget.
     shard_seconds: float | None = Field(default=None, alias="shardSeconds")
+    # writeMode sync: the dataset, its buckets, the shards, the baseline's prefix (absent at the
+    # dataset's first sync) and this run's (runtime/shards/sync_buckets.py); absent for other modes.
+    sync: dict[str, Any] | None = None
+
+    @property
+    def sync_buckets(self) -> int:
+        """writeMode sync: the dataset's bucket count (1 without a sync)."""
+        return int((self.sync or {}).get("buckets") or 1)
 
     @property
     def plan(self) -> str:

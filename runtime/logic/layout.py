@@ -55,3 +55,19 @@ def graph_ids_keys(job_id: str, run_id: str, index: int) -> tuple[str, str]:
     cover, for the endpoint check before the load; outside graph/, which the loader reads whole."""
     prefix = run_prefix(job_id, run_id) + f"graph-ids/{index:06d}"
     return prefix + ".vertices.gz", prefix + ".endpoints.gz"
+
+
+def sync_shard_key(job_id: str, plan_id: str, index: int) -> str:
+    """writeMode sync: a shard's staged items, by bucket (shards/sync_staging.py)."""
+    return f"jobs/{job_id}/{plan_id}/sync/shard-{index:06d}.jsonl.gz"
+
+
+def sync_prefix(table: str, dataset: str, job_id: str, plan_id: str) -> str:
+    """writeMode sync: where a run's merged buckets go; once the run succeeds, the dataset's
+    baseline (kept: not under jobs/, which expires)."""
+    return f"datasets/{table}/{dataset}/{job_id}/{plan_id}/"
+
+
+def sync_bucket_key(prefix: str, bucket: int) -> str:
+    """One merged bucket of a sync's (or baseline's) items under its prefix."""
+    return f"{prefix}bucket-{bucket:05d}.jsonl.gz"

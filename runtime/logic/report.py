@@ -246,6 +246,66 @@ def build(
     }
 
 
+# writeMode sync's records beside RECORD_COUNTS: the Sync Map's, summed over the buckets.
+SYNC_COUNTS = ("written", "unchanged", "deleted", "duplicates")
+
+
+def sync_section(
+    result: dict[str, Any],
+    shards: Mapping[int, Mapping[str, Any]],
+    buckets: Mapping[int, Mapping[str, Any]],
+    sync: Mapping[str, Any],
+) -> dict[str, str] | None:
+    """A sync's records in `result` (changed in place): read and rejected over every shard of the
+    plan (an earlier run's too: the buckets compare the whole file), written (new and changed),
+    unchanged, deleted and duplicates (a key's earlier records: the later wins) over the buckets,
+    and the `sync` section. The error when a bucket has no counts or the counts do not reconcile
+    (read = written + unchanged + rejected + duplicates), else None."""
+    count = int(sync["buckets"])
+    summed = {name: sum(int(b.get(name) or 0) for b in buckets.values()) for name in SYNC_COUNTS}
+    read = sum(int(c.get("read") or 0) for c in shards.values())
+    rejected = sum(int(c.get("rejected") or 0) for c in shards.values())
+    staged = sum(int(c.get("written") or 0) for c in shards.values())
+    duplicates = summed["duplicates"] + sum(int(c.get("duplicates") or 0) for c in shards.values())
+    result["records"] = {
+        "read": read,
+        "written": summed["written"],
+        "unchanged": summed["unchanged"],
+        "deleted": summed["deleted"],
+        "skipped": 0,
+        "rejected": rejected,
+        "duplicates": duplicates,
+    }
+    result["dynamodb"]["requests"] += sum(int(b.get("requests") or 0) for b in buckets.values())
+    result["dynamodb"]["retries"] += sum(int(b.get("retries") or 0) for b in buckets.values())
+    result["dynamodb"]["throttles"] += sum(int(b.get("throttles") or 0) for b in buckets.values())
+    missing = sorted(set(range(count)) - set(buckets))
+    result["sync"] = {
+        "dataset": sync["dataset"],
+        "buckets": count,
+        "synced": count - len(missing),
+        "firstSync": not sync.get("baseline"),
+        "baseline": None,
+    }
+    if missing:
+        return {
+            "type": "SyncIncompleteError",
+            "message": f"{len(missing)} of {count} sync buckets have no recorded counts (bucket "
+            f"{', '.join(map(str, missing[:MISSING_LISTED]))}): the dataset's baseline is unchanged; "
+            "run the job again to finish the sync",
+            "where": "Sync",
+        }
+    if staged != summed["written"] + summed["unchanged"] + summed["duplicates"]:
+        return {
+            "type": "ReconciliationError",
+            "message": f"the shards staged {staged} items but the buckets account for "
+            f"{summed['written'] + summed['unchanged'] + summed['duplicates']} (written + unchanged + "
+            "duplicates)",
+            "where": "Finalize",
+        }
+    return None
+
+
 def ran_in(counts: Mapping[str, Any], run_id: str) -> bool:
     """Whether a shard's recorded counts are this run's: its Worker recorded them under `runId`
     (a record without one predates it, and is taken as the run's own)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from logic import layout, parquet, planning, shardtime
+from logic import layout, parquet, planning, shardtime, sync
 from logic.errors import InputValidationError, JobAlreadyLoadedError, JobAlreadyRunningError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
@@ -88,6 +88,10 @@ def plan(
     named: dict[str, Any] = {"table": table.name} if table.named else {}
     reloaded: dict[str, Any] = {"generation": generation} if generation else {}
     timed: dict[str, Any] = {"shardSeconds": round(timing.seconds, 1)} if timing is not None else {}
+    synced = _sync(
+        spec, ledger, table.name, job_id, plan_id, generation, sum(o.size for o in objects), len(shards)
+    )
+    synced_job: dict[str, Any] = {"sync": synced} if synced is not None else {}
     job = PlannedJob(  # named as in the JSON; to_json() gives them in the model's field order
         jobId=job_id,
         runId=run_id,
@@ -101,6 +105,7 @@ def plan(
         # The Workers that can run at once: the write budget's share is never above budget / this.
         workers=max(1, min(max_concurrency, len(shards))),
         **timed,
+        **synced_job,
     )
     return {
         "job": job.to_json(),
@@ -108,7 +113,36 @@ def plan(
         "mapResultsPrefix": layout.map_results_prefix(job_id, run_id),
         "maxConcurrency": max_concurrency,
         "shardCount": len(shards),
+        # writeMode sync: the Sync Map's items, one per bucket (none: no Sync Map).
+        "syncBuckets": list(range(synced["buckets"])) if synced is not None else [],
         **({"shardTime": timing.describe()} if timing is not None else {}),
+    }
+
+
+def _sync(
+    spec: JobSpec,
+    ledger: Ledger,
+    table: str,
+    job_id: str,
+    plan_id: str,
+    generation: int,
+    source_bytes: int,
+    shards: int,
+) -> dict[str, Any] | None:
+    """writeMode sync: the dataset's buckets (its baseline's, else chosen from the source size at
+    its first sync), the baseline to compare with and this run's prefix; None for other modes."""
+    if spec.dynamodb is None or not spec.dynamodb.staged or spec.dry_run:
+        # A dry run stages nothing: its report counts what the shards would stage.
+        return None
+    dataset = str(spec.dynamodb.dataset)
+    baseline = ledger.dataset(table, dataset)
+    plan = f"{plan_id}.{generation}" if generation else plan_id
+    return {
+        "dataset": dataset,
+        "buckets": int(baseline["buckets"]) if baseline else sync.bucket_count(source_bytes),
+        "baseline": baseline["prefix"] if baseline else None,
+        "prefix": layout.sync_prefix(table, dataset, job_id, plan),
+        "shards": shards,
     }
 
 

@@ -6,6 +6,7 @@ What the shards recorded (ledger) and the plan's manifest (staging) → the reje
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,8 @@ from logic.errors import JobTakenOverError
 from logic.job import PlannedJob
 from reports.rejects import merge_rejects
 from reports.settings import ReportSettings
+
+LOG = logging.getLogger(__name__)
 
 
 def finalize(
@@ -88,12 +91,22 @@ def finalize(
         paced=_paced(job),
     )
     _add_graph(result, settings, spec, shards, (job_id, plan_id))
+    if job is not None and job.sync is not None and manifest is not None:
+        _add_sync(result, store, settings, ledger, job, shards, table)
     key = layout.report_key(job_id, run_id)
     store.put_json(settings.staging_bucket, key, result)
     answer = _answer(result, f"s3://{settings.staging_bucket}/{key}")
-    if job is not None and manifest is not None and not result["shards"]["failed"] and not job.graph:
+    settled = job is None or job.sync is None or result["status"] == "SUCCEEDED"
+    if (
+        job is not None
+        and manifest is not None
+        and not result["shards"]["failed"]
+        and not job.graph
+        and settled
+    ):
         # Every shard of the plan is recorded: a re-run of it is refused (plans/service.py). Not a
-        # graph job's: its re-run loads the statements its shards staged again (a failed load's retry).
+        # graph job's: its re-run loads the statements its shards staged again (a failed load's retry);
+        # nor a failed sync's: its re-run finishes the buckets and switches the baseline.
         ledger.record_loaded(
             job_id, str(job.plan_id or run_id), job.generation or 0, report.loaded(result, shards, now())
         )
@@ -104,6 +117,59 @@ def finalize(
             job_id, run_id, result["status"], writers_until=_writers_until(state, result, settings, now())
         )
     return answer
+
+
+def _add_sync(
+    result: dict[str, Any],
+    store: S3Store,
+    settings: ReportSettings,
+    ledger: Ledger,
+    job: PlannedJob,
+    shards: Mapping[int, Any],
+    table: str,
+) -> None:
+    """writeMode sync: the records the Sync Map counted, and, when the run succeeded, this run's
+    merged buckets made the dataset's baseline in one conditional switch (a failed run leaves the
+    previous one in force)."""
+    sync = job.sync or {}
+    baseline = str(sync.get("baseline") or "")
+    buckets = ledger.sync_buckets(job.job_id, job.plan, int(sync["buckets"]), baseline)
+    error = report.sync_section(result, shards, buckets, sync)
+    caught = result["error"]
+    if caught is not None and caught["where"] == "Shards" and not result["shards"]["failed"]:
+        caught["where"] = "Sync"  # every shard is done: the Sync Map's Worker failed
+    if result["error"] is None and error is None:
+        switched = ledger.switch_baseline(
+            table,
+            str(sync["dataset"]),
+            sync.get("baseline"),
+            {"prefix": sync["prefix"], "buckets": sync["buckets"], "jobId": job.job_id, "runId": job.run_id},
+        )
+        if switched:
+            result["sync"]["baseline"] = sync["prefix"]
+            _drop_baseline(store, settings.staging_bucket, sync)
+        else:
+            error = {
+                "type": "SyncConflictError",
+                "message": f"another sync of dataset {sync['dataset']!r} switched its baseline while this "
+                "one ran: what this run wrote stays written; run it again to compare with that one",
+                "where": "Finalize",
+            }
+    if result["error"] is None and error is not None:
+        result["error"], result["status"] = error, "FAILED"
+
+
+def _drop_baseline(store: S3Store, bucket: str, sync: Mapping[str, Any]) -> None:
+    """The superseded baseline's buckets deleted once the switch is made (a sync's staged shards
+    under jobs/ expire with it). Best effort: one left behind costs storage, never correctness
+    (no baseline record names it any more)."""
+    previous = sync.get("baseline")
+    if not previous or previous == sync["prefix"]:
+        return
+    keys = [layout.sync_bucket_key(str(previous), b) for b in range(int(sync["buckets"]))]
+    failed = store.delete_keys(bucket, keys)
+    if failed is not None:
+        LOG.warning("the superseded baseline %s was not deleted: %s", previous, failed)
 
 
 def _writers_until(

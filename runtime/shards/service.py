@@ -11,6 +11,8 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from adapters.dynamodb import ItemWriter
+from adapters.keyed_batches import KeyedBatchWriter
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
 from logic import checkpoints, layout, report
@@ -21,6 +23,7 @@ from logic.spec.parse import parse_spec
 from shards import sources, staging, writing
 from shards.records import process, process_parquet
 from shards.settings import ShardSettings
+from shards.sync_staging import SyncStager
 
 # What the Worker returns besides `index`: the state machine keeps only `index`; these feed the
 # EMF metrics (handlers/observability.py).
@@ -76,9 +79,10 @@ def _process(
         # finished this shard: the items are written, count nothing twice.
         return {"index": index, "skipped": True, "more": False}
     spec = parse_spec(job.spec, table_key=job.table_key or {})
-    # A graph job's staged files are one per shard (its endpoint check reads them by shard): it
-    # runs to its shard's end in one invocation.
-    stop = Stop(remaining) if remaining is not None and spec.graph is None else None
+    # A graph job's staged files are one per shard (its endpoint check reads them by shard), as
+    # are a sync's staged items: it runs to its shard's end in one invocation.
+    staged = spec.dynamodb is not None and spec.dynamodb.staged
+    stop = Stop(remaining) if remaining is not None and spec.graph is None and not staged else None
     checkpoint = ledger.checkpoint(job_id, plan_id, index) if stop is not None else None
     seq = int(checkpoint["seq"]) if checkpoint else 0
     earlier: dict[str, Any] | None = checkpoint["counts"] if checkpoint else None
@@ -96,7 +100,9 @@ def _process(
     origin = staging.origin(source, shard.member)
     markers = ledger.markers(job_id, plan_id, index, run_id)
     writer = writing.writer(db, item_db or db, spec, settings, markers, job.target_table(settings.table_name))
-    if writer is not None and writing.conditional(writer):
+    if isinstance(writer, SyncStager):
+        writer.buckets = job.sync_buckets
+    if isinstance(writer, ItemWriter | KeyedBatchWriter) and writing.conditional(writer):
         # A conditional mode's write replayed after this run's crashed attempt is this run's write.
         writer.replayed = ledger.start_attempt(job_id, plan_id, index, run_id, seq)
     # Rejects and graph statements stream to staging as multipart uploads while the shard is
@@ -133,6 +139,12 @@ def _process(
     result = _result(counts, stats, writer, spec, segment_bytes, store.retries)
     result.update(rejected=rejects.count, rejectedLines=rejects.lines)
     result.update(staging.outputs(rejects, rejects_key, graph, graph_keys))
+    if isinstance(writer, SyncStager) and not stopped:
+        # The shard's staged items, before the shard is recorded done: the Sync Map reads them.
+        body, sections = writer.finish()
+        key = layout.sync_shard_key(job_id, plan_id, index)
+        store.put_bytes(settings.staging_bucket, key, body, "application/gzip")
+        result.update(syncKey=key, syncSections=sections)
     metrics = {name: result[name] for name in METRIC_FIELDS}
     total = {**checkpoints.merged(earlier, result), "runId": run_id} if stop is not None else result
     if stopped:

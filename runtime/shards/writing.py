@@ -23,6 +23,7 @@ from logic.spec.dynamodb import (
     NewerWinsTarget,
     PutIfAbsentTarget,
     PutTarget,
+    SyncTarget,
     UpdateTarget,
 )
 from logic.spec.inputs import JobSpec
@@ -30,8 +31,9 @@ from logic.values import Item
 from logic.writemodes import WritePlan, write_plan
 from shards.rejects import RejectSink
 from shards.settings import ShardSettings
+from shards.sync_staging import SyncStager
 
-Writer = BatchWriter | ItemWriter | KeyedBatchWriter
+Writer = BatchWriter | ItemWriter | KeyedBatchWriter | SyncStager
 
 
 class Sender:
@@ -54,7 +56,9 @@ class Sender:
     def add(self, item: Item, offset: int, record: Any = None) -> None:
         """Send `item`, mapped from `record`, the record at byte `offset` of its object."""
         if self._batcher is None:
-            if isinstance(self._writer, ItemWriter):
+            if isinstance(self._writer, SyncStager):
+                self._writer.add(item)
+            elif isinstance(self._writer, ItemWriter):
                 self._writer.submit(item.key, item.attributes, self._writer.units(item.size), offset, record)
             elif isinstance(self._writer, KeyedBatchWriter):
                 self._writer.submit(item.key, item.attributes, self._writer.units(item.size), record)
@@ -76,7 +80,7 @@ class Sender:
 
     def _reject_refused(self) -> None:
         """Reject the records DynamoDB refused so far (in this thread: the sink is not shared)."""
-        if self._writer is None:
+        if not isinstance(self._writer, ItemWriter | KeyedBatchWriter):
             return
         for record, reason in self._writer.take_refused():
             self._rejects.add(record, REFUSED_CODE, reason)
@@ -113,6 +117,13 @@ def _keyed_batch_writer(
     )
 
 
+def _sync_stager(
+    _db: Any, _item_db: Any, _settings: ShardSettings, _table: str, plan: WritePlan | None, _m: Markers
+) -> Writer:
+    assert plan is not None
+    return SyncStager(plan.key)
+
+
 def _item_writer(
     _db: Any, item_db: Any, settings: ShardSettings, table: str, plan: WritePlan | None, markers: Markers
 ) -> Writer:
@@ -130,13 +141,15 @@ def _item_writer(
 
 # The writer of each write mode and engine: put in BatchWriteItem (BatchWriter); delete and
 # putIfAbsent batched by key (KeyedBatchWriter, batches through `db`); newerWins and update one item
-# at a time (ItemWriter). A mode's model says which engines it allows (tests hold the two equal).
+# at a time (ItemWriter); sync staged by bucket in S3 (SyncStager: the Sync Map writes it).
+# A mode's model says which engines it allows (tests hold the two equal).
 WRITERS: Mapping[tuple[type[DynamoDbTarget], Engine], WriterFactory] = {
     (PutTarget, API): _batch_writer,
     (PutIfAbsentTarget, API): _keyed_batch_writer,
     (DeleteTarget, API): _keyed_batch_writer,
     (NewerWinsTarget, API): _item_writer,
     (UpdateTarget, API): _item_writer,
+    (SyncTarget, API): _sync_stager,
 }
 
 
@@ -191,7 +204,7 @@ def budget(
 ) -> contextlib.AbstractContextManager[Any]:
     """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has
     one; `workers`: how many Workers can run at once (no share is larger than budget / workers)."""
-    if writer is None or spec.write_units_per_second is None:
+    if writer is None or isinstance(writer, SyncStager) or spec.write_units_per_second is None:
         return contextlib.nullcontext()
     board = HeartbeatBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
     return SharedBudget(board, index, spec.write_units_per_second, writer, workers=workers)

@@ -66,6 +66,8 @@ HANDLERS = {
 DATA = "Mapload-dev-Data"
 STAGING_JOBS = "${Output:" + DATA + ":StagingBucketArn}/jobs/*"
 STAGING_PREPARED = "${Output:" + DATA + ":StagingBucketArn}/prepared/*"
+STAGING_SYNC_SHARDS = "${Output:" + DATA + ":StagingBucketArn}/jobs/*/*/sync/*"
+STAGING_DATASETS = "${Output:" + DATA + ":StagingBucketArn}/datasets/*"
 SOURCE_BUCKET = "${Output:" + DATA + ":SourceBucketArn}"
 TABLE_ARN = "arn:${Ref:AWS::Partition}:dynamodb:${Ref:AWS::Region}:${Ref:AWS::AccountId}:table/"
 LEDGER = TABLE_ARN + "${Output:" + DATA + ":LedgerTableName}"
@@ -205,6 +207,9 @@ def test_worker_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("s3:GetObject", STAGING_PREPARED),
         ("s3:PutObject", STAGING_JOBS),
         ("s3:AbortMultipartUpload", STAGING_JOBS),  # rejects and graph files stream in parts
+        ("s3:GetObject", STAGING_SYNC_SHARDS),  # writeMode sync: the shards' staged items
+        ("s3:GetObject", STAGING_DATASETS),  # writeMode sync: the baseline's buckets
+        ("s3:PutObject", STAGING_DATASETS),  # writeMode sync: this run's merged buckets
         ("dynamodb:BatchWriteItem", TARGET),  # put; delete (DeleteRequests)
         ("dynamodb:PartiQLInsert", TARGET),  # putIfAbsent (INSERTs in BatchExecuteStatement)
         ("dynamodb:PutItem", TARGET),  # newerWins; a putIfAbsent INSERT whose answer was lost
@@ -237,6 +242,7 @@ def test_finalize_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("s3:PutObject", STAGING_JOBS),
         # The merged rejects go up as a streamed multipart upload, aborted if the merge fails.
         ("s3:AbortMultipartUpload", STAGING_JOBS),
+        ("s3:DeleteObject", STAGING_DATASETS),  # writeMode sync: a superseded baseline
         ("dynamodb:Query", LEDGER),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:UpdateItem", LEDGER),

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.infra
 
 # The modes as writeMode spells them (logic/spec/dynamodb.py WRITE_MODES; spelled here too, so the
 # scan does not depend on the code it scans).
-MODE_NAMES = {"put", "putIfAbsent", "newerWins", "update", "delete"}
+MODE_NAMES = {"put", "putIfAbsent", "newerWins", "update", "delete", "sync"}
 # Names that hold a mode's name, or the sets of names the modes were once sorted into (`mode`
 # only as an attribute, `plan.mode`: a bare `mode` may be anything).
 MODE_HOLDERS = {

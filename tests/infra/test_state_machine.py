@@ -109,8 +109,27 @@ def test_shape_plan_shards_finalize_done(dev: Synth) -> None:
     assert {"Prepare", "Plan", "Shards", "Finalize", "Done", "Succeeded", "Failed"} <= set(states)
     assert states["Prepare"]["Next"] == "Plan"
     assert states["Plan"]["Next"] == "Shards"
-    assert states["Shards"]["Next"] == "Finalize"
+    assert states["Shards"]["Next"] == "Sync?"
     assert states["Finalize"]["Next"] == "Done"
+
+
+def test_the_sync_map_runs_only_for_a_sync_and_then_finalizes(dev: Synth) -> None:
+    """writeMode sync: Plan's syncBuckets ([] for any other job) feed an inline Map of the Worker
+    function per bucket; every other job goes straight to Finalize."""
+    states = definition(dev)["States"]
+    choice = states["Sync?"]
+    assert choice["Type"] == "Choice"
+    assert choice["Choices"] == [{"Variable": "$.plan.syncBuckets[0]", "IsPresent": True, "Next": "Sync"}]
+    assert choice["Default"] == "Finalize"
+    sync = states["Sync"]
+    assert sync["Type"] == "Map" and sync["ItemsPath"] == "$.plan.syncBuckets"
+    assert sync["MaxConcurrency"] == 40 and sync["ResultPath"] is None and sync["Next"] == "Finalize"
+    assert sync["ItemSelector"] == {"bucket.$": "$$.Map.Item.Value", "job.$": "$.plan.job"}
+    assert sync["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Finalize"}]
+    worker = sync["ItemProcessor"]["States"]["SyncWorker"]
+    assert worker["Parameters"]["FunctionName"] == function_arn(dev, "Worker")
+    assert worker["Parameters"]["Payload"] == {"bucket.$": "$.bucket", "job.$": "$.job"}
+    assert worker["ResultSelector"] == {"bucket.$": "$.Payload.bucket"}
 
 
 def test_prepare_task(dev: Synth) -> None:
@@ -147,6 +166,7 @@ def test_plan_task(dev: Synth) -> None:
         "maxConcurrency.$": "$.Payload.maxConcurrency",
         "shardCount.$": "$.Payload.shardCount",
         "mapResultsPrefix.$": "$.Payload.mapResultsPrefix",
+        "syncBuckets.$": "$.Payload.syncBuckets",
     }
     assert plan["ResultPath"] == "$.plan"
     assert plan["Retry"] == lambda_retriers()
@@ -275,7 +295,7 @@ def test_every_lambda_task_retries_what_lambda_really_reports(
     name: str, request: pytest.FixtureRequest
 ) -> None:
     tasks = lambda_tasks(definition(request.getfixturevalue(name)))
-    expected = {"Prepare", "Plan", "Worker", "Finalize"}
+    expected = {"Prepare", "Plan", "Worker", "SyncWorker", "Finalize"}
     if name != "variant":
         expected |= {"StartGraphLoad", "PollGraphLoad", "GraphLoadError"}
     assert set(tasks) == expected

@@ -422,6 +422,7 @@ def finalized(
         "mapResultsPrefix": layout.map_results_prefix(JOB_ID, RUN_ID),
         "maxConcurrency": 10_000,
         "shardCount": SHARDS,
+        "syncBuckets": [],  # no sync: the Sync Map does not run
     }
     state = run.task("Plan", state, lambda _: plan)
     store = MemoryStore(objects)

@@ -54,6 +54,7 @@ def test_the_modes_do_what_their_documentation_says() -> None:
         "newerWins": (False, False, True, False, "PutItem"),
         "update": (False, False, False, True, "UpdateItem"),
         "delete": (False, True, False, False, "DeleteItem"),
+        "sync": (False, True, False, False, "PutItem"),
     }
 
 

@@ -46,8 +46,18 @@ TableName = Annotated[
 AttributeType = Literal["S", "N", "BOOL", "NULL", "B", "SS", "NS", "BS", "L", "M"]
 ATTRIBUTE_TYPES = get_args(AttributeType)
 SET_TYPES = ("SS", "NS", "BS")
-WriteMode = Literal["put", "putIfAbsent", "newerWins", "update", "delete"]
+WriteMode = Literal["put", "putIfAbsent", "newerWins", "update", "delete", "sync"]
 WRITE_MODES = get_args(WriteMode)
+# A sync's dataset name: what its baseline is kept under (letters, digits, `_`, `.`, `-`).
+DATASET_PATTERN = r"^[A-Za-z0-9_.-]{1,100}" + END
+DatasetName = Annotated[
+    str,
+    matches(
+        DATASET_PATTERN,
+        lambda value: f"not a dataset name (1-100 letters, digits, '_', '.', '-'), got {value!r}",
+    ),
+]
+_SYNC_ONLY = "only allowed when writeMode is sync (writeMode is {mode!r})"
 # How writeMode update writes an attribute: SET, ADD, or SET if absent (if_not_exists).
 UpdateAction = Literal["set", "add", "setIfAbsent"]
 UPDATE_ACTIONS = get_args(UpdateAction)
@@ -253,6 +263,9 @@ class DynamoDbTarget(Model):
     counts: ClassVar[bool] = False
     # The request that writes one item alone (what a single-item write plan sends).
     operation: ClassVar[Operation]
+    # Staged, not written, by the Workers: the Sync Map writes the difference from the dataset's
+    # baseline (writeMode sync: logic/sync.py, runtime/shards/sync_buckets.py).
+    staged: ClassVar[bool] = False
     # The engines that may write this mode (today the one: API).
     engines: ClassVar[tuple[Engine, ...]] = (API,)
     # How `mapload estimate` models the mode's load.
@@ -275,6 +288,9 @@ class DynamoDbTarget(Model):
 
         @property
         def version(self) -> str | None: ...
+
+        @property
+        def dataset(self) -> str | None: ...
 
     @model_validator(mode="after")
     def _defaults_written_out(self) -> DynamoDbTarget:
@@ -393,7 +409,10 @@ class PutTarget(DynamoDbTarget):
     items_per_request = BATCH_ITEMS
     operation = "PutItem"
     estimate = EstimateModel("BatchWriteItem")
-    refused: ClassVar[dict[str, str]] = {"version": _NEWER_WINS_ONLY.format(mode="put")}
+    refused: ClassVar[dict[str, str]] = {
+        "version": _NEWER_WINS_ONLY.format(mode="put"),
+        "dataset": _SYNC_ONLY.format(mode="put"),
+    }
 
 
 class PutIfAbsentTarget(DynamoDbTarget):
@@ -408,7 +427,10 @@ class PutIfAbsentTarget(DynamoDbTarget):
     conditional = True
     operation = "PutItem"
     estimate = EstimateModel("BatchExecuteStatement of PartiQL INSERTs")
-    refused: ClassVar[dict[str, str]] = {"version": _NEWER_WINS_ONLY.format(mode="putIfAbsent")}
+    refused: ClassVar[dict[str, str]] = {
+        "version": _NEWER_WINS_ONLY.format(mode="putIfAbsent"),
+        "dataset": _SYNC_ONLY.format(mode="putIfAbsent"),
+    }
 
 
 class NewerWinsTarget(DynamoDbTarget):
@@ -425,6 +447,7 @@ class NewerWinsTarget(DynamoDbTarget):
     versioned = True
     operation = "PutItem"
     estimate = EstimateModel("PutItem/UpdateItem")
+    refused: ClassVar[dict[str, str]] = {"dataset": _SYNC_ONLY.format(mode="newerWins")}
 
 
 class UpdateTarget(DynamoDbTarget):
@@ -439,7 +462,10 @@ class UpdateTarget(DynamoDbTarget):
     counts = True
     operation = "UpdateItem"
     estimate = EstimateModel("PutItem/UpdateItem")
-    refused: ClassVar[dict[str, str]] = {"version": _NEWER_WINS_ONLY.format(mode="update")}
+    refused: ClassVar[dict[str, str]] = {
+        "version": _NEWER_WINS_ONLY.format(mode="update"),
+        "dataset": _SYNC_ONLY.format(mode="update"),
+    }
 
 
 class DeleteTarget(DynamoDbTarget):
@@ -451,6 +477,7 @@ class DeleteTarget(DynamoDbTarget):
     refused: ClassVar[dict[str, str]] = {
         "attributes": "not allowed when writeMode is delete: items are deleted by their key alone",
         "version": _NEWER_WINS_ONLY.format(mode="delete"),
+        "dataset": _SYNC_ONLY.format(mode="delete"),
     }
     batched = True
     items_per_request = BATCH_ITEMS
@@ -462,9 +489,36 @@ class DeleteTarget(DynamoDbTarget):
     )
 
 
+class SyncTarget(DynamoDbTarget):
+    """writeMode sync: the table's items of `dataset` follow the file. Workers stage the mapped
+    items by a hash of their key; the Sync Map then puts the new and changed ones and deletes the
+    keys the dataset's previous successful sync wrote and the file no longer has
+    (BatchWriteItem of PutRequests and DeleteRequests)."""
+
+    write_mode: Literal["sync"]
+    attributes: Attributes[TypedField] = _ATTRIBUTES
+    version: ClassVar[None] = None
+    dataset: DatasetName = Field(
+        description="The dataset the items belong to: its baseline (what its last successful sync "
+        "wrote) is what the file is compared with, and only its items are ever deleted."
+    )
+    batched = True
+    items_per_request = BATCH_ITEMS
+    staged = True
+    operation = "PutItem"
+    estimate = EstimateModel(
+        "BatchWriteItem of the changed items (and DeleteRequests)",
+        note="writeMode sync: modelled as a first sync (every item written); a later sync writes "
+        "only new, changed and removed items, so give --rows as their count for its write units "
+        "(the staging and comparison's S3 and Lambda time are not modelled).",
+    )
+    refused: ClassVar[dict[str, str]] = {"version": _NEWER_WINS_ONLY.format(mode="sync")}
+
+
 # Each write mode's model, by the name writeMode gives it.
 WRITE_MODE_TYPES: Mapping[str, type[DynamoDbTarget]] = {
-    mode.name: mode for mode in (PutTarget, PutIfAbsentTarget, NewerWinsTarget, UpdateTarget, DeleteTarget)
+    mode.name: mode
+    for mode in (PutTarget, PutIfAbsentTarget, NewerWinsTarget, UpdateTarget, DeleteTarget, SyncTarget)
 }
 
 
@@ -497,7 +551,8 @@ RecordTarget = Annotated[
     | Annotated[PutIfAbsentTarget, Tag("~putIfAbsent")]
     | Annotated[NewerWinsTarget, Tag("~newerWins")]
     | Annotated[UpdateTarget, Tag("~update")]
-    | Annotated[DeleteTarget, Tag("~delete")],
+    | Annotated[DeleteTarget, Tag("~delete")]
+    | Annotated[SyncTarget, Tag("~sync")],
     _BY_WRITE_MODE,
 ]
 
@@ -531,11 +586,16 @@ class ExportDeleteTarget(DeleteTarget):
     key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
 
 
+class ExportSyncTarget(SyncTarget):
+    key: ExportKey = _EXPORT_KEY  # type: ignore[assignment]
+
+
 ExportTarget = Annotated[
     Annotated[ExportPutTarget, Tag("~put")]
     | Annotated[ExportPutIfAbsentTarget, Tag("~putIfAbsent")]
     | Annotated[ExportNewerWinsTarget, Tag("~newerWins")]
     | Annotated[ExportUpdateTarget, Tag("~update")]
-    | Annotated[ExportDeleteTarget, Tag("~delete")],
+    | Annotated[ExportDeleteTarget, Tag("~delete")]
+    | Annotated[ExportSyncTarget, Tag("~sync")],
     _BY_WRITE_MODE,
 ]
