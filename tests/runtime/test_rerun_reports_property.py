@@ -55,6 +55,7 @@ class Applied:
     def __init__(self) -> None:
         self.count = 0
         self._depth = threading.local()
+        self._lock = threading.Lock()  # the ItemWriter's lanes apply writes from several threads
 
     @contextmanager
     def _outer(self) -> Iterator[bool]:
@@ -73,7 +74,9 @@ class Applied:
                 with self._outer() as outer:
                     result = original(this, *args, **kwargs)
                     if outer:
-                        self.count += writes(this, args, kwargs)
+                        applied = writes(this, args, kwargs)
+                        with self._lock:
+                            self.count += applied
                     return result
 
             monkeypatch.setattr(cls, name, counted)
