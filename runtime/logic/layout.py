@@ -71,3 +71,29 @@ def sync_prefix(table: str, dataset: str, job_id: str, plan_id: str) -> str:
 def sync_bucket_key(prefix: str, bucket: int) -> str:
     """One merged bucket of a sync's (or baseline's) items under its prefix."""
     return f"{prefix}bucket-{bucket:05d}.jsonl.gz"
+
+
+def bulk_items_prefix(job_id: str, plan_id: str) -> str:
+    """dynamodb.engine bulkPutItems: every staged item object of a plan, and nothing else (the
+    StartBulkPutItems S3KeyPrefix: the service reads every object under it)."""
+    return f"jobs/{job_id}/{plan_id}/bulk/items/"
+
+
+def bulk_items_key(job_id: str, plan_id: str, index: int, part: int = 0) -> str:
+    """One staged object of a shard: DynamoDB JSON Lines, gzip. A shard's parts are cut at the
+    same records on every attempt, so a retried shard overwrites its objects, never adds one."""
+    return bulk_items_prefix(job_id, plan_id) + f"{index:06d}-{part:03d}.json.gz"
+
+
+def bulk_lines_key(items_key: str) -> str:
+    """The sidecar of a staged object (logic/bulk_sidecar.py): its records' source positions.
+    Outside bulk/items/, which the service reads whole."""
+    head, sep, name = items_key.rpartition("/bulk/items/")
+    if not sep:
+        raise ValueError(f"not a staged bulk object key: {items_key!r}")
+    return f"{head}/bulk/lines/{name}"
+
+
+def bulk_output_prefix(job_id: str, run_id: str) -> str:
+    """Where the bulk put items operation of a run writes its reports and manifest."""
+    return run_prefix(job_id, run_id) + "bulk-output/"
