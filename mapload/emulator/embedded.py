@@ -138,7 +138,8 @@ class Invocations:
         with self.lock:
             if fn.role == "plan" and isinstance(result, dict):
                 self.shard_total = int(result.get("shardCount", 0))
-            elif fn.role == "worker" and isinstance(result, dict):
+            elif fn.role == "worker" and isinstance(result, dict) and "index" in result:
+                # A shard's result (the Worker also syncs writeMode sync's buckets: not shards).
                 self.shards_done += 0 if result.get("more") else 1  # else stopped at a checkpoint
                 self.records_read += int(result.get("read", 0))
             elif fn.role == "finalize" and isinstance(result, dict):

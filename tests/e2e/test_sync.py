@@ -69,10 +69,14 @@ def test_two_syncs_write_only_the_changes_and_delete_what_disappeared(
     db = boto3.client("dynamodb", endpoint_url=served, region_name="us-east-1", **KEYS)
     first_rows = {f"P{i:04d}": (f"{50 + i / 1000:.3f}", f"place {i}") for i in range(ROWS)}
     first = run_local(_write(tmp_path / "v1.csv", first_rows), SPEC, report_path=tmp_path / "r1.json")
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert f"read {ROWS} = written {ROWS} + unchanged 0 + rejected 0 + duplicates 0 · deleted 0" in printed
     assert first["status"] == "SUCCEEDED", first.get("error")
     assert first["shards"]["total"] > 5
+    # The progress line counts shards, not the Sync Map's buckets (the same Worker function runs both).
+    shards = first["shards"]["total"]
+    assert f"shards {shards}/{shards} · {ROWS:,} records" in captured.err.splitlines()[-1]
     assert first["sync"]["buckets"] > 2 and first["sync"]["firstSync"]
     assert first["records"]["written"] == ROWS and first["records"]["deleted"] == 0
     assert _table(db) == _expected(first_rows)
