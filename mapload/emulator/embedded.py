@@ -284,6 +284,8 @@ class Emulator:
         undo.callback(self._forget_deployment)
         self._mock.start()
         undo.callback(self._mock.stop)
+        # Bulk put items operations still running end before moto's backends go with the mock.
+        undo.callback(bulk_put.MODEL.close)
         _clear_runtime_clients()
         return self
 

@@ -335,6 +335,26 @@ def test_cancel_stops_the_operation_and_a_finished_one_cannot_be_cancelled(
     assert code == "ValidationException"
 
 
+def test_an_operation_that_breaks_fails_with_a_code_and_a_message(
+    emu: Emulator, held: threading.Event
+) -> None:
+    """FAILED (the service: "might write some items before"): here the table goes mid-run."""
+    stage(emu, {"a.json.gz": record("a")})
+    db = emu.client("dynamodb")
+    raw = Raw(db)
+    arn = db.start_bulk_put_items(**start_args())["BulkOperationDescription"]["BulkOperationArn"]
+    db.delete_table(TableName=TABLE)
+    held.set()
+    described = finished(db, arn)
+    assert (described["BulkOperationStatus"], described["FailureCode"]) == ("FAILED", bulk_put.INTERNAL_ERROR)
+    assert "deleted" in described["FailureMessage"]
+    check_shape(
+        raw.bodies["DescribeBulkOperation"],
+        raw.model.operation_model("DescribeBulkOperation").output_shape,
+        "D",
+    )
+
+
 # -- shapes against botocore's model ------------------------------------------------------------
 
 
@@ -405,8 +425,12 @@ def test_requests_and_answers_have_botocore_s_shapes(emu: Emulator) -> None:
         db.cancel_bulk_operation(BulkOperationArn=arn)  # finished: refused, answered below running
     for name in ("StartBulkPutItems", "DescribeBulkOperation", "ListBulkOperations"):
         check_shape(raw.bodies[name], raw.model.operation_model(name).output_shape, name)
-    code, _ = refusal(lambda: db.cancel_bulk_operation(BulkOperationArn=arn + "0"))
-    assert code in raw.model.operation_model("CancelBulkOperation").error_shapes[0].name  # ResourceNotFound
+    for name, call in {
+        "DescribeBulkOperation": lambda: db.describe_bulk_operation(BulkOperationArn=arn + "0"),
+        "CancelBulkOperation": lambda: db.cancel_bulk_operation(BulkOperationArn=arn + "0"),
+    }.items():
+        code, _ = refusal(call)
+        assert code in {shape.name for shape in raw.model.operation_model(name).error_shapes}, name
 
 
 def test_cancel_s_answer_has_botocore_s_shape(emu: Emulator, held: threading.Event) -> None:
