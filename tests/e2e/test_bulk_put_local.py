@@ -479,7 +479,8 @@ def test_the_model_s_s3_calls_are_attributed_to_the_role_that_started_it(emu: Em
     db = emu.client("dynamodb")
     with watching(seen.append):
         with acting_as(starter):
-            arn = db.start_bulk_put_items(**start_args())["BulkOperationDescription"]["BulkOperationArn"]
+            started = db.start_bulk_put_items(**start_args(TableName=table_arn))  # the ARN names it too
+            arn = started["BulkOperationDescription"]["BulkOperationArn"]
         finished(db, arn)
     mine = {(c.operation, resource) for c in seen if c.principal == starter for _, resource in c.needs}
     folder = bulk_output.operation_folder(OUTPUT, arn)
@@ -533,3 +534,38 @@ def test_mapload_serve_answers_the_four_operations(served: str) -> None:
     assert [s["BulkOperationArn"] for s in db.list_bulk_operations()["BulkOperationsSummaryList"]] == [arn]
     code, _ = refusal(lambda: db.cancel_bulk_operation(BulkOperationArn=arn))
     assert code == "ValidationException"
+
+
+def test_the_kms_calls_of_encrypted_input_and_output_are_the_caller_s(
+    emu: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S3 decrypts an SSE-KMS input object and generates a data key for an output object with the
+    reader's and writer's permissions: the bucket's key for the input, the request's
+    S3SseKmsKeyId for the output."""
+    from mapload.emulator import calls
+
+    stage(emu, {"a.json.gz": record("a")})
+    bucket_key = f"arn:aws:kms:{REGION}:123456789012:key/staging"
+    output_key = f"arn:aws:kms:{REGION}:123456789012:key/reports"
+    monkeypatch.setitem(calls.WATCHER.keys, f"arn:aws:s3:::{BUCKET}", bucket_key)
+    everything = [{"Effect": "Allow", "Action": ["dynamodb:*", "s3:*", "kms:*"], "Resource": "*"}]
+    starter = principal("function StartBulkPut", "StartRole", "123456789012", everything)
+    seen: list[AwsCall] = []
+    db = emu.client("dynamodb")
+    output = {
+        "S3Bucket": BUCKET,
+        "S3KeyPrefix": OUTPUT,
+        "OutputType": ["ERROR"],
+        "S3SseAlgorithm": "KMS",
+        "S3SseKmsKeyId": output_key,
+    }
+    with watching(seen.append):
+        with acting_as(starter):
+            started = db.start_bulk_put_items(**start_args(OutputS3Configuration=output))
+        finished(db, started["BulkOperationDescription"]["BulkOperationArn"])
+    kms = {(c.operation, k.key, k.actions) for c in seen for k in c.kms}
+    assert kms == {
+        ("s3:GetObject", bucket_key, ("kms:Decrypt",)),
+        ("s3:PutObject", output_key, ("kms:GenerateDataKey",)),
+    }
+    assert all(c.principal == starter for c in seen if c.kms)
