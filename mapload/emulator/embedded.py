@@ -23,7 +23,7 @@ from moto import mock_aws
 from moto.core.config import DefaultConfig
 
 from adapters.buckets import create_bucket
-from mapload.emulator import calls, limits, moto_patches
+from mapload.emulator import bulk_put, calls, limits, moto_patches
 from mapload.emulator import clock as clocks
 from mapload.emulator.cfn import Resolver, UnresolvedError
 from mapload.emulator.neptune_local import LocalNeptuneLoader
@@ -57,8 +57,9 @@ class StackTemplate(Protocol):
 
 
 class _LoadsWait:
-    """Real time whose Wait states end once the emulator's local graph loads are done (or their
-    seconds pass): Neptune needs the poll's seconds, the local loader only its own running time."""
+    """Real time whose Wait states end once the emulator's local graph loads and bulk put items
+    operations are done (or their seconds pass): Neptune and DynamoDB need the poll's seconds, the
+    local models only their own running time."""
 
     def __init__(self, emulator: Emulator) -> None:
         self._emulator = emulator
@@ -68,10 +69,13 @@ class _LoadsWait:
 
     def advance(self, seconds: float) -> None:
         loader = self._emulator.graph_loader
-        if loader is None:
+        if loader is None and not bulk_put.MODEL.active():
             time.sleep(seconds)
-        else:
+            return
+        deadline = time.monotonic() + seconds
+        if loader is not None:
             loader.wait_idle(seconds)
+        bulk_put.MODEL.wait_idle(max(0.0, deadline - time.monotonic()))
 
 
 class EmulatorTimeoutError(Exception):
@@ -265,7 +269,13 @@ class Emulator:
         undo.callback(moto_patches.LAMBDA_INVOKE.uninstall)
         # What AWS enforces and moto's interpreter does not; moto's hot paths, cheap for thousands
         # of Map children; TransactWriteItems isolated from other threads' writes.
-        for patch in (*moto_patches.LIMITS, *moto_patches.SPEED, moto_patches.TRANSACTIONS):
+        # DynamoDB's bulk put items, which moto lacks, on the local model (bulk_put.py).
+        for patch in (
+            *moto_patches.LIMITS,
+            *moto_patches.SPEED,
+            moto_patches.TRANSACTIONS,
+            moto_patches.BULK_PUT,
+        ):
             patch.install()
             undo.callback(patch.uninstall)
         # A Wait state (the graph load's poll) moves a given clock on; in real time it waits only
@@ -275,6 +285,8 @@ class Emulator:
         undo.callback(self._forget_deployment)
         self._mock.start()
         undo.callback(self._mock.stop)
+        # Bulk put items operations still running end before moto's backends go with the mock.
+        undo.callback(bulk_put.MODEL.close)
         _clear_runtime_clients()
         return self
 

@@ -65,5 +65,6 @@ class Patch:
     def _swap(self, target: str, replacement: Any) -> None:
         owner, attribute = resolve(target)
         if target not in self._saved:
-            self._saved[target] = (vars(owner).get(attribute, _MISSING), getattr(owner, attribute))
+            # A target moto lacks (an operation the emulator adds) is put back as missing.
+            self._saved[target] = (vars(owner).get(attribute, _MISSING), getattr(owner, attribute, _MISSING))
         setattr(owner, attribute, replacement)

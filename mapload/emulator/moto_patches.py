@@ -12,6 +12,9 @@ Seams the run needs (moto_seams.py):
 - LAMBDA_INVOKE: moto's simple Lambda backend answers every invocation with a canned body; the
   embedded run's seam runs the runtime handler in-process instead.
 - WAIT_CLOCK: a Wait state sleeps real seconds; given a clock, it moves the clock on instead.
+- BULK_PUT: moto has no DynamoDB bulk put items (StartBulkPutItems, DescribeBulkOperation,
+  ListBulkOperations, CancelBulkOperation); its DynamoDB handler gains them, answered by the
+  local model (bulk_put.py) on the emulator's S3 and tables, in the embedded run and `mapload serve`.
 
 What AWS enforces or answers and moto does not (moto_limits.py, LIMITS; the numbers in limits.py):
 - HISTORY_LIMIT, MAP_RESULT_LIMIT, UNCATCHABLE, RESULT_WRITER_PARAMETERS, RESULT_WRITER_FILES:
@@ -76,7 +79,7 @@ from mapload.emulator.moto_limits import (
     parse_insert,
 )
 from mapload.emulator.moto_patch import Patch, resolve
-from mapload.emulator.moto_seams import LAMBDA_INVOKE, WAIT_CLOCK
+from mapload.emulator.moto_seams import BULK_PUT, LAMBDA_INVOKE, WAIT_CLOCK
 from mapload.emulator.moto_speed import (
     AST_TRAVERSE,
     BACKEND_LOOKUP,
@@ -100,6 +103,7 @@ __all__ = [
     "BACKEND_LOOKUP",
     "BATCH_WRITE_PARSE",
     "BATCH_WRITE_UNITS",
+    "BULK_PUT",
     "CLIENT_REUSE",
     "DYNAMODB_EXPRESSIONS",
     "DYNAMODB_SPEED",
@@ -136,6 +140,7 @@ __all__ = [
 ALL: Final[tuple[Patch, ...]] = (
     LAMBDA_INVOKE,
     WAIT_CLOCK,
+    BULK_PUT,
     *LIMITS,
     *SPEED,
     TRANSACTIONS,

@@ -1,5 +1,6 @@
 """The seams the embedded run needs in moto: where a Lambda invocation lands (the runtime handler
-runs in-process instead) and where a Wait state waits (an injected clock advances instead)."""
+runs in-process instead), where a Wait state waits (an injected clock advances instead) and
+DynamoDB's bulk put items operations, which moto lacks (answered by the local model, bulk_put.py)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,48 @@ class WaitClock(Patch):
 
 LAMBDA_INVOKE: Final = LambdaInvoke()
 WAIT_CLOCK: Final = WaitClock()
+
+
+# -- DynamoDB: bulk put items ------------------------------------------------------------------
+
+
+class BulkPutItems(Patch):
+    """moto 5.2.5's DynamoHandler has no StartBulkPutItems, DescribeBulkOperation,
+    ListBulkOperations or CancelBulkOperation (moto answers "not yet implemented"): it gains the
+    four, answered by the local model (bulk_put.MODEL). Uninstalling cancels and forgets its
+    operations (moto's backends are reset with the mock too)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "bulk-put-items",
+            tuple(
+                f"moto.dynamodb.responses:DynamoHandler.{name}"
+                for name in (
+                    "start_bulk_put_items",
+                    "describe_bulk_operation",
+                    "list_bulk_operations",
+                    "cancel_bulk_operation",
+                )
+            ),
+        )
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        from mapload.emulator import bulk_put, moto_speed
+
+        for target in self.targets:
+            self._swap(target, bulk_put.HANDLERS[target.rsplit(".", 1)[1]])
+        moto_speed.forget_method_names()  # moto dispatches only to the methods it lists
+
+    def uninstall(self) -> None:
+        if not self.installed:
+            return
+        from mapload.emulator import bulk_put, moto_speed
+
+        bulk_put.MODEL.close()
+        super().uninstall()
+        moto_speed.forget_method_names()
+
+
+BULK_PUT: Final = BulkPutItems()

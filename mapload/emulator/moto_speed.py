@@ -141,6 +141,11 @@ def _dynamo_type(self: Any, type_as_dict: Any) -> None:
     DYNAMO_TYPES.original()(self, type_as_dict)
 
 
+def forget_method_names() -> None:
+    """A class gained or lost a method (moto_seams.BULK_PUT): `_method_names` reads it again."""
+    _method_names.cache_clear()
+
+
 @functools.cache
 def _method_names(clazz: type) -> list[str]:
     """moto's `method_names_from_class` (an `inspect.getmembers` walk of the response class, on

@@ -6,7 +6,8 @@ cancelled although they were applied: a run reports them skipped. This server is
 process, with the emulator's DynamoDB patches installed (PATCHES: the write lock and item-by-item
 rollback of transactions, the expression limits and the item size the in-process run enforces),
 so every write mode mapload uses behaves as DynamoDB's does and what DynamoDB refuses is refused
-here too. Its S3 checks each part against its checksum on arrival, as S3 does (SERVE_PATCHES:
+here too; DynamoDB's bulk put items operations are answered by the local model (bulk_put.py).
+Its S3 checks each part against its checksum on arrival, as S3 does (SERVE_PATCHES:
 s3_checksums). The DynamoDB requests mapload sends are answered by moto's own handler without the
 web framework around it (lane.py), and the stored items stay out of the garbage collector's full
 passes (heap.py). It listens on 127.0.0.1 only.
@@ -36,6 +37,7 @@ PATCHES = (
     moto_patches.BATCH_WRITE_UNITS,
     moto_patches.SERVER_MODULES,
     *moto_patches.DYNAMODB_SPEED,
+    moto_patches.BULK_PUT,
 )
 # S3 as well: parts checked against their checksums on arrival (see s3_checksums).
 SERVE_PATCHES = (*PATCHES, PART_CHECKSUMS)
