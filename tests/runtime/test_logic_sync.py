@@ -79,3 +79,30 @@ def test_an_item_whose_set_is_given_in_another_order_is_unchanged() -> None:
 def test_first_sync_deletes_nothing() -> None:
     result = sync.diff(dict([_line("a", _item("a"))]), {}, KEY)
     assert (result.puts, result.deletes, result.unchanged) == ([_item("a")], [], 0)
+
+
+def test_numbers_compare_by_value_as_dynamodb_stores_them() -> None:
+    """DynamoDB trims a number's leading and trailing zeros (developer guide, Data types: Number):
+    "50.0030" and "50.003" are one value, so an item that only writes it differently is
+    unchanged; the put of a real change keeps the file's text (DynamoDB normalizes it)."""
+    before = _item("a", v={"N": "50.003"}, s={"NS": ["1", "2.5"]}, m={"M": {"n": {"N": "5E1"}}})
+    same = _item("a", v={"N": "50.0030"}, s={"NS": ["2.50", "01"]}, m={"M": {"n": {"N": "50"}}})
+    assert sync.diff(dict([_line("a", same)]), dict([_line("a", before)]), KEY).unchanged == 1
+    changed = _item("a", v={"N": "50.0040"}, s={"NS": ["2.50", "01"]}, m={"M": {"n": {"N": "50"}}})
+    result = sync.diff(dict([_line("a", changed)]), dict([_line("a", before)]), KEY)
+    assert (result.unchanged, result.puts) == (0, [sync.plain_item(changed)])
+    typed = _item("a", v={"S": "50.003"}, s={"NS": ["1", "2.5"]}, m={"M": {"n": {"N": "5E1"}}})
+    assert sync.diff(dict([_line("a", typed)]), dict([_line("a", before)]), KEY).unchanged == 0
+
+
+def test_a_numeric_key_is_one_key_whatever_its_text() -> None:
+    """7, 7.0, 007 and 7E0 are one DynamoDB key: one key text (so one bucket, merged as
+    duplicates), never a put in one bucket and a delete of the same item in another."""
+    texts = {sync.key_text({"pk": {"N": n}}, KEY) for n in ("7", "7.0", "007", "7E0", "0.7e1")}
+    assert len(texts) == 1
+    assert sync.key_text({"pk": {"N": "0"}}, KEY) == sync.key_text({"pk": {"N": "-0.00"}}, KEY)
+    assert sync.key_text({"pk": {"N": "7"}}, KEY) != sync.key_text({"pk": {"N": "70"}}, KEY)
+    old = sync.staged_line(sync.key_text({"pk": {"N": "007"}}, KEY), {"pk": {"N": "007"}})
+    new = sync.staged_line(sync.key_text({"pk": {"N": "7"}}, KEY), {"pk": {"N": "7"}})
+    result = sync.diff(dict(sync.read_lines(new)), dict(sync.read_lines(old)), KEY)
+    assert (result.puts, result.deletes, result.unchanged) == ([], [], 1)
