@@ -34,6 +34,14 @@ MAX_BUCKETS: Final = 1000
 # The Sync Map is an inline Map: Step Functions runs at most 40 of its iterations at once
 # (developer guide, "Using Map state in Inline mode"); Plan's `syncConcurrency` stays within it.
 MAX_CONCURRENCY: Final = 40
+# The Sync Map's history events (an inline Map's are the execution's, at most 25,000): a bucket's
+# iteration without a retry (MapIterationStarted, the SyncWorker task's 5, MapIterationSucceeded),
+# and room for SYNC_RETRIES retried attempts (3 events each) at MAX_BUCKETS: one a bucket on
+# average. The graph poll loop of a sync leaves this much (logic/polling.py SYNC_MAP_EVENTS;
+# tests/infra/test_sync_limits.py).
+BUCKET_EVENTS: Final = 7
+SYNC_RETRIES: Final = MAX_BUCKETS
+SYNC_MAP_EVENTS: Final = MAX_BUCKETS * BUCKET_EVENTS + SYNC_RETRIES * 3
 
 
 def bucket_count(source_bytes: int, per_bucket: int | None = None) -> int:
