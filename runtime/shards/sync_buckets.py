@@ -73,7 +73,7 @@ def sync_bucket(
                 )
             )
         )
-    change = sync.diff(items, old, key_names)
+    change = sync.diff(items, old, key_names, bucket=bucket, buckets=job.sync_buckets)
     # Under a write budget each of the SyncWorkers Plan runs at once takes an equal share
     # (plans/service.py `syncConcurrency`): together never above the budget.
     budget = job.spec.get("writeUnitsPerSecond")

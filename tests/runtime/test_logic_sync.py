@@ -106,3 +106,25 @@ def test_a_numeric_key_is_one_key_whatever_its_text() -> None:
     new = sync.staged_line(sync.key_text({"pk": {"N": "7"}}, KEY), {"pk": {"N": "7"}})
     result = sync.diff(dict(sync.read_lines(new)), dict(sync.read_lines(old)), KEY)
     assert (result.puts, result.deletes, result.unchanged) == ([], [], 1)
+
+
+def test_a_baseline_staged_before_numbers_were_compared_by_value_never_loses_an_item() -> None:
+    """A baseline line keyed by a number's raw text ('[{"N":"007"}]', as staged before keys were
+    compared by value): the same item in this file is never deleted — neither in this bucket
+    (its key by value is among the new ones) nor when its key by value now hashes to another
+    bucket (that bucket owns it; the item is left, never raced by a delete)."""
+    raw = '[{"N":"007"}]'
+    old = dict(sync.read_lines(sync.staged_line(raw, {"pk": {"N": "007"}})))
+    canonical = sync.key_text({"pk": {"N": "7"}}, KEY)
+    assert canonical != raw
+    new = dict(sync.read_lines(sync.staged_line(canonical, {"pk": {"N": "7"}})))
+    result = sync.diff(new, old, KEY)
+    assert result.deletes == [] and result.puts == [{"pk": {"N": "7"}}]  # put again, not deleted
+    buckets = 64
+    here = sync.bucket_of(raw, buckets)
+    elsewhere = sync.bucket_of(canonical, buckets)
+    assert here != elsewhere
+    assert sync.diff({}, old, KEY, bucket=here, buckets=buckets).deletes == []
+    # A key staged by value and gone from the file is deleted, as ever.
+    gone = dict(sync.read_lines(sync.staged_line(canonical, {"pk": {"N": "7"}})))
+    assert sync.diff({}, gone, KEY, bucket=elsewhere, buckets=buckets).deletes == [{"pk": {"N": "7"}}]
