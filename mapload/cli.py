@@ -129,6 +129,7 @@ def _estimate(args: argparse.Namespace) -> int:
     from mapload import estimate, measure
 
     rows, item_bytes, row_bytes = args.rows, args.item_bytes, None
+    json_bytes = staged_bytes = None  # an item's DynamoDB JSON and staged sync line: measured
     from_spec: dict[str, Any] = {}  # the spec's write mode, shard size and concurrency
     try:
         if (args.file is None) != (args.spec is None):
@@ -139,6 +140,7 @@ def _estimate(args: argparse.Namespace) -> int:
             rows = rows if rows is not None else measured.rows
             item_bytes = item_bytes if item_bytes is not None else measured.item_bytes
             row_bytes = measured.row_bytes
+            json_bytes, staged_bytes = measured.json_bytes, measured.staged_bytes
             from_spec = measure.job_settings(measured)
         if rows is None or item_bytes is None:
             raise ValueError("give --rows and --item-bytes, or --file and --spec to measure them")
@@ -158,6 +160,10 @@ def _estimate(args: argparse.Namespace) -> int:
             architecture=args.architecture,
             write_mode=write_mode,
             numeric_add=args.numeric_add or spec_adds,
+            change_rate=args.change_rate,
+            json_bytes=json_bytes,
+            staged_bytes=staged_bytes,
+            bulk_price_per_gib=args.bulk_price_per_gib,
         )
     except (ValueError, measure.MeasureError) as error:
         print(f"mapload estimate: {error}", file=sys.stderr)
@@ -361,6 +367,18 @@ def _add_sample_and_estimate(sub: Any) -> None:
         action="store_true",
         help="with --write-mode update: it adds numbers (a transaction with a ledger marker a record; "
         "implied by a spec whose update adds to an N attribute)",
+    )
+    est.add_argument(
+        "--change-rate",
+        type=float,
+        help="with --write-mode sync: the fraction of records new, changed or removed a run (default "
+        f"{estimate.DEFAULT_CHANGE_RATE:g}): a later sync's writes against a put reload's",
+    )
+    est.add_argument(
+        "--bulk-price-per-gib",
+        type=float,
+        help="a put job's bulkPutItems engine: a price in USD per GiB of DynamoDB JSON (not published "
+        "in the sources found: without it the price is shown as unknown)",
     )
     est.set_defaults(func=_estimate)
 

@@ -7,13 +7,15 @@ Prices are us-east-1 list prices (other regions differ); check them before relyi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.ledger import MARKED_IN_FLIGHT
+from logic import sync
 from logic.mapping import MAX_ITEM_BYTES
 from logic.planning import chosen_shard_mib
 from logic.shardtime import ShardTime, shard_time
-from logic.spec.dynamodb import WRITE_MODES, PutTarget, write_mode_type
+from logic.spec.dynamodb import WRITE_MODES, PutTarget, SyncTarget, write_mode_type
 from logic.spec.inputs import Common
 from logic.writemodes import record_units
 
@@ -51,6 +53,21 @@ STANDARD_USD_PER_STATE_TRANSITION = 0.000025
 # execution (start, Worker, end) — STANDARD children.
 TRANSITIONS_PER_JOB = 6
 TRANSITIONS_PER_SHARD = 3
+
+# S3 Standard requests (aws.amazon.com/s3/pricing; from articles quoting it, 2026-12-07: verify):
+# PUT/COPY/POST/LIST, and GET, per 1,000. DELETE is free.
+S3_USD_PER_THOUSAND_PUTS = 0.005
+S3_USD_PER_THOUSAND_GETS = 0.0004
+
+# -- writeMode sync: a later sync writes only what changed (issue 47's postcodes: ~0.3 % a month)
+DEFAULT_CHANGE_RATE = 0.003
+
+# -- bulk put items (DynamoDB developer guide, BulkPutItems.* pages; API reference,
+#    StartBulkPutItems): it writes no faster than MaxWriteRequestUnits, at least 1,024 (mapload
+#    sends the job's writeUnitsPerSecond: Plan refuses less). Its price is not in the sources found
+#    (the developer guide's pages name tiers "at different price points", no figure): never
+#    modelled unless given (--bulk-price-per-gib); nor is its own throughput without a cap.
+BULK_MIN_WRITE_UNITS = 1024
 
 # -- measured by `make bench` (docs/PERFORMANCE.md): one worker, one shard, 16 requests in
 #    flight, 20 ms round trip to the endpoint, on the 2-CPU benchmark machine (2026-11-30) -----
@@ -136,6 +153,42 @@ def units_per_record(item_bytes: int, numeric_add: bool = False) -> int:
 
 
 @dataclass(frozen=True)
+class SyncEstimate:
+    """A later sync of the same file (writeMode sync) at `change_rate`: the changed items' writes
+    against a put reload's, and the staging shuffle every sync makes (every item staged in S3 by
+    the Shards Map, read back and merged by the Sync Map's buckets)."""
+
+    change_rate: float
+    changes: int  # items put (new, changed) or deleted
+    write_units: int
+    requests: int  # BatchWriteItem requests
+    dynamodb_usd: float  # on demand
+    reload_write_units: int  # a put reload of the whole file
+    reload_usd: float
+    buckets: int  # logic/sync.py bucket_count: the dataset's, from its first sync's size
+    s3_puts: int  # a staged object a shard, a merged bucket a bucket
+    s3_gets: int  # a ranged GET a shard's section of a bucket, a baseline bucket a bucket
+    s3_usd: float
+    staged_bytes: int | None  # gzip, every item once (None: not measured: give --file)
+
+
+@dataclass(frozen=True)
+class BulkEstimate:
+    """The same put job on bulk put items: the Workers stage the items (no writes), then the
+    service writes them at most at MaxWriteRequestUnits (the job's writeUnitsPerSecond)."""
+
+    max_write_units: int | None  # None: no budget, no cap sent
+    refused: str | None  # why Plan refuses the engine for this job
+    seconds: float | None  # the service's writes at the cap (None: not known)
+    staging_seconds: float  # the staging Workers, at the put loop's CPU a record
+    lambda_usd: float
+    step_functions_usd: float
+    json_bytes: int  # the items' DynamoDB JSON (at least their size when unmeasured)
+    json_measured: bool
+    price_usd: float | None  # --bulk-price-per-gib × GiB; None: not published
+
+
+@dataclass(frozen=True)
 class Estimate:
     rows: int
     item_bytes: int
@@ -164,6 +217,10 @@ class Estimate:
     # With a writeUnitsPerSecond budget (--budget): a shard's time and the Workers Plan runs for
     # it (logic/shardtime.py, Plan's rule), which `concurrency` is then; None without one.
     shard_time: ShardTime | None = None
+    # writeMode sync: a later sync at a change rate (`SyncEstimate`); None for other modes.
+    sync: SyncEstimate | None = None
+    # A put job on the other engine, bulk put items (`BulkEstimate`); None for other modes.
+    bulk: BulkEstimate | None = None
 
     @property
     def total_usd(self) -> float:
@@ -241,6 +298,10 @@ def estimate(
     numeric_add: bool = False,
     warm_wcu: int | None = None,
     worker_timeout_seconds: int = DEFAULT_WORKER_TIMEOUT_SECONDS,
+    change_rate: float | None = None,
+    json_bytes: int | None = None,
+    staged_bytes: int | None = None,
+    bulk_price_per_gib: float | None = None,
 ) -> Estimate:
     """Time and cost of loading `rows` items of `item_bytes` each.
 
@@ -255,9 +316,13 @@ def estimate(
     `budget`: the job's `writeUnitsPerSecond`, a ceiling of its own below the table's; with it, a
     shard's time and the Workers Plan runs for it (`shard_time`, Plan's rule: a shard within half
     of `worker_timeout_seconds`), which then run (and are billed) instead of `concurrency`.
+    writeMode sync: also a later sync at `change_rate` (default DEFAULT_CHANGE_RATE; `staged_bytes`
+    an item's staged line, gzip, measured); put: also the bulk put items engine (`json_bytes` an
+    item's DynamoDB JSON, measured; `bulk_price_per_gib` a price the user gives).
     Kept whole: the model's steps in order, each feeding the next (size, records, shards, table
     model, time)."""
     _check_arguments(rows, item_bytes, wcu, concurrency, architecture, write_mode, numeric_add, budget)
+    _check_engine_arguments(write_mode, change_rate, bulk_price_per_gib)
     if warm_wcu is not None and (warm_wcu < 1 or wcu is not None):
         raise ValueError(
             "--warm-wcu must be at least 1" if warm_wcu < 1 else "--warm-wcu is for on demand: not with --wcu"
@@ -273,7 +338,7 @@ def estimate(
     record_bytes = row_bytes if row_bytes is not None else item_bytes
     timing = (
         None
-        if budget is None
+        if budget is None or write_mode_type(write_mode).staged  # a sync's Shards Map only stages
         else shard_time(
             min(rows, shard_mib * 2**20 / record_bytes),
             item_bytes,
@@ -308,6 +373,24 @@ def estimate(
     bound = "table" if table_items < sending else ("budget" if sending < workers else "workers")
     items_per_second = rows / seconds
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
+    on_demand = write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS
+    synced = None
+    if write_mode == SyncTarget.name:
+        rate = DEFAULT_CHANGE_RATE if change_rate is None else change_rate
+        synced = sync_estimate(rows, units_per_item, source_bytes, shards, rate, on_demand, staged_bytes)
+    bulk = None
+    if write_mode == PutTarget.name and not numeric_add:
+        staging = rows * BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM / 1e6 / running
+        bulk = bulk_estimate(
+            write_units,
+            budget,
+            staging,
+            _lambda_usd(running, staging, shards, memory_mib, architecture),
+            transitions * STANDARD_USD_PER_STATE_TRANSITION,
+            rows * (json_bytes if json_bytes is not None else item_bytes),
+            json_bytes is not None,
+            bulk_price_per_gib,
+        )
     return Estimate(
         rows=rows,
         item_bytes=item_bytes,
@@ -327,12 +410,92 @@ def estimate(
         table_model=model,
         items_per_second=items_per_second,
         seconds=seconds,
-        dynamodb_on_demand_usd=write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS,
+        dynamodb_on_demand_usd=on_demand,
         dynamodb_provisioned_usd=_provisioned_usd(wcu, seconds),
         lambda_usd=_lambda_usd(running, seconds, shards, memory_mib, architecture),
         step_functions_usd=transitions * STANDARD_USD_PER_STATE_TRANSITION,
         workers_needed=math.ceil(table_items / per_worker),
         shard_time=timing,
+        sync=synced,
+        bulk=bulk,
+    )
+
+
+def _check_engine_arguments(write_mode: str, change_rate: float | None, price: float | None) -> None:
+    """ValueError naming the option: a change rate is a sync's, a fraction; a price is not negative."""
+    if change_rate is not None and write_mode != SyncTarget.name:
+        raise ValueError(f"--change-rate goes with --write-mode sync, got {write_mode!r}")
+    if change_rate is not None and not 0 <= change_rate <= 1:
+        raise ValueError(f"--change-rate must be 0..1 (a fraction of the records), got {change_rate}")
+    if price is not None and price < 0:
+        raise ValueError(f"--bulk-price-per-gib must be at least 0, got {price}")
+
+
+def sync_estimate(
+    rows: int,
+    units_per_item: int,
+    source_bytes: int,
+    shards: int,
+    change_rate: float,
+    reload_usd: float,
+    staged_bytes: int | None,
+) -> SyncEstimate:
+    """A later sync at `change_rate` (items new, changed or removed, a fraction of `rows`): the
+    changes' write units (a delete costs its stored item's, modelled as the same size) against a
+    put reload's, and the S3 requests of its staging. A shard's section of a bucket is one ranged
+    GET: a shard of r items has items in a bucket with probability 1 - (1 - 1/B)^r."""
+    changes = math.ceil(rows * change_rate)
+    units = changes * units_per_item
+    buckets = sync.bucket_count(source_bytes)
+    per_shard = rows / shards
+    sections = round(shards * buckets * (1 - (1 - 1 / buckets) ** per_shard))
+    puts, gets = shards + buckets, sections + buckets
+    return SyncEstimate(
+        change_rate=change_rate,
+        changes=changes,
+        write_units=units,
+        requests=math.ceil(changes / SyncTarget.items_per_request),
+        dynamodb_usd=units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS,
+        reload_write_units=rows * units_per_item,
+        reload_usd=reload_usd,
+        buckets=buckets,
+        s3_puts=puts,
+        s3_gets=gets,
+        s3_usd=puts / 1000 * S3_USD_PER_THOUSAND_PUTS + gets / 1000 * S3_USD_PER_THOUSAND_GETS,
+        staged_bytes=None if staged_bytes is None else rows * staged_bytes,
+    )
+
+
+def bulk_estimate(
+    write_units: int,
+    budget: float | None,
+    staging_seconds: float,
+    lambda_usd: float,
+    step_functions_usd: float,
+    json_bytes: int,
+    json_measured: bool,
+    price_per_gib: float | None,
+) -> BulkEstimate:
+    """The put job on bulk put items: the service's writes at MaxWriteRequestUnits (the budget;
+    under BULK_MIN_WRITE_UNITS Plan refuses; none: no cap, and the service's own rate is not
+    documented in numbers), the staging Workers' Lambda time, and the price only if given."""
+    cap = None if budget is None else math.floor(budget)
+    refused = None
+    if cap is not None and cap < BULK_MIN_WRITE_UNITS:
+        refused = (
+            f"writeUnitsPerSecond {cap:,} is under bulk put items' least MaxWriteRequestUnits "
+            f"({BULK_MIN_WRITE_UNITS:,}): Plan refuses the engine"
+        )
+    return BulkEstimate(
+        max_write_units=cap,
+        refused=refused,
+        seconds=write_units / cap if cap is not None and refused is None else None,
+        staging_seconds=staging_seconds,
+        lambda_usd=lambda_usd,
+        step_functions_usd=step_functions_usd,
+        json_bytes=json_bytes,
+        json_measured=json_measured,
+        price_usd=None if price_per_gib is None else json_bytes / 2**30 * price_per_gib,
     )
 
 
@@ -395,7 +558,72 @@ def render(e: Estimate) -> str:
         ("total" + (" (provisioned)" if e.dynamodb_provisioned_usd is not None else ""), usd(e.total_usd)),
     ]
     width = max(len(name) for name, _ in rows)
-    return "\n".join([*(f"{name:<{width}}  {value}" for name, value in rows), "", *_notes(e)])
+    table = [*(f"{name:<{width}}  {value}" for name, value in rows)]
+    return "\n".join([*table, *_sync_rows(e, usd), *_engine_rows(e, usd), "", *_notes(e)])
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(seconds, 60)
+    return f"{int(minutes)} min {secs:.0f} s"
+
+
+def _sync_rows(e: Estimate, usd: Callable[[float], str]) -> list[str]:
+    """writeMode sync: a later sync at the change rate against a put reload of the same file."""
+    s = e.sync
+    if s is None:
+        return []
+    staged = (
+        f"~{s.staged_bytes / 2**20:,.1f} MiB gzip (measured)"
+        if s.staged_bytes is not None
+        else "not measured (give --file and --spec)"
+    )
+    rows = [
+        (
+            f"a later sync at --change-rate {s.change_rate:.1%}",
+            f"{s.changes:,} items put or deleted = {s.write_units:,} write units, "
+            f"{s.requests:,} BatchWriteItem requests, {usd(s.dynamodb_usd)} on demand",
+        ),
+        ("a put reload", f"{s.reload_write_units:,} write units, {usd(s.reload_usd)} on demand"),
+        (
+            "sync staging (every run)",
+            f"{e.rows:,} items staged in {e.shards:,} shard objects, merged in {s.buckets:,} "
+            f"buckets; S3: {s.s3_puts:,} PUTs, {s.s3_gets:,} GETs ({usd(s.s3_usd)}); staged {staged}",
+        ),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return ["", *(f"{name:<{width}}  {value}" for name, value in rows)]
+
+
+def _engine_rows(e: Estimate, usd: Callable[[float], str]) -> list[str]:
+    """A put job on both engines, side by side; another mode: why bulk put items cannot serve it."""
+    b = e.bulk
+    if b is None:
+        mode = f"{e.write_mode} with --numeric-add" if e.numeric_add else e.write_mode
+        return ["", f"bulkPutItems: not for writeMode {mode} (it only puts items)"]
+    if b.refused is not None:
+        bulk_time = b.refused
+    elif b.seconds is None:
+        bulk_time = (
+            "not known: no writeUnitsPerSecond, no MaxWriteRequestUnits cap; its own rate is not documented"
+        )
+    else:
+        bulk_time = f"{_duration(b.seconds)} at MaxWriteRequestUnits {b.max_write_units:,} (no faster)"
+    size = f"{b.json_bytes / 2**30:,.3f} GiB" + ("" if b.json_measured else " at least")
+    price = (
+        f"{usd(b.price_usd)} at --bulk-price-per-gib of {size} DynamoDB JSON"
+        if b.price_usd is not None
+        else "not published in the sources found: give --bulk-price-per-gib"
+    )
+    rows = [
+        ("engine", "lambda (dynamodb.engine default)", "bulkPutItems"),
+        ("time", _duration(e.seconds), f"staging {_duration(b.staging_seconds)}, then {bulk_time}"),
+        ("DynamoDB", f"{usd(e.dynamodb_on_demand_usd)} on demand", price),
+        ("Lambda", usd(e.lambda_usd), f"{usd(b.lambda_usd)} (staging Workers)"),
+        ("Step Functions", usd(e.step_functions_usd), f"{usd(b.step_functions_usd)} + the hand-off's polls"),
+    ]
+    first = max(len(r[0]) for r in rows)
+    second = max(len(r[1]) for r in rows)
+    return ["", *(f"{a:<{first}}  {b_:<{second}}  {c}" for a, b_, c in rows)]
 
 
 def _reached(e: Estimate) -> str:

@@ -33,6 +33,28 @@ class Measured:
     rejected: int  # of those, records the spec rejects
     exact: bool
     spec: Any  # the parsed JobSpec: write mode, shard size, concurrency
+    # An item's DynamoDB JSON (what bulk put items reads, a line's wrapper aside) and its staged
+    # line of writeMode sync gzip-compressed (logic/sync.py), on average: bytes, at least 1.
+    json_bytes: int = 1
+    staged_bytes: int = 1
+
+
+def _staged(items: list[Any], spec: Any) -> tuple[int, int]:
+    """(DynamoDB JSON bytes, gzip-compressed sync staged line bytes) an item, on average."""
+    import gzip
+    import json
+
+    from logic import sync
+
+    key = tuple(spec.dynamodb.key) if spec.dynamodb is not None else ()
+    lines, json_total = [], 0
+    for item in items:
+        plain = sync.plain_item(item.attributes)
+        json_total += len(json.dumps(plain, separators=(",", ":")).encode())
+        lines.append(sync.staged_line(sync.key_text(plain, key), plain))
+    compressed = len(gzip.compress(b"".join(lines), 6))
+    count = max(1, len(items))
+    return max(1, round(json_total / count)), max(1, round(compressed / count))
 
 
 def _gunzip_start(handle: IO[bytes], limit: int) -> tuple[bytes, int]:
@@ -122,6 +144,7 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
     parse, mapped = make_parser(spec, header), make_mapper(spec)
     comment_bytes = spec.csv.comment.encode() if spec.csv is not None and spec.csv.comment else None
     sizes: list[int] = []
+    items: list[Any] = []
     rejected = 0
     for record in records:
         if not isinstance(record, Line):
@@ -133,11 +156,13 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
         item = fields if isinstance(fields, Reject) else mapped(fields)
         if isinstance(item, Item):
             sizes.append(item.size)
+            items.append(item)
         else:
             rejected += 1
     sampled = len(sizes) + rejected
     if not sizes:
         raise MeasureError(f"{path}: no record of the first {len(data):,} bytes maps to an item")
+    json_bytes, staged_bytes = _staged(items, spec)
     rows = sampled if whole else round(sampled * (data_size - start) / max(len(body), 1))
     return Measured(
         rows=rows,
@@ -147,6 +172,8 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
         rejected=rejected,
         exact=whole,
         spec=spec,
+        json_bytes=json_bytes,
+        staged_bytes=staged_bytes,
     )
 
 
@@ -220,15 +247,18 @@ def _measure_parquet(path: Path, spec: Any) -> Measured:
     rows = sum(meta.num_rows for _, meta in footers)
     stored = sum(group.end - group.start for _, meta in footers for group in row_groups(meta))
     mapped, sizes, rejected = make_mapper(spec), [], 0
+    items: list[Any] = []
     for fields in itertools.islice(_parquet_rows(files, spec), SAMPLE_ROWS):
         item = mapped(fields)
         if isinstance(item, Item):
             sizes.append(item.size)
+            items.append(item)
         else:
             rejected += 1
     if not sizes:
         raise MeasureError(f"{path}: no row of the first {len(sizes) + rejected:,} maps to an item")
     sampled = len(sizes) + rejected
+    json_bytes, staged_bytes = _staged(items, spec)
     return Measured(
         rows=rows,
         item_bytes=max(1, round(sum(sizes) / len(sizes))),
@@ -237,6 +267,8 @@ def _measure_parquet(path: Path, spec: Any) -> Measured:
         rejected=rejected,
         exact=True,  # a footer counts its rows
         spec=spec,
+        json_bytes=json_bytes,
+        staged_bytes=staged_bytes,
     )
 
 

@@ -45,8 +45,6 @@ CSV_START_PENDING_ERRORS: Final[Sequence[str]] = ("CsvStartPendingError",)
 EXPRESS_MIN_THROTTLE_ATTEMPTS: Final[int] = 3
 EXPRESS_MIN_CSV_START_ATTEMPTS: Final[int] = 1
 FAILED_ERROR: Final[str] = "MaploadJobFailed"
-# writeMode sync: the buckets synced at once (an inline Map's iterations run at most ~40 at once).
-SYNC_CONCURRENCY: Final[int] = 40
 
 
 class ManifestItemReader(sfn.S3JsonItemReader):
@@ -145,6 +143,7 @@ class LoadDefinition(Construct):
                     "shardCount": "number",
                     "mapResultsPrefix": "string",
                     "syncBuckets": "object",
+                    "syncConcurrency": "number",
                 }
             ),
             result_path="$.plan",
@@ -274,8 +273,9 @@ class LoadDefinition(Construct):
     def _syncs(self, worker_function: lambda_.IFunction) -> sfn.Map:
         """writeMode sync's second Map: one Worker per bucket of the dataset (Plan's `syncBuckets`,
         at most logic/sync.py MAX_BUCKETS: an inline Map's few events per bucket stay far below the
-        execution's 25,000-event history), each comparing its bucket with the baseline and writing
-        the difference (runtime/shards/sync_buckets.py)."""
+        execution's 25,000-event history, tests/infra/test_history.py), Plan's `syncConcurrency` at
+        once, each comparing its bucket with the baseline and writing the difference
+        (runtime/shards/sync_buckets.py)."""
         timeout = self._config.worker_timeout_seconds + WORKER_TASK_MARGIN_SECONDS
         sync_worker = lambda_task(
             self,
@@ -303,7 +303,9 @@ class LoadDefinition(Construct):
                 "bucket": sfn.JsonPath.number_at("$$.Map.Item.Value"),
                 "job": sfn.JsonPath.object_at("$.plan.job"),
             },
-            max_concurrency=SYNC_CONCURRENCY,
+            # Plan's: maxConcurrency lowered under a budget, at most the inline Map's 40
+            # (runtime/logic/sync.py `sync_workers`).
+            max_concurrency_path=sfn.JsonPath.string_at("$.plan.syncConcurrency"),
             result_path=sfn.JsonPath.DISCARD,
         )
         syncs.item_processor(sync_worker)

@@ -20,6 +20,15 @@ POLL_ROUND_EVENTS: Final[int] = 50
 # GraphLoadError with all their retries, the start and end events (the same test checks it).
 OUTSIDE_POLL_EVENTS: Final[int] = 1_000
 MAX_POLLS: Final[int] = (HISTORY_EVENTS - OUTSIDE_POLL_EVENTS) // POLL_ROUND_EVENTS
+# writeMode sync's Sync Map is an inline Map: its buckets' events are the execution's own. At the
+# most buckets (logic/sync.py MAX_BUCKETS, 1,000) 7 a bucket (MapIterationStarted, the SyncWorker
+# task's 5, MapIterationSucceeded) and room for one retried attempt (3 events) a bucket on average:
+# logic/sync.py SYNC_MAP_EVENTS, which tests/infra/test_sync_limits.py checks against this and the
+# definition. A sync that also loads a graph polls at most MAX_POLLS_WITH_SYNC times.
+SYNC_MAP_EVENTS: Final[int] = 10_000
+MAX_POLLS_WITH_SYNC: Final[int] = (
+    HISTORY_EVENTS - OUTSIDE_POLL_EVENTS - SYNC_MAP_EVENTS
+) // POLL_ROUND_EVENTS
 # The wait grows to a tenth of the load's age, at most an hour (never below pollSeconds).
 BACKOFF_DIVISOR: Final[int] = 10
 MAX_WAIT_SECONDS: Final[int] = 3600
@@ -42,12 +51,12 @@ def poll_count(timeout_minutes: int, poll_seconds: int) -> int:
     return polls
 
 
-def longest_timeout_minutes(poll_seconds: int, limit: int) -> int:
-    """The largest timeoutMinutes (≤ `limit`) whose schedule stays within MAX_POLLS."""
+def longest_timeout_minutes(poll_seconds: int, limit: int, max_polls: int = MAX_POLLS) -> int:
+    """The largest timeoutMinutes (≤ `limit`) whose schedule stays within `max_polls`."""
     low, high = 1, limit
     while low < high:
         middle = (low + high + 1) // 2
-        if poll_count(middle, poll_seconds) <= MAX_POLLS:
+        if poll_count(middle, poll_seconds) <= max_polls:
             low = middle
         else:
             high = middle - 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ from logic.payloads import check_input_size
 from logic.spec.checks import check_graph_database, check_shard_memory, check_source_bucket, fit_shard_size
 from logic.spec.inputs import JobSpec
 from logic.spec.parse import parse_s3_uri, parse_spec, spec_to_json
-from logic.writemodes import check_update_limits, write_plan
+from logic.writemodes import check_update_limits, record_units, write_plan
 from plans import reads, sources
 from plans.settings import PlanningSettings
 from plans.target import Describe, target
@@ -80,8 +81,10 @@ def plan(
     manifest = layout.manifest_key(job_id, run_id)
     store.put_json(settings.staging_bucket, manifest, shards)
     max_concurrency = min(spec.max_concurrency, settings.max_concurrency_cap)
-    # Under a budget, fewer Workers where that keeps a shard within half the Worker's timeout.
-    timing = _shard_time(store, settings, spec, shards, max_concurrency, row_bytes)
+    sized = _sized(store, spec, shards, row_bytes)
+    # Under a budget, fewer Workers where that keeps a shard within half the Worker's timeout
+    # (not for a staged mode, whose Workers write nothing: its Sync Map is lowered instead).
+    timing = _shard_time(settings, spec, shards, max_concurrency, sized)
     if timing is not None:
         _check_express(timing, settings.map_execution_type)
         max_concurrency = timing.workers
@@ -91,6 +94,8 @@ def plan(
     synced = _sync(
         spec, ledger, table.name, job_id, plan_id, generation, sum(o.size for o in objects), len(shards)
     )
+    if synced is not None:
+        synced["workers"] = _sync_workers(settings, spec, synced["buckets"], sized)
     synced_job: dict[str, Any] = {"sync": synced} if synced is not None else {}
     job = PlannedJob(  # named as in the JSON; to_json() gives them in the model's field order
         jobId=job_id,
@@ -115,6 +120,8 @@ def plan(
         "shardCount": len(shards),
         # writeMode sync: the Sync Map's items, one per bucket (none: no Sync Map).
         "syncBuckets": list(range(synced["buckets"])) if synced is not None else [],
+        # ... and the SyncWorkers it runs at once (its MaxConcurrencyPath; 1 without a sync).
+        "syncConcurrency": synced["workers"] if synced is not None else 1,
         **({"shardTime": timing.describe()} if timing is not None else {}),
     }
 
@@ -159,37 +166,73 @@ def _check_express(timing: shardtime.ShardTime, map_execution_type: str) -> None
         )
 
 
-def _shard_time(
-    store: S3Store,
-    settings: PlanningSettings,
-    spec: JobSpec,
-    shards: list[dict[str, Any]],
-    concurrency: int,
-    row_bytes: float | None,
-) -> shardtime.ShardTime | None:
-    """The largest shard's time at the job's write budget and the Workers chosen for it
-    (logic/shardtime.py); None without a budget that paces writes (none given, a dry run, no
-    DynamoDB target) or shards. A text shard's records are measured from the largest one's first
-    bytes (one ranged GET); a Parquet shard's are its rows, of the row groups' uncompressed bytes a row."""
+@dataclass(frozen=True)
+class _Sized:
+    """The records Plan estimates under a write budget: the largest shard's, all shards', and a
+    record's item size (its source bytes where nothing better is known)."""
+
+    largest: float
+    total: float
+    item_bytes: float
+
+
+def _sized(
+    store: S3Store, spec: JobSpec, shards: list[dict[str, Any]], row_bytes: float | None
+) -> _Sized | None:
+    """The shards' records (logic/shardtime.py); None without a budget that paces writes (none
+    given, a dry run, no DynamoDB target) or shards. A text shard's records are measured from the
+    largest one's first bytes (one ranged GET); a Parquet shard's are its rows, of the row groups'
+    uncompressed bytes a row."""
     budget = spec.write_units_per_second
     if budget is None or spec.dry_run or spec.dynamodb is None or not shards:
         return None
     largest = max(shards, key=lambda s: s.get("rows") or s["end"] - s["start"])
     if row_bytes is not None:  # Parquet: rows counted in the footers
-        records, item_bytes = float(largest["rows"] or 0), row_bytes
-    else:
-        obj = ObjectInfo(largest["bucket"], largest["key"], largest["objectSize"], largest["etag"])
-        last = min(largest["end"], largest["start"] + shardtime.SAMPLE_BYTES) - 1
-        sample = store.read_range(obj, largest["start"], last) if last >= largest["start"] else b""
-        records, item_bytes = shardtime.text_shard_records([largest["end"] - largest["start"]], sample)
+        rows = float(largest["rows"] or 0)
+        return _Sized(rows, float(sum(s.get("rows") or 0 for s in shards)), row_bytes)
+    obj = ObjectInfo(largest["bucket"], largest["key"], largest["objectSize"], largest["etag"])
+    last = min(largest["end"], largest["start"] + shardtime.SAMPLE_BYTES) - 1
+    sample = store.read_range(obj, largest["start"], last) if last >= largest["start"] else b""
+    records, item_bytes = shardtime.text_shard_records([largest["end"] - largest["start"]], sample)
+    total = sum(s["end"] - s["start"] for s in shards) / item_bytes
+    return _Sized(records, total, item_bytes)
+
+
+def _shard_time(
+    settings: PlanningSettings,
+    spec: JobSpec,
+    shards: list[dict[str, Any]],
+    concurrency: int,
+    sized: _Sized | None,
+) -> shardtime.ShardTime | None:
+    """The largest shard's time at the job's write budget and the Workers chosen for it
+    (logic/shardtime.py); None without a budget (`sized` None) or for a staged mode."""
+    if sized is None or spec.dynamodb is None or spec.dynamodb.staged:
+        return None
+    assert spec.write_units_per_second is not None
     plan = write_plan(spec.dynamodb)
     return shardtime.shard_time(
-        records,
-        item_bytes,
-        budget,
+        sized.largest,
+        sized.item_bytes,
+        spec.write_units_per_second,
         min(concurrency, len(shards)),
         settings.worker_timeout_seconds,
         numeric_add=plan is not None and bool(plan.counters),
+    )
+
+
+def _sync_workers(settings: PlanningSettings, spec: JobSpec, buckets: int, sized: _Sized | None) -> int:
+    """writeMode sync: the SyncWorkers run at once (logic/sync.py `sync_workers`), a bucket's
+    records estimated as the source's over the buckets (a hash spreads keys evenly)."""
+    records = sized.total / buckets if sized is not None else 0.0
+    units = record_units(max(1, math.ceil(sized.item_bytes))) if sized is not None else 1
+    return sync.sync_workers(
+        buckets,
+        min(spec.max_concurrency, settings.max_concurrency_cap),
+        spec.write_units_per_second if sized is not None else None,
+        records,
+        units,
+        settings.worker_timeout_seconds / 2,
     )
 
 

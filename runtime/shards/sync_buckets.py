@@ -73,12 +73,16 @@ def sync_bucket(
                 )
             )
         )
-    change = sync.diff(items, old, key_names)
+    change = sync.diff(items, old, key_names, bucket=bucket, buckets=job.sync_buckets)
+    # Under a write budget each of the SyncWorkers Plan runs at once takes an equal share
+    # (plans/service.py `syncConcurrency`): together never above the budget.
+    budget = job.spec.get("writeUnitsPerSecond")
     writer = BatchWriter(
         db,
         job.target_table(settings.table_name),
         in_flight=settings.write_concurrency,
         max_in_flight=settings.write_ceiling,
+        rate=float(budget) / max(1, int(job.sync.get("workers") or 1)) if budget else None,
     )
     try:
         for start in range(0, len(change.puts), BATCH_ITEMS):

@@ -123,7 +123,9 @@ def test_the_sync_map_runs_only_for_a_sync_and_then_finalizes(dev: Synth) -> Non
     assert choice["Default"] == "Finalize"
     sync = states["Sync"]
     assert sync["Type"] == "Map" and sync["ItemsPath"] == "$.plan.syncBuckets"
-    assert sync["MaxConcurrency"] == 40 and sync["ResultPath"] is None and sync["Next"] == "Finalize"
+    assert sync["ResultPath"] is None and sync["Next"] == "Finalize"
+    # Plan's syncConcurrency (maxConcurrency and the budget, at most the inline Map's 40): not fixed.
+    assert sync["MaxConcurrencyPath"] == "$.plan.syncConcurrency" and "MaxConcurrency" not in sync
     assert sync["ItemSelector"] == {"bucket.$": "$$.Map.Item.Value", "job.$": "$.plan.job"}
     assert sync["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Finalize"}]
     worker = sync["ItemProcessor"]["States"]["SyncWorker"]
@@ -167,6 +169,7 @@ def test_plan_task(dev: Synth) -> None:
         "shardCount.$": "$.Payload.shardCount",
         "mapResultsPrefix.$": "$.Payload.mapResultsPrefix",
         "syncBuckets.$": "$.Payload.syncBuckets",
+        "syncConcurrency.$": "$.Payload.syncConcurrency",
     }
     assert plan["ResultPath"] == "$.plan"
     assert plan["Retry"] == lambda_retriers()

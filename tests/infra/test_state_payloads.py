@@ -423,6 +423,7 @@ def finalized(
         "maxConcurrency": 10_000,
         "shardCount": SHARDS,
         "syncBuckets": [],  # no sync: the Sync Map does not run
+        "syncConcurrency": 1,
     }
     state = run.task("Plan", state, lambda _: plan)
     store = MemoryStore(objects)

@@ -309,3 +309,116 @@ def test_a_wrong_column_gets_plans_message(tmp_path: Path, capsys: pytest.Captur
         "(did you mean 'price'?)" in err
     )
     assert "maps to an item" not in err
+
+
+# -- writeMode sync at a change rate, and the two engines side by side ---------------------------
+
+
+def test_a_sync_at_a_change_rate_writes_the_changes_only_and_shuffles_every_item_through_s3() -> None:
+    # 1.77 M postcodes of ~100 bytes (one unit each), 0.3 % of them new, changed or removed a month.
+    e = est.estimate(1_770_000, 100, write_mode="sync", change_rate=0.003, concurrency=10, shard_mib=16)
+    s = e.sync
+    assert s is not None and s.change_rate == 0.003
+    assert s.changes == math.ceil(1_770_000 * 0.003) == 5_310
+    assert s.write_units == 5_310 and s.reload_write_units == 1_770_000 == e.write_units
+    assert s.requests == math.ceil(5_310 / 25)
+    assert s.dynamodb_usd == pytest.approx(5_310 / 1e6 * est.ON_DEMAND_USD_PER_MILLION_WRITE_UNITS)
+    # 177 MB of source: 11 shards of 16 MiB, 11 buckets of 16 MiB (logic/sync.py bucket_count).
+    assert (e.shards, s.buckets) == (11, 11)
+    # One PUT a shard's staged object and one a merged bucket; a ranged GET a shard's section of a
+    # bucket (every shard has one of each bucket at ~160,000 items a shard) and one a baseline.
+    assert s.s3_puts == 11 + 11 and s.s3_gets == 11 * 11 + 11
+    assert s.s3_usd == pytest.approx(
+        22 / 1000 * est.S3_USD_PER_THOUSAND_PUTS + 132 / 1000 * est.S3_USD_PER_THOUSAND_GETS
+    )
+    assert s.staged_bytes is None  # not measured without a file
+    out = est.render(e)
+    assert "a later sync at --change-rate 0.3%" in out and "5,310 write units" in out
+    assert "a put reload" in out and "1,770,000 write units" in out
+    # Few items a shard leave most buckets without a section: far fewer GETs than shards × buckets
+    # (200 MB of 10,000-byte items: 12 buckets; shards of ~1 item each have ~1 section).
+    few = est.estimate(20_000, 10_000, write_mode="sync", shard_mib=0.01)
+    assert few.sync is not None and few.sync.buckets == 12 and few.shards == 19_074
+    assert few.shards + 12 < few.sync.s3_gets < few.shards * 1.1 + 12
+
+
+def test_the_change_rate_goes_with_sync_and_is_a_fraction(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match="--change-rate goes with --write-mode sync"):
+        est.estimate(1000, 100, change_rate=0.1)
+    with pytest.raises(ValueError, match=r"--change-rate must be 0\.\.1"):
+        est.estimate(1000, 100, write_mode="sync", change_rate=1.5)
+    assert main(["estimate", "--rows", "1000", "--item-bytes", "100", "--change-rate", "0.1"]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
+    argv = ["estimate", "--rows", "1770000", "--item-bytes", "100", "--write-mode", "sync"]
+    assert main(argv) == 0
+    assert f"a later sync at --change-rate {est.DEFAULT_CHANGE_RATE:.1%}" in capsys.readouterr().out
+
+
+def test_a_file_measures_what_a_sync_stages_and_what_bulk_put_items_reads(tmp_path: Path) -> None:
+    source = _products(tmp_path / "p.csv", 2_000)
+    measured = measure.measure(source, PRODUCT_SPEC)
+    # An item's DynamoDB JSON, e.g. {"pk":{"S":"PRODUCT#S-000000"},"price":{"N":"0.99"},...}: more
+    # than DynamoDB's size of it; its staged line gzip-compressed: less.
+    assert measured.json_bytes > measured.item_bytes > measured.staged_bytes > 0
+    e = est.estimate(
+        measured.rows,
+        measured.item_bytes,
+        write_mode="sync",
+        json_bytes=measured.json_bytes,
+        staged_bytes=measured.staged_bytes,
+    )
+    assert e.sync is not None and e.sync.staged_bytes == measured.rows * measured.staged_bytes
+
+
+def test_a_put_job_shows_both_engines_and_never_invents_the_bulk_price() -> None:
+    e = est.estimate(1_770_000, 100, budget=2_000, concurrency=10, shard_mib=16)
+    b = e.bulk
+    assert b is not None and b.max_write_units == 2_000
+    assert b.seconds == pytest.approx(1_770_000 / 2_000)  # no faster than MaxWriteRequestUnits
+    assert b.price_usd is None
+    # The staging Workers: the put loop's CPU a record (the staging path's bound), billed as Lambda.
+    staging = 1_770_000 * est.BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM / 1e6 / e.concurrency
+    assert b.staging_seconds == pytest.approx(staging)
+    assert b.lambda_usd == pytest.approx(est._lambda_usd(e.concurrency, staging, e.shards, 1024, "arm64"))
+    out = est.render(e)
+    assert "engine" in out and "lambda" in out and "bulkPutItems" in out
+    assert "not published" in out and "--bulk-price-per-gib" in out
+    # A budget under the service's least MaxWriteRequestUnits: Plan refuses bulkPutItems.
+    low = est.estimate(1_000, 100, budget=500).bulk
+    assert low is not None and low.seconds is None and "1,024" in (low.refused or "")
+    # No budget: no cap is sent, and the service's own rate is not documented in numbers.
+    free = est.estimate(1_000, 100).bulk
+    assert free is not None and free.max_write_units is None and free.seconds is None
+    # A price the user gives, by GiB of the items' DynamoDB JSON (at least their size unmeasured).
+    priced = est.estimate(1_000_000, 100, budget=2_000, bulk_price_per_gib=0.5, json_bytes=300).bulk
+    assert priced is not None and priced.price_usd == pytest.approx(1_000_000 * 300 / 2**30 * 0.5)
+    # Not a put job: bulk put items only puts.
+    update = est.estimate(1_000, 100, write_mode="update")
+    assert update.bulk is None and "bulkPutItems: not for writeMode update" in est.render(update)
+
+
+def test_every_estimate_example_in_the_docs_runs_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README and docs/*.md: each `mapload estimate` command line runs (a path the docs name as
+    the user's own data is a generated postcode sample here)."""
+    import shlex
+
+    from mapload import sample
+
+    root = Path(__file__).resolve().parents[2]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    commands = [
+        line.split("#")[0].strip()
+        for page in pages
+        for line in page.read_text().splitlines()
+        if "mapload estimate " in line and line.lstrip().startswith((".venv/bin/mapload", "mapload"))
+    ]
+    assert len(commands) >= 4, commands
+    data = sample.write_csv(tmp_path / "postcodes.csv", 2_000, seed=1)
+    monkeypatch.chdir(root)  # the docs' relative paths (examples/...) are the repository's
+    for command in commands:
+        argv = [str(data) if word.startswith("/data/") else word for word in shlex.split(command)[1:]]
+        capsys.readouterr()
+        assert main(argv) == 0, (command, capsys.readouterr().err)
+        assert "total" in capsys.readouterr().out, command

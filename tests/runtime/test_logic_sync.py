@@ -79,3 +79,52 @@ def test_an_item_whose_set_is_given_in_another_order_is_unchanged() -> None:
 def test_first_sync_deletes_nothing() -> None:
     result = sync.diff(dict([_line("a", _item("a"))]), {}, KEY)
     assert (result.puts, result.deletes, result.unchanged) == ([_item("a")], [], 0)
+
+
+def test_numbers_compare_by_value_as_dynamodb_stores_them() -> None:
+    """DynamoDB trims a number's leading and trailing zeros (developer guide, Data types: Number):
+    "50.0030" and "50.003" are one value, so an item that only writes it differently is
+    unchanged; the put of a real change keeps the file's text (DynamoDB normalizes it)."""
+    before = _item("a", v={"N": "50.003"}, s={"NS": ["1", "2.5"]}, m={"M": {"n": {"N": "5E1"}}})
+    same = _item("a", v={"N": "50.0030"}, s={"NS": ["2.50", "01"]}, m={"M": {"n": {"N": "50"}}})
+    assert sync.diff(dict([_line("a", same)]), dict([_line("a", before)]), KEY).unchanged == 1
+    changed = _item("a", v={"N": "50.0040"}, s={"NS": ["2.50", "01"]}, m={"M": {"n": {"N": "50"}}})
+    result = sync.diff(dict([_line("a", changed)]), dict([_line("a", before)]), KEY)
+    assert (result.unchanged, result.puts) == (0, [sync.plain_item(changed)])
+    typed = _item("a", v={"S": "50.003"}, s={"NS": ["1", "2.5"]}, m={"M": {"n": {"N": "5E1"}}})
+    assert sync.diff(dict([_line("a", typed)]), dict([_line("a", before)]), KEY).unchanged == 0
+
+
+def test_a_numeric_key_is_one_key_whatever_its_text() -> None:
+    """7, 7.0, 007 and 7E0 are one DynamoDB key: one key text (so one bucket, merged as
+    duplicates), never a put in one bucket and a delete of the same item in another."""
+    texts = {sync.key_text({"pk": {"N": n}}, KEY) for n in ("7", "7.0", "007", "7E0", "0.7e1")}
+    assert len(texts) == 1
+    assert sync.key_text({"pk": {"N": "0"}}, KEY) == sync.key_text({"pk": {"N": "-0.00"}}, KEY)
+    assert sync.key_text({"pk": {"N": "7"}}, KEY) != sync.key_text({"pk": {"N": "70"}}, KEY)
+    old = sync.staged_line(sync.key_text({"pk": {"N": "007"}}, KEY), {"pk": {"N": "007"}})
+    new = sync.staged_line(sync.key_text({"pk": {"N": "7"}}, KEY), {"pk": {"N": "7"}})
+    result = sync.diff(dict(sync.read_lines(new)), dict(sync.read_lines(old)), KEY)
+    assert (result.puts, result.deletes, result.unchanged) == ([], [], 1)
+
+
+def test_a_baseline_staged_before_numbers_were_compared_by_value_never_loses_an_item() -> None:
+    """A baseline line keyed by a number's raw text ('[{"N":"007"}]', as staged before keys were
+    compared by value): the same item in this file is never deleted — neither in this bucket
+    (its key by value is among the new ones) nor when its key by value now hashes to another
+    bucket (that bucket owns it; the item is left, never raced by a delete)."""
+    raw = '[{"N":"007"}]'
+    old = dict(sync.read_lines(sync.staged_line(raw, {"pk": {"N": "007"}})))
+    canonical = sync.key_text({"pk": {"N": "7"}}, KEY)
+    assert canonical != raw
+    new = dict(sync.read_lines(sync.staged_line(canonical, {"pk": {"N": "7"}})))
+    result = sync.diff(new, old, KEY)
+    assert result.deletes == [] and result.puts == [{"pk": {"N": "7"}}]  # put again, not deleted
+    buckets = 64
+    here = sync.bucket_of(raw, buckets)
+    elsewhere = sync.bucket_of(canonical, buckets)
+    assert here != elsewhere
+    assert sync.diff({}, old, KEY, bucket=here, buckets=buckets).deletes == []
+    # A key staged by value and gone from the file is deleted, as ever.
+    gone = dict(sync.read_lines(sync.staged_line(canonical, {"pk": {"N": "7"}})))
+    assert sync.diff({}, gone, KEY, bucket=elsewhere, buckets=buckets).deletes == [{"pk": {"N": "7"}}]

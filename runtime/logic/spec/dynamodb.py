@@ -508,9 +508,10 @@ class SyncTarget(DynamoDbTarget):
     operation = "PutItem"
     estimate = EstimateModel(
         "BatchWriteItem of the changed items (and DeleteRequests)",
-        note="writeMode sync: modelled as a first sync (every item written); a later sync writes "
-        "only new, changed and removed items, so give --rows as their count for its write units "
-        "(the staging and comparison's S3 and Lambda time are not modelled).",
+        note="writeMode sync: the table above is a dataset's first sync (every item written); a "
+        "later sync writes only new, changed and removed items (--change-rate, below) and stages "
+        "every item through S3 each run (its S3 requests below; the comparison's Lambda time is "
+        "not modelled).",
     )
     refused: ClassVar[dict[str, str]] = {"version": _NEWER_WINS_ONLY.format(mode="sync")}
 

@@ -23,6 +23,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic.json_schema import GenerateJsonSchema
 
+from logic import polling
 from logic.s3uri import S3_URI_PATTERN, s3_parts, s3_uri_message
 from logic.spec.csv_options import Csv, CsvOptions
 from logic.spec.dynamodb import ExportTarget, RecordTarget
@@ -159,6 +160,24 @@ class RecordInput(Common):
         if self.dynamodb is None and self.graph is None:
             raise fail(
                 'required (unless "graph" is given): {"key": {...}, "attributes": {...} or "*"}', "dynamodb"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _polls_fit_beside_a_sync(self) -> RecordInput:
+        # A sync's Sync Map takes its share of the execution history (logic/polling.py).
+        if self.dynamodb is None or self.graph is None or not self.dynamodb.staged:
+            return self
+        timeout, poll = self.graph.timeout_minutes, self.graph.poll_seconds
+        polls = polling.poll_count(timeout, poll)
+        if polls > polling.MAX_POLLS_WITH_SYNC:
+            longest = polling.longest_timeout_minutes(poll, timeout, polling.MAX_POLLS_WITH_SYNC)
+            raise fail(
+                f"{timeout} minutes would poll the load {polls} times; beside writeMode sync's Sync Map "
+                f"the execution history allows {polling.MAX_POLLS_WITH_SYNC} polls: at pollSeconds "
+                f"{poll}, at most {longest} minutes",
+                "graph",
+                "timeoutMinutes",
             )
         return self
 
