@@ -114,13 +114,27 @@ def _gzip_size(by_ratio: float, trailer: bytes, sampled: int) -> float:
     return float(lifted) if lifted >= sampled and by_ratio / 2 <= lifted <= by_ratio * 2 else by_ratio
 
 
-def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
-    """Parse and map the start of `path` with `raw_spec` (the execution input, without source)."""
+def _header(path: Path, data: bytes, spec: Any) -> tuple[list[str] | None, int]:
+    """A CSV sample's header and where its data starts (none and 0 for other formats)."""
     from logic.errors import InputValidationError
-    from logic.mapping import make_mapper
-    from logic.parsing import make_parser
     from logic.planning import read_header
     from logic.spec.checks import check_fields
+
+    if spec.csv is None:
+        return None, 0
+    try:
+        header, start = read_header(data, spec, len(data))
+        if header is not None:  # Plan's check of each object's header, and its message
+            check_fields(spec, header)
+    except InputValidationError as error:
+        raise MeasureError(f"{path}: {error}") from error
+    return header, start
+
+
+def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
+    """Parse and map the start of `path` with `raw_spec` (the execution input, without source)."""
+    from logic.mapping import make_mapper
+    from logic.parsing import make_parser
     from logic.values import Item, Line, Reject
 
     spec = _spec(raw_spec)
@@ -129,14 +143,7 @@ def measure(path: Path, raw_spec: dict[str, Any]) -> Measured:
     if not path.is_file():
         raise MeasureError(f"{path}: no such file")
     data, whole, data_size = _sample(path)
-    header, start = None, 0
-    if spec.csv is not None:
-        try:
-            header, start = read_header(data, spec, len(data))
-            if header is not None:  # Plan's check of each object's header, and its message
-                check_fields(spec, header)
-        except InputValidationError as error:
-            raise MeasureError(f"{path}: {error}") from error
+    header, start = _header(path, data, spec)
     body = data[start:]
     if not whole:  # the sample ends inside a record: leave that record out
         body = body[: body.rfind(b"\n") + 1]
