@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from logic import layout, parquet, planning, shardtime, sync
+from logic import bulk_items, layout, parquet, planning, shardtime, sync
 from logic.errors import InputValidationError, JobAlreadyLoadedError, JobAlreadyRunningError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
@@ -57,7 +57,13 @@ def plan(
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     given = "shardSizeMiB" in raw_input
+    bulk = spec.dynamodb is not None and spec.dynamodb.bulk and not spec.dry_run
+    if bulk:
+        bulk_items.check_write_units(spec.write_units_per_second)
+        bulk_items.check_table(table.name, describe(table.name))
     objects, shards, spec, row_bytes = _shards(store, settings, bucket, key, prepared, spec, given)
+    if bulk:
+        bulk_items.check_objects(bulk_items.staged_objects([s["end"] - s["start"] for s in shards]))
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same
@@ -169,10 +175,11 @@ def _shard_time(
 ) -> shardtime.ShardTime | None:
     """The largest shard's time at the job's write budget and the Workers chosen for it
     (logic/shardtime.py); None without a budget that paces writes (none given, a dry run, no
-    DynamoDB target) or shards. A text shard's records are measured from the largest one's first
-    bytes (one ranged GET); a Parquet shard's are its rows, of the row groups' uncompressed bytes a row."""
+    DynamoDB target, engine bulkPutItems: the operation after the Map writes) or shards. A text
+    shard's records are measured from the largest one's first bytes (one ranged GET); a Parquet
+    shard's are its rows, of the row groups' uncompressed bytes a row."""
     budget = spec.write_units_per_second
-    if budget is None or spec.dry_run or spec.dynamodb is None or not shards:
+    if budget is None or spec.dry_run or spec.dynamodb is None or spec.dynamodb.bulk or not shards:
         return None
     largest = max(shards, key=lambda s: s.get("rows") or s["end"] - s["start"])
     if row_bytes is not None:  # Parquet: rows counted in the footers
