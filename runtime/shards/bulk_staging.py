@@ -39,7 +39,8 @@ class BulkStager:
     """A shard's items as staged lines, by key (the later record of a key replaces the earlier)."""
 
     duplicates: int = 0
-    _records: dict[tuple[Any, ...], tuple[bytes, Position]] = field(default_factory=dict)
+    # key -> (its place in the staged order, its line, its source position)
+    _records: dict[tuple[Any, ...], tuple[int, bytes, Position]] = field(default_factory=dict)
 
     @property
     def staged(self) -> int:
@@ -50,7 +51,8 @@ class BulkStager:
         """Stage `item`, mapped from `record` (a shard's Line, or a ParquetRow)."""
         if item.key in self._records:
             self.duplicates += 1
-        self._records[item.key] = (bulk_items.staged_line(item.attributes), _position(record))
+        line = bulk_items.staged_line(item.attributes)
+        self._records[item.key] = (bulk_items.order(line), line, _position(record))
 
     def close(self) -> None:
         """Nothing to wait for: the objects are written by `finish` once the shard is read."""
@@ -62,16 +64,17 @@ class BulkStager:
         """The shard's staged objects (none when it staged no item), in part order."""
         if not self._records:
             return []
-        staged = sorted(self._records.values(), key=lambda entry: bulk_items.order(entry[0]))
-        ranges = bulk_items.cut([len(line) for line, _ in staged], bulk_items.parts(shard_bytes))
-        parquet = isinstance(staged[0][1], RowPosition)
+        # By order, then line: lines of distinct keys differ, so the order is the same every time.
+        staged = sorted(self._records.values())
+        ranges = bulk_items.cut([len(line) for _, line, _ in staged], bulk_items.parts(shard_bytes))
+        parquet = isinstance(staged[0][2], RowPosition)
         found = []
         for part, records in enumerate(ranges):
             if not records:
                 continue
             key = layout.bulk_items_key(job_id, plan_id, index, part)
-            lines = [staged[n][0] for n in records]
-            sidecar = Sidecar(source, member, parquet, [staged[n][1] for n in records])
+            lines = [staged[n][1] for n in records]
+            sidecar = Sidecar(source, member, parquet, [staged[n][2] for n in records])
             found.append(StagedObject(key, _gzip(lines), len(lines), sidecar.encode()))
         return found
 

@@ -49,6 +49,9 @@ def test_a_staged_line_is_the_item_as_dynamodb_json() -> None:
     assert staged.endswith(b"\n") and staged.count(b"\n") == 1
     assert json.loads(staged)["Item"]["b"] == {"B": "AAE="}
     assert dict(parse_item(staged.decode())) == attributes  # the strict DynamoDB JSON reader's item
+    # The encoder built once writes what json.dumps writes.
+    dumped = json.dumps({"Item": attributes}, separators=(",", ":"), default=bulk_items._binary)
+    assert staged == dumped.encode() + b"\n"
 
 
 def test_parts_follow_the_shards_source_bytes_and_plan_counts_them() -> None:
