@@ -24,6 +24,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from logic.endpoints import WORKER_BASELINE_MIB
 from logic.errors import InputValidationError
 
 # StartBulkPutItems reads at most this many objects, each at most this large (developer guide
@@ -37,6 +38,11 @@ MIN_WRITE_REQUEST_UNITS: Final = 1024
 # well below it (a record's DynamoDB JSON is a few times its source) and the objects many
 # enough for the service to read in parallel.
 PART_SOURCE_BYTES: Final = 64 * 1024 * 1024
+# A Worker holds its shard's staged items until the shard's end (each key's line, its source
+# position, the key): at most this many bytes a byte of source, on top of the Worker's own
+# (logic/endpoints.py WORKER_BASELINE_MIB). Measured at 24 on the postcode sample (29-byte rows,
+# the worst case: a record's fixed cost is most of it); larger records hold less a byte.
+HELD_PER_SOURCE_BYTE: Final = 25
 # The compression the staged objects have (InputCompressionType) and its level: the fastest (make
 # bench, "dynamodb.engine": a tenth larger than level 6, a microsecond a record less).
 COMPRESSION: Final = "GZIP"
@@ -76,6 +82,12 @@ def parts(shard_bytes: int) -> int:
     """How many objects a shard of `shard_bytes` source bytes stages at most (one part per
     PART_SOURCE_BYTES; an empty part is not written)."""
     return max(1, math.ceil(shard_bytes / PART_SOURCE_BYTES))
+
+
+def max_shard_mib(worker_memory_mib: int) -> int:
+    """The largest whole shardSizeMiB whose staged items a Worker of `worker_memory_mib` holds (0:
+    not even 1 MiB)."""
+    return max(0, (worker_memory_mib - WORKER_BASELINE_MIB) // HELD_PER_SOURCE_BYTE)
 
 
 def staged_objects(shard_bytes: Sequence[int]) -> int:

@@ -288,14 +288,15 @@ def _shards(
         _check_objects(settings, len(objects), "footer", f"s3://{bucket}/{key}")
         spec = planning.with_chosen_shard_size(spec, sum(o.size for o in objects), workers, given=given)
         footers = sources.read_footers(store, objects, spec, settings.worker_memory_mib)
-        graph_held = sources.graph_held_bytes(spec, settings.worker_memory_mib)
+        held = sources.held_bytes(spec, settings.worker_memory_mib)
         shards = parquet.cut_row_groups(
             footers,
             spec.shard_size_bytes,
             max_shards=planning.DEFAULT_MAX_SHARDS,
-            # A property graph shard's size bounds its ids in the Worker's memory: count them as text.
-            uncompressed=graph_held is not None,
-            held_bytes=graph_held,
+            # A property graph shard's size bounds its ids in the Worker's memory, a bulkPutItems
+            # shard's its staged items: count them as text.
+            uncompressed=held is not None,
+            held_bytes=held,
         )
         groups = [g for f in footers for g in f.row_groups]
         row_bytes = sum(g.uncompressed for g in groups) / max(1, sum(g.rows for g in groups))

@@ -134,3 +134,24 @@ def test_the_object_count_is_what_the_workers_stage_at_most() -> None:
         bulk_items.check_objects(50_001)
     bulk_items.check_objects(50_000)
     assert json.dumps(bulk_items.MIN_WRITE_REQUEST_UNITS) == "1024"
+
+
+def test_a_bulk_shard_is_no_larger_than_the_worker_holds_of_its_staged_items(aws: Any) -> None:
+    largest = bulk_items.max_shard_mib(1024)  # ENV's WORKER_MEMORY_MIB
+    assert 0 < largest < 64
+    error = _refused(aws, shardSizeMiB=largest + 1)
+    assert error.field == "shardSizeMiB" and f"at most {largest}" in error.message
+    assert "worker_memory_mib 1024" in error.message
+    _plan(aws, shardSizeMiB=largest)
+
+
+def test_a_bulk_job_without_a_shard_size_gets_the_largest_the_worker_holds() -> None:
+    from logic.spec.checks import check_shard_memory, fit_shard_size
+    from logic.spec.parse import parse_spec
+
+    spec = parse_spec(JOB, table_key={"pk": "S", "sk": "S"})
+    fitted = fit_shard_size(spec, worker_memory_mib=1024)
+    assert fitted.shard_size_mib == bulk_items.max_shard_mib(1024)
+    check_shard_memory(fitted, worker_memory_mib=1024)
+    big = fit_shard_size(spec, worker_memory_mib=10240)
+    assert big.shard_size_mib == 64  # the default, when the Worker holds more
