@@ -7,7 +7,7 @@ ROWS ?= 200000
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: setup demo test lint typecheck unit all-tests scan synth deploy clean bench-upload bench bench-graph bench-coldstart bench-sync schemas
+.PHONY: setup demo test lint typecheck unit all-tests scan synth deploy clean bench-upload bench bench-graph bench-coldstart bench-sync bench-bulk schemas
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -44,6 +44,11 @@ bench-graph: setup
 bench-sync: setup
 	$(BIN)/python bench/sync.py $(if $(ROWS),--rows $(ROWS))
 
+# dynamodb.engine: the Worker's loop staging for bulk put items against the put loop (a stub client
+# that only serializes), CPU a record and bytes a record; ROWS=1000000 for more.
+bench-bulk: setup
+	$(BIN)/python bench/bulk.py $(if $(ROWS),--rows $(ROWS))
+
 # Each function's cold import in CPython 3.12: the package as built (precompiled) vs without .pyc.
 bench-coldstart: setup
 	$(BIN)/python bench/coldstart.py $(if $(RUNS),--runs $(RUNS))
@@ -51,7 +56,7 @@ bench-coldstart: setup
 # PutItem, batch_writer, awswrangler, the mapload worker and the embedded pipeline through a
 # proxy adding a 20 ms round trip (and a write-unit limit), worker memory on a 10 MiB and a 1 GiB
 # shard, Plan on 100 GB, each write mode, a 50 ms round trip, the CSV parsers, the edge endpoint
-# check (1,000,000 vertices; --graph-vertices), Parquet, and mapload upload against upload_file
+# check (1,000,000 vertices; --graph-vertices), the engines' CPU a record (bench/bulk.py), Parquet, and mapload upload against upload_file
 # (docs/PERFORMANCE.md). BENCH_ARGS="--rows 20000 --big-mib 0" for a quick look.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

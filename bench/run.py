@@ -5,7 +5,8 @@ and a write limit moto serves single-item writes at (`--mode-limit`), and an upd
 add through the pipeline (`--add-slice`: a TransactWriteItems a record), beside the rate
 `mapload estimate` models for each; then batch_writer and the embedded pipeline at a long round
 trip (`--long-latency-ms`); then, in this process and without moto, the CSV parsers
-(bench/parsers.py) and the edge endpoint check (bench/endpoints.py).
+(bench/parsers.py), the engines' per-record cost (bench/bulk.py: staging for bulk put items
+against the put loop) and the edge endpoint check (bench/endpoints.py).
 
 `mapload serve` (a subprocess: moto with the emulator's patches) holds the data; bench/proxy.py
 in this process adds the round trip and, for the limited rows, a write-unit budget. Each row runs
@@ -277,6 +278,10 @@ def _print_sections(options: argparse.Namespace) -> None:
         import parsers  # bench/parsers.py: the CSV parser rows (no moto)
 
         print("\n" + parsers.table(options.rows))
+    if not options.only or "bulk" in options.only.split(","):
+        import bulk  # bench/bulk.py: dynamodb.engine, staging for bulk put items vs the put loop
+
+        print("\n" + bulk.table(options.rows))
     if not options.only or "endpoints" in options.only.split(","):
         import endpoints  # bench/endpoints.py: the edge endpoint check rows (no moto)
 

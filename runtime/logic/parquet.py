@@ -262,7 +262,8 @@ def cut_row_groups(
     rows before it. Raises InputValidationError (shardSizeMiB) past `max_shards`.
 
     `uncompressed`: weigh row groups by their uncompressed bytes instead: a property graph Worker
-    holds every id of its shard, so its shard size bounds the data as text (logic/spec/checks.py
+    holds every id of its shard (a bulkPutItems one its staged items), so its shard size bounds
+    the data as text (logic/spec/checks.py
     `check_shard_memory`), which compression would hide. `held_bytes`: refuse, naming it, a row
     group larger (uncompressed) than the largest shard the Worker holds.
     """
@@ -305,8 +306,9 @@ def _check_held(obj: ParquetObject, held_bytes: int) -> None:
                 "source",
                 f"row group {group.index} of s3://{obj.bucket}/{obj.key} holds "
                 f"{group.uncompressed / 2**20:,.1f} MiB uncompressed, more than the "
-                f"{held_bytes / 2**20:g} MiB a property graph Worker holds (it keeps every id of its "
-                "shard in memory); write the file with smaller row groups, or raise worker_memory_mib",
+                f"{held_bytes / 2**20:g} MiB a Worker holds of a shard here (a property graph's keeps "
+                "every id of its shard in memory, a bulkPutItems one its staged items); write the file "
+                "with smaller row groups, or raise worker_memory_mib",
             )
 
 

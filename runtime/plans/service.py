@@ -15,7 +15,7 @@ from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from logic import layout, parquet, planning, shardtime, sync
+from logic import bulk_items, layout, parquet, planning, shardtime, sync
 from logic.errors import InputValidationError, JobAlreadyLoadedError, JobAlreadyRunningError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
@@ -58,7 +58,13 @@ def plan(
     bucket, key = parse_s3_uri(spec.source)
     check_source_bucket(bucket, settings.source_buckets)
     given = "shardSizeMiB" in raw_input
+    bulk = spec.dynamodb is not None and spec.dynamodb.bulk and not spec.dry_run
+    if bulk:
+        bulk_items.check_write_units(spec.write_units_per_second)
+        bulk_items.check_table(table.name, describe(table.name))
     objects, shards, spec, row_bytes = _shards(store, settings, bucket, key, prepared, spec, given)
+    if bulk:
+        bulk_items.check_objects(bulk_items.staged_objects([s["end"] - s["start"] for s in shards]))
     job_id = spec.job_id
     spec_json = spec_to_json(spec)
     # Shards are recorded under the plan's fingerprint: a re-run of the job with the same
@@ -180,11 +186,12 @@ def _sized(
     store: S3Store, spec: JobSpec, shards: list[dict[str, Any]], row_bytes: float | None
 ) -> _Sized | None:
     """The shards' records (logic/shardtime.py); None without a budget that paces writes (none
-    given, a dry run, no DynamoDB target) or shards. A text shard's records are measured from the
+    given, a dry run, no DynamoDB target, engine bulkPutItems: the operation after the Map
+    writes) or shards. A text shard's records are measured from the
     largest one's first bytes (one ranged GET); a Parquet shard's are its rows, of the row groups'
     uncompressed bytes a row."""
     budget = spec.write_units_per_second
-    if budget is None or spec.dry_run or spec.dynamodb is None or not shards:
+    if budget is None or spec.dry_run or spec.dynamodb is None or spec.dynamodb.bulk or not shards:
         return None
     largest = max(shards, key=lambda s: s.get("rows") or s["end"] - s["start"])
     if row_bytes is not None:  # Parquet: rows counted in the footers
@@ -324,14 +331,15 @@ def _shards(
         _check_objects(settings, len(objects), "footer", f"s3://{bucket}/{key}")
         spec = planning.with_chosen_shard_size(spec, sum(o.size for o in objects), workers, given=given)
         footers = sources.read_footers(store, objects, spec, settings.worker_memory_mib)
-        graph_held = sources.graph_held_bytes(spec, settings.worker_memory_mib)
+        held = sources.held_bytes(spec, settings.worker_memory_mib)
         shards = parquet.cut_row_groups(
             footers,
             spec.shard_size_bytes,
             max_shards=planning.DEFAULT_MAX_SHARDS,
-            # A property graph shard's size bounds its ids in the Worker's memory: count them as text.
-            uncompressed=graph_held is not None,
-            held_bytes=graph_held,
+            # A property graph shard's size bounds its ids in the Worker's memory, a bulkPutItems
+            # shard's its staged items: count them as text.
+            uncompressed=held is not None,
+            held_bytes=held,
         )
         groups = [g for f in footers for g in f.row_groups]
         row_bytes = sum(g.uncompressed for g in groups) / max(1, sum(g.rows for g in groups))

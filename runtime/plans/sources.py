@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from adapters.s3 import ObjectInfo, S3Store
-from logic import endpoints, parquet, planning
+from logic import bulk_items, endpoints, parquet, planning
 from logic.dynamodb_json import not_data
 from logic.errors import InputValidationError, SourceNotFoundError
 from logic.spec.checks import check_fields, id_shape
@@ -121,8 +121,11 @@ def read_footers(
         return list(pool.map(footer, found))
 
 
-def graph_held_bytes(spec: JobSpec, worker_memory_mib: int) -> int | None:
-    """The largest shard (bytes of text) a property graph Worker holds; None without one."""
+def held_bytes(spec: JobSpec, worker_memory_mib: int) -> int | None:
+    """The largest shard (bytes of text) a Worker holds: a property graph's (its ids) or a
+    bulkPutItems job's (its staged items); None for the others (they stream)."""
+    if spec.dynamodb is not None and spec.dynamodb.bulk:
+        return bulk_items.max_shard_mib(worker_memory_mib) * 2**20
     if spec.graph is None or spec.graph.model != "property":
         return None
     largest = endpoints.max_shard_mib(worker_memory_mib, MAX_SHARD_SIZE_MIB, id_shape(spec))

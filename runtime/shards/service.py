@@ -21,6 +21,7 @@ from logic.errors import SourceNotAllowedError
 from logic.job import ManifestEntry, PlannedJob
 from logic.spec.parse import parse_spec
 from shards import sources, staging, writing
+from shards.bulk_staging import BulkStager
 from shards.records import process, process_parquet
 from shards.settings import ShardSettings
 from shards.sync_staging import SyncStager
@@ -80,8 +81,8 @@ def _process(
         return {"index": index, "skipped": True, "more": False}
     spec = parse_spec(job.spec, table_key=job.table_key or {})
     # A graph job's staged files are one per shard (its endpoint check reads them by shard), as
-    # are a sync's staged items: it runs to its shard's end in one invocation.
-    staged = spec.dynamodb is not None and spec.dynamodb.staged
+    # are a sync's and a bulkPutItems job's staged items: it runs to its shard's end in one invocation.
+    staged = spec.dynamodb is not None and (spec.dynamodb.staged or spec.dynamodb.bulk)
     stop = Stop(remaining) if remaining is not None and spec.graph is None and not staged else None
     checkpoint = ledger.checkpoint(job_id, plan_id, index) if stop is not None else None
     seq = int(checkpoint["seq"]) if checkpoint else 0
@@ -145,6 +146,14 @@ def _process(
         key = layout.sync_shard_key(job_id, plan_id, index)
         store.put_bytes(settings.staging_bucket, key, body, "application/gzip")
         result.update(syncKey=key, syncSections=sections)
+    if isinstance(writer, BulkStager):
+        # The shard's staged objects, before the shard is recorded done: the bulk put items
+        # operation after the Map reads them. Nothing is written: each record read is staged, a
+        # duplicate of a later one or rejected (logic/report.py balanced).
+        size = shard.end - shard.start
+        bucket = settings.staging_bucket
+        objects = writer.finish(store, bucket, job_id, plan_id, index, size, source, shard.member)
+        result.update(objects, written=0)
     metrics = {name: result[name] for name in METRIC_FIELDS}
     total = {**checkpoints.merged(earlier, result), "runId": run_id} if stop is not None else result
     if stopped:

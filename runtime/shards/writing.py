@@ -16,7 +16,8 @@ from logic.batching import BATCH_ITEMS, Batcher
 from logic.ratecontrol import write_units
 from logic.report import SKIPPED_SAMPLE_SIZE
 from logic.spec.dynamodb import (
-    API,
+    BULK_PUT_ITEMS,
+    LAMBDA,
     DeleteTarget,
     DynamoDbTarget,
     Engine,
@@ -29,18 +30,21 @@ from logic.spec.dynamodb import (
 from logic.spec.inputs import JobSpec
 from logic.values import Item
 from logic.writemodes import WritePlan, write_plan
+from shards.bulk_staging import BulkStager
 from shards.rejects import RejectSink
 from shards.settings import ShardSettings
 from shards.sync_staging import SyncStager
 
-Writer = BatchWriter | ItemWriter | KeyedBatchWriter | SyncStager
+Writer = BatchWriter | ItemWriter | KeyedBatchWriter | SyncStager | BulkStager
 
 
 class Sender:
     """Hands mapped items to the writer: `put` in batches of 25 (the Batcher keeps the later of two
     records with one key and counts the other in `duplicates`), any other write mode one item at a
     time in file order (no dedupe: each record's condition or update must see the ones before;
-    delete and putIfAbsent are batched by their writer, keys in file order).
+    delete and putIfAbsent are batched by their writer, keys in file order). Staged for bulk put
+    items (BulkStager), a put's items go to the stager whole: it keeps the later of a key's
+    records over the whole shard (the service writes a shard's items in no set order).
 
     A record DynamoDB refuses for what it is (an update that would take the stored item past
     400 KB, a key it does not take: adapters/dynamodb.py REFUSED_CODES) goes to `rejects` with
@@ -50,7 +54,8 @@ class Sender:
         assert spec.dynamodb is not None
         self._writer = writer
         self._rejects = rejects
-        self._batcher = Batcher(BATCH_ITEMS) if spec.dynamodb.later_wins else None
+        batched = spec.dynamodb.later_wins and not isinstance(writer, BulkStager)
+        self._batcher = Batcher(BATCH_ITEMS) if batched else None
         self.refused = 0
 
     def add(self, item: Item, offset: int, record: Any = None) -> None:
@@ -58,6 +63,8 @@ class Sender:
         if self._batcher is None:
             if isinstance(self._writer, SyncStager):
                 self._writer.add(item)
+            elif isinstance(self._writer, BulkStager):
+                self._writer.add(item, record)
             elif isinstance(self._writer, ItemWriter):
                 self._writer.submit(item.key, item.attributes, self._writer.units(item.size), offset, record)
             elif isinstance(self._writer, KeyedBatchWriter):
@@ -74,7 +81,7 @@ class Sender:
             if isinstance(self._writer, ItemWriter | KeyedBatchWriter):
                 self._writer.close()
                 self._reject_refused()
-            return 0
+            return self._writer.duplicates if isinstance(self._writer, BulkStager) else 0
         self._send(self._batcher.flush())
         return self._batcher.duplicates
 
@@ -124,6 +131,12 @@ def _sync_stager(
     return SyncStager(plan.key)
 
 
+def _bulk_stager(
+    _db: Any, _item_db: Any, _settings: ShardSettings, _table: str, _plan: WritePlan | None, _m: Markers
+) -> Writer:
+    return BulkStager()
+
+
 def _item_writer(
     _db: Any, item_db: Any, settings: ShardSettings, table: str, plan: WritePlan | None, markers: Markers
 ) -> Writer:
@@ -141,19 +154,22 @@ def _item_writer(
 
 # The writer of each write mode and engine: put in BatchWriteItem (BatchWriter); delete and
 # putIfAbsent batched by key (KeyedBatchWriter, batches through `db`); newerWins and update one item
-# at a time (ItemWriter); sync staged by bucket in S3 (SyncStager: the Sync Map writes it).
+# at a time (ItemWriter); sync staged by bucket in S3 (SyncStager: the Sync Map writes it); put
+# with engine bulkPutItems staged as DynamoDB JSON Lines (BulkStager: the bulk put items operation
+# writes them).
 # A mode's model says which engines it allows (tests hold the two equal).
 WRITERS: Mapping[tuple[type[DynamoDbTarget], Engine], WriterFactory] = {
-    (PutTarget, API): _batch_writer,
-    (PutIfAbsentTarget, API): _keyed_batch_writer,
-    (DeleteTarget, API): _keyed_batch_writer,
-    (NewerWinsTarget, API): _item_writer,
-    (UpdateTarget, API): _item_writer,
-    (SyncTarget, API): _sync_stager,
+    (PutTarget, LAMBDA): _batch_writer,
+    (PutIfAbsentTarget, LAMBDA): _keyed_batch_writer,
+    (DeleteTarget, LAMBDA): _keyed_batch_writer,
+    (NewerWinsTarget, LAMBDA): _item_writer,
+    (UpdateTarget, LAMBDA): _item_writer,
+    (SyncTarget, LAMBDA): _sync_stager,
+    (PutTarget, BULK_PUT_ITEMS): _bulk_stager,
 }
 
 
-def writer_factory(mode: type[DynamoDbTarget], engine: Engine = API) -> WriterFactory:
+def writer_factory(mode: type[DynamoDbTarget], engine: Engine = LAMBDA) -> WriterFactory:
     """The writer of `mode` (a write mode's model, or a model derived from one) with `engine`."""
     for model in mode.__mro__:
         found = WRITERS.get((model, engine))
@@ -169,7 +185,7 @@ def writer(
     with its plan and the shard's markers; None in a dry run or without a DynamoDB target."""
     if spec.dry_run or spec.dynamodb is None:
         return None
-    build = writer_factory(type(spec.dynamodb))
+    build = writer_factory(type(spec.dynamodb), spec.dynamodb.engine)
     return build(db, item_db, settings, table or settings.table_name, write_plan(spec.dynamodb), markers)
 
 
@@ -204,7 +220,7 @@ def budget(
 ) -> contextlib.AbstractContextManager[Any]:
     """The job's write budget, re-shared among the running shards (adapters/budget.py), if it has
     one; `workers`: how many Workers can run at once (no share is larger than budget / workers)."""
-    if writer is None or isinstance(writer, SyncStager) or spec.write_units_per_second is None:
+    if writer is None or isinstance(writer, SyncStager | BulkStager) or spec.write_units_per_second is None:
         return contextlib.nullcontext()
     board = HeartbeatBoard(ledger.client, ledger.table, job_id, run_id, settings.ledger_ttl_days * 86_400)
     return SharedBudget(board, index, spec.write_units_per_second, writer, workers=workers)

@@ -127,6 +127,9 @@ KEPT_RULES = {
     "CsvInput",
     "JsonlInput",
     "ParquetInput",
+    # performanceTier with engine bulkPutItems alone (logic/spec/dynamodb.py _engine_schema).
+    *(f"{export}{mode}Target" for export in ("", "Export") for mode in ("Put", "PutIfAbsent", "NewerWins")),
+    *(f"{export}{mode}Target" for export in ("", "Export") for mode in ("Update", "Delete", "Sync")),
 }
 
 

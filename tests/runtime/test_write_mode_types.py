@@ -9,7 +9,8 @@ import pytest
 
 from logic.batching import BATCH_ITEMS
 from logic.spec.dynamodb import (
-    API,
+    ENGINES,
+    LAMBDA,
     WRITE_MODE_TYPES,
     WRITE_MODES,
     DynamoDbTarget,
@@ -61,14 +62,14 @@ def test_the_modes_do_what_their_documentation_says() -> None:
 def test_the_worker_has_a_writer_for_every_mode_and_engine_the_models_allow() -> None:
     allowed = {(mode, engine) for mode in WRITE_MODE_TYPES.values() for engine in mode.engines}
     assert set(WRITERS) == allowed
-    assert all(engine == API for _mode, engine in allowed)  # one engine today
+    assert {engine for _mode, engine in allowed} == set(ENGINES)
 
 
 def test_a_model_derived_from_a_mode_is_written_as_that_mode() -> None:
     from logic.spec.dynamodb import ExportDeleteTarget, ExportPutTarget
 
-    assert writer_factory(ExportPutTarget) is WRITERS[(write_mode_type("put"), API)]
-    assert writer_factory(ExportDeleteTarget) is WRITERS[(write_mode_type("delete"), API)]
+    assert writer_factory(ExportPutTarget) is WRITERS[(write_mode_type("put"), LAMBDA)]
+    assert writer_factory(ExportDeleteTarget) is WRITERS[(write_mode_type("delete"), LAMBDA)]
     assert ExportDeleteTarget.name == "delete" and ExportDeleteTarget.batched
 
     class Unwritten(DynamoDbTarget):

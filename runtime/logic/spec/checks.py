@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from logic import endpoints, opencypher
+from logic import bulk_items, endpoints, opencypher
 from logic.errors import InputValidationError, SourceNotAllowedError
 from logic.spec.fields import Template, shown_name
 from logic.spec.graph import STATEMENT_PARTS, Edge, Properties, Vertex, property_type, term_template
@@ -42,8 +42,15 @@ def fit_shard_size(spec: JobSpec, *, worker_memory_mib: int) -> JobSpec:
     shardSizeMiB gets the largest whole MiB a Worker of `worker_memory_mib` holds of its ids, up
     to the default (`check_shard_memory` then refuses only a size the user gave, or a Worker that
     holds less than 1 MiB). The chosen size is in the normalized spec, so the plan id, the Workers
-    and the execution's output all have it."""
-    if spec.graph is None or spec.graph.model != "property" or "shard_size_mib" in spec.model_fields_set:
+    and the execution's output all have it. A bulkPutItems input likewise gets the largest its
+    Worker holds of its staged items (`bulk_items.max_shard_mib`)."""
+    if "shard_size_mib" in spec.model_fields_set:
+        return spec
+    if spec.dynamodb is not None and spec.dynamodb.bulk:
+        largest = bulk_items.max_shard_mib(worker_memory_mib)
+        fits = largest == 0 or spec.shard_size_mib <= largest
+        return spec if fits else spec.model_copy(update={"shard_size_mib": float(largest)})
+    if spec.graph is None or spec.graph.model != "property":
         return spec
     shape = id_shape(spec)
     if endpoints.worker_peak_mib(spec.shard_size_mib, shape) <= worker_memory_mib:
@@ -57,7 +64,10 @@ def check_shard_memory(spec: JobSpec, *, worker_memory_mib: int) -> None:
     holds: it keeps every vertex id and edge endpoint of its shard in memory for the edge endpoint
     check (logic/endpoints.py), so it would end with Runtime.OutOfMemory, and again on every retry.
     DynamoDB and RDF shards stream in flat memory. A dry run is held to it too: it answers for the
-    load it rehearses."""
+    load it rehearses. A bulkPutItems Worker holds its shard's staged items likewise
+    (runtime/shards/bulk_staging.py)."""
+    if spec.dynamodb is not None and spec.dynamodb.bulk:
+        _check_bulk_shard(spec, worker_memory_mib)
     if spec.graph is None or spec.graph.model != "property":
         return
     shape = id_shape(spec)
@@ -71,6 +81,19 @@ def check_shard_memory(spec: JobSpec, *, worker_memory_mib: int) -> None:
             f"with worker_memory_mib {worker_memory_mib} (it keeps every vertex id and edge endpoint of "
             f"its shard in memory: up to ~{peak:,.0f} MiB for this size); lower shardSizeMiB, or raise "
             "worker_memory_mib in cdk.json",
+        )
+
+
+def _check_bulk_shard(spec: JobSpec, worker_memory_mib: int) -> None:
+    largest = bulk_items.max_shard_mib(worker_memory_mib)
+    if spec.shard_size_mib > largest:
+        allowed = f"at most {largest}" if largest else "less than 1"
+        raise InputValidationError(
+            "shardSizeMiB",
+            f"{spec.shard_size_mib:g} MiB is more than a bulkPutItems Worker holds here: {allowed} with "
+            f"worker_memory_mib {worker_memory_mib} (it keeps its shard's staged items until the shard's "
+            f"end: up to ~{bulk_items.HELD_PER_SOURCE_BYTE} bytes a source byte); lower shardSizeMiB, or "
+            "raise worker_memory_mib in cdk.json",
         )
 
 

@@ -29,6 +29,7 @@ from logic.spec.fields import (
     absent,
     fail,
     matches,
+    omit_default,
     shape,
     shown_name,
 )
@@ -64,10 +65,24 @@ UPDATE_ACTIONS = get_args(UpdateAction)
 SET: Final = "set"
 ADD: Final = "add"
 SET_IF_ABSENT: Final = "setIfAbsent"
-# The engines that write a job's items. "api": the Worker sends them in DynamoDB's write requests
-# (BatchWriteItem, PutItem, ...; runtime/shards/writing.py maps a mode and engine to its writer).
-Engine = Literal["api"]
-API: Final = "api"
+# The engines that write a job's items (`dynamodb.engine`; runtime/shards/writing.py maps a mode
+# and engine to its writer). "lambda": the Workers send them in DynamoDB's write requests
+# (BatchWriteItem, PutItem, ...). "bulkPutItems": the Workers stage them in S3 as DynamoDB JSON
+# Lines (runtime/shards/bulk_staging.py) and DynamoDB's bulk put items operation writes them.
+Engine = Literal["lambda", "bulkPutItems"]
+ENGINES = get_args(Engine)
+LAMBDA: Final = "lambda"
+BULK_PUT_ITEMS: Final = "bulkPutItems"
+# StartBulkPutItems' PerformanceTier (API reference; STANDARD when not given).
+PerformanceTier = Literal["STANDARD", "ACCELERATED"]
+STANDARD: Final = "STANDARD"
+# Why a mode that bulk put items cannot write is refused with it (the service only puts whole
+# items: docs/BULK_PUT_ITEMS.md).
+_ONLY_PUTS = "bulk put items only puts whole items"
+_NO_CONDITION = (
+    "bulk put items' per-item condition syntax is not confirmed in AWS's documentation reachable "
+    'here (docs/INPUT.md, "Which engine"), so the mode\'s condition stays on the lambda engine'
+)
 # The request that writes one item of a mode (in a batch, or alone).
 Operation = Literal["PutItem", "UpdateItem", "DeleteItem"]
 
@@ -225,11 +240,26 @@ class KeyTemplate(NamedTuple):
     template: Template
 
 
+def _engine_schema(schema: dict[str, Any], model: type[Any]) -> None:
+    """Kept as json_schema_extra: the engines a mode allows (its `engines`) and performanceTier
+    with engine bulkPutItems alone, rules the field types do not state (the schema form of
+    DynamoDbTarget._engine_fits_the_mode)."""
+    engine = schema.get("properties", {}).get("engine")
+    if engine is not None:
+        engine["enum"] = list(model.engines)
+    schema["dependentSchemas"] = {
+        **schema.get("dependentSchemas", {}),
+        "performanceTier": {"required": ["engine"], "properties": {"engine": {"const": BULK_PUT_ITEMS}}},
+    }
+
+
 class DynamoDbTarget(Model):
     """How a record becomes a DynamoDB item: the fields and checks every writeMode shares. Each
     mode is its own model below (`writeMode` is their discriminator; absent is put), holding the
     fields that mode allows: `version` with newerWins only, no `attributes` with delete, `update`
     actions with update only."""
+
+    model_config = ConfigDict(json_schema_extra=_engine_schema)
 
     # Validated with the target table's key as context (`context={"table_key": ((name, S|N|B), ...)}`,
     # partition key first), `key` names exactly the table's key attributes, in its order; without
@@ -244,6 +274,17 @@ class DynamoDbTarget(Model):
     table: Annotated[TableName | None, NotNull] = absent(
         "The target table's name: one of the tables the environment allows (its `tables` setting). "
         "Absent: the environment's own table."
+    )
+    engine: Engine = omit_default(
+        LAMBDA,
+        description='What writes the items: "lambda", the Workers in DynamoDB write requests; '
+        '"bulkPutItems", DynamoDB\'s bulk put items operation from the items the Workers stage '
+        "(writeMode put only; docs/INPUT.md).",
+    )
+    performance_tier: PerformanceTier = omit_default(
+        STANDARD,
+        description="engine bulkPutItems only: the bulk put items operation's performance tier "
+        "(ACCELERATED only in some Regions).",
     )
 
     # How the mode writes its items (each mode's model sets them; a test checks every one does).
@@ -266,8 +307,9 @@ class DynamoDbTarget(Model):
     # Staged, not written, by the Workers: the Sync Map writes the difference from the dataset's
     # baseline (writeMode sync: logic/sync.py, runtime/shards/sync_buckets.py).
     staged: ClassVar[bool] = False
-    # The engines that may write this mode (today the one: API).
-    engines: ClassVar[tuple[Engine, ...]] = (API,)
+    # The engines that may write this mode, and why bulkPutItems is refused when it is not one.
+    engines: ClassVar[tuple[Engine, ...]] = (LAMBDA,)
+    bulk_refused: ClassVar[str] = _ONLY_PUTS
     # How `mapload estimate` models the mode's load.
     estimate: ClassVar[EstimateModel]
 
@@ -308,6 +350,20 @@ class DynamoDbTarget(Model):
             for name, value in self.mapped.items()
         }
         return self.model_copy(update={"attributes": attributes}) if attributes != self.mapped else self
+
+    @model_validator(mode="after")
+    def _engine_fits_the_mode(self) -> DynamoDbTarget:
+        if self.engine not in self.engines:
+            why = self.bulk_refused
+            raise fail(f"writeMode {self.name} cannot use engine {self.engine}: {why}", "engine")
+        if "performance_tier" in self.model_fields_set and not self.bulk:
+            raise fail(f"only with engine {BULK_PUT_ITEMS} (engine is {self.engine!r})", "performanceTier")
+        return self
+
+    @property
+    def bulk(self) -> bool:
+        """Whether DynamoDB's bulk put items writes the items (the Workers stage them)."""
+        return self.engine == BULK_PUT_ITEMS
 
     _key_types: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -408,6 +464,7 @@ class PutTarget(DynamoDbTarget):
     batched = True
     items_per_request = BATCH_ITEMS
     operation = "PutItem"
+    engines = (LAMBDA, BULK_PUT_ITEMS)
     estimate = EstimateModel("BatchWriteItem")
     refused: ClassVar[dict[str, str]] = {
         "version": _NEWER_WINS_ONLY.format(mode="put"),
@@ -426,6 +483,7 @@ class PutIfAbsentTarget(DynamoDbTarget):
     items_per_request = BATCH_ITEMS
     conditional = True
     operation = "PutItem"
+    bulk_refused = _NO_CONDITION
     estimate = EstimateModel("BatchExecuteStatement of PartiQL INSERTs")
     refused: ClassVar[dict[str, str]] = {
         "version": _NEWER_WINS_ONLY.format(mode="putIfAbsent"),
@@ -446,6 +504,7 @@ class NewerWinsTarget(DynamoDbTarget):
     conditional = True
     versioned = True
     operation = "PutItem"
+    bulk_refused = _NO_CONDITION
     estimate = EstimateModel("PutItem/UpdateItem")
     refused: ClassVar[dict[str, str]] = {"dataset": _SYNC_ONLY.format(mode="newerWins")}
 
@@ -461,6 +520,7 @@ class UpdateTarget(DynamoDbTarget):
     items_per_request = 1
     counts = True
     operation = "UpdateItem"
+    bulk_refused = f"{_ONLY_PUTS}; it cannot update (keep other attributes, add numbers)"
     estimate = EstimateModel("PutItem/UpdateItem")
     refused: ClassVar[dict[str, str]] = {
         "version": _NEWER_WINS_ONLY.format(mode="update"),
@@ -482,6 +542,7 @@ class DeleteTarget(DynamoDbTarget):
     batched = True
     items_per_request = BATCH_ITEMS
     operation = "DeleteItem"
+    bulk_refused = f"{_ONLY_PUTS}; it cannot delete"
     estimate = EstimateModel(
         "BatchWriteItem of DeleteRequests",
         note="writeMode delete: a delete consumes the write units of the item it deletes (1 when none "
@@ -506,6 +567,7 @@ class SyncTarget(DynamoDbTarget):
     items_per_request = BATCH_ITEMS
     staged = True
     operation = "PutItem"
+    bulk_refused = f"{_ONLY_PUTS}; a sync also deletes the keys the file no longer has"
     estimate = EstimateModel(
         "BatchWriteItem of the changed items (and DeleteRequests)",
         note="writeMode sync: the table above is a dataset's first sync (every item written); a "

@@ -146,7 +146,17 @@ class Common(Model):
 _CSV_ONLY = {"csv": "only allowed when format is 'csv' (format is {format!r})"}
 # Kept as json_schema_extra: records go to DynamoDB, the graph or both (RecordInput._has_a_target),
 # a rule between two fields that no field's type states.
-_NEEDS_TARGET: JsonDict = {"anyOf": [{"required": ["dynamodb"]}, {"required": ["graph"]}]}
+# Also kept: engine bulkPutItems is not with a graph target (RecordInput._has_a_target).
+_NEEDS_TARGET: JsonDict = {
+    "anyOf": [{"required": ["dynamodb"]}, {"required": ["graph"]}],
+    "if": {
+        "required": ["dynamodb"],
+        "properties": {
+            "dynamodb": {"required": ["engine"], "properties": {"engine": {"const": "bulkPutItems"}}}
+        },
+    },
+    "then": {"not": {"required": ["graph"]}},
+}
 
 
 class RecordInput(Common):
@@ -160,6 +170,13 @@ class RecordInput(Common):
         if self.dynamodb is None and self.graph is None:
             raise fail(
                 'required (unless "graph" is given): {"key": {...}, "attributes": {...} or "*"}', "dynamodb"
+            )
+        if self.dynamodb is not None and self.dynamodb.bulk and self.graph is not None:
+            raise fail(
+                "bulkPutItems not with a graph target: a job that also loads Neptune writes its items "
+                'with engine "lambda"',
+                "dynamodb",
+                "engine",
             )
         return self
 
