@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from logic import layout, parquet, planning, shardtime, sync
+from logic import bulk_put, layout, parquet, planning, shardtime, sync
 from logic.errors import InputValidationError, JobAlreadyLoadedError, JobAlreadyRunningError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
@@ -115,6 +115,8 @@ def plan(
         "shardCount": len(shards),
         # writeMode sync: the Sync Map's items, one per bucket (none: no Sync Map).
         "syncBuckets": list(range(synced["buckets"])) if synced is not None else [],
+        # dynamodb.engine bulkPutItems: the state machine hands the staged items off after the Map.
+        "bulkPut": bulk_put.bulk_engine(spec),
         **({"shardTime": timing.describe()} if timing is not None else {}),
     }
 
