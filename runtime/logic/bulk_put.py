@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from logic import layout
+from logic.clipping import TEXT_BYTES, clip
 
 ENGINE_LAMBDA: Final = "lambda"
 ENGINE_BULK: Final = "bulkPutItems"
@@ -133,8 +134,12 @@ def answer(
         "deadline": int(deadline),
         "stagedObjects": staged_objects,
         "counters": {name: int(described.get(field) or 0) for name, field in COUNTERS.items()},
+        # The service's reason, clipped: the state stays far below Step Functions' 256 KiB.
         "failure": (
-            {"code": described.get("FailureCode"), "message": described.get("FailureMessage")}
+            {
+                "code": described.get("FailureCode"),
+                "message": clip(str(described.get("FailureMessage") or ""), TEXT_BYTES),
+            }
             if described.get("FailureCode") or described.get("FailureMessage")
             else None
         ),

@@ -423,6 +423,7 @@ def finalized(
         "maxConcurrency": 10_000,
         "shardCount": SHARDS,
         "syncBuckets": [],  # no sync: the Sync Map does not run
+        "bulkPut": False,  # the Lambda engine: no bulk put items hand-off
     }
     state = run.task("Plan", state, lambda _: plan)
     store = MemoryStore(objects)
