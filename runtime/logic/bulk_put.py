@@ -28,6 +28,8 @@ EXACT_STATUSES: Final[frozenset[str]] = frozenset({"COMPLETED", "COMPLETED_WITH_
 INEXACT_STATUSES: Final[frozenset[str]] = frozenset({"FAILED", "CANCELLED"})
 # No operation was started: nothing was staged (every record rejected, or an empty source).
 NOTHING_STAGED: Final = "NOTHING_STAGED"
+# The hand-off did not answer (StartBulkPut failed for good, or the Map failed before it).
+NOT_STARTED: Final = "NOT_STARTED"
 # The service's output types (OutputS3Configuration.OutputType): both, so Finalize can fold every
 # item it did not write back into a reject or a skip.
 OUTPUT_TYPES: Final[tuple[str, ...]] = ("ERROR", "CONDITION_CHECK_FAILURE")
