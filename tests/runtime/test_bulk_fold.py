@@ -19,9 +19,9 @@ from pipeline_support import REGION
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
 from logic import bulk_output, bulk_put, layout
-from mapload.reports import report_lines
 from logic.bulk_output import ReportedItem
 from logic.bulk_sidecar import Sidecar, TextPosition
+from mapload.reports import report_lines
 from reports import bulk_put as folding
 from reports.service import finalize
 
