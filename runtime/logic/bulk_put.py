@@ -63,6 +63,14 @@ def bulk_engine(spec: Any) -> bool:
     return (engine or ENGINE_LAMBDA) == ENGINE_BULK
 
 
+def hands_off(spec: Any) -> bool:
+    """Whether the state machine hands the job's staged items to the operation after the Map
+    (Plan's `bulkPut`) and Finalize reports one: the engine's jobs, but a dry run (nothing staged,
+    nothing written)."""
+    dry_run = spec.get("dryRun") if isinstance(spec, Mapping) else getattr(spec, "dry_run", False)
+    return bulk_engine(spec) and not dry_run
+
+
 def performance_tier(spec: Mapping[str, Any]) -> str:
     """The job's PerformanceTier (`dynamodb.performanceTier`; STANDARD when absent)."""
     return str((spec.get("dynamodb") or {}).get("performanceTier") or DEFAULT_TIER)

@@ -116,7 +116,7 @@ def plan(
         # writeMode sync: the Sync Map's items, one per bucket (none: no Sync Map).
         "syncBuckets": list(range(synced["buckets"])) if synced is not None else [],
         # dynamodb.engine bulkPutItems: the state machine hands the staged items off after the Map.
-        "bulkPut": bulk_put.bulk_engine(spec),
+        "bulkPut": bulk_put.hands_off(spec),
         **({"shardTime": timing.describe()} if timing is not None else {}),
     }
 

@@ -57,7 +57,7 @@ def finalize(
     if plan is not None:
         manifest, shards, taken_over = _recorded(settings, store, ledger, plan, job_id, run_id, plan_id)
         error = taken_over or error
-        if job is not None and bulk_put.bulk_engine(job.spec):
+        if job is not None and bulk_put.hands_off(job.spec):
             bulk = _bulk_put(state, settings, store, job, shards)
             shards, error = bulk.shards, error or bulk.error
         missing = {int(shard["index"]) for shard in manifest or []} - set(shards)

@@ -276,3 +276,5 @@ def test_bulk_engine_reads_a_parsed_or_normalized_spec() -> None:
 
     assert bulk_put.bulk_engine(SPEC) and bulk_put.bulk_engine(Spec())
     assert not bulk_put.bulk_engine({"dynamodb": {"key": {}}}) and not bulk_put.bulk_engine({"graph": {}})
+    # A dry run stages and writes nothing: no hand-off, no operation in its report.
+    assert bulk_put.hands_off(SPEC) and not bulk_put.hands_off({**SPEC, "dryRun": True})
