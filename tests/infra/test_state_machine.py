@@ -387,3 +387,29 @@ def test_the_state_machine_logs_under_vended_logs_with_a_derived_name(dev: Synth
         assert len(name) <= 512
         names.append(name)
     assert names[0] != names[1]
+
+
+def test_every_bulk_put_answer_has_each_field_the_states_select(dev: Synth) -> None:
+    """A field a ResultSelector names and the answer lacks is a States.Runtime error no Catch sees:
+    StartBulkPut's and PollBulkPut's every answer ($.bulkPut) has exactly the selected fields."""
+    from bulk_puts.poll import poll
+    from logic import bulk_put
+
+    states = definition(dev)["States"]
+    selected = {k.removesuffix(".$") for k in states["StartBulkPut"]["ResultSelector"]}
+    assert selected == {k.removesuffix(".$") for k in states["PollBulkPut"]["ResultSelector"]}
+    started = bulk_put.answer(
+        {"BulkOperationStatus": "IN_PROGRESS", "BulkOperationArn": "arn:x"},
+        staged_objects=1,
+        started_at=0,
+        deadline=60,
+    )
+    nothing = bulk_put.answer(None, staged_objects=0, started_at=0, deadline=0)
+
+    class Gone:
+        def describe(self, arn: str) -> None:
+            return None
+
+    answers = [started, nothing, poll({"bulkPut": nothing}, Gone()), poll({"bulkPut": started}, Gone())]  # type: ignore[arg-type]
+    for answer in answers:
+        assert set(answer) == selected, answer
