@@ -160,15 +160,7 @@ class LoadDefinition(Construct):
         plan.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
         shards.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
         # dynamodb.engine bulkPutItems: the staged items handed off after the Map, before Finalize.
-        handoff = BulkPutLoop(
-            self,
-            "BulkPut",
-            start_function=functions.start_bulk_put_function,
-            poll_function=functions.poll_bulk_put_function,
-            retries=self._retries,
-            finalize=finalize,
-        )
-        synced = self._sync_choice(functions.worker_function, finalize, handoff.choice)
+        synced = self._sync_choice(functions.worker_function, finalize, self._handoff(functions, finalize))
         done = self._done(functions, execution)
         finalize.next(done)
         self.chain: sfn.IChainable = prepare.next(plan).next(shards).next(synced)
@@ -273,6 +265,18 @@ class LoadDefinition(Construct):
         more.when(sfn.Condition.boolean_equals("$.turn.more", True), worker).otherwise(done)
         shards.item_processor(worker.next(more))
         return shards
+
+    def _handoff(self, functions: LoaderFunctions, finalize: tasks.LambdaInvoke) -> sfn.Choice:
+        """BulkPut? (stacks/bulk_put.py): a bulkPutItems job's hand-off, then Finalize."""
+        loop = BulkPutLoop(
+            self,
+            "BulkPut",
+            start_function=functions.start_bulk_put_function,
+            poll_function=functions.poll_bulk_put_function,
+            retries=self._retries,
+            finalize=finalize,
+        )
+        return loop.choice
 
     def _sync_choice(
         self, worker_function: lambda_.IFunction, finalize: tasks.LambdaInvoke, otherwise: sfn.IChainable
