@@ -198,7 +198,12 @@ def _note(status: str, staged: int, exact: bool) -> str | None:
     """Why `written` is not given, when it is not."""
     if exact or status == bulk_put.NOTHING_STAGED:
         return None
-    ended = "did not start (or did not answer)" if status == bulk_put.NOT_STARTED else f"ended {status}"
+    if status == bulk_put.NOT_STARTED:
+        ended = "did not start (or did not answer)"
+    elif status in bulk_put.EXACT_STATUSES:
+        ended = f"ended {status} but its output could not be read"
+    else:
+        ended = f"ended {status}"
     return (
         f"the operation {ended}: at most {staged:,} of the staged records were written; which is not "
         "known, so the run claims no reconciliation of what was written"

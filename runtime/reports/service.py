@@ -178,9 +178,14 @@ def _bulk_put(
         objects = bulk_folding.StagedObjects(
             store, settings.staging_bucket, shards, (job.table_key or {}).keys()
         )
-        folded, unplaced = bulk_folding.fold(
-            bulk_folding.reported_items(store, settings.staging_bucket, output), objects
-        )
+        try:
+            reported = bulk_folding.reported_items(store, settings.staging_bucket, output)
+            folded, unplaced = bulk_folding.fold(reported, objects)
+        except (BulkPutFailedError, ValueError, KeyError, IndexError) as unreadable:
+            # The output (or a sidecar) unreadable: the report says so, never a Finalize that fails.
+            message = f"bulk put operation {answer.get('operationArn')}'s output: {unreadable}"
+            unread = {"type": type(unreadable).__name__, "message": message, "where": "Finalize"}
+            return BulkPutOutcome(shards, {}, bulk_folding.section(answer, staged, None), unread, False)
         shards = {i: bulk_folding.folded_counts(c, folded, i) for i, c in shards.items()}
         for index, records in sorted(folded.rejects.items()):
             key = layout.run_prefix(job.job_id, job.run_id) + f"rejects/bulk-{index:06d}.jsonl"

@@ -215,6 +215,20 @@ def test_after_a_failed_or_cancelled_operation_the_report_says_at_most_and_claim
     assert ledger.plan_record(JOB, PLAN).get("loaded") is None
 
 
+def test_an_output_that_cannot_be_read_fails_the_run_in_its_report(
+    aws: Any, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finalize still writes the report (a Finalize that raised would leave none)."""
+    _setup(aws, ledger)
+    monkeypatch.delattr(bulk_output, "read_output", raising=False)
+    result = _run(_state("COMPLETED"), aws, ledger)
+    assert result["status"] == "FAILED" and result["error"]["type"] == "BulkPutFailedError"
+    assert result["error"]["where"] == "Finalize" and "no reader" in result["error"]["message"]
+    section = result["bulkPut"]
+    assert section["exact"] is False and section["written"] is None
+    assert "output could not be read" in section["note"]
+
+
 def test_an_operation_still_cancelling_at_the_deadline_keeps_the_job_held(aws: Any, ledger: Ledger) -> None:
     _setup(aws, ledger)
     error = {
