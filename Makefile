@@ -77,7 +77,7 @@ lint: setup
 
 typecheck: setup
 	$(BIN)/mypy app.py stacks mapload runtime/logic runtime/adapters runtime/shards \
-		runtime/archives runtime/plans runtime/reports runtime/graph_loads runtime/handlers
+		runtime/archives runtime/plans runtime/reports runtime/graph_loads runtime/bulk_puts runtime/handlers
 
 # The runtime's unit tests (tests/runtime: logic and adapters, on moto, no synth, no embedded
 # run), without those marked slow. `make test` runs every test (all-tests). `python -m` puts the

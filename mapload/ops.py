@@ -290,6 +290,7 @@ def release(
     """Free a jobId whose run ended without closing it (stopped, timed out, failed past Finalize):
     its ledger job item goes from RUNNING to RELEASED. Refused while that execution runs. Returns
     the execution that held it. (Plan also takes such a jobId over by itself.)"""
+    from adapters.bulk_puts import BulkOperations
     from adapters.executions import execution_ended
     from adapters.ledger import Ledger
     from logic.errors import JobAlreadyRunningError
@@ -298,7 +299,13 @@ def release(
     clients = Clients(region)
     print(region_line("release", clients.region, clients.region_source), file=err or sys.stderr)
     environment = describe_environment(clients, env)
-    ledger = Ledger(clients.dynamodb, environment.outputs["LedgerTableName"], ttl_days=1)
+    # A bulk put items operation the run started is cancelled first; the job stays held until it ended.
+    ledger = Ledger(
+        clients.dynamodb,
+        environment.outputs["LedgerTableName"],
+        ttl_days=1,
+        settle=BulkOperations(clients.dynamodb).settle,
+    )
     try:
         held = ledger.release_job(job_id, lambda arn: execution_ended(clients.sfn, arn))
     except (ValueError, JobAlreadyRunningError) as error:

@@ -167,6 +167,18 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
                     else ""
                 )
             )
+    bulk = report.get("bulkPut")
+    if isinstance(bulk, dict):
+        written = bulk.get("written")
+        # Not exact (FAILED, CANCELLED): only an upper bound is known.
+        most = bulk.get("writtenAtMost", 0)
+        wrote = f"written {written:,}" if written is not None else f"written at most {most:,}"
+        lines.append(
+            f"  bulk put  {bulk.get('status')} · "
+            + wrote
+            + f" · errors {bulk.get('errors', 0):,} · condition failures {bulk.get('conditionFailures', 0):,}"
+            + (f" · {bulk['operationArn']}" if bulk.get("operationArn") else "")
+        )
     rejects = report.get("rejects") or {}
     if rejects.get("count"):
         reasons = ", ".join(

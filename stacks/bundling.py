@@ -95,6 +95,7 @@ CACHE_DIR: Final[Path] = ROOT / ".cache" / "lambda-packages"
 CODE_PACKAGES: Final[tuple[str, ...]] = (
     "adapters",
     "archives",
+    "bulk_puts",
     "graph_loads",
     "handlers",
     "logic",

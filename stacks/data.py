@@ -41,6 +41,11 @@ STAGING_GRAPH_EDGE_FILES = f"{STAGING_JOBS_PREFIX}*/*/graph/edges/*"
 # A run's report (layout.py report_key: jobs/<jobId>/<runId>/report.json), which PollGraphLoad
 # rewrites with the graph load's outcome.
 STAGING_REPORTS = f"{STAGING_JOBS_PREFIX}*/*/report.json"
+# dynamodb.engine bulkPutItems: a plan's staged items (jobs/<jobId>/<planId>/bulk/items/, the
+# operation's input; runtime/logic/layout.py) and a run's operation output
+# (jobs/<jobId>/<runId>/bulk-output/).
+STAGING_BULK_ITEMS = f"{STAGING_JOBS_PREFIX}*/*/bulk/items/*"
+STAGING_BULK_OUTPUT = f"{STAGING_JOBS_PREFIX}*/*/bulk-output/*"
 
 # What a principal needs of the data key, through S3 or DynamoDB (kms:ViaService): readers only
 # decrypt; writers also generate data keys (an S3 multipart upload decrypts its parts' keys too).

@@ -1,5 +1,6 @@
 """The state machine's definition: Prepare → Plan → Shards (Distributed Map of Workers) → Sync? →
-[Sync (Map of the Worker per bucket, writeMode sync)] → Finalize → Done.
+[Sync (Map of the Worker per bucket, writeMode sync)] → BulkPut? → [StartBulkPut → PollBulkPut ↺
+(dynamodb.engine bulkPutItems: stacks/bulk_put.py)] → Finalize → Done.
 
 With a graph target Finalize hands over to the graph load's loop (stacks/graph_load.py):
 StartGraphLoad → PollGraphLoad → GraphLoaded? → GraphWait → PollGraphLoad ↺, until the load ends.
@@ -18,6 +19,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from stacks.bulk_put import BulkPutLoop
 from stacks.data import STAGING_JOBS_PREFIX
 from stacks.graph_load import GraphLoadLoop
 from stacks.lambda_tasks import (
@@ -144,6 +146,7 @@ class LoadDefinition(Construct):
                     "mapResultsPrefix": "string",
                     "syncBuckets": "object",
                     "syncConcurrency": "number",
+                    "bulkPut": "string",
                 }
             ),
             result_path="$.plan",
@@ -155,7 +158,8 @@ class LoadDefinition(Construct):
         prepare.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.prepareError")
         plan.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
         shards.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
-        synced = self._sync_choice(functions.worker_function, finalize)
+        # dynamodb.engine bulkPutItems: the staged items handed off after the Map, before Finalize.
+        synced = self._sync_choice(functions.worker_function, finalize, self._handoff(functions, finalize))
         done = self._done(functions, execution)
         finalize.next(done)
         self.chain: sfn.IChainable = prepare.next(plan).next(shards).next(synced)
@@ -261,14 +265,28 @@ class LoadDefinition(Construct):
         shards.item_processor(worker.next(more))
         return shards
 
-    def _sync_choice(self, worker_function: lambda_.IFunction, finalize: tasks.LambdaInvoke) -> sfn.Choice:
+    def _handoff(self, functions: LoaderFunctions, finalize: tasks.LambdaInvoke) -> sfn.Choice:
+        """BulkPut? (stacks/bulk_put.py): a bulkPutItems job's hand-off, then Finalize."""
+        loop = BulkPutLoop(
+            self,
+            "BulkPut",
+            start_function=functions.start_bulk_put_function,
+            poll_function=functions.poll_bulk_put_function,
+            retries=self._retries,
+            finalize=finalize,
+        )
+        return loop.choice
+
+    def _sync_choice(
+        self, worker_function: lambda_.IFunction, finalize: tasks.LambdaInvoke, otherwise: sfn.IChainable
+    ) -> sfn.Choice:
         """Sync? after Shards: the Sync Map when Plan planned buckets (writeMode sync), then
-        Finalize (also on the Map's error); straight to Finalize otherwise."""
+        Finalize (also on the Map's error); `otherwise` (BulkPut?, then Finalize) if not."""
         syncs = self._syncs(worker_function)
         syncs.add_catch(finalize, errors=[sfn.Errors.ALL], result_path="$.error")
         synced = sfn.Choice(self, "SyncChoice", state_name="Sync?")
         has_buckets = sfn.Condition.is_present("$.plan.syncBuckets[0]")
-        return synced.when(has_buckets, syncs.next(finalize)).otherwise(finalize)
+        return synced.when(has_buckets, syncs.next(finalize)).otherwise(otherwise)
 
     def _syncs(self, worker_function: lambda_.IFunction) -> sfn.Map:
         """writeMode sync's second Map: one Worker per bucket of the dataset (Plan's `syncBuckets`,

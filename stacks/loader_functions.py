@@ -16,6 +16,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from stacks.bulk_put_functions import bulk_put_functions
 from stacks.bundling import CORE, PACKAGES, PARQUET, lambda_code
 from stacks.data import (
     KEY_READ,
@@ -40,6 +41,8 @@ HANDLER_INDEX: Final[Mapping[str, str]] = {
     "Finalize": "handlers/finalize.py",
     "StartGraphLoad": "handlers/start_graph_load.py",
     "PollGraphLoad": "handlers/poll_graph_load.py",
+    "StartBulkPut": "handlers/start_bulk_put.py",
+    "PollBulkPut": "handlers/poll_bulk_put.py",
 }
 HANDLER_FUNCTION: Final[str] = "lambda_handler"
 # The functions that read Parquet (Plan its footers, the Worker its row groups) take the package
@@ -197,6 +200,8 @@ class LoaderFunctions:
         self._grant_finalize()
         if data.graph is not None:
             self.start_graph_load_function, self.poll_graph_load_function = self._graph_functions(data.graph)
+        # dynamodb.engine bulkPutItems is chosen per job: every environment has the hand-off.
+        self.start_bulk_put_function, self.poll_bulk_put_function = bulk_put_functions(self)
         self._grant_data_key()
         self._grant_table_key()
         self._acknowledge()
@@ -211,7 +216,26 @@ class LoaderFunctions:
             self.worker_function,
             self.finalize_function,
             *(function for function in graph if function is not None),
+            self.start_bulk_put_function,
+            self.poll_bulk_put_function,
         )
+
+    # What stacks/bulk_put_functions.py builds its functions with.
+    @property
+    def scope(self) -> Construct:
+        return self._scope
+
+    @property
+    def config(self) -> LoaderConfig:
+        return self._config
+
+    @property
+    def data(self) -> LoaderData:
+        return self._data
+
+    def function(self, name: str, **kwargs: Any) -> lambda_.Function:
+        """A function of the loader with its own role and log group (`_function`)."""
+        return self._function(name, **kwargs)
 
     def log_group(self, construct_id: str, **kwargs: Any) -> logs.LogGroup:
         """A log group of the loader: the environment's retention, removal policy and data key."""

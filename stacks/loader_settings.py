@@ -39,6 +39,8 @@ MAX_MAP_CONCURRENCY: Final[int] = 10_000
 # An EXPRESS execution lasts at most 5 minutes; the Worker Task's timeout is the function's + 60 s.
 EXPRESS_MAX_SECONDS: Final[int] = 300
 WORKER_TASK_MARGIN_SECONDS: Final[int] = 60
+# The longest bulk put items deadline: 7 days, 212 polls at most (runtime/logic/polling.py).
+BULK_PUT_TIMEOUT_MAX_MINUTES: Final[int] = 10_080
 # Lambda refuses a reserved concurrency that leaves the account fewer than 100 unreserved executions.
 LAMBDA_UNRESERVED_MINIMUM: Final[int] = 100
 
@@ -264,6 +266,17 @@ class LoaderConfig(Site):
         NUMBER,
     ] = 2.0
     ledger_ttl_days: Annotated[Days, Field(description="how long ledger items (jobs, shards) are kept")] = 30
+    bulk_put_timeout_minutes: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=BULK_PUT_TIMEOUT_MAX_MINUTES,
+            description="dynamodb.engine bulkPutItems: how long after its start PollBulkPut lets a job's "
+            "bulk put items operation run; past it the operation is cancelled and the job fails naming it "
+            "(the poll interval grows with the operation's age, so the loop stays within the execution's "
+            "history)",
+        ),
+    ] = 1440
     log_retention_days: Annotated[
         int,
         Field(

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from logic.errors import JobAlreadyRunningError
+from logic.errors import JobAlreadyRunningError, JobTakenOverError
 
 DAY = 86_400
 # Shards per block key. Bound: BLOCK_SHARDS x (largest shard record + CSV states) in write units
@@ -103,10 +103,21 @@ class Markers:
 
 
 class Ledger:
-    def __init__(self, client: Any, table: str, ttl_days: int) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        ttl_days: int,
+        *,
+        settle: Callable[[Mapping[str, Any]], None] | None = None,
+    ) -> None:
+        """`settle(job item)`: called before a job held by an ended execution is taken over or
+        released; it raises JobAlreadyRunningError to keep the job held (a bulk put items
+        operation still running: adapters/bulk_puts.py BulkOperations.settle)."""
         self._db = client
         self._table = table
         self._ttl_days = ttl_days
+        self._settle = settle
 
     @property
     def client(self) -> Any:
@@ -159,6 +170,8 @@ class Ledger:
         held_by = str(current.get("executionId") or "")
         # The run that holds it is over without closing it: take it over, if still that run's.
         if ended is not None and held_by and ended(held_by):
+            if self._settle is not None:
+                self._settle(current)
             if self._claim(item, "#s = :running AND runId = :run", str(current.get("runId")), earlier):
                 return
             current = self.get_job(job_id) or {}
@@ -211,6 +224,8 @@ class Ledger:
                 f"jobId {job_id!r} is held by execution {execution}, which is still RUNNING: "
                 "stop it first (aws stepfunctions stop-execution --execution-arn ...)"
             )
+        if self._settle is not None:
+            self._settle(current)
         try:
             self._db.update_item(
                 TableName=self._table,
@@ -587,6 +602,33 @@ class Ledger:
                 for item in page.get("Items", []):
                     _, number, kind = item["sk"]["S"].split("#")
                     yield int(number), kind, json.loads(item["csv"]["S"])
+
+    # -- a bulk put items operation (dynamodb.engine bulkPutItems: one per run) ---------------
+
+    def record_bulk_operation(self, job_id: str, run_id: str, arn: str, objects: int) -> None:
+        """Record the run's bulk put items operation on the job item (`bulkOperationArn`,
+        `bulkRunId`, `bulkObjects`: the staged objects it reads): while it runs, a takeover or
+        release of the job cancels it first (`settle`). Only while the job is still this run's
+        (JobTakenOverError otherwise)."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"pk": _job_pk(job_id), "sk": {"S": "JOB"}},
+                UpdateExpression="SET bulkOperationArn = :arn, bulkRunId = :run, bulkObjects = :objects",
+                ConditionExpression="runId = :run",
+                ExpressionAttributeValues={
+                    ":arn": {"S": arn},
+                    ":run": {"S": run_id},
+                    ":objects": {"N": str(objects)},
+                },
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            raise JobTakenOverError(
+                f"jobId {job_id!r} is no longer held by run {run_id}: its bulk put operation {arn} "
+                "was started but not recorded"
+            ) from None
 
     # -- the graph load (one per run: a retried StartGraphLoad finds it here) -----------------
 

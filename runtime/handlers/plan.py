@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from adapters import clients
+from adapters.bulk_puts import BulkOperations
 from adapters.executions import execution_ended
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
@@ -32,7 +33,13 @@ def handle(
         event,
         settings,
         S3Store(clients.s3()),
-        Ledger(clients.ledger_dynamodb(), settings.ledger_table, settings.ledger_ttl_days),
+        # A job held by an ended run whose bulk put operation still runs: cancelled first, kept held.
+        Ledger(
+            clients.ledger_dynamodb(),
+            settings.ledger_table,
+            settings.ledger_ttl_days,
+            settle=BulkOperations(clients.ledger_dynamodb()).settle,
+        ),
         functools.partial(
             execution_ended, clients.stepfunctions(), worker_timeout_seconds=settings.worker_timeout_seconds
         ),

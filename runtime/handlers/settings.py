@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from adapters.executions import LAMBDA_MAX_TIMEOUT_SECONDS
+from logic.bulk_put import DEFAULT_TIMEOUT_MINUTES as DEFAULT_BULK_PUT_TIMEOUT_MINUTES
 
 # Read by Powertools (Logger/Metrics) in lambda_handler, not by the settings classes; every
 # function's template sets exactly these besides its SETTINGS_CLASS.ENV_NAMES (contract test).
@@ -156,3 +157,17 @@ class PollGraphLoadSettings(_Ledger):
 
 class StartGraphLoadSettings(PollGraphLoadSettings):
     loader_role_arn: Name
+
+
+class StartBulkPutSettings(_Ledger):
+    # The job's table when it names none (its `table` otherwise).
+    table_name: Name
+    # The data key (`data_key`): the staging bucket's objects are SSE-KMS with it, and so is the
+    # operation's output; unset: SSE-S3.
+    data_key_arn: str | None = None
+    # The environment's bulk_put_timeout_minutes: PollBulkPut cancels an operation running longer.
+    bulk_put_timeout_minutes: Positive = DEFAULT_BULK_PUT_TIMEOUT_MINUTES
+
+
+class PollBulkPutSettings(FunctionSettings):
+    """PollBulkPut reads nothing of its environment: the operation's ARN and deadline are in its input."""

@@ -160,3 +160,21 @@ def record_of(error: BaseException) -> dict[str, int] | None:
     """The record `error` was raised at (mark_record), or None."""
     where = getattr(error, _AT_RECORD, None)
     return dict(where) if isinstance(where, dict) else None
+
+
+class BulkPutBusyError(MaploadError):
+    """DynamoDB refused to start a bulk put items operation for now (its concurrency quotas): the
+    state machine tries again."""
+
+
+class BulkPutRefusedError(MaploadError):
+    """DynamoDB refused a job's bulk put items operation (the table's state, the request)."""
+
+
+class BulkPutInputError(MaploadError):
+    """The staged items of a bulk put items job are not what its shards recorded."""
+
+
+class BulkPutFailedError(MaploadError):
+    """A job's bulk put items operation ended FAILED or CANCELLED, or was still running at its
+    deadline."""

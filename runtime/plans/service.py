@@ -15,7 +15,7 @@ from typing import Any
 
 from adapters.ledger import Ledger
 from adapters.s3 import ObjectInfo, S3Store
-from logic import bulk_items, layout, parquet, planning, shardtime, sync
+from logic import bulk_items, bulk_put, layout, parquet, planning, shardtime, sync
 from logic.errors import InputValidationError, JobAlreadyLoadedError, JobAlreadyRunningError
 from logic.job import PlannedJob
 from logic.payloads import check_input_size
@@ -128,6 +128,8 @@ def plan(
         "syncBuckets": list(range(synced["buckets"])) if synced is not None else [],
         # ... and the SyncWorkers it runs at once (its MaxConcurrencyPath; 1 without a sync).
         "syncConcurrency": synced["workers"] if synced is not None else 1,
+        # dynamodb.engine bulkPutItems: the state machine hands the staged items off after the Map.
+        "bulkPut": bulk_put.hands_off(spec),
         **({"shardTime": timing.describe()} if timing is not None else {}),
     }
 

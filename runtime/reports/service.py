@@ -6,19 +6,22 @@ What the shards recorded (ledger) and the plan's manifest (staging) → the reje
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from adapters.executions import SETTLE_MARGIN_SECONDS
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
-from logic import layout, report, tables
-from logic.errors import JobTakenOverError
+from logic import bulk_put, checkpoints, layout, report, tables
+from logic.errors import BulkPutFailedError, JobTakenOverError
 from logic.job import PlannedJob
+from reports import bulk_put as bulk_folding
 from reports.rejects import merge_rejects
 from reports.settings import ReportSettings
 
@@ -50,9 +53,13 @@ def finalize(
     rejects_location: str | None = None
     sample: list[dict[str, Any]] = []
     failures: dict[int, dict[str, Any]] = {}
+    bulk: BulkPutOutcome | None = None
     if plan is not None:
         manifest, shards, taken_over = _recorded(settings, store, ledger, plan, job_id, run_id, plan_id)
         error = taken_over or error
+        if job is not None and bulk_put.hands_off(job.spec):
+            bulk = _bulk_put(state, settings, store, job, shards)
+            shards, error = bulk.shards, error or bulk.error
         missing = {int(shard["index"]) for shard in manifest or []} - set(shards)
         # Why the shards without counts failed, as their Workers recorded it (none read if none).
         failures = ledger.shard_failures(job_id, plan_id, missing) if missing else {}
@@ -64,10 +71,7 @@ def finalize(
             job_id,
             run_id,
             manifest or [],
-            {
-                i: c if report.ran_in(c, run_id) else {**c, "rejectsKey": None, "rejectsKeys": None}
-                for i, c in shards.items()
-            },
+            _rejects_files(shards, run_id, bulk.rejects if bulk else {}),
         )
     if not spec:  # Plan failed: say what was asked for as far as it can be read
         spec = _asked_for(state)
@@ -91,12 +95,16 @@ def finalize(
         paced=_paced(job),
     )
     _add_graph(result, settings, spec, shards, (job_id, plan_id))
+    if bulk is not None:
+        result["bulkPut"] = bulk.section
     if job is not None and job.sync is not None and manifest is not None:
         _add_sync(result, store, settings, ledger, job, shards, table)
     key = layout.report_key(job_id, run_id)
     store.put_json(settings.staging_bucket, key, result)
     answer = _answer(result, f"s3://{settings.staging_bucket}/{key}")
     settled = job is None or job.sync is None or result["status"] == "SUCCEEDED"
+    # A bulk put items job whose operation did not end exactly: its re-run hands the staged items off again.
+    settled = settled and (bulk is None or bulk.section["exact"])
     if (
         job is not None
         and manifest is not None
@@ -112,11 +120,95 @@ def finalize(
         )
     # The claim on the jobId lasts until the run's last state: PollGraphLoad's end when a graph
     # load follows (a second run must not start meanwhile), else here.
-    if plan is not None and not answer["graphLoad"]:
+    # A bulk put items operation still running (its deadline's cancel not done) holds the job too:
+    # a takeover or `mapload release` cancels it first (adapters/bulk_puts.py).
+    if plan is not None and not answer["graphLoad"] and (bulk is None or not bulk.running):
         ledger.finish_job(
             job_id, run_id, result["status"], writers_until=_writers_until(state, result, settings, now())
         )
     return answer
+
+
+def _rejects_files(
+    shards: Mapping[int, Mapping[str, Any]], run_id: str, bulk_rejects: Mapping[int, str]
+) -> dict[int, dict[str, Any]]:
+    """The shards' rejects files this run's report merges: this run's shards' own (a shard an
+    earlier run finished wrote its rejects beside that run's report; its line counts still number
+    the lines after it), then the rejects this run's bulk put items operation made of any shard's
+    staged records."""
+    merged: dict[int, dict[str, Any]] = {}
+    for index, counts in shards.items():
+        own = checkpoints.rejects_keys(counts) if report.ran_in(counts, run_id) else []
+        extra = [bulk_rejects[index]] if index in bulk_rejects else []
+        merged[index] = {**counts, "rejectsKey": None, "rejectsKeys": [*own, *extra]}
+    return merged
+
+
+@dataclass
+class BulkPutOutcome:
+    """dynamodb.engine bulkPutItems: the shards' counts with the operation's results folded in,
+    the rejects files it made (shard index -> key), the report's `bulkPut` section, the error."""
+
+    shards: dict[int, dict[str, Any]]
+    rejects: dict[int, str]
+    section: dict[str, Any]
+    error: dict[str, str] | None
+    running: bool
+
+
+def _bulk_put(
+    state: Mapping[str, Any],
+    settings: ReportSettings,
+    store: S3Store,
+    job: PlannedJob,
+    shards: dict[int, dict[str, Any]],
+) -> BulkPutOutcome:
+    """The hand-off's outcome ($.bulkPut, or a StartBulkPut/PollBulkPut error at $.bulkPutError)
+    folded into the report (reports/bulk_put.py)."""
+    answer = state.get("bulkPut") or {"status": bulk_put.NOT_STARTED}
+    caught = report.describe_error(state.get("bulkPutError"), planned=True)
+    error = {**caught, "where": "BulkPut"} if caught else None
+    if answer.get("error"):
+        error = error or {**answer["error"], "where": "BulkPut"}
+    status = answer.get("status")
+    staged = sum(int(c.get("staged") or 0) for c in shards.values())
+    folded, unplaced, rejects = None, 0, {}
+    if status in bulk_put.EXACT_STATUSES and error is None:
+        output = layout.bulk_output_prefix(job.job_id, job.run_id)
+        objects = bulk_folding.StagedObjects(
+            store, settings.staging_bucket, shards, (job.table_key or {}).keys()
+        )
+        try:
+            reported = bulk_folding.reported_items(store, settings.staging_bucket, output)
+            folded, unplaced = bulk_folding.fold(reported, objects)
+        except (BulkPutFailedError, ValueError, KeyError, IndexError) as unreadable:
+            # The output (or a sidecar) unreadable: the report says so, never a Finalize that fails.
+            message = f"bulk put operation {answer.get('operationArn')}'s output: {unreadable}"
+            unread = {"type": type(unreadable).__name__, "message": message, "where": "Finalize"}
+            return BulkPutOutcome(shards, {}, bulk_folding.section(answer, staged, None), unread, False)
+        shards = {i: bulk_folding.folded_counts(c, folded, i) for i, c in shards.items()}
+        for index, records in sorted(folded.rejects.items()):
+            key = layout.run_prefix(job.job_id, job.run_id) + f"rejects/bulk-{index:06d}.jsonl"
+            body = b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
+            store.put_bytes(settings.staging_bucket, key, body, "application/x-ndjson")
+            rejects[index] = key
+        if unplaced:
+            error = {
+                "type": "ReconciliationError",
+                "message": f"{unplaced} entries of bulk put operation {answer.get('operationArn')}'s output "
+                "name no record the shards staged: what was written cannot be reconciled",
+                "where": "Finalize",
+            }
+    elif status not in (bulk_put.NOTHING_STAGED, bulk_put.NOT_STARTED, *bulk_put.EXACT_STATUSES):
+        failure = answer.get("failure") or {}
+        why = f" ({failure.get('code')}: {failure.get('message')})" if failure else ""
+        error = error or {
+            "type": BulkPutFailedError.__name__,
+            "message": f"bulk put operation {answer.get('operationArn')} ended {status}{why}",
+            "where": "BulkPut",
+        }
+    section = bulk_folding.section(answer, staged, folded, unplaced)
+    return BulkPutOutcome(shards, rejects, section, error, status in bulk_put.RUNNING_STATUSES)
 
 
 def _add_sync(

@@ -43,6 +43,10 @@ EXPECTED_FUNCTION_GRANTS: dict[str, dict[str, list[str]]] = {
     # The edge endpoint check reads the shards' id and edge files; it writes nothing to S3.
     "StartGraphLoad": {"s3": ["kms:Decrypt"], "dynamodb": WRITE},
     "PollGraphLoad": {"s3": WRITE, "dynamodb": WRITE},
+    # Reads the staged items and writes the operation's output (the service is assumed to act with
+    # its permissions) and records the operation in the ledger; PollBulkPut touches no data.
+    "StartBulkPut": {"s3": WRITE, "dynamodb": WRITE},
+    "PollBulkPut": {},
 }
 VARIANTS = ["data_key_created", "data_key_imported"]
 
@@ -298,9 +302,9 @@ def test_every_log_group_uses_the_key(name: str, request: pytest.FixtureRequest)
         for template_name, template in all_templates(synth).items()
         for logical, group in resources(template, "AWS::Logs::LogGroup").items()
     }
-    # Six functions and the state machine (Loader), the VPC flow logs and the S3 prefix list
+    # Eight functions and the state machine (Loader), the VPC flow logs and the S3 prefix list
     # lookup (Graph).
-    assert len(groups) == 9, sorted(groups)
+    assert len(groups) == 11, sorted(groups)
     for where, group in groups.items():
         assert group["Properties"]["KmsKeyId"] == key_ref(name), where
 

@@ -19,6 +19,11 @@ pytestmark = pytest.mark.infra
 
 # The graph poll loop: the states a pending load goes round.
 POLL_LOOP = ("GraphWait", "PollGraphLoad", "GraphLoaded")
+# The bulk put items hand-off (dynamodb.engine bulkPutItems): its start and its poll loop. A job
+# takes either the graph load or the hand-off, never both: each path is counted without the other.
+BULK_PUT_LOOP = ("BulkPutWait", "PollBulkPut", "BulkPutEnded?")
+BULK_PUT_ONLY = ("StartBulkPut", *BULK_PUT_LOOP)
+GRAPH_ONLY = ("StartGraphLoad", "GraphLoadError", *POLL_LOOP)
 # The largest inputs the spec allows (schemas/input.schema.json's bounds).
 _GRAPH = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "input.schema.json").read_text())[
     "$defs"
@@ -44,11 +49,17 @@ def state_events(state: dict[str, Any]) -> int:
     return 2
 
 
-def worst_case_events(states: dict[str, dict[str, Any]], polls: int) -> tuple[int, int, int]:
+def worst_case_events(
+    states: dict[str, dict[str, Any]],
+    polls: int,
+    loop: tuple[str, ...] = POLL_LOOP,
+    elsewhere: tuple[str, ...] = BULK_PUT_ONLY,
+) -> tuple[int, int, int]:
     """(outside the loop, one loop round, total for `polls` rounds): every state outside the loop
-    at most once (each is reached once on any path), ExecutionStarted and the end event."""
-    outside = 2 + sum(state_events(s) for name, s in states.items() if name not in POLL_LOOP)
-    round_events = sum(state_events(states[name]) for name in POLL_LOOP)
+    and not on the other path (`elsewhere`) at most once (each is reached once on any path),
+    ExecutionStarted and the end event."""
+    outside = 2 + sum(state_events(s) for name, s in states.items() if name not in (*loop, *elsewhere))
+    round_events = sum(state_events(states[name]) for name in loop)
     return outside, round_events, outside + polls * round_events
 
 
@@ -65,6 +76,21 @@ def test_the_budget_the_input_rule_assumes_covers_the_deployed_definition(dev: S
     outside, round_events, _ = worst_case_events(definition(dev)["States"], 0)
     assert round_events <= polling.POLL_ROUND_EVENTS, round_events
     assert outside <= polling.OUTSIDE_POLL_EVENTS, outside
+
+
+def test_the_longest_bulk_put_deadline_stays_under_25000_events(dev: Synth) -> None:
+    """The hand-off's poll loop at the longest bulk_put_timeout_minutes the settings accept."""
+    from logic.bulk_put import POLL_SECONDS
+    from stacks.loader_settings import BULK_PUT_TIMEOUT_MAX_MINUTES
+
+    states = definition(dev)["States"]
+    assert states["BulkPutWait"]["Next"] == "PollBulkPut" and states["PollBulkPut"]["Next"] == "BulkPutEnded?"
+    polls = polling.poll_count(BULK_PUT_TIMEOUT_MAX_MINUTES, POLL_SECONDS)
+    assert polls <= polling.MAX_POLLS
+    outside, round_events, total = worst_case_events(states, polls, BULK_PUT_LOOP, GRAPH_ONLY)
+    assert round_events <= polling.POLL_ROUND_EVENTS, round_events
+    assert outside <= polling.OUTSIDE_POLL_EVENTS, outside
+    assert total < polling.HISTORY_EVENTS, total
 
 
 def test_the_largest_accepted_graph_input_stays_under_25000_events(dev: Synth) -> None:

@@ -72,6 +72,8 @@ SOURCE_BUCKET = "${Output:" + DATA + ":SourceBucketArn}"
 TABLE_ARN = "arn:${Ref:AWS::Partition}:dynamodb:${Ref:AWS::Region}:${Ref:AWS::AccountId}:table/"
 LEDGER = TABLE_ARN + "${Output:" + DATA + ":LedgerTableName}"
 TARGET = TABLE_ARN + "${Output:" + DATA + ":TableName}"
+STAGING_BUCKET = "${Output:" + DATA + ":StagingBucketArn}"
+BULK_OPERATIONS = TARGET + "/bulk-operation/*"
 EXECUTIONS = (
     "arn:${Ref:AWS::Partition}:states:${Ref:AWS::Region}:${Ref:AWS::AccountId}:execution:"
     + STATE_MACHINE_NAME_PREFIX
@@ -98,8 +100,12 @@ def test_three_python_312_arm64_functions_with_contract_handlers(dev: Synth) -> 
     found = {
         fn["Properties"]["Handler"] for fn in resources(dev.loader_json, "AWS::Lambda::Function").values()
     }
-    # The graph-load functions are tested with the Graph stack.
-    assert {h for h in found if "graph" not in h} == set(HANDLERS.values())
+    # The graph-load functions are tested with the Graph stack, the bulk put ones below.
+    assert {h for h in found if "graph" not in h and "bulk_put" not in h} == set(HANDLERS.values())
+    assert {h for h in found if "bulk_put" in h} == {
+        "handlers.start_bulk_put.lambda_handler",
+        "handlers.poll_bulk_put.lambda_handler",
+    }
     for name, handler in HANDLERS.items():
         props = function(dev, name)[1]["Properties"]
         assert props["Runtime"] == "python3.12"
@@ -178,6 +184,9 @@ def test_plan_grants_are_exactly_its_needs(dev: Synth) -> None:
         ("dynamodb:UpdateItem", LEDGER),
         # Whether the run holding a jobId still runs: this state machine's executions only.
         ("states:DescribeExecution", EXECUTIONS),
+        # A takeover first cancels the held job's bulk put items operation, if it still runs.
+        ("dynamodb:DescribeBulkOperation", BULK_OPERATIONS),
+        ("dynamodb:CancelBulkOperation", BULK_OPERATIONS),
     }
 
 
@@ -243,10 +252,47 @@ def test_finalize_grants_are_exactly_its_needs(dev: Synth) -> None:
         # The merged rejects go up as a streamed multipart upload, aborted if the merge fails.
         ("s3:AbortMultipartUpload", STAGING_JOBS),
         ("s3:DeleteObject", STAGING_DATASETS),  # writeMode sync: a superseded baseline
+        ("s3:ListBucket", STAGING_BUCKET),  # a bulk put items operation's output (s3:prefix below)
         ("dynamodb:Query", LEDGER),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:UpdateItem", LEDGER),
         ("dynamodb:PutItem", LEDGER),
+    }
+
+
+def handler_role(synth: Synth, handler: str) -> str:
+    (fn,) = [
+        fn
+        for fn in resources(synth.loader_json, "AWS::Lambda::Function").values()
+        if fn["Properties"]["Handler"] == handler
+    ]
+    return str(fn["Properties"]["Role"]["Fn::GetAtt"][0])
+
+
+def test_the_bulk_put_functions_grants_are_exactly_their_needs(dev: Synth) -> None:
+    """StartBulkPut lists and checks the plan's staged items (deleting a crashed attempt's), starts
+    the operation on the target table and records it; the service is assumed to read the items and
+    write the output with its permissions. PollBulkPut follows or cancels the operation, nothing else."""
+    start = handler_role(dev, "handlers.start_bulk_put.lambda_handler")
+    statements = policy_statements(dev.loader_json, start)
+    log_group_writes = {p for p in grants(statements) if p[0].startswith("logs:")}
+    assert grants(statements) - log_group_writes == {
+        ("dynamodb:StartBulkPutItems", TARGET),
+        ("dynamodb:DescribeBulkOperation", BULK_OPERATIONS),
+        ("s3:ListBucket", STAGING_BUCKET),
+        ("s3:GetObject", STAGING_BUCKET + "/jobs/*/*/bulk/items/*"),
+        ("s3:DeleteObject", STAGING_BUCKET + "/jobs/*/*/bulk/items/*"),
+        ("s3:PutObject", STAGING_BUCKET + "/jobs/*/*/bulk-output/*"),
+        ("dynamodb:GetItem", LEDGER),
+        ("dynamodb:Query", LEDGER),
+        ("dynamodb:UpdateItem", LEDGER),
+    }
+    (listing,) = [s for s in statements if s["Action"] == "s3:ListBucket"]
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["jobs/*/*/bulk/items/*"]}}
+    poll = policy_statements(dev.loader_json, handler_role(dev, "handlers.poll_bulk_put.lambda_handler"))
+    assert {p for p in grants(poll) if not p[0].startswith("logs:")} == {
+        ("dynamodb:DescribeBulkOperation", BULK_OPERATIONS),
+        ("dynamodb:CancelBulkOperation", BULK_OPERATIONS),
     }
 
 
@@ -302,7 +348,7 @@ def test_state_machine_role_grants(dev: Synth) -> None:
     functions += [
         "${GetAtt:" + logical + ".Arn}"
         for logical, fn in resources(dev.loader_json, "AWS::Lambda::Function").items()
-        if "graph_load" in fn["Properties"]["Handler"]
+        if "graph_load" in fn["Properties"]["Handler"] or "bulk_put" in fn["Properties"]["Handler"]
     ]
     invoke = {("lambda:InvokeFunction", arn) for arn in functions} | {
         ("lambda:InvokeFunction", arn + ":*") for arn in functions

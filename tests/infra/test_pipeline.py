@@ -184,6 +184,7 @@ def test_each_stage_carries_its_own_tables(pipeline: PipelineStack) -> None:
         "dynamodb:DescribeTable",
         "dynamodb:PartiQLInsert",
         "dynamodb:PutItem",
+        "dynamodb:StartBulkPutItems",  # StartBulkPut: a bulkPutItems job naming the table
         "dynamodb:UpdateItem",
     ]
 

@@ -47,6 +47,16 @@ def function_arn(synth: Synth, name: str) -> str:
     return "${GetAtt:" + output_target(synth.loader_json, f"{name}FunctionName") + ".Arn}"
 
 
+def handler_arn(synth: Synth, handler: str) -> str:
+    """The ARN, as the definition names it, of the one function running `handler`."""
+    (logical,) = [
+        name
+        for name, res in resources(synth.loader_json, "AWS::Lambda::Function").items()
+        if res["Properties"].get("Handler") == handler
+    ]
+    return "${GetAtt:" + logical + ".Arn}"
+
+
 def retrier(errors: list[str], attempts: int, interval: int = 2) -> dict[str, Any]:
     return {
         "ErrorEquals": errors,
@@ -115,12 +125,12 @@ def test_shape_plan_shards_finalize_done(dev: Synth) -> None:
 
 def test_the_sync_map_runs_only_for_a_sync_and_then_finalizes(dev: Synth) -> None:
     """writeMode sync: Plan's syncBuckets ([] for any other job) feed an inline Map of the Worker
-    function per bucket; every other job goes straight to Finalize."""
+    function per bucket; every other job goes on to BulkPut? (then Finalize)."""
     states = definition(dev)["States"]
     choice = states["Sync?"]
     assert choice["Type"] == "Choice"
     assert choice["Choices"] == [{"Variable": "$.plan.syncBuckets[0]", "IsPresent": True, "Next": "Sync"}]
-    assert choice["Default"] == "Finalize"
+    assert choice["Default"] == "BulkPut?"
     sync = states["Sync"]
     assert sync["Type"] == "Map" and sync["ItemsPath"] == "$.plan.syncBuckets"
     assert sync["ResultPath"] is None and sync["Next"] == "Finalize"
@@ -132,6 +142,47 @@ def test_the_sync_map_runs_only_for_a_sync_and_then_finalizes(dev: Synth) -> Non
     assert worker["Parameters"]["FunctionName"] == function_arn(dev, "Worker")
     assert worker["Parameters"]["Payload"] == {"bucket.$": "$.bucket", "job.$": "$.job"}
     assert worker["ResultSelector"] == {"bucket.$": "$.Payload.bucket"}
+
+
+def test_the_bulk_put_hand_off_runs_only_for_a_bulk_put_job_and_then_finalizes(dev: Synth) -> None:
+    """dynamodb.engine bulkPutItems (Plan's `bulkPut`): StartBulkPut, then PollBulkPut until the
+    operation is no longer pending (BulkPutWait between polls), then Finalize; a start or poll
+    that failed for good goes to Finalize with its error at $.bulkPutError. Any other job: Finalize."""
+    states = definition(dev)["States"]
+    choice = states["BulkPut?"]
+    assert choice["Type"] == "Choice" and choice["Default"] == "Finalize"
+    assert choice["Choices"] == [
+        {
+            "And": [
+                {"Variable": "$.plan.bulkPut", "IsPresent": True},
+                {"Variable": "$.plan.bulkPut", "BooleanEquals": True},
+            ],
+            "Next": "StartBulkPut",
+        }
+    ]
+    assert states["Plan"]["ResultSelector"]["bulkPut.$"] == "$.Payload.bulkPut"
+    start, poll = states["StartBulkPut"], states["PollBulkPut"]
+    assert start["Parameters"]["FunctionName"] == handler_arn(dev, "handlers.start_bulk_put.lambda_handler")
+    assert start["Parameters"]["Payload"] == {"job.$": "$.plan.job", "shardCount.$": "$.plan.shardCount"}
+    assert start["ResultPath"] == poll["ResultPath"] == "$.bulkPut"
+    assert start["Next"] == "PollBulkPut" and poll["Next"] == "BulkPutEnded?"
+    assert poll["Parameters"]["FunctionName"] == handler_arn(dev, "handlers.poll_bulk_put.lambda_handler")
+    assert poll["Parameters"]["Payload"] == {"bulkPut.$": "$.bulkPut"}
+    for task in (start, poll):
+        assert task["Catch"] == [
+            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.bulkPutError", "Next": "Finalize"}
+        ]
+    assert any(r["ErrorEquals"] == ["BulkPutBusyError"] for r in start["Retry"])
+    ended = states["BulkPutEnded?"]
+    assert ended["Choices"] == [
+        {"Variable": "$.bulkPut.pending", "BooleanEquals": True, "Next": "BulkPutWait"}
+    ]
+    assert ended["Default"] == "Finalize"
+    assert states["BulkPutWait"] == {
+        "Type": "Wait",
+        "SecondsPath": "$.bulkPut.waitSeconds",
+        "Next": "PollBulkPut",
+    }
 
 
 def test_prepare_task(dev: Synth) -> None:
@@ -170,6 +221,7 @@ def test_plan_task(dev: Synth) -> None:
         "mapResultsPrefix.$": "$.Payload.mapResultsPrefix",
         "syncBuckets.$": "$.Payload.syncBuckets",
         "syncConcurrency.$": "$.Payload.syncConcurrency",
+        "bulkPut.$": "$.Payload.bulkPut",
     }
     assert plan["ResultPath"] == "$.plan"
     assert plan["Retry"] == lambda_retriers()
@@ -298,7 +350,7 @@ def test_every_lambda_task_retries_what_lambda_really_reports(
     name: str, request: pytest.FixtureRequest
 ) -> None:
     tasks = lambda_tasks(definition(request.getfixturevalue(name)))
-    expected = {"Prepare", "Plan", "Worker", "SyncWorker", "Finalize"}
+    expected = {"Prepare", "Plan", "Worker", "SyncWorker", "Finalize", "StartBulkPut", "PollBulkPut"}
     if name != "variant":
         expected |= {"StartGraphLoad", "PollGraphLoad", "GraphLoadError"}
     assert set(tasks) == expected
@@ -315,8 +367,8 @@ def test_every_lambda_task_retries_what_lambda_really_reports(
 
 def test_a_throttled_invocation_waits_minutes_not_two(dev: Synth) -> None:
     for task_name, task in lambda_tasks(definition(dev)).items():
-        if task_name == "PollGraphLoad":
-            continue  # in the poll loop: bounded by the history budget (test_graph, test_history)
+        if task_name in ("PollGraphLoad", "PollBulkPut"):
+            continue  # in a poll loop: bounded by the history budget (test_graph, test_history)
         throttle = next(r for r in task["Retry"] if "Lambda.TooManyRequestsException" in r["ErrorEquals"])
         assert throttle["ErrorEquals"] == ["Lambda.TooManyRequestsException"], task_name
         # Capped, so no single wait is long, yet together (full jitter halves them on average)
@@ -338,3 +390,29 @@ def test_the_state_machine_logs_under_vended_logs_with_a_derived_name(dev: Synth
         assert len(name) <= 512
         names.append(name)
     assert names[0] != names[1]
+
+
+def test_every_bulk_put_answer_has_each_field_the_states_select(dev: Synth) -> None:
+    """A field a ResultSelector names and the answer lacks is a States.Runtime error no Catch sees:
+    StartBulkPut's and PollBulkPut's every answer ($.bulkPut) has exactly the selected fields."""
+    from bulk_puts.poll import poll
+    from logic import bulk_put
+
+    states = definition(dev)["States"]
+    selected = {k.removesuffix(".$") for k in states["StartBulkPut"]["ResultSelector"]}
+    assert selected == {k.removesuffix(".$") for k in states["PollBulkPut"]["ResultSelector"]}
+    started = bulk_put.answer(
+        {"BulkOperationStatus": "IN_PROGRESS", "BulkOperationArn": "arn:x"},
+        staged_objects=1,
+        started_at=0,
+        deadline=60,
+    )
+    nothing = bulk_put.answer(None, staged_objects=0, started_at=0, deadline=0)
+
+    class Gone:
+        def describe(self, arn: str) -> None:
+            return None
+
+    answers = [started, nothing, poll({"bulkPut": nothing}, Gone()), poll({"bulkPut": started}, Gone())]  # type: ignore[arg-type]
+    for answer in answers:
+        assert set(answer) == selected, answer

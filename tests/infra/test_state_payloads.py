@@ -424,6 +424,7 @@ def finalized(
         "shardCount": SHARDS,
         "syncBuckets": [],  # no sync: the Sync Map does not run
         "syncConcurrency": 1,
+        "bulkPut": False,  # the Lambda engine: no bulk put items hand-off
     }
     state = run.task("Plan", state, lambda _: plan)
     store = MemoryStore(objects)

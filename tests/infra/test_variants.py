@@ -88,8 +88,14 @@ def test_the_tables_a_job_may_name_are_granted_exactly(variant: Synth) -> None:
     others = {(a, r) for a, r in worker if ":table/" in r and r != EXISTING_TABLE_ARN and "Ledger" not in r}
     assert others == {(action, arn) for action in writes for arn in arns}
     plan = role_grants(variant, "Plan")
+    # ... and a takeover cancels a bulk put items operation on any of them (and the environment's).
+    operations = {f"{arn}/bulk-operation/*" for arn in {*arns, EXISTING_TABLE_ARN}}
     assert {(a, r) for a, r in plan if ":table/" in r and "Ledger" not in r} == {
         ("dynamodb:DescribeTable", arn) for arn in arns
+    } | {
+        (action, arn)
+        for action in ("dynamodb:DescribeBulkOperation", "dynamodb:CancelBulkOperation")
+        for arn in operations
     }
     assert variables(variant, "Plan")["TABLES"] == ",".join(OTHER_TABLES)
     assert ("kms:GenerateDataKey", OTHER_TABLES_KEY) in worker

@@ -83,6 +83,7 @@ def test_plan_cuts_shards_caps_concurrency_and_refuses_a_running_job_id(aws: Any
     assert len(manifest) == planned["shardCount"] > 2
     assert {s["key"] for s in manifest} == {"in/a.csv", "in/b.csv"}
     assert all(s["header"] == ["postcode", "lat"] for s in manifest)
+    assert planned["bulkPut"] is False  # the Lambda engine: no bulk put items hand-off after the Map
     with pytest.raises(JobAlreadyRunningError, match="job-1"):
         _plan("s3://src/in/", run="run-2", jobId="job-1")
     _plan("s3://src/in/", run="run-1", jobId="job-1")  # a Lambda retry of the same run may proceed

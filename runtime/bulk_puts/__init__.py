@@ -1,0 +1,1 @@
+"""dynamodb.engine bulkPutItems: the hand-off after the Map (StartBulkPut, PollBulkPut)."""
