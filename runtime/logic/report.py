@@ -417,9 +417,12 @@ def balanced(records: Mapping[str, Any]) -> int:
     """What `read` must equal: every record read is written, skipped (its write mode's condition
     was not met) or rejected. A count recorded before `skipped` existed has none. A shard of
     engine bulkPutItems (it records `staged`) writes nothing itself: every record it read is
-    staged, a duplicate of a later record of its key, or rejected."""
+    staged, a duplicate of a later record of its key, or rejected; once the operation's results
+    are folded in (`bulkFolded`, reports/bulk_put.py), each staged record is written, skipped (a
+    condition) or rejected (the service's error)."""
     if "staged" in records:
-        return sum(int(records.get(name) or 0) for name in ("staged", "duplicates", "rejected"))
+        parts = ("written", "skipped") if records.get("bulkFolded") else ("staged",)
+        return sum(int(records.get(name) or 0) for name in (*parts, "duplicates", "rejected"))
     return sum(int(records.get(name) or 0) for name in ("written", "skipped", "rejected"))
 
 

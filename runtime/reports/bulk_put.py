@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -23,7 +23,7 @@ from logic import bulk_output, bulk_put, layout
 from logic.bulk_output import CONDITION_CHECK_FAILURE, ERROR, ReportedItem
 from logic.bulk_sidecar import RowPosition, Sidecar, TextPosition, decode
 from logic.clipping import TEXT_BYTES, clip
-from logic.errors import BulkPutFailedError
+from logic.errors import SourceNotFoundError
 
 # The reject reason code of a record the service refused (docs/REPORT.md).
 REJECT_CODE: Final = "bulk_put_error"
@@ -46,16 +46,15 @@ SECTION_FIELDS: Final[tuple[str, ...]] = (
 )
 
 
-def reported_items(store: S3Store, bucket: str, prefix: str) -> list[ReportedItem]:
+def reported_items(store: S3Store, bucket: str, prefix: str, operation_arn: str) -> list[ReportedItem]:
     """The operation's output under `prefix` as the reader of the service's output reads it
-    (logic/bulk_output.py `read_output`): the one call to it."""
-    read_output: Callable[..., Iterable[ReportedItem]] | None = getattr(bulk_output, "read_output", None)
-    if read_output is None:
-        raise BulkPutFailedError(
-            f"the bulk put items output under s3://{bucket}/{prefix} cannot be read: this build has no "
-            "reader of it (logic/bulk_output.py read_output)"
-        )
-    return list(read_output(store, bucket, prefix))
+    (logic/bulk_output.py `read_output`): the one call to it. OutputError (a ValueError) when the
+    output is not whole."""
+    try:
+        keys = [obj.key for obj in store.list(bucket, prefix)]
+    except SourceNotFoundError:  # nothing under the prefix: the reader says what is missing
+        keys = []
+    return bulk_output.read_output(keys, lambda key: store.get_bytes(bucket, key), operation_arn)
 
 
 @dataclass
@@ -183,7 +182,8 @@ def folded_counts(counts: Mapping[str, Any], folded: Folded, index: int) -> dict
         by_reason[REJECT_CODE] += errors
     return {
         **counts,
-        "written": int(counts.get("written") or staged) - errors - conditions,
+        "bulkFolded": True,  # logic/report.py balanced: read = written + skipped + rejected + duplicates
+        "written": staged - errors - conditions,
         "skipped": int(counts.get("skipped") or 0) + conditions,
         "rejected": int(counts.get("rejected") or 0) + errors,
         "rejectedLines": int(counts.get("rejectedLines") or 0) + folded.rejected_lines[index],

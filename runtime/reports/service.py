@@ -179,7 +179,9 @@ def _bulk_put(
             store, settings.staging_bucket, shards, (job.table_key or {}).keys()
         )
         try:
-            reported = bulk_folding.reported_items(store, settings.staging_bucket, output)
+            reported = bulk_folding.reported_items(
+                store, settings.staging_bucket, output, str(answer.get("operationArn"))
+            )
             folded, unplaced = bulk_folding.fold(reported, objects)
         except (BulkPutFailedError, ValueError, KeyError, IndexError) as unreadable:
             # The output (or a sidecar) unreadable: the report says so, never a Finalize that fails.

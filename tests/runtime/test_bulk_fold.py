@@ -4,7 +4,8 @@ counts reconcile (read = written + skipped + rejected, every line accounted for)
 or CANCELLED operation the report says "at most" and claims no reconciliation.
 
 The service's output is given as ReportedItems built here (the reader of the real output is the
-emulator helper's: `reports/bulk_put.py reported_items` is its one call site, patched here)."""
+emulator's model writes, tests/e2e/test_bulk_put_run.py: `logic/bulk_output.py read_output`,
+called once in `reports/bulk_put.py reported_items`, is patched here)."""
 
 from __future__ import annotations
 
@@ -134,7 +135,7 @@ def test_errors_are_rejects_with_their_lines_and_condition_failures_skips(
         # The same record again, about the whole object? No: a condition failure of another one.
         ReportedItem("CONDITION_CHECK_FAILURE", "The conditional request failed", keys[0], 3, item=_item(4)),
     ]
-    monkeypatch.setattr(bulk_output, "read_output", lambda store, bucket, prefix: reported, raising=False)
+    monkeypatch.setattr(bulk_output, "read_output", lambda keys, get, arn: reported)
     result = _run(_state("COMPLETED_WITH_ERRORS"), aws, ledger)
     assert result["status"] == "SUCCEEDED", result["error"]
     records = result["records"]
@@ -184,7 +185,7 @@ def test_an_entry_naming_no_staged_record_fails_the_reconciliation(
 ) -> None:
     keys = _setup(aws, ledger)
     reported = [ReportedItem("ERROR", "invalid", keys[0], item=_item(99))]
-    monkeypatch.setattr(bulk_output, "read_output", lambda store, bucket, prefix: reported, raising=False)
+    monkeypatch.setattr(bulk_output, "read_output", lambda keys, get, arn: reported)
     result = _run(_state("COMPLETED_WITH_ERRORS"), aws, ledger)
     assert result["status"] == "FAILED" and result["error"]["type"] == "ReconciliationError"
     assert ARN in result["error"]["message"]
@@ -199,7 +200,7 @@ def test_after_a_failed_or_cancelled_operation_the_report_says_at_most_and_claim
     def unread(*_: Any) -> list[ReportedItem]:
         raise AssertionError("the output is not read after an inexact end")
 
-    monkeypatch.setattr(bulk_output, "read_output", unread, raising=False)
+    monkeypatch.setattr(bulk_output, "read_output", unread)
     failure = {"code": "InternalFailure", "message": "the operation failed"}
     result = _run(_state(status, failure=failure), aws, ledger)
     assert result["status"] == "FAILED"
@@ -215,15 +216,16 @@ def test_after_a_failed_or_cancelled_operation_the_report_says_at_most_and_claim
     assert ledger.plan_record(JOB, PLAN).get("loaded") is None
 
 
-def test_an_output_that_cannot_be_read_fails_the_run_in_its_report(
-    aws: Any, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Finalize still writes the report (a Finalize that raised would leave none)."""
+def test_an_output_that_cannot_be_read_fails_the_run_in_its_report(aws: Any, ledger: Ledger) -> None:
+    """No manifest under the output prefix (nothing patched: the real reader). Finalize still
+    writes the report (a Finalize that raised would leave none)."""
     _setup(aws, ledger)
-    monkeypatch.delattr(bulk_output, "read_output", raising=False)
     result = _run(_state("COMPLETED"), aws, ledger)
-    assert result["status"] == "FAILED" and result["error"]["type"] == "BulkPutFailedError"
-    assert result["error"]["where"] == "Finalize" and "no reader" in result["error"]["message"]
+    assert result["status"] == "FAILED" and result["error"]["type"] == "OutputError"
+    assert (
+        result["error"]["where"] == "Finalize"
+        and "no manifest of bulk operation" in result["error"]["message"]
+    )
     section = result["bulkPut"]
     assert section["exact"] is False and section["written"] is None
     assert "output could not be read" in section["note"]
