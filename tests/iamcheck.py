@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,8 +21,29 @@ from moto.iam.policy_conditions import TrustRelationShipConditions
 
 from mapload.emulator.calls import AwsCall, Principal
 
-# The only condition operator moto's evaluator implements (moto/iam/policy_conditions.py).
-EVALUATED_OPERATORS = frozenset({"StringEquals"})
+# The condition operators evaluated: StringEquals by moto's evaluator (the only one it implements,
+# moto/iam/policy_conditions.py), StringLike here (`_like`, IAM's wildcards).
+EVALUATED_OPERATORS = frozenset({"StringEquals", "StringLike"})
+
+
+def _like(pattern: str, value: str) -> bool:
+    """IAM's StringLike: case-sensitive, `*` any run of characters (none included), `?` one
+    character, nothing else special (unlike fnmatch, `[` is literal)."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.DOTALL) is not None
+
+
+def _holds(operator: str, values: Mapping[str, Any], context: Mapping[str, str]) -> bool:
+    """An evaluable condition block holds for the call's context (every key; any of a key's values)."""
+    if operator == "StringLike":
+        return all(
+            any(_like(str(p), context[key]) for p in (v if isinstance(v, list) else [v]))
+            for key, v in values.items()
+        )
+    return all(
+        condition.verify_condition([context[key] for key in condition.context_keys])
+        for condition in TrustRelationShipConditions({operator: dict(values)})
+    )
 
 
 @dataclass(frozen=True)
@@ -44,8 +66,8 @@ class Decision:
 
 def decide(statements: tuple[str, ...], call: Call) -> Decision:
     """AWS's identity-policy logic over moto's statement matcher: an explicit Deny wins, else an
-    Allow is needed. A condition moto cannot evaluate (an operator other than StringEquals, or a
-    key the call's context lacks) never makes an Allow count and always lets a Deny apply."""
+    Allow is needed. A condition not evaluated here (an operator other than StringEquals and
+    StringLike, or a key the call's context lacks) never makes an Allow count and always lets a Deny apply."""
     context = dict(call.context)
     allowing: list[int] = []
     for index, statement in enumerate(_parsed(statements)):
@@ -56,10 +78,7 @@ def decide(statements: tuple[str, ...], call: Call) -> Decision:
         )
         if not evaluable and statement["Effect"] == "Allow":
             continue
-        if evaluable and not all(
-            condition.verify_condition([context[key] for key in condition.context_keys])
-            for condition in TrustRelationShipConditions(conditions)
-        ):
+        if evaluable and not all(_holds(op, values, context) for op, values in conditions.items()):
             continue  # its condition does not hold: the statement does not apply
         # The condition holds (or, for a Deny, cannot be evaluated): match action and resource.
         unconditional = {k: v for k, v in statement.items() if k != "Condition"}

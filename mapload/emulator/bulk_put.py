@@ -518,7 +518,14 @@ def _put(backend: Any, table: Any, name: str, key: str, number: int, line: str) 
 
     if limits.item_bytes({n: DynamoType(v) for n, v in item.items()}) > limits.ITEM_BYTES:
         return ReportedItem(ERROR, "the item is over 400 KB", key, number, item, code=ITEM_TOO_LARGE)
+    from moto.dynamodb import responses
+
     try:
+        # What PutItem's request handler checks before the backend (moto/dynamodb/responses.py):
+        # an empty key or index key, an empty set, a NULL index key; then the backend's own.
+        responses.validate_put_has_empty_keys(item, table)
+        responses.validate_put_has_empty_attrs(item, table)
+        responses.validate_put_has_gsi_keys_set_to_none(item, table)
         backend.put_item(name, item)
     except DynamodbException as error:  # what PutItem refuses (an empty key, a bad number, ...)
         code = str(getattr(error, "error_type", "")).rsplit("#", 1)[-1] or INVALID_ITEM

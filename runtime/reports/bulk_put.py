@@ -101,6 +101,10 @@ class StagedObjects:
                     return candidate, number
         return None
 
+    def record(self, key: str, number: int) -> dict[str, Any]:
+        """The staged item of record `number` of object `key` (DynamoDB JSON)."""
+        return self._staged(key)[number]
+
     def _staged(self, key: str) -> list[dict[str, Any]]:
         if key not in self._records:
             text = gzip.decompress(self._store.get_bytes(self._bucket, key)).decode()
@@ -128,7 +132,8 @@ def fold(reported: Iterable[ReportedItem], staged: StagedObjects) -> tuple[Folde
                 if len(sample) < SKIPPED_SAMPLE and entry.item is not None:
                     sample.append({name: entry.item.get(name) for name in staged.key_names})
             elif entry.kind == ERROR:
-                record, lines = _reject(staged.sidecar(key), number, entry)
+                item = entry.item if entry.item is not None else staged.record(key, number)
+                record, lines = _reject(staged.sidecar(key), number, entry, item)
                 folded.rejects.setdefault(index, []).append(record)
                 folded.rejected_lines[index] += lines
     return folded, unplaced
@@ -149,9 +154,12 @@ def _places(entry: ReportedItem, staged: StagedObjects) -> list[tuple[str, int]]
     return []
 
 
-def _reject(sidecar: Sidecar, number: int, entry: ReportedItem) -> tuple[dict[str, Any], int]:
-    """A reject as the Worker writes one (shards/rejects.py), without the raw line (the staged
-    item is not it): where the record is, and the service's reason."""
+def _reject(
+    sidecar: Sidecar, number: int, entry: ReportedItem, item: Mapping[str, Any]
+) -> tuple[dict[str, Any], int]:
+    """A reject as the Worker writes one (shards/rejects.py): where the record is and the
+    service's reason; in place of the raw line (Finalize does not read the source again), `item`,
+    the item as staged (DynamoDB JSON), which a reload of the fixed record writes."""
     position = sidecar.records[number]
     reason = clip(f"{entry.code}: {entry.message}" if entry.code else entry.message, TEXT_BYTES)
     where: dict[str, Any] = {
@@ -165,10 +173,11 @@ def _reject(sidecar: Sidecar, number: int, entry: ReportedItem) -> tuple[dict[st
             "row": position.row,
             "code": REJECT_CODE,
             "reason": reason,
+            "item": dict(item),
         }, 1
     assert isinstance(position, TextPosition)
     text = {"shardLine": position.shard_line, "lines": position.lines, "offset": position.offset}
-    return {**where, **text, "code": REJECT_CODE, "reason": reason}, position.lines
+    return {**where, **text, "code": REJECT_CODE, "reason": reason, "item": dict(item)}, position.lines
 
 
 def folded_counts(counts: Mapping[str, Any], folded: Folded, index: int) -> dict[str, Any]:

@@ -244,12 +244,12 @@ def _decide(statements: list[dict[str, Any]], **context: str) -> bool:
     return decide(who.statements, call).allowed
 
 
-def test_conditions_count_only_when_moto_can_evaluate_them() -> None:
+def test_conditions_count_only_when_they_can_be_evaluated() -> None:
     via_s3 = _allow(Condition={"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}})
     assert _decide([via_s3], **{"kms:ViaService": "s3.us-east-1.amazonaws.com"})
     assert not _decide([via_s3], **{"kms:ViaService": "dynamodb.us-east-1.amazonaws.com"})
     assert not _decide([via_s3])  # the call's context lacks the key: the Allow does not count
-    like = _allow(Condition={"StringLike": {"kms:ViaService": "s3.*"}})
+    like = _allow(Condition={"StringNotEquals": {"kms:ViaService": "sqs.us-east-1.amazonaws.com"}})
     assert not _decide([like], **{"kms:ViaService": "s3.us-east-1.amazonaws.com"})  # not evaluated
     # An Allow whose condition fails does not deny what another statement allows; a Deny wins.
     assert _decide([via_s3, _allow()], **{"kms:ViaService": "sqs.us-east-1.amazonaws.com"})
@@ -258,6 +258,21 @@ def test_conditions_count_only_when_moto_can_evaluate_them() -> None:
     assert _decide([_allow(), deny_via_s3], **{"kms:ViaService": "sqs.us-east-1.amazonaws.com"})
     assert not _decide([_allow(), deny_via_s3], **{"kms:ViaService": "s3.us-east-1.amazonaws.com"})
     assert not _decide([_allow(), {**like, "Effect": "Deny"}])  # not evaluable: the Deny applies
+
+
+def test_string_like_has_iams_wildcards_only() -> None:
+    """`*` any run (none included), `?` one character, case-sensitive; `[` is literal (not fnmatch's
+    class); any of a key's values may match."""
+    items = _allow(Condition={"StringLike": {"s3:prefix": ["jobs/*/*/bulk/items/*", "x?z"]}})
+    assert _decide([items], **{"s3:prefix": "jobs/j/p/bulk/items/"})
+    assert _decide([items], **{"s3:prefix": "jobs/j/p/bulk/items/000001-000.json.gz"})
+    assert _decide([items], **{"s3:prefix": "xyz"})
+    assert not _decide([items], **{"s3:prefix": "jobs/j/p/bulk/lines/"})
+    assert not _decide([items], **{"s3:prefix": "JOBS/j/p/bulk/items/"})
+    assert not _decide([items], **{"s3:prefix": "xz"})
+    assert not _decide([items])  # no prefix in the call: the Allow does not count
+    literal = _allow(Condition={"StringLike": {"s3:prefix": "a[bc]"}})
+    assert _decide([literal], **{"s3:prefix": "a[bc]"}) and not _decide([literal], **{"s3:prefix": "ab"})
 
 
 def test_a_denied_call_is_reported_with_function_action_and_resource() -> None:
