@@ -15,7 +15,7 @@ from logic import sync
 from logic.mapping import MAX_ITEM_BYTES
 from logic.planning import chosen_shard_mib
 from logic.shardtime import ShardTime, shard_time
-from logic.spec.dynamodb import WRITE_MODES, PutTarget, SyncTarget, write_mode_type
+from logic.spec.dynamodb import BULK_PUT_ITEMS, WRITE_MODES, PutTarget, SyncTarget, write_mode_type
 from logic.spec.inputs import Common
 from logic.writemodes import record_units
 
@@ -375,11 +375,11 @@ def estimate(
     transitions = TRANSITIONS_PER_JOB + TRANSITIONS_PER_SHARD * shards
     on_demand = write_units / 1e6 * ON_DEMAND_USD_PER_MILLION_WRITE_UNITS
     synced = None
-    if write_mode == SyncTarget.name:
+    if write_mode_type(write_mode).staged:  # sync: the changes only
         rate = DEFAULT_CHANGE_RATE if change_rate is None else change_rate
         synced = sync_estimate(rows, units_per_item, source_bytes, shards, rate, on_demand, staged_bytes)
     bulk = None
-    if write_mode == PutTarget.name and not numeric_add:
+    if BULK_PUT_ITEMS in write_mode_type(write_mode).engines and not numeric_add:
         staging = rows * BENCH_WORKER_CPU_MICROSECONDS_PER_ITEM / 1e6 / running
         bulk = bulk_estimate(
             write_units,
@@ -423,7 +423,7 @@ def estimate(
 
 def _check_engine_arguments(write_mode: str, change_rate: float | None, price: float | None) -> None:
     """ValueError naming the option: a change rate is a sync's, a fraction; a price is not negative."""
-    if change_rate is not None and write_mode != SyncTarget.name:
+    if change_rate is not None and not write_mode_type(write_mode).staged:
         raise ValueError(f"--change-rate goes with --write-mode sync, got {write_mode!r}")
     if change_rate is not None and not 0 <= change_rate <= 1:
         raise ValueError(f"--change-rate must be 0..1 (a fraction of the records), got {change_rate}")

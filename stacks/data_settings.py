@@ -111,8 +111,9 @@ class DataConfig(Site):
             "any table), each a name or the ARN of a table of the environment's own account and region "
             "(synth fails otherwise, as for `existing_table`). IAM grants the Worker its writes and Plan "
             "`dynamodb:DescribeTable` on exactly these tables (a prefix: its ARN pattern, which may also "
-            "match the ledger's name: Plan never loads the ledger); Plan refuses any other name. Empty: "
-            "only the environment's own table",
+            "match the ledger's name: Plan never loads the ledger), besides Plan's DescribeTable on the "
+            "environment's own (a `bulkPutItems` job's checks); Plan refuses any other name. Empty: only "
+            "the environment's own table",
         ),
         Says(
             "a list of table names, prefixes ending in *, or table ARNs", item="a table name, prefix* or ARN"

@@ -393,9 +393,9 @@ class LoaderFunctions:
         # Whether the execution holding a jobId still runs (runtime/adapters/executions.py): this
         # state machine's executions only, by its name's prefix (its ARN would be a cycle).
         allow(function, ["states:DescribeExecution"], [self.executions_arn])
-        # A table the job names (`tables`): whether it exists, is ACTIVE and has the job's key.
-        if self._data.tables:
-            allow(function, ["dynamodb:DescribeTable"], self.other_table_arns)
+        # dynamodb.engine bulkPutItems: whether the target (the environment's table, or one the
+        # job names: `tables`) is ACTIVE, building no index and not global; a named table's key.
+        allow(function, ["dynamodb:DescribeTable"], [self._data.table.table_arn, *self.other_table_arns])
         self._grant_source_keys(function)
 
     @property

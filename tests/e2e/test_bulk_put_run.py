@@ -238,3 +238,16 @@ def test_a_record_the_service_refuses_is_a_reject_of_its_source_line(tmp_path: P
     section = report["bulkPut"]
     assert section["status"] == "COMPLETED_WITH_ERRORS" and section["errors"] == 1
     assert "e12" not in seen["table"] and len(seen["table"]) == 59
+
+
+def test_the_environments_own_table_loads_with_bulk_put_items(tmp_path: Path) -> None:
+    """No `dynamodb.table`: Plan describes the environment's table (ACTIVE, no index building, not
+    global) and the operation writes it; the IAM check sees every call allowed."""
+    source = tmp_path / "events.jsonl"
+    source.write_text("\n".join(json.dumps({"id": f"e{i}", "n": i}) for i in range(30)) + "\n")
+    spec = {**JSONL_SPEC, "dynamodb": {**JSONL_SPEC["dynamodb"], "engine": "bulkPutItems"}}
+
+    report = run_local(source, spec, report_path=tmp_path / "report.json", quiet=True)
+
+    assert report["status"] == "SUCCEEDED", report["error"]
+    assert report["records"]["written"] == 30 and report["bulkPut"]["status"] == "COMPLETED"

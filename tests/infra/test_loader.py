@@ -187,6 +187,8 @@ def test_plan_grants_are_exactly_its_needs(dev: Synth) -> None:
         # A takeover first cancels the held job's bulk put items operation, if it still runs.
         ("dynamodb:DescribeBulkOperation", BULK_OPERATIONS),
         ("dynamodb:CancelBulkOperation", BULK_OPERATIONS),
+        # dynamodb.engine bulkPutItems: whether the target is ACTIVE, building no index, not global.
+        ("dynamodb:DescribeTable", TARGET),
     }
 
 

@@ -17,7 +17,7 @@ from logic import layout, planning, polling, sync
 from logic.errors import InputValidationError
 from logic.spec.parse import parse_spec, spec_to_json
 from tests.infra.support import Synth
-from tests.infra.test_history import POLL_LOOP, state_events
+from tests.infra.test_history import POLL_LOOP, state_events, worst_case_events
 from tests.infra.test_state_machine import definition
 from tests.infra.test_state_payloads import (
     BIG,
@@ -64,9 +64,10 @@ def test_the_sync_map_s_events_at_the_most_buckets_fit_the_history(dev: Synth) -
     assert sync_map["Type"] == "Map" and "ItemReader" not in sync_map  # inline: events are ours
     per_bucket = iteration_events(sync_map["ItemProcessor"])
     assert per_bucket == sync.BUCKET_EVENTS == 7
-    # Every state outside the graph loop once with all its retries spent (test_history's model),
-    # and the Sync Map's buckets without a retry.
-    outside = 2 + sum(state_events(s) for name, s in states.items() if name not in POLL_LOOP)
+    # Every state outside the graph loop (and the bulk put items hand-off, which a sync never
+    # takes) once with all its retries spent (test_history's model), and the Sync Map's buckets
+    # without a retry.
+    outside, _, _ = worst_case_events(states, 0)
     assert outside <= polling.OUTSIDE_POLL_EVENTS, outside
     buckets = sync.MAX_BUCKETS * per_bucket
     room = polling.HISTORY_EVENTS - outside - buckets
@@ -147,6 +148,7 @@ def test_the_sync_map_s_payloads_at_the_most_buckets_stay_within_the_limit(dev: 
         "shardCount": planning.DEFAULT_MAX_SHARDS,
         "syncBuckets": list(range(sync.MAX_BUCKETS)),
         "syncConcurrency": sync.MAX_CONCURRENCY,
+        "bulkPut": False,  # a sync: no bulk put items hand-off
     }
     # The execution's input names the table (Plan reads it: plans/target.py).
     state = run.task("Plan", {**json.loads(json.dumps(INPUT)), "table": TABLE}, lambda _: plan)
