@@ -10,8 +10,12 @@ the postcode sample, three ways, in this process and without moto:
 
 Records/s is wall time, CPU µs a record is the process's CPU time (every thread) over the records;
 bytes a record: the request bodies (lambda), or the gzip objects and their sidecars (bulk). Each
-figure is the best of `REPEATS` rounds, the paths in turns. `python bench/bulk.py [--rows N]`
-prints the table alone.
+figure is the best of `REPEATS` rounds, the paths in turns.
+
+Then the end-to-end local run with each engine (`mapload run-local`'s embedded run: the state
+machine, the handlers and the emulator, whose own speed this includes: its moto table, and for
+bulkPutItems its local model of the operation; not a figure for AWS), each engine's table then
+compared item by item. `python bench/bulk.py [--rows N] [--e2e-rows N]` prints the tables alone.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from shards.records import process  # noqa: E402
 from shards.rejects import RejectSink  # noqa: E402
 
 REPEATS = 3
+# The end-to-end runs' rows (each engine once through the embedded run).
+E2E_ROWS = 20_000
 # The Worker's default write_concurrency (BatchWriteItem requests in flight).
 IN_FLIGHT = 4
 SPEC: dict[str, Any] = {
@@ -150,10 +156,64 @@ def table(rows: int) -> str:
     return "\n".join(lines)
 
 
+def end_to_end(rows: int) -> str:
+    """Each engine's embedded run of `rows` postcode rows: seconds, what it wrote, and whether the
+    two tables hold the same items."""
+    from mapload.local import run_local
+
+    tables: dict[str, dict[str, Any]] = {}
+    lines = [
+        f"dynamodb.engine end to end: mapload run-local on {rows:,} postcode rows (the emulator included)",
+        "",
+        "| engine | seconds | records written | how |",
+        "|---|---:|---:|---|",
+    ]
+    with tempfile.TemporaryDirectory(prefix="mapload-bench-bulk-") as tmp:
+        source = sample.write_csv(Path(tmp) / "postcodes.csv", rows)
+        for engine in ("lambda", "bulkPutItems"):
+            scanned: dict[str, Any] = {}
+
+            def scan(emu: Any, deployment: Any, into: dict[str, Any] = scanned) -> None:
+                db = emu.client("dynamodb")
+                for page in db.get_paginator("scan").paginate(TableName=deployment.output("TableName")):
+                    into.update({item["pk"]["S"]: item for item in page["Items"]})
+
+            spec = {k: v for k, v in SPEC.items() if k != "source"}
+            spec = {**spec, "dynamodb": {**SPEC["dynamodb"], "engine": engine}, "shardSizeMiB": 1}
+            started = time.perf_counter()
+            report = run_local(
+                source, spec, report_path=Path(tmp) / f"{engine}.json", quiet=True, inspect=scan
+            )
+            seconds = time.perf_counter() - started
+            if report["status"] != "SUCCEEDED":
+                raise SystemExit(f"{engine}: {report['status']}: {report.get('error')}")
+            tables[engine] = scanned
+            how = (
+                f"{report['shards']['total']} shard(s): the Workers' BatchWriteItem"
+                if engine == "lambda"
+                else f"{report['bulkPut']['stagedObjects']} staged object(s), one operation "
+                f"{report['bulkPut']['status']}"
+            )
+            lines.append(f"| {engine} | {seconds:.1f} | {report['records']['written']:,} | {how} |")
+    same = tables["lambda"] == tables["bulkPutItems"]
+    lines += [
+        "",
+        f"the two tables: {'the same items' if same else 'DIFFERENT'} ({len(tables['lambda']):,} items)",
+    ]
+    if not same:
+        raise SystemExit("\n".join(lines))
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
-    print(table(parser.parse_args().rows))
+    parser.add_argument("--e2e-rows", type=int, default=E2E_ROWS, help="0: no end-to-end runs")
+    args = parser.parse_args()
+    print(table(args.rows))
+    if args.e2e_rows:
+        print()
+        print(end_to_end(args.e2e_rows))
     return 0
 
 

@@ -282,6 +282,7 @@ def _print_sections(options: argparse.Namespace) -> None:
         import bulk  # bench/bulk.py: dynamodb.engine, staging for bulk put items vs the put loop
 
         print("\n" + bulk.table(options.rows))
+        print("\n" + bulk.end_to_end(min(options.rows, bulk.E2E_ROWS)))
     if not options.only or "endpoints" in options.only.split(","):
         import endpoints  # bench/endpoints.py: the edge endpoint check rows (no moto)
 
