@@ -116,6 +116,9 @@ def report_lines(report: Mapping[str, Any]) -> list[str]:
         + (
             f" + duplicates {rec.get('duplicates', 0):,} · deleted {rec['deleted']:,}"
             if "deleted" in rec
+            # bulkPutItems: a key's earlier records in a shard are not staged (not written)
+            else f" + duplicates {rec.get('duplicates', 0):,}"
+            if report.get("bulkPut")
             else f"  (duplicates in a batch: {rec.get('duplicates', 0):,})"
         ),
         f"  shards    {shards.get('done')}/{shards.get('total')} done"

@@ -23,6 +23,7 @@ from logic import bulk_sidecar
 from logic.dynamodb_json import parse_item
 from mapload.emulator.embedded import Deployment, Emulator
 from mapload.local import run_local
+from mapload.reports import report_lines
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -141,6 +142,8 @@ def test_a_key_twice_in_a_shard_is_staged_once_the_later_record_winning(tmp_path
     records = report["records"]
     assert records["duplicates"] == 1
     assert records["read"] == records["written"] + records["rejected"] + records["duplicates"]
+    summary = report_lines(report)[0]
+    assert summary.endswith(f"+ rejected {records['rejected']:,} + duplicates 1"), summary
     assert seen["table"][f"POSTCODE#{last}"]["latitude"] == {"N": "1.25"}
 
 
