@@ -26,7 +26,7 @@ STAGING_JOBS_PREFIX = "jobs/"
 # jobs/<jobId>/<planId>/sync/shard-<index>.jsonl.gz), which the Sync Map's Workers read.
 STAGING_SYNC_SHARD_FILES = f"{STAGING_JOBS_PREFIX}*/*/sync/*"
 # writeMode sync: each sync's merged buckets, the dataset's baseline once the sync succeeds
-# (layout.py sync_prefix: datasets/<table>/<dataset>/<jobId>/<planId>/); not under jobs/, whose
+# (layout.py sync_prefix: datasets/<table>/<dataset>/<against>/<jobId>/<planId>/); not under jobs/, whose
 # objects expire: a baseline lasts until a later sync replaces it.
 STAGING_DATASETS_PREFIX = "datasets/"
 # Decompressed (gzip/zip) sources written by Prepare: prepared/<jobId>/<runId>/...

@@ -447,8 +447,16 @@ class LoaderFunctions:
         """Finalize streams the merged rejects as a multipart upload (aborted if the merge fails)."""
         function = self.finalize_function
         allow(function, ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], [self.arns.staging_jobs])
-        # writeMode sync: the superseded baseline's buckets, deleted once the new one is switched in.
+        # writeMode sync: once the new baseline is switched in, the dataset's merged buckets that no
+        # run can need (the superseded baseline's, failed and superseded syncs'), listed and deleted.
         allow(function, ["s3:DeleteObject"], [self.arns.staging_datasets])
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[self._data.staging_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{STAGING_DATASETS_PREFIX}*"]}},
+            )
+        )
         self._data.ledger_table.grant(
             function, "dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"
         )

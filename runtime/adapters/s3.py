@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import gzip
 import http.client
@@ -148,6 +149,20 @@ class S3Store:
 
     def get_bytes(self, bucket: str, key: str) -> bytes:
         return bytes(self._s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+
+    def list_keys(self, bucket: str, prefix: str, limit: int) -> tuple[Sequence[str], str | None]:
+        """The first `limit` keys under `prefix` (ListObjectsV2, 1,000 a page), and S3's error as
+        text when a request fails (the caller's listing is best effort), else None."""
+        keys: builtins.list[str] = []
+        try:
+            pages = self._s3.get_paginator("list_objects_v2").paginate(
+                Bucket=bucket, Prefix=prefix, PaginationConfig={"MaxItems": limit}
+            )
+            for page in pages:
+                keys.extend(str(obj["Key"]) for obj in page.get("Contents", []))
+        except ClientError as error:
+            return keys, str(error)
+        return keys[:limit], None
 
     def delete_keys(self, bucket: str, keys: Sequence[str]) -> str | None:
         """Delete objects, 1,000 a DeleteObjects request (a key that is not there is no error);

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+
 
 def run_prefix(job_id: str, run_id: str) -> str:
     return f"jobs/{job_id}/{run_id}/"
@@ -62,10 +65,35 @@ def sync_shard_key(job_id: str, plan_id: str, index: int) -> str:
     return f"jobs/{job_id}/{plan_id}/sync/shard-{index:06d}.jsonl.gz"
 
 
-def sync_prefix(table: str, dataset: str, job_id: str, plan_id: str) -> str:
-    """writeMode sync: where a run's merged buckets go; once the run succeeds, the dataset's
-    baseline (kept: not under jobs/, which expires)."""
-    return f"datasets/{table}/{dataset}/{job_id}/{plan_id}/"
+def sync_dataset_prefix(table: str, dataset: str) -> str:
+    """writeMode sync: everything staged for a dataset's syncs (their merged buckets)."""
+    return f"datasets/{table}/{dataset}/"
+
+
+def sync_against(baseline: str | None) -> str:
+    """The path segment naming the baseline a sync compares with: `first` (none), else `after-`
+    and 16 hex digits of its prefix's SHA-256."""
+    if not baseline:
+        return "first"
+    return "after-" + hashlib.sha256(baseline.encode()).hexdigest()[:16]
+
+
+def sync_prefix(table: str, dataset: str, job_id: str, plan_id: str, baseline: str | None) -> str:
+    """writeMode sync: where a run's merged buckets go, under the baseline it compares with (a
+    re-run that finds another baseline writes elsewhere and redoes its buckets: the ledger keys
+    them by baseline); once the run succeeds, the dataset's baseline (kept: not under jobs/,
+    which expires). Finalize deletes the rest (`sync_stale`)."""
+    return f"{sync_dataset_prefix(table, dataset)}{sync_against(baseline)}/{job_id}/{plan_id}/"
+
+
+def sync_stale(keys: Iterable[str], table: str, dataset: str, baseline: str) -> list[str]:
+    """The dataset's staged keys that no run can need once `baseline` is its baseline: all but
+    the baseline's own and those of runs that compare with it (a running or re-run sync planned
+    after the switch). Every other run compared with an earlier baseline: it can never switch
+    (the switch is conditional on the baseline it compared with), and run again it compares
+    with the current one under another prefix."""
+    keep = (baseline, f"{sync_dataset_prefix(table, dataset)}{sync_against(baseline)}/")
+    return [key for key in keys if not key.startswith(keep)]
 
 
 def sync_bucket_key(prefix: str, bucket: int) -> str:

@@ -156,7 +156,7 @@ def _sync(
         "dataset": dataset,
         "buckets": int(baseline["buckets"]) if baseline else sync.bucket_count(source_bytes),
         "baseline": baseline["prefix"] if baseline else None,
-        "prefix": layout.sync_prefix(table, dataset, job_id, plan),
+        "prefix": layout.sync_prefix(table, dataset, job_id, plan, baseline["prefix"] if baseline else None),
         "shards": shards,
     }
 

@@ -241,7 +241,7 @@ def _add_sync(
         )
         if switched:
             result["sync"]["baseline"] = sync["prefix"]
-            _drop_baseline(store, settings.staging_bucket, sync)
+            _drop_stale(store, settings.staging_bucket, table, sync)
         else:
             error = {
                 "type": "SyncConflictError",
@@ -253,17 +253,24 @@ def _add_sync(
         result["error"], result["status"] = error, "FAILED"
 
 
-def _drop_baseline(store: S3Store, bucket: str, sync: Mapping[str, Any]) -> None:
-    """The superseded baseline's buckets deleted once the switch is made (a sync's staged shards
-    under jobs/ expire with it). Best effort: one left behind costs storage, never correctness
-    (no baseline record names it any more)."""
-    previous = sync.get("baseline")
-    if not previous or previous == sync["prefix"]:
-        return
-    keys = [layout.sync_bucket_key(str(previous), b) for b in range(int(sync["buckets"]))]
-    failed = store.delete_keys(bucket, keys)
+# The most staged keys of a dataset one Finalize lists (1,000 a ListObjectsV2 page, deleted 1,000
+# a DeleteObjects request): 20 pages, seconds of its 15 minutes. The baseline's are at most
+# MAX_BUCKETS (logic/sync.py) of them; what a larger backlog leaves, the next sync deletes.
+STALE_LISTING_KEYS = 20_000
+
+
+def _drop_stale(store: S3Store, bucket: str, table: str, sync: Mapping[str, Any]) -> None:
+    """Once the switch is made, the dataset's merged buckets that no run can need deleted: the
+    superseded baseline's and those of every run that compared with another baseline than the new
+    one (failed, stopped or superseded syncs; logic/layout.py `sync_stale`). A sync's staged
+    shards expire with jobs/. Best effort: one left behind costs storage, never correctness."""
+    dataset = str(sync["dataset"])
+    keys, failed = store.list_keys(bucket, layout.sync_dataset_prefix(table, dataset), STALE_LISTING_KEYS)
+    stale = layout.sync_stale(keys, table, dataset, str(sync["prefix"]))
+    deleted = store.delete_keys(bucket, stale)
+    failed = failed or deleted
     if failed is not None:
-        LOG.warning("the superseded baseline %s was not deleted: %s", previous, failed)
+        LOG.warning("stale merged buckets of dataset %s not all deleted: %s", dataset, failed)
 
 
 def _writers_until(

@@ -177,3 +177,67 @@ def test_a_sync_stopped_between_its_maps_and_run_again_converges(
     assert again["records"]["read"] == len(second_rows)
     assert again["sync"]["synced"] == again["sync"]["buckets"] and again["sync"]["baseline"]
     assert _table(db) == _expected(second_rows)
+
+
+def test_only_the_baseline_and_what_a_run_against_it_needs_stay_staged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served: str, small_buckets: None
+) -> None:
+    """Issue 47 item 2, "stagings other than the current baseline expire": a sync that fails after
+    writing some merged buckets and another job's successful sync of the dataset: afterwards only
+    the new baseline stays under datasets/<table>/<dataset>/; the failed job run again (its buckets
+    deleted) compares with that baseline, redoes them, and converges."""
+    import handlers.worker
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", served)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", served)
+    db = boto3.client("dynamodb", endpoint_url=served, region_name="us-east-1", **KEYS)
+    s3 = boto3.client("s3", endpoint_url=served, region_name="us-east-1", **KEYS)
+    rows = {f"P{i:04d}": (str(i), f"place {i}") for i in range(300)}
+    first = run_local(_write(tmp_path / "v1.csv", rows), SPEC, report_path=tmp_path / "r1.json", quiet=True)
+    assert first["status"] == "SUCCEEDED", first.get("error")
+    table = next(t for t in db.list_tables()["TableNames"] if "edger" not in t)
+    staging = next(b["Name"] for b in s3.list_buckets()["Buckets"] if "staging" in b["Name"])
+
+    def staged() -> set[str]:
+        listed = s3.list_objects_v2(Bucket=staging, Prefix=f"datasets/{table}/postcodes/")
+        return {o["Key"] for o in listed.get("Contents", [])}
+
+    def baseline_keys(report: dict[str, Any]) -> set[str]:
+        prefix = report["sync"]["baseline"]
+        return {f"{prefix}bucket-{b:05d}.jsonl.gz" for b in range(report["sync"]["buckets"])}
+
+    real = handlers.worker.sync_bucket
+
+    def failing(bucket: int, *args: Any) -> dict[str, Any]:
+        done = real(bucket, *args)  # its merged bucket written and recorded, then the run fails
+        if bucket == 1:
+            raise RuntimeError("stopped after a merged bucket")
+        return done
+
+    failed_rows = {**rows, "P0002": ("2", "failed run")}
+    failed_file = _write(tmp_path / "v2.csv", failed_rows)
+    failed_spec = {**SPEC, "jobId": "postcodes-failed"}
+    monkeypatch.setattr(handlers.worker, "sync_bucket", failing)
+    failed = run_local(failed_file, failed_spec, report_path=tmp_path / "r2.json", quiet=True)
+    assert failed["status"] == "FAILED" and failed["sync"]["synced"] > 0, (failed["error"], failed["sync"])
+    assert len(staged() - baseline_keys(first)) == failed["sync"]["synced"]  # its merged buckets
+    monkeypatch.setattr(handlers.worker, "sync_bucket", real)
+
+    # It changes the row the failed run wrote (a sync compares with its baseline, not the table).
+    later_rows = {**rows, "P0002": ("2", "later run")}
+    later_spec = {**SPEC, "jobId": "postcodes-later"}
+    later = run_local(
+        _write(tmp_path / "v3.csv", later_rows), later_spec, report_path=tmp_path / "r3.json", quiet=True
+    )
+    assert later["status"] == "SUCCEEDED", later.get("error")
+    assert staged() == baseline_keys(later)
+    assert _table(db) == _expected(later_rows)
+
+    # The failed job run again: its earlier buckets compared with a baseline that is no more, so
+    # they are redone against the current one (nothing of the deleted prefix is needed).
+    again = run_local(failed_file, failed_spec, report_path=tmp_path / "r4.json", quiet=True)
+    assert again["status"] == "SUCCEEDED", again.get("error")
+    assert again["sync"]["synced"] == again["sync"]["buckets"]
+    assert (again["records"]["written"], again["records"]["deleted"]) == (1, 0)
+    assert staged() == baseline_keys(again)
+    assert _table(db) == _expected(failed_rows)

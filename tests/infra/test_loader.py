@@ -246,15 +246,22 @@ def test_worker_may_only_write_the_target_table(dev: Synth) -> None:
 
 
 def test_finalize_grants_are_exactly_its_needs(dev: Synth) -> None:
-    assert grants(policy_statements(dev.loader_json, role_of(dev, "Finalize"))) == log_writes(
-        dev, "Finalize"
-    ) | {
+    statements = policy_statements(dev.loader_json, role_of(dev, "Finalize"))
+    # Listing: a bulk put items operation's output, and a sync's dataset stagings (the stale ones
+    # deleted), each only under its prefix.
+    assert sorted(
+        s["Condition"]["StringLike"]["s3:prefix"] for s in statements if s["Action"] == "s3:ListBucket"
+    ) == [
+        ["datasets/*"],
+        ["jobs/*/*/bulk-output/*"],
+    ]
+    assert grants(statements) == log_writes(dev, "Finalize") | {
         ("s3:GetObject", STAGING_JOBS),
         ("s3:PutObject", STAGING_JOBS),
         # The merged rejects go up as a streamed multipart upload, aborted if the merge fails.
         ("s3:AbortMultipartUpload", STAGING_JOBS),
-        ("s3:DeleteObject", STAGING_DATASETS),  # writeMode sync: a superseded baseline
-        ("s3:ListBucket", STAGING_BUCKET),  # a bulk put items operation's output (s3:prefix below)
+        ("s3:DeleteObject", STAGING_DATASETS),  # writeMode sync: the stale stagings of a dataset
+        ("s3:ListBucket", STAGING_BUCKET),  # under the s3:prefix conditions above
         ("dynamodb:Query", LEDGER),
         ("dynamodb:GetItem", LEDGER),
         ("dynamodb:UpdateItem", LEDGER),

@@ -133,8 +133,14 @@ def test_the_sync_map_s_payloads_at_the_most_buckets_stay_within_the_limit(dev: 
         "sync": {
             "dataset": DATASET,
             "buckets": sync.MAX_BUCKETS,
-            "baseline": layout.sync_prefix(TABLE, DATASET, JOB_ID, f"{plan_id}.{BIG}"),
-            "prefix": layout.sync_prefix(TABLE, DATASET, JOB_ID, f"{plan_id}.{BIG}"),
+            "baseline": layout.sync_prefix(TABLE, DATASET, JOB_ID, f"{plan_id}.{BIG}", JOB_ID),
+            "prefix": layout.sync_prefix(
+                TABLE,
+                DATASET,
+                JOB_ID,
+                f"{plan_id}.{BIG}",
+                layout.sync_prefix(TABLE, DATASET, JOB_ID, "p", None),
+            ),
             "shards": planning.DEFAULT_MAX_SHARDS,
             "workers": sync.MAX_CONCURRENCY,
         },

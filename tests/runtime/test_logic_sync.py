@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logic import sync
+from logic import layout, sync
 
 KEY = ("pk",)
 
@@ -128,3 +128,20 @@ def test_a_baseline_staged_before_numbers_were_compared_by_value_never_loses_an_
     # A key staged by value and gone from the file is deleted, as ever.
     gone = dict(sync.read_lines(sync.staged_line(canonical, {"pk": {"N": "7"}})))
     assert sync.diff({}, gone, KEY, bucket=elsewhere, buckets=buckets).deletes == [{"pk": {"N": "7"}}]
+
+
+def test_stale_stagings_are_all_but_the_baseline_and_the_runs_that_compare_with_it() -> None:
+    """After a switch to `new`, a sync that compared with another baseline (an older one, or none)
+    can never switch, and its re-run writes under another prefix: its buckets go. The superseded
+    baseline goes. The new baseline's stay, and so do those of a run planned after the switch,
+    which compares with `new` and may still switch (its ledger records keep its buckets done)."""
+    first = layout.sync_prefix("t", "d", "a", "p1", None)
+    new = layout.sync_prefix("t", "d", "b", "p2", first)
+    failed_before = layout.sync_prefix("t", "d", "c", "p3", first)  # compared with `first`
+    failed_first = layout.sync_prefix("t", "d", "e", "p5", None)
+    after = layout.sync_prefix("t", "d", "f", "p6", new)  # planned after the switch
+    other = layout.sync_prefix("t", "d2", "c", "p3", first)
+    assert after != layout.sync_prefix("t", "d", "f", "p6", first)  # a re-run against another baseline
+    keys = [p + "bucket-00000.jsonl.gz" for p in (first, new, failed_before, failed_first, after, other)]
+    listed = [k for k in keys if k.startswith(layout.sync_dataset_prefix("t", "d"))]
+    assert layout.sync_stale(listed, "t", "d", new) == [keys[0], keys[2], keys[3]]
