@@ -712,7 +712,7 @@ class LoaderFunctions:
                 ),
                 resource_finding(scope, arns.staging_datasets): (
                     "writeMode sync: the datasets' merged buckets only (datasets/<table>/<dataset>/"
-                    "<jobId>/<planId>/...): the Sync Map's Worker writes its run's and reads the "
+                    "<against>/<jobId>/<planId>/...): the Sync Map's Worker writes its run's and reads the "
                     "baseline's; datasets are named per execution."
                 ),
             },
@@ -722,7 +722,8 @@ class LoaderFunctions:
             {
                 resource_finding(scope, arns.staging_datasets): (
                     "writeMode sync: the datasets' merged buckets only (datasets/<table>/<dataset>/"
-                    "...): Finalize deletes (s3:DeleteObject only) a baseline a sync superseded."
+                    "...): Finalize deletes (s3:DeleteObject only) what no run can need once a sync "
+                    "succeeds: the superseded baseline, failed and superseded syncs' buckets."
                 )
             },
         )
