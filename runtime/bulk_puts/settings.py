@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 
-class StartSettings(Protocol):
+class BulkStartSettings(Protocol):
     """StartBulkPut's environment as the service reads it."""
 
     @property

@@ -13,7 +13,7 @@ from typing import Any
 from adapters.bulk_puts import BulkOperations
 from adapters.ledger import Ledger
 from adapters.s3 import S3Store
-from bulk_puts.settings import StartSettings
+from bulk_puts.settings import BulkStartSettings
 from logic import bulk_put, layout
 from logic.errors import BulkPutInputError, SourceNotFoundError
 from logic.job import PlannedJob
@@ -24,7 +24,7 @@ NAMED_KEYS = 3
 
 def start(
     event: Mapping[str, Any],
-    settings: StartSettings,
+    settings: BulkStartSettings,
     operations: BulkOperations,
     ledger: Ledger,
     store: S3Store,
